@@ -1,0 +1,51 @@
+/* The tool bridge, as the shim's lifecycle commands see it.
+ *
+ * create:  bridge_prepare() before the backend's create (tmpfs, directories,
+ *          tools.json, clients, mounts added to the effective config), then
+ *          bridge_spawn_sidecar() once the container's init pid is known.
+ * run:     bridge_prepare(), then bridge_serve_in_process() around the
+ *          backend's run, then bridge_stop_in_process().
+ * delete:  bridge_teardown() stops the sidecar (if alive), unmounts and
+ *          removes the bridge area.  Idempotent.
+ */
+#ifndef TOLLGATE_BRIDGE_H
+#define TOLLGATE_BRIDGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "governance/gate.h"
+#include "shim/config.h"
+#include "shim/error.h"
+#include "shim/json.h"
+
+struct bridge_setup {
+  const char *container_id;
+  const char *state_dir;   /* <root>/<id>: the bridge area is <state_dir>/bridge */
+  const char *policy_path; /* NULL: bridge still mounted, every call denied */
+  const struct host_config *host;
+};
+
+/* Create the bridge area and add its mounts (/run/tollgate read-only,
+ * /run/tollgate/calls read-write) to config.  0 or -1 with *err; on error
+ * nothing is left mounted. */
+int bridge_prepare(const struct bridge_setup *setup, json_t *config,
+                   tg_error **err);
+
+/* Start the detached per-container sidecar (double fork, setsid, stdio on
+ * /dev/null, no inherited fds).  Returns once it reports ready; *pid gets
+ * its pid.  init_pid is the container's init, watched with a pidfd. */
+int bridge_spawn_sidecar(const struct bridge_setup *setup, pid_t init_pid,
+                         pid_t *pid, tg_error **err);
+
+/* In-process bridge for `tollgate run`. */
+struct bridge_server;
+int bridge_serve_in_process(const struct bridge_setup *setup,
+                            struct bridge_server **out, tg_error **err);
+void bridge_stop_in_process(struct bridge_server *s);
+
+/* Stop the sidecar, unmount and remove the bridge area.  Missing is fine. */
+int bridge_teardown(const char *state_dir, tg_error **err);
+
+#endif

@@ -1,0 +1,70 @@
+/* The governance gate: the one interface the bridge calls.
+ *
+ * A gate governs one container run.  Every call attempt that reaches the
+ * bridge, well-formed or not, goes through the gate, which counts it toward
+ * the hard cap, applies the policy (allow / deny / approve), checks the
+ * budgets, writes the audit log, runs the tool on the host and returns the
+ * response body.  A denial is always an error response, never a result.
+ */
+#ifndef TOLLGATE_GATE_H
+#define TOLLGATE_GATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "shim/error.h"
+#include "shim/json.h"
+
+/* Error codes in responses ({"v":1,"ok":false,"error":{"code":...}}). */
+#define GATE_DENIED "denied"
+#define GATE_APPROVAL_TIMEOUT "approval_timeout"
+#define GATE_BUDGET_EXHAUSTED "budget_exhausted"
+#define GATE_UNKNOWN_TOOL "unknown_tool"
+#define GATE_BAD_REQUEST "bad_request"
+#define GATE_TOOL_FAILED "tool_failed"
+#define GATE_TOOL_TIMEOUT "tool_timeout"
+#define GATE_CONTAINER_STOPPED "container_stopped"
+#define GATE_AUDIT_UNAVAILABLE "audit_unavailable"
+
+struct gate;
+
+struct gate_config {
+  const char *container_id;
+  const char *policy_path; /* NULL: no policy, every call is denied */
+  const char *audit_dir;   /* the log is <audit_dir>/<container_id>.jsonl */
+  const char *audit_key;   /* HMAC key file, or NULL */
+  const char *approval_hook;
+  int approval_timeout_ms;
+  const char *approver_group;
+  const char *control_socket; /* where the sidecar serves approve/pending/calls;
+                                 NULL: none (unit tests) */
+};
+
+/* Load the policy and open the audit log.  A broken policy fails here with
+ * every error and its line, column and field path. */
+int gate_open(const struct gate_config *cfg, struct gate **out, tg_error **err);
+
+/* Write tools.json (name, description, args schema, timeout of each tool)
+ * into dirfd/name for the in-container clients. */
+int gate_write_tools_json(struct gate *g, int dirfd, const char *name,
+                          tg_error **err);
+
+/* Govern and run one call.  request is the parsed request body (NULL when
+ * it could not be parsed: then bad_reason says why, and the attempt is
+ * still counted and audited).  Returns the response body, owned by the
+ * caller.  Thread-safe; may block while the call waits for approval. */
+char *gate_handle(struct gate *g, const char *call_id, const json_t *request,
+                  const char *bad_reason, size_t *len);
+
+/* Count and audit an attempt that cannot be answered at all (for example an
+ * invalid call id that cannot become a path). */
+void gate_record_unanswerable(struct gate *g, const char *what);
+
+/* The container stopped: parked approvals end, later calls get
+ * container_stopped.  Called before gate_close. */
+void gate_container_stopped(struct gate *g);
+
+/* Write the closing audit record and free everything. */
+void gate_close(struct gate *g);
+
+#endif

@@ -1,0 +1,38 @@
+/* config.json hardening: the rewrite that only ever tightens.
+ *
+ * oci_harden() takes the bundle's config.json as a parsed tree and edits it
+ * in place into the effective config that the backend runs.  For every
+ * axis (capabilities, seccomp, mounts, devices, namespaces, limits, user,
+ * annotations) the output is never more permissive than the input.  Known
+ * escape shapes are refused with an error that names the field and the fix.
+ */
+#ifndef TOLLGATE_OCI_HARDEN_H
+#define TOLLGATE_OCI_HARDEN_H
+
+#include <stdbool.h>
+
+#include "shim/error.h"
+#include "shim/json.h"
+
+struct harden_options {
+  const char *profile;      /* profile chosen by the host config ("hardened") */
+  const char *profiles_dir; /* directory holding <name>.json profiles */
+  const char *seccomp_dir;  /* directory holding the syscall lists */
+  bool allow_passthrough;   /* host config permits the passthrough profile */
+  const char *backend;      /* "runsc" or "runc" */
+};
+
+struct harden_result {
+  char *profile; /* name of the profile applied, owned */
+};
+
+/* Harden config in place.  Honours the workload annotation
+ * dev.tollgate.profile only when it names a profile at least as strict as
+ * opts->profile.  Records the applied profile in the annotation
+ * dev.tollgate.profile-applied.  0 or -1 with *err. */
+int oci_harden(json_t *config, const struct harden_options *opts,
+               struct harden_result *res, tg_error **err);
+
+void harden_result_free(struct harden_result *res);
+
+#endif

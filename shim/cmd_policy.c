@@ -1,0 +1,7 @@
+/* Placeholder until the governance issue lands. */
+#include "shim/commands.h"
+
+int cmd_policy(struct cli *cli, int argc, char **argv, tg_error **err) {
+  (void)cli; (void)argc; (void)argv;
+  return tg_error_set(err, 0, "policy: not built yet (the governance issue)");
+}

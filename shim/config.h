@@ -1,0 +1,54 @@
+/* The host configuration: /etc/tollgate/config.json, or --config FILE.
+ *
+ * containerd's runc.v2 shim cannot pass extra arguments to the runtime
+ * binary, so every per-node setting lives here.  A missing default file
+ * means built-in defaults; a missing file named with --config is an error.
+ * Only the host config can loosen hardening (choose a weaker profile,
+ * allow passthrough); a workload's annotations can only tighten.
+ */
+#ifndef TOLLGATE_CONFIG_H
+#define TOLLGATE_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "shim/error.h"
+
+#define TG_DEFAULT_CONFIG "/etc/tollgate/config.json"
+#define TG_DEFAULT_ROOT "/run/tollgate"
+
+struct host_config {
+  char *runtime;          /* "runsc" (default) or "runc" */
+  char *runtime_path;     /* backend binary; NULL = look up runtime in PATH */
+  char **runtime_args;    /* extra global flags for the backend, NULL-terminated
+                             (e.g. {"--platform=ptrace", NULL}) */
+  char *platform;         /* runsc --platform value; default "ptrace" */
+  char *profile;          /* default hardening profile; "hardened" */
+  bool allow_passthrough; /* may the passthrough profile be used at all */
+  char *data_dir;         /* where profiles/, seccomp/, client/ live; NULL =
+                             found next to the binary */
+  char *policy_dir;       /* dev.tollgate.policy=NAME -> <policy_dir>/NAME.json;
+                             default /etc/tollgate/policies */
+  char *audit_dir;        /* default /var/log/tollgate/audit */
+  char *audit_key;        /* HMAC key file for the audit chain, or NULL */
+  char *approval_hook;    /* command run for approve-effect calls, or NULL */
+  int approval_timeout_ms; /* default 60000 */
+  char *approver_group;   /* group allowed to approve besides root, or NULL */
+  size_t bridge_tmpfs_bytes; /* default 16 MiB */
+  size_t request_max_bytes;  /* default 64 KiB */
+};
+
+/* Load path (NULL = TG_DEFAULT_CONFIG, where a missing file is fine).
+ * Unknown keys and wrong types are errors that name the key and the file. */
+int host_config_load(const char *path, struct host_config *cfg, tg_error **err);
+void host_config_free(struct host_config *cfg);
+
+/* Resolve a data file shipped with tollgate ("profiles/hardened.json",
+ * "client/tollgate.py", ...): cfg->data_dir if set, else the install tree
+ * (<exe>/../share/tollgate) or the source tree (<exe>/../bundles, and for
+ * client/ the build directory itself).  Returns an owned path or NULL with
+ * *err listing where it looked. */
+char *host_config_data_path(const struct host_config *cfg, const char *rel,
+                            tg_error **err);
+
+#endif

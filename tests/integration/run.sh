@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Run every tests/integration/test_*.sh (or those named in $TESTS) against
+# real runsc and runc.  Each script prints "ok - NAME" or "FAIL - NAME" per
+# check; this runner adds them up and ends with "N passed, N failed".
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+export BUILD=${BUILD:-$(cd "$here/../.." && pwd)/build}
+cd "$here/../.."
+scripts=${TESTS:-$(ls tests/integration/test_*.sh 2>/dev/null)}
+total_pass=0 total_fail=0 failing=""
+log_dir=$(mktemp -d /tmp/tollgate-it.XXXXXX)
+for s in $scripts; do
+  name=$(basename "$s" .sh)
+  start=$(date +%s)
+  timeout --kill-after=10 ${TEST_TIMEOUT:-600} bash "$s" >"$log_dir/$name.log" 2>&1
+  rc=$?
+  p=$(grep -c '^ok - ' "$log_dir/$name.log")
+  f=$(grep -c '^FAIL - ' "$log_dir/$name.log")
+  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+    f=1; echo "FAIL - $name exited $rc" >>"$log_dir/$name.log"
+  fi
+  total_pass=$((total_pass + p)); total_fail=$((total_fail + f))
+  echo "== $name: $p passed, $f failed ($(( $(date +%s) - start ))s)"
+  if [ "$f" -ne 0 ]; then
+    failing="$failing $name"
+    sed 's/^/   | /' "$log_dir/$name.log" | tail -n 60
+  fi
+done
+rm -rf "$log_dir"
+[ -n "$failing" ] && echo "failing scripts:$failing"
+echo "integration: $total_pass passed, $total_fail failed"
+[ "$total_fail" -eq 0 ]

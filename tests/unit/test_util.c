@@ -1,0 +1,67 @@
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "shim/util.h"
+
+static char dir[] = "/tmp/tg-util-XXXXXX";
+
+static void setup(void) { cr_assert_not_null(mkdtemp(dir)); }
+static void teardown(void) { remove_tree(dir, NULL); }
+
+TestSuite(util, .init = setup, .fini = teardown);
+
+Test(util, container_ids) {
+  cr_assert(container_id_is_valid("abc"));
+  cr_assert(container_id_is_valid("a.b_c-1"));
+  cr_assert_not(container_id_is_valid(""));
+  cr_assert_not(container_id_is_valid(".hidden"));
+  cr_assert_not(container_id_is_valid("../etc"));
+  cr_assert_not(container_id_is_valid("a/b"));
+  char long_id[130];
+  memset(long_id, 'a', 129);
+  long_id[129] = '\0';
+  cr_assert_not(container_id_is_valid(long_id));
+  long_id[128] = '\0';
+  cr_assert(container_id_is_valid(long_id));
+}
+
+Test(util, untrusted_read_refuses_symlink_fifo_dir_and_oversize) {
+  int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+  cr_assert_geq(dfd, 0);
+  cr_assert_eq(write_file_atomic(dfd, "ok", "hello", 5, 0600, false, NULL), 0);
+  cr_assert_eq(symlinkat("/etc/passwd", dfd, "link"), 0);
+  cr_assert_eq(mkfifoat(dfd, "fifo", 0600), 0);
+  cr_assert_eq(mkdirat(dfd, "sub", 0700), 0);
+  char *buf = NULL;
+  size_t len = 0;
+  tg_error *err = NULL;
+  cr_assert_eq(read_file_untrusted(dfd, "ok", 16, &buf, &len, &err), 0);
+  cr_assert_str_eq(buf, "hello");
+  free(buf);
+  cr_assert_lt(read_file_untrusted(dfd, "link", 16, &buf, &len, &err), 0);
+  cr_assert_eq(errno, ELOOP);
+  tg_error_free(&err);
+  cr_assert_lt(read_file_untrusted(dfd, "fifo", 16, &buf, &len, &err), 0);
+  cr_assert_eq(errno, EINVAL);
+  tg_error_free(&err);
+  cr_assert_lt(read_file_untrusted(dfd, "sub", 16, &buf, &len, &err), 0);
+  tg_error_free(&err);
+  cr_assert_lt(read_file_untrusted(dfd, "ok", 4, &buf, &len, &err), 0);
+  cr_assert_eq(errno, EFBIG);
+  tg_error_free(&err);
+  close(dfd);
+}
+
+Test(util, error_wrap_prefixes_context) {
+  tg_error *err = NULL;
+  cr_assert_eq(tg_error_set(&err, ENOENT, "open %s", "x"), -1);
+  tg_error_wrap(&err, "loading policy");
+  cr_assert_str_eq(err->msg, "loading policy: open x: No such file or directory");
+  tg_error_free(&err);
+  cr_assert_null(err);
+}
