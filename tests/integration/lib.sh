@@ -32,8 +32,50 @@ _run_cleanups() {
   rm -rf "$TG_ROOT"
 }
 trap _run_cleanups EXIT
-tg() { "$TG" --root "$TG_ROOT" "$@"; }
+
 check() { local n=$1; shift; if "$@"; then echo "ok - $n"; else echo "FAIL - $n (command: $*)"; fi; }
 check_fails() { local n=$1; shift; if "$@"; then echo "FAIL - $n (expected failure: $*)"; else echo "ok - $n"; fi; }
 check_eq() { if [ "$2" == "$3" ]; then echo "ok - $1"; else echo "FAIL - $1: want [$2] got [$3]"; fi; }
 check_match() { if [[ "$3" =~ $2 ]]; then echo "ok - $1"; else echo "FAIL - $1: [$3] does not match /$2/"; fi; }
+
+# A host config of the script's own, so no test touches /etc/tollgate or
+# /var/log/tollgate.  Scripts may rewrite it (write_config KEY=JSON...).
+TG_CONFIG=$TG_ROOT/config.json
+mkdir -p "$TG_ROOT/audit" "$TG_ROOT/policies"
+write_config() {
+  python3 - "$TG_CONFIG" "$TG_ROOT" "$@" <<'PY'
+import json, sys
+path, root, *pairs = sys.argv[1:]
+cfg = {"audit_dir": root + "/audit", "policy_dir": root + "/policies"}
+for p in pairs:
+    k, v = p.split("=", 1)
+    cfg[k] = json.loads(v)
+json.dump(cfg, open(path, "w"), indent=2)
+PY
+}
+write_config
+tg() { "$TG" --root "$TG_ROOT" --config "$TG_CONFIG" "$@"; }
+
+# The busybox rootfs, built once per build directory and shared read-only.
+BUSYBOX_ROOTFS=$BUILD/rootfs/busybox
+bash "$(dirname "${BASH_SOURCE[0]}")/../../bundles/rootfs/busybox.sh" "$BUSYBOX_ROOTFS" 2>/dev/null
+
+# make_bundle DIR [ARG...]: a bundle whose rootfs is the shared busybox
+# tree and whose process runs ARGs (default: sh -c 'echo hello').  Starts
+# from `runc spec` (the same shape containerd and people start from), not
+# from tollgate's own hardened spec, so hardening is always exercised.
+make_bundle() {
+  local dir=$1; shift
+  mkdir -p "$dir"
+  rm -f "$dir/config.json" "$dir"/config.json.*
+  (cd "$dir" && runc spec)
+  python3 - "$dir/config.json" "$BUSYBOX_ROOTFS" "$@" <<'PY'
+import json, sys
+path, rootfs, *args = sys.argv[1:]
+c = json.load(open(path))
+c["root"] = {"path": rootfs, "readonly": True}
+c["process"]["terminal"] = False
+c["process"]["args"] = args or ["sh", "-c", "echo hello"]
+json.dump(c, open(path, "w"), indent=2)
+PY
+}
