@@ -13,6 +13,12 @@ int oci_harden(json_t *config, const struct harden_options *opts,
   return 0;
 }
 
+int oci_harden_process(json_t *process, const json_t *effective_config,
+                       tg_error **err) {
+  (void)process; (void)effective_config; (void)err;
+  return 0;
+}
+
 void harden_result_free(struct harden_result *res) {
   free(res->profile);
   res->profile = NULL;

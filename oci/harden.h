@@ -33,6 +33,13 @@ struct harden_result {
 int oci_harden(json_t *config, const struct harden_options *opts,
                struct harden_result *res, tg_error **err);
 
+/* Harden a process spec given to `exec --process FILE` (or built for the
+ * runc-style `exec ID CMD...`) against the container's effective config:
+ * capabilities no wider than the container's, noNewPrivileges, the same
+ * non-root user, cwd checked for escape shapes.  0 or -1 with *err. */
+int oci_harden_process(json_t *process, const json_t *effective_config,
+                       tg_error **err);
+
 void harden_result_free(struct harden_result *res);
 
 #endif
