@@ -315,7 +315,11 @@ char *backend_normalize_message(const char *id, const char *msg) {
    * "cannot signal container "x" in state stopped". */
   if (strstr(msg, "container not running") != NULL)
     return xstrdup(msg);
+  /* runsc, between the sandbox's exit and its delete: the control
+   * server is gone, so the container is not running. */
   if (strstr(msg, "not running") != NULL ||
+      (strstr(msg, "control server") != NULL &&
+       strstr(msg, "connection refused") != NULL) ||
       (strstr(msg, "cannot signal") != NULL && strstr(msg, "stopped") != NULL))
     return xasprintf("container not running: %s", msg);
   return xstrdup(msg);

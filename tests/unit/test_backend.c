@@ -214,6 +214,9 @@ Test(backend, messages_in_containerd_wording) {
   m = backend_normalize_message("c1", "cannot signal container \"c1\" in state stopped");
   cr_assert(strstr(m, "container not running"));
   free(m);
+  m = backend_normalize_message("c1", "connecting to control server at PID 7: connection refused");
+  cr_assert(strstr(m, "container not running"));
+  free(m);
   m = backend_normalize_message("c1", "container not running");
   cr_assert_str_eq(m, "container not running");
   free(m);
