@@ -150,6 +150,8 @@ static const char *const sensitive[] = {
 static const char *const sensitive_trees[] = {"/proc", "/sys", "/dev", "/boot", "/lib/modules", "/usr/lib/modules"};
 
 static bool is_under(const char *path, const char *tree) {
+  if (strcmp(tree, "/") == 0)
+    return true;
   size_t n = strlen(tree);
   return strncmp(path, tree, n) == 0 && (path[n] == '\0' || path[n] == '/');
 }
