@@ -31,10 +31,8 @@ static bool has_suffix(const char *name, size_t n, const char *suffix,
 enum bridge_name_kind bridge_classify_name(const char *name,
                                            char id[BRIDGE_ID_MAX + 1]) {
   size_t n = strlen(name), stem;
-  /* Clients write their temp files under a leading dot; the host leaves
-   * them alone until they are old enough to be garbage. */
-  if (n > 0 && name[0] == '.')
-    return BRIDGE_NAME_TEMP;
+  /* Any name ending in .done is a call attempt, counted even when its id
+   * is bad (a path-traversal attempt like "..%2f..done" included). */
   if (has_suffix(name, n, ".done", &stem)) {
     if (!bridge_id_is_valid(name, stem))
       return BRIDGE_NAME_BAD_MARKER;
@@ -42,6 +40,10 @@ enum bridge_name_kind bridge_classify_name(const char *name,
     id[stem] = '\0';
     return BRIDGE_NAME_MARKER;
   }
+  /* Clients write their temp files under a leading dot; the host leaves
+   * them alone until they are old enough to be garbage. */
+  if (n > 0 && name[0] == '.')
+    return BRIDGE_NAME_TEMP;
   if (has_suffix(name, n, ".json", &stem) && bridge_id_is_valid(name, stem)) {
     memcpy(id, name, stem);
     id[stem] = '\0';

@@ -26,10 +26,12 @@ bool bridge_id_is_valid(const char *s, size_t len);
 
 /* What a directory entry under calls/req is. */
 enum bridge_name_kind {
-  BRIDGE_NAME_TEMP,       /* ".<anything>": a client's file being written */
+  BRIDGE_NAME_TEMP,       /* ".<anything>" not ending in .done: a client's
+                             file being written */
   BRIDGE_NAME_BODY,       /* "<id>.json" */
   BRIDGE_NAME_MARKER,     /* "<id>.done": the request is ready */
-  BRIDGE_NAME_BAD_MARKER, /* "<not an id>.done": an attempt with a bad id */
+  BRIDGE_NAME_BAD_MARKER, /* "<not an id>.done" (".x.done", "..done" too):
+                             an attempt with a bad id */
   BRIDGE_NAME_JUNK,       /* anything else */
 };
 

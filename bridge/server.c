@@ -165,7 +165,7 @@ static void post_unanswerable(struct bridge_service *s, char *what) {
 
 /* ---- removing what the container left, without following anything ---- */
 
-static void remove_entry(int dirfd, const char *name, int depth);
+static bool remove_entry(int parent, const char *name, int depth);
 
 static void remove_dir_contents(int parent, const char *name, int depth) {
   if (depth >= REMOVE_DEPTH)
@@ -188,13 +188,15 @@ static void remove_dir_contents(int parent, const char *name, int depth) {
   closedir(d);
 }
 
-static void remove_entry(int parent, const char *name, int depth) {
-  if (unlinkat(parent, name, 0) == 0 || errno == ENOENT)
-    return;
+/* true when this call removed the entry (so an entry reported twice, by
+ * inotify and by a rescan, is counted once). */
+static bool remove_entry(int parent, const char *name, int depth) {
+  if (unlinkat(parent, name, 0) == 0)
+    return true;
   if (errno != EISDIR && errno != EPERM)
-    return;
+    return false;
   remove_dir_contents(parent, name, depth);
-  unlinkat(parent, name, AT_REMOVEDIR);
+  return unlinkat(parent, name, AT_REMOVEDIR) == 0;
 }
 
 /* ---- the watcher: the only code that reads container bytes ---- */
@@ -276,7 +278,8 @@ static void handle_name(struct bridge_service *s, const char *name, bool old) {
     process_marker(s, id);
     break;
   case BRIDGE_NAME_BAD_MARKER: {
-    remove_entry(s->opt.req_fd, name, 0);
+    if (!remove_entry(s->opt.req_fd, name, 0))
+      break; /* already handled */
     atomic_fetch_add(&s->st.bad_ids, 1);
     /* The name is container data: keep only a bounded, printable prefix
      * for the audit record. */
@@ -289,8 +292,8 @@ static void handle_name(struct bridge_service *s, const char *name, bool old) {
     break;
   }
   case BRIDGE_NAME_JUNK:
-    remove_entry(s->opt.req_fd, name, 0);
-    atomic_fetch_add(&s->st.junk, 1);
+    if (remove_entry(s->opt.req_fd, name, 0))
+      atomic_fetch_add(&s->st.junk, 1);
     break;
   case BRIDGE_NAME_TEMP:
   case BRIDGE_NAME_BODY:
