@@ -11,8 +11,10 @@
  * known to the runsc process that is the sandbox's parent (`runsc wait`
  * after a detached create answers "exit status is unavailable"), so
  * tollgate prepares everything as create does, then runs `runsc run` in
- * the foreground, passing signals on with `runsc kill`.  tollgate must not be a subreaper here: runsc waits for its
- * sandbox process to disappear, and an unreaped zombie never does. */
+ * the foreground, passing signals on with `runsc kill` (runsc run does
+ * not forward them).  tollgate must not be a subreaper here: runsc waits
+ * for its sandbox process to disappear, and an unreaped zombie never
+ * does. */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>

@@ -180,6 +180,18 @@ PY
   check_eq "$rt: run cleaned up after the signal" "" "$(tg list -q)"
 done
 
+# --- later verbs use the backend recorded at create, whatever the config --
+write_config runtime='"runc"'
+make_bundle "$work/rec" sleep 60
+tg create --bundle "$work/rec" rec </dev/null >/dev/null 2>&1
+write_config runtime_path='"/nonexistent"'
+check "recorded backend: start after the config changed" tg start rec
+check_eq "recorded backend: still runc" runc "$(tg state rec | json_get tollgate.backend)"
+check "recorded backend: kill" tg kill rec KILL
+wait_status rec stopped >/dev/null
+check "recorded backend: delete" tg delete rec
+write_config
+
 # --- containerd's exact argv (runsc: the default backend, no --config) ----
 b=$work/ctrd id=ctrd-1
 make_bundle "$b" sleep 60
