@@ -115,6 +115,23 @@ PY
 done
 
 for rt in $BACKENDS; do
+  # --- no helper process keeps the caller's stdio open ------------------
+  # The container's stdout is create's; once the container exits, the
+  # reader must see EOF while the container still exists (not deleted), so
+  # neither tollgate nor the sidecar holds a copy.
+  b=$work/stdio-$rt id=stdio-$rt
+  make_bundle "$b" sh -c 'echo through the pipe'
+  ( tg --runtime "$rt" create --bundle "$b" "$id" </dev/null 2>/dev/null | cat >"$work/stdio-$rt.out" ) &
+  reader=$!
+  wait_status "$id" created >/dev/null
+  tg start "$id"
+  for i in $(seq 1 100); do kill -0 "$reader" 2>/dev/null || break; sleep 0.1; done
+  check_fails "$rt: the caller's stdout reaches EOF when the container exits" kill -0 "$reader"
+  check_eq "$rt: the container's output came through create's stdout" "through the pipe" \
+    "$(cat "$work/stdio-$rt.out")"
+  tg delete --force "$id"
+  wait "$reader" 2>/dev/null
+
   # --- pause / resume / update ------------------------------------------
   b=$work/pr-$rt id=pr-$rt
   make_bundle "$b" sleep 60
