@@ -635,6 +635,8 @@ int gate_decide_pending(struct gate *g, const char *call_id, bool approve, const
   return approvals_decide(g->approvals, call_id, approve, who, reason, err);
 }
 
+int gate_approval_timeout_ms(struct gate *g) { return g->approval_timeout_ms; }
+
 const char *gate_audit_path(struct gate *g) { return g->audit ? audit_path(g->audit) : NULL; }
 
 void gate_container_stopped(struct gate *g) {

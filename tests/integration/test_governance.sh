@@ -69,6 +69,7 @@ for rt in $BACKENDS; do
   runpid=$!
   call=$(wait_pending "$id")
   check "$rt: the refund over 50 is parked and listed by pending" test -n "$call"
+  check_match "$rt: pending without an id lists every container's parked calls" "$id +$call +refund" "$(tg pending)"
   calls=$(tg calls "$id" --format json)
   check_match "$rt: calls shows the parked call as pending" '"status": "pending"' "$calls"
   check_fails "$rt: approve of an unknown call fails" tg approve "$id" no-such-call
