@@ -427,7 +427,6 @@ static char *govern(struct call *c, const json_t *request, const char *bad_reaso
     c->reason = xstrdup("the request has no \"tool\" string");
     return finish_error(c, GATE_BAD_REQUEST, c->reason, len);
   }
-  call_update(g, c->idx, NULL, NULL, -1);
   if (c->idx >= 0) {
     pthread_mutex_lock(&g->mu);
     free(g->calls[c->idx].tool);
