@@ -58,7 +58,9 @@ static void child_exec(char *const argv[], char *const envp[], int in, int out, 
   setsid();
   if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(errfd, 2) < 0)
     _exit(126);
-  syscall(SYS_close_range, 3U, ~0U, 0U);
+  if (syscall(SYS_close_range, 3U, ~0U, 0U) < 0)
+    for (int fd = 3; fd < 4096; fd++) /* kernels before 5.9 */
+      close(fd);
   sigset_t all;
   sigemptyset(&all);
   sigprocmask(SIG_SETMASK, &all, NULL);
