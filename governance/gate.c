@@ -288,6 +288,9 @@ int gate_write_tools_json(struct gate *g, int dirfd, const char *name, tg_error 
   json_t *o = json_new_object();
   json_object_set(o, "v", json_new_integer(1));
   json_object_set(o, "approval_timeout", seconds_json(g->approval_timeout_ms));
+  /* The effective value (the policy may override the host config): the
+   * clients size their own timeout from it. */
+  json_object_set(o, "approval_timeout_ms", json_new_integer(g->approval_timeout_ms));
   json_t *arr = json_new_array();
   for (size_t i = 0; g->policy && i < g->policy->ntools; i++) {
     const struct tool *t = g->policy->tools[i];
