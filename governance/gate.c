@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "governance/approval.h"
 #include "governance/audit.h"
@@ -255,6 +256,11 @@ int gate_open(const struct gate_config *cfg, struct gate **out, tg_error **err) 
   if (g->policy && g->policy->approval_hook) {
     g->hook = g->policy->approval_hook;
   } else if (cfg->approval_hook && *cfg->approval_hook) {
+    if (cfg->approval_hook[0] != '/' || access(cfg->approval_hook, X_OK) != 0) {
+      tg_error_set(err, 0, "approval_hook %s in the host config must be the absolute path of an executable program",
+                   cfg->approval_hook);
+      goto fail;
+    }
     g->host_hook[0] = xstrdup(cfg->approval_hook);
     g->hook = g->host_hook;
   }
