@@ -53,6 +53,15 @@ for be in $BACKENDS; do
   check_eq "$be: effective config records the profile" hardened \
     "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["annotations"]["dev.tollgate.profile-applied"])' "$B/config.json")"
   check "$be: the user's config is kept beside it" cmp -s "$TG_ROOT/runc-spec.json" "$B/config.json.orig"
+  # `tollgate state` names the profile (created, never started).
+  fresh
+  if tg --runtime "$be" create --bundle "$B" "st-$be" 2>"$TG_ROOT/err"; then
+    check_match "$be: state names the profile" '"profile": "hardened"' "$(tg state "st-$be")"
+    tg delete --force "st-$be"
+  else
+    check "$be: create for state" false
+    sed 's/^/# /' "$TG_ROOT/err"
+  fi
 
   # --- a config as containerd's `ctr run` writes it comes out hardened -----
   fresh
