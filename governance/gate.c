@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "governance/approval.h"
 #include "governance/audit.h"
@@ -255,6 +256,11 @@ int gate_open(const struct gate_config *cfg, struct gate **out, tg_error **err) 
   if (g->policy && g->policy->approval_hook) {
     g->hook = g->policy->approval_hook;
   } else if (cfg->approval_hook && *cfg->approval_hook) {
+    if (cfg->approval_hook[0] != '/' || access(cfg->approval_hook, X_OK) != 0) {
+      tg_error_set(err, 0, "approval_hook %s in the host config must be the absolute path of an executable program",
+                   cfg->approval_hook);
+      goto fail;
+    }
     g->host_hook[0] = xstrdup(cfg->approval_hook);
     g->hook = g->host_hook;
   }
@@ -288,6 +294,9 @@ int gate_write_tools_json(struct gate *g, int dirfd, const char *name, tg_error 
   json_t *o = json_new_object();
   json_object_set(o, "v", json_new_integer(1));
   json_object_set(o, "approval_timeout", seconds_json(g->approval_timeout_ms));
+  /* The effective value (the policy may override the host config): the
+   * clients size their own timeout from it. */
+  json_object_set(o, "approval_timeout_ms", json_new_integer(g->approval_timeout_ms));
   json_t *arr = json_new_array();
   for (size_t i = 0; g->policy && i < g->policy->ntools; i++) {
     const struct tool *t = g->policy->tools[i];
@@ -353,6 +362,17 @@ static char *finish_error(struct call *c, const char *code, const char *message,
   return resp;
 }
 
+/* Is the log writable?  After a failure, probe it with a "resumed" record
+ * (synced): when that lands the log shows where the gap was and calls may
+ * run again; when it does not, the call is refused (fail closed). */
+static bool audit_ready(struct gate *g) {
+  if (audit_healthy(g->audit))
+    return true;
+  struct audit_record rec = {.event = "resumed", .duration_ms = -1,
+                             .reason = "the audit log is writable again after a failure"};
+  return audit_append(g->audit, &rec, true, NULL) == 0;
+}
+
 static void run_backend(struct gate *g, const struct tool *t, const json_t *args,
                         const char *call_id, struct tool_result *r) {
   switch (t->backend.type) {
@@ -416,7 +436,6 @@ static char *govern(struct call *c, const json_t *request, const char *bad_reaso
     c->reason = xstrdup("the request has no \"tool\" string");
     return finish_error(c, GATE_BAD_REQUEST, c->reason, len);
   }
-  call_update(g, c->idx, NULL, NULL, -1);
   if (c->idx >= 0) {
     pthread_mutex_lock(&g->mu);
     free(g->calls[c->idx].tool);
@@ -514,7 +533,7 @@ static char *govern(struct call *c, const json_t *request, const char *bad_reaso
     return finish_error(c, GATE_BUDGET_EXHAUSTED, why, len);
   }
   c->decision = "allow";
-  if (stopped_now || !audit_healthy(g->audit)) {
+  if (stopped_now || !audit_ready(g)) {
     pthread_mutex_lock(&g->mu);
     budget_release(g->budget, t);
     pthread_mutex_unlock(&g->mu);
@@ -623,6 +642,8 @@ int gate_decide_pending(struct gate *g, const char *call_id, bool approve, const
                         const char *reason, tg_error **err) {
   return approvals_decide(g->approvals, call_id, approve, who, reason, err);
 }
+
+int gate_approval_timeout_ms(struct gate *g) { return g->approval_timeout_ms; }
 
 const char *gate_audit_path(struct gate *g) { return g->audit ? audit_path(g->audit) : NULL; }
 

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,12 +55,13 @@ static void child_fail(int fd, const char *what) {
 /* In the child: become an unprivileged, capability-less process in its own
  * session, then exec.  Never returns. */
 static void child_exec(char *const argv[], char *const envp[], int in, int out, int errfd,
-                       int last_cap) {
+                       int last_cap, pid_t parent) {
   setsid();
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(errfd, 2) < 0)
     _exit(126);
-  syscall(SYS_close_range, 3U, ~0U, 0U);
+  if (syscall(SYS_close_range, 3U, ~0U, 0U) < 0)
+    for (int fd = 3; fd < 4096; fd++) /* kernels before 5.9 */
+      close(fd);
   sigset_t all;
   sigemptyset(&all);
   sigprocmask(SIG_SETMASK, &all, NULL);
@@ -85,8 +87,33 @@ static void child_exec(char *const argv[], char *const envp[], int in, int out, 
   }
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
     child_fail(2, "no_new_privs");
+  /* Die with the gate.  Set after the id change, which clears it; and if
+   * the parent is already gone, the signal will never come: leave now. */
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent)
+    _exit(126);
   execve(argv[0], argv, envp);
   child_fail(2, "exec failed (is the program executable by uid 65534?)");
+}
+
+void sigpipe_block(struct sigpipe_guard *g) {
+  sigset_t pipe;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe, &g->old);
+  g->blocked_before = sigismember(&g->old, SIGPIPE);
+}
+
+void sigpipe_unblock(struct sigpipe_guard *g) {
+  if (g->blocked_before)
+    return;
+  sigset_t pipe;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  struct timespec zero = {0, 0};
+  while (sigtimedwait(&pipe, NULL, &zero) > 0)
+    ;
+  pthread_sigmask(SIG_SETMASK, &g->old, NULL);
 }
 
 static char **build_env(char *const extra[]) {
@@ -136,6 +163,7 @@ int sandbox_run(char *const argv[], char *const extra_env[], const char *input,
   }
   char **env = build_env(extra_env);
   int last = cap_last_cap();
+  pid_t self = getpid();
   pid_t pid = fork();
   if (pid < 0) {
     int e = errno;
@@ -144,7 +172,7 @@ int sandbox_run(char *const argv[], char *const extra_env[], const char *input,
     return tg_error_set(err, e, "fork for %s", argv[0]);
   }
   if (pid == 0)
-    child_exec(argv, env, inp[0], outp[1], errp[1], last);
+    child_exec(argv, env, inp[0], outp[1], errp[1], last, self);
   free_env(env);
   close(inp[0]);
   close(outp[1]);
@@ -161,6 +189,8 @@ int sandbox_run(char *const argv[], char *const extra_env[], const char *input,
     fds[0] = -1;
   }
   unsigned long long deadline = monotonic_ns() + (unsigned long long)timeout_ms * 1000000ULL;
+  struct sigpipe_guard guard;
+  sigpipe_block(&guard);
   while (fds[1] >= 0 || fds[2] >= 0) {
     struct pollfd p[3];
     for (int i = 0; i < 3; i++)
@@ -224,6 +254,7 @@ int sandbox_run(char *const argv[], char *const extra_env[], const char *input,
   for (int i = 0; i < 3; i++)
     if (fds[i] >= 0)
       close(fds[i]);
+  sigpipe_unblock(&guard);
   if (out->timed_out || out->too_big)
     kill(-pid, SIGKILL); /* the whole group: helpers the tool forked too */
   /* stdout closed: the tool is exiting; wait for it, but never past the
@@ -263,6 +294,7 @@ int sandbox_spawn(char *const argv[], pid_t *pid, int *to_child, int *from_child
   int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
   char **env = build_env(NULL);
   int last = cap_last_cap();
+  pid_t self = getpid();
   pid_t p = fork();
   if (p < 0) {
     int e = errno;
@@ -273,7 +305,7 @@ int sandbox_spawn(char *const argv[], pid_t *pid, int *to_child, int *from_child
     return tg_error_set(err, e, "fork for %s", argv[0]);
   }
   if (p == 0)
-    child_exec(argv, env, inp[0], outp[1], devnull, last);
+    child_exec(argv, env, inp[0], outp[1], devnull, last, self);
   free_env(env);
   close(inp[0]);
   close(outp[1]);
