@@ -11,9 +11,10 @@
  * known to the runsc process that is the sandbox's parent (`runsc wait`
  * after a detached create answers "exit status is unavailable"), so
  * tollgate prepares everything as create does, then runs `runsc run` in
- * the foreground and forwards signals to it (runsc passes them into the
- * sandbox).  tollgate must not be a subreaper here: runsc waits for its
- * sandbox process to disappear, and an unreaped zombie never does. */
+ * the foreground, passing signals on with `runsc kill` (runsc run does
+ * not forward them).  tollgate must not be a subreaper here: runsc waits
+ * for its sandbox process to disappear, and an unreaped zombie never
+ * does. */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -41,8 +42,10 @@ static int pidfd_open_(pid_t pid) {
 }
 
 /* Poll until pidfd is readable (the process exited), forwarding every
- * signal read from sfd to pidfd's process. */
-static int forward_until_exit(int pidfd, int sfd, tg_error **err) {
+ * signal read from sfd: through `runsc kill` when c is given (runsc run
+ * does not pass signals on into the sandbox), else to pidfd's process. */
+static int forward_until_exit(struct cli *cli, const struct container *c,
+                              int pidfd, int sfd, tg_error **err) {
   for (;;) {
     struct pollfd p[2] = {{.fd = pidfd, .events = POLLIN},
                           {.fd = sfd, .events = POLLIN}};
@@ -53,10 +56,25 @@ static int forward_until_exit(int pidfd, int sfd, tg_error **err) {
     }
     if (p[1].revents & POLLIN) {
       struct signalfd_siginfo si;
-      if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
+      if (read(sfd, &si, sizeof si) != (ssize_t)sizeof si)
+        continue;
+      if (c != NULL) {
+        char num[16];
+        snprintf(num, sizeof num, "%d", (int)si.ssi_signo);
+        char *after[] = {num, NULL};
+        struct proc_opts quiet = {.capture_stdout = true,
+                                  .capture_stderr = true};
+        struct proc_result res = {0};
+        tg_error *e = NULL;
+        /* Not yet started, or already gone: nothing to signal. */
+        container_call(cli, c, "kill", NULL, after, &quiet, &res, &e);
+        tg_error_free(&e);
+        proc_result_free(&res);
+      } else {
         /* The pidfd names exactly that process: a recycled pid cannot be
          * hit by mistake. */
         syscall(SYS_pidfd_send_signal, pidfd, (int)si.ssi_signo, NULL, 0);
+      }
     }
     if (p[0].revents & POLLIN)
       return 0;
@@ -76,7 +94,7 @@ static int run_runc(struct cli *cli, struct created *c, int sfd,
   proc_result_free(&res);
   if (r < 0)
     return -1;
-  if (forward_until_exit(pidfd, sfd, err) < 0)
+  if (forward_until_exit(cli, NULL, pidfd, sfd, err) < 0)
     return -1;
   int ws = 0;
   pid_t w;
@@ -112,7 +130,7 @@ static int run_runsc(struct cli *cli, struct created *c,
     return -1;
   cleanup_close int pidfd = pidfd_open_(child.pid);
   if (pidfd >= 0)
-    forward_until_exit(pidfd, sfd, err);
+    forward_until_exit(cli, &c->container, pidfd, sfd, err);
   struct proc_result res = {0};
   int st = container_finish(&c->container, &child, &passthrough, &res, err);
   if (st < 0)
