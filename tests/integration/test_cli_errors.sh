@@ -42,6 +42,7 @@ expect_error "invalid id" 'invalid container id "\.\./x"' tg create --bundle "$w
 expect_error "invalid id in state" 'invalid container id' tg state 'a/b'
 expect_error "reserved id" 'reserved' tg create --bundle "$work/good" backend
 expect_error "delete of an unknown id" 'container nosuch does not exist' tg delete nosuch
+check "delete --force of an unknown id succeeds, as runc's does" tg delete --force nosuch
 expect_error "state of an unknown id" 'container nosuch does not exist' tg state nosuch
 expect_error "kill of an unknown id" 'container nosuch does not exist' tg kill nosuch KILL
 expect_error "unknown signal" 'unknown signal "BOGUS"' tg kill x BOGUS
@@ -107,3 +108,19 @@ expect_error "duplicate id" 'container with id exists: dup' tg create --bundle "
 check_eq "duplicate id: the first is intact" created \
   "$(tg state dup | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])')"
 check "duplicate id: delete" tg delete dup
+
+# help, version and features: no backend needed.
+check_match "help lists every lifecycle verb" 'create.*start.*run.*state.*kill.*delete.*exec.*ps.*list.*pause.*resume.*update.*features' \
+  "$(tg help | tr '\n' ' ')"
+check_match "--help" 'usage: tollgate' "$(tg --help)"
+check_match "create --help" 'usage: tollgate .*create .*--bundle' "$(tg create --help)"
+check_match "version" '^tollgate version [0-9.]+' "$(tg version)"
+check_match "--version names the spec" 'spec: 1\.0' "$(tg --version)"
+check "features is the runtime-spec features JSON" python3 -c '
+import json, sys
+f = json.load(sys.stdin)
+assert f["ociVersionMin"] and f["ociVersionMax"]
+assert "CAP_SYS_ADMIN" in f["linux"]["capabilities"]
+assert "SCMP_ACT_ERRNO" in f["linux"]["seccomp"]["actions"]
+assert "network" in f["linux"]["namespaces"]
+' < <(tg features)

@@ -2,7 +2,8 @@
  * key per line, what the container can and cannot do.  The hardening
  * integration tests assert every line.
  *
- *   tollgate-probe              the confinement report
+ *   tollgate-probe              the confinement report (docs/hardening.md,
+ *                               "What the probe sees")
  *   tollgate-probe hog MIB      allocate and touch MIB MiB (OOM test)
  *   tollgate-probe fork N       start N sleeping children; print how many
  *                               started and the first fork error
@@ -18,6 +19,7 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -118,6 +120,26 @@ static int try_unshare_net(void) { return unshare(CLONE_NEWNET); }
 static int try_mount(void) { return mount("probe", "/tmp", "tmpfs", 0, "size=1m"); }
 static int try_setuid_root(void) { return setuid(0); }
 static int try_mknod(void) { return mknod("/tmp/probe-null", S_IFCHR | 0600, makedev(1, 3)); }
+static int try_mkfifo(void) {
+  int r = mkfifo("/tmp/probe-fifo", 0600);
+  int e = errno;
+  unlink("/tmp/probe-fifo");
+  errno = e;
+  return r;
+}
+static void *thread_main(void *arg) { return arg; }
+/* glibc creates threads with clone3 and falls back to clone only on
+ * ENOSYS: this fails if the seccomp filter answers clone3 with EPERM. */
+static int try_thread(void) {
+  pthread_t t;
+  int r = pthread_create(&t, NULL, thread_main, NULL);
+  if (r != 0) {
+    errno = r;
+    return -1;
+  }
+  pthread_join(t, NULL);
+  return 0;
+}
 static int try_init_module(void) { return (int)syscall(SYS_init_module, NULL, 0, ""); }
 static int try_bpf(void) { return (int)syscall(SYS_bpf, 0, NULL, 0); }
 static int try_keyctl(void) { return (int)syscall(SYS_add_key, "user", "probe", "x", 1, -2 /* session keyring */); }
@@ -293,6 +315,8 @@ static int report(void) {
   str("chroot", in_child(try_chroot));
   str("setuid_root", in_child(try_setuid_root));
   str("mknod", in_child(try_mknod));
+  str("mkfifo", in_child(try_mkfifo));
+  str("thread", in_child(try_thread));
   str("dev_mem", result(try_dev_mem()));
   interfaces();
   rlimit("rlimit_nofile", RLIMIT_NOFILE);
