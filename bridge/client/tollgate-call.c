@@ -422,7 +422,7 @@ static int call_once(const struct call_ctx *c, bool quiet) {
 
   /* Poll for the response marker with adaptive back-off: inotify inside
    * gVisor does not see the host's writes.  A few immediate checks catch
-   * the fast answers; then the wait doubles from 5 us up to 2 ms. */
+   * the fast answers; then the wait grows by half from 5 us up to 2 ms. */
   double deadline = now_s() + c->timeout;
   long wait_ns = 5000;
   struct stat st;
@@ -444,7 +444,7 @@ static int call_once(const struct call_ctx *c, bool quiet) {
     struct timespec ts = {0, wait_ns};
     nanosleep(&ts, NULL);
     if (wait_ns < 2000000)
-      wait_ns *= 2;
+      wait_ns += wait_ns / 2;
   }
   size_t rlen = 0;
   char rpath[4200];
