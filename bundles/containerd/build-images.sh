@@ -9,6 +9,7 @@
 # beside it records their hashes), so test runs after the first are cheap.
 #
 #   localhost/tollgate/busybox:test  bundles/rootfs/busybox.sh
+#   localhost/tollgate/pause:test    busybox running `sleep` forever: the CRI pod sandbox image
 #   localhost/tollgate/probe:test    busybox + BUILD_DIR/tollgate-probe at /usr/bin/tollgate-probe
 #   localhost/tollgate/python:test   bundles/rootfs/python.sh (python3 + the bridge client)
 set -euo pipefail
@@ -19,7 +20,7 @@ top=$(cd "$here/../.." && pwd)
 mkdir -p "$build/images"
 names=("$@")
 if [ ${#names[@]} -eq 0 ]; then
-  names=(busybox probe)
+  names=(busybox pause probe)
   [ -f "$top/bundles/rootfs/python.sh" ] && names+=(python)
 fi
 
@@ -47,6 +48,11 @@ for name in "${names[@]}"; do
       python3 "$here/oci-image.py" --rootfs "$busybox_rootfs" --out "$out" \
         --name localhost/tollgate/busybox:test --cmd sh
       ;;
+    pause)
+      build_one pause "$busybox_rootfs/.tollgate-rootfs" && continue
+      python3 "$here/oci-image.py" --rootfs "$busybox_rootfs" --out "$out" \
+        --name localhost/tollgate/pause:test --cmd /bin/sleep --cmd 2147483647
+      ;;
     probe)
       probe=$build/tollgate-probe
       [ -x "$probe" ] || { echo "build-images.sh: $probe is missing; run 'make all' first" >&2; exit 1; }
@@ -64,7 +70,7 @@ for name in "${names[@]}"; do
       python3 "$here/oci-image.py" --rootfs "$rootfs" --out "$out" \
         --name localhost/tollgate/python:test --cmd python3
       ;;
-    *) echo "build-images.sh: unknown image '$name' (busybox, probe or python)" >&2; exit 2 ;;
+    *) echo "build-images.sh: unknown image '$name' (busybox, pause, probe or python)" >&2; exit 2 ;;
   esac
   finish "$out"
 done

@@ -41,15 +41,25 @@ EOF
   chmod 0755 "$TG_RUNTIME"
 }
 
-# The daemon's config: only what the tests need.  CRI (it would want CNI
-# and its own streaming server), the /opt installer and the snapshotters
-# this machine lacks are off; overlayfs (the default) serves images.
+# The daemon's config: only what the tests need.  The /opt installer and
+# the snapshotters this machine lacks are off; overlayfs (the default)
+# serves images.  CRI is off unless CTRD_CRI=1: then it runs with no TCP
+# service, a loopback streaming server on a free port, no CNI (pods use
+# the node's network namespace), the pause image built here, and the
+# shipped runtime handler bundles/containerd/tollgate.toml imported with
+# BinaryName and Root pointed at this test's wrapper and root.
+CTRD_CRI=${CTRD_CRI:-0}
 _ctrd_config() {
+  local cri_off='"io.containerd.grpc.v1.cri", '
+  if [ "$CTRD_CRI" = 1 ]; then
+    cri_off=''
+    mkdir -p "$CTRD_DIR/cni/bin" "$CTRD_DIR/cni/net.d" "$CTRD_DIR/pods"
+  fi
   cat > "$CTRD_DIR/config.toml" <<EOF
 version = 2
 root = "$CTRD_DIR/root"
 state = "$CTRD_DIR/state"
-disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.internal.v1.opt",
+disabled_plugins = [${cri_off}"io.containerd.internal.v1.opt",
   "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs",
   "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.aufs",
   "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
@@ -63,9 +73,42 @@ disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.internal.v1.opt"
 [metrics]
   address = ""
 EOF
+  [ "$CTRD_CRI" = 1 ] && cat >> "$CTRD_DIR/config.toml" <<EOF
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "localhost/tollgate/pause:test"
+  disable_tcp_service = true
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+  enable_selinux = false
+  disable_apparmor = true
+  # This machine may not lower oom_score_adj (the pause container asks for
+  # -998): keep it no lower than the daemon's own.
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "$CTRD_DIR/cni/bin"
+    conf_dir = "$CTRD_DIR/cni/net.d"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+EOF
+  # The shipped handler, appended as the installer appends it (imports
+  # would replace the whole CRI section), pointed at this test's wrapper.
+  [ "$CTRD_CRI" = 1 ] && sed -e '/^version *=/d' \
+      -e "s#^\( *BinaryName = \).*#\1\"$TG_RUNTIME\"#" \
+      -e "s#^\( *Root = \).*#\1\"$TG_CTR_ROOT\"#" \
+      "$TOP/bundles/containerd/tollgate.toml" >> "$CTRD_DIR/config.toml"
+  return 0
 }
 
+# containerd 1.6's shims always put their sockets in /run/containerd/s
+# (named by a hash of our socket, namespace and id, so they never collide
+# with a system containerd's).  When this test is the one that creates
+# that directory, the cleanup removes it again (rmdir: only if empty).
+CTRD_MADE_RUN=false
 ctrd_start() {
+  [ -d /run/containerd ] || CTRD_MADE_RUN=true
   write_runtime_wrapper
   _ctrd_config
   containerd --config "$CTRD_DIR/config.toml" >"$CTRD_DIR/containerd.log" 2>&1 &
@@ -95,42 +138,57 @@ _ctrd_shim_pids() {
 _ctrd_cleanup() {
   local id pid
   if [ -n "$CTRD_PID" ] && kill -0 "$CTRD_PID" 2>/dev/null; then
-    for id in $(ctr task ls -q 2>/dev/null); do
-      ctr task kill -s KILL "$id" >/dev/null 2>&1
-      ctr task delete --force "$id" >/dev/null 2>&1
-    done
-    for id in $(ctr container ls -q 2>/dev/null); do
-      ctr container delete "$id" >/dev/null 2>&1
+    local ns
+    for ns in $CTRD_NS k8s.io; do
+      for id in $(command ctr --address "$CTRD_SOCK" -n "$ns" task ls -q 2>/dev/null); do
+        command ctr --address "$CTRD_SOCK" -n "$ns" task kill -s KILL "$id" >/dev/null 2>&1
+        command ctr --address "$CTRD_SOCK" -n "$ns" task delete --force "$id" >/dev/null 2>&1
+      done
+      for id in $(command ctr --address "$CTRD_SOCK" -n "$ns" container ls -q 2>/dev/null); do
+        command ctr --address "$CTRD_SOCK" -n "$ns" container delete "$id" >/dev/null 2>&1
+      done
     done
     kill -TERM "$CTRD_PID" 2>/dev/null
     wait "$CTRD_PID" 2>/dev/null
   fi
   for pid in $(_ctrd_shim_pids); do kill -KILL "$pid" 2>/dev/null; done
   # Anything tollgate still holds under its containerd root is a leak.
-  if [ -d "$TG_NS_ROOT" ] && [ -x "$TG" ]; then
-    for id in $("$TG" --root "$TG_NS_ROOT" --config "$TG_CONFIG" list -q 2>/dev/null); do
+  local r
+  for r in "$TG_NS_ROOT" "$TG_CTR_ROOT/k8s.io"; do
+    [ -d "$r" ] && [ -x "$TG" ] || continue
+    for id in $("$TG" --root "$r" --config "$TG_CONFIG" list -q 2>/dev/null); do
       echo "FAIL - leaked tollgate container $id (containerd)"
-      "$TG" --root "$TG_NS_ROOT" --config "$TG_CONFIG" delete --force "$id" >/dev/null 2>&1
+      "$TG" --root "$r" --config "$TG_CONFIG" delete --force "$id" >/dev/null 2>&1
     done
-  fi
+  done
   grep -E " ($CTRD_DIR|$TG_CTR_ROOT)/" /proc/self/mounts | awk '{print $2}' | sort -r |
     xargs -r -n1 umount -l 2>/dev/null
   rm -rf "$CTRD_DIR"
+  if $CTRD_MADE_RUN; then rmdir /run/containerd/s /run/containerd/fifo /run/containerd 2>/dev/null; fi
 }
+
+# cri METHOD REQUEST_JSON: one CRI call against the private daemon (CTRD_CRI=1).
+export CRI_STUBS=$BUILD/cri-stubs
+cri() { /usr/bin/python3 "$TOP/tests/integration/cri/cri.py" "$CTRD_SOCK" "$@"; }
 
 ctrd_import() {
   local name=$1
   bash "$TOP/bundles/containerd/build-images.sh" "$BUILD" "$name" >/dev/null 2>&1 ||
     bash "$TOP/bundles/containerd/build-images.sh" "$BUILD" "$name"
   ctr image import "$BUILD/images/$name.tar" >/dev/null
+  if [ "$CTRD_CRI" = 1 ]; then
+    command ctr --address "$CTRD_SOCK" --namespace k8s.io image import "$BUILD/images/$name.tar" >/dev/null
+  fi
 }
 
 # ctr_tg [ctr run flags...] IMAGE ID [ARGS...]: run through tollgate the way
 # the `tollgate` runtime handler does (runc.v2, BinaryName, Root).
 ctr_tg() {
-  ctr run --runtime io.containerd.runc.v2 --runc-binary "$TG_RUNTIME" \
-    --runc-root "$TG_CTR_ROOT" "$@"
+  ctr run --fifo-dir "$CTRD_DIR/fifo" --runtime io.containerd.runc.v2 \
+    --runc-binary "$TG_RUNTIME" --runc-root "$TG_CTR_ROOT" "$@"
 }
+# ctr_exec ID EXEC_ID ARGS...: `ctr task exec` with our FIFO directory.
+ctr_exec() { local id=$1 eid=$2; shift 2; ctr task exec --fifo-dir "$CTRD_DIR/fifo" --exec-id "$eid" "$id" "$@"; }
 
 # tg_ns ARGS...: tollgate on the root containerd made it use.
 tg_ns() { "$TG" --root "$TG_NS_ROOT" --config "$TG_CONFIG" "$@"; }

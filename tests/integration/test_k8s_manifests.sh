@@ -29,37 +29,68 @@ for path in glob.glob(k8s + "/*.yaml"):
                 open(os.path.join(out, k), "w").write(v)
 PY
 printf '#!/bin/sh\necho "tollgate test"\n' > "$src/bin/tollgate"; chmod 0755 "$src/bin/tollgate"
-# A node config.toml as distributions ship it: version 2, tables, no imports.
+# A node config.toml with settings of its own, runc among them: the
+# installer must keep every one of them.
 cat > "$host/etc/containerd/config.toml" <<'TOML'
 version = 2
 root = "/var/lib/containerd"
 [plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "registry.k8s.io/pause:3.6"
+  sandbox_image = "registry.example.com/pause:9"
+  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+    runtime_type = "io.containerd.runc.v2"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+      SystemdCgroup = true
 TOML
-out=$(HOST=$host CONFIG=$cfg SRC=$src RESTART_CONTAINERD=false sh "$here/bundles/kubernetes/installer/install.sh" 2>&1)
-rc=$?
+install() {
+  HOST=$host CONFIG=$cfg SRC=$src RESTART_CONTAINERD=false CONTAINERD_CONFIG_DEFAULT="containerd config default" \
+    sh "$here/bundles/kubernetes/installer/install.sh" 2>&1
+}
+# dump: what containerd makes of the node's config.toml (`config dump`
+# only reads it; it starts nothing and creates no directory).
+dump() { containerd --config "$host/etc/containerd/config.toml" config dump 2>&1; }
+# rt NAME [options] FIELD: a field of runtime NAME in a `config dump`.
+rt() {
+  python3 -c 'import sys, tomllib
+c = tomllib.loads(sys.stdin.read())["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]["runtimes"]
+v = c.get(sys.argv[1], {})
+for k in sys.argv[2:]: v = v.get(k, {}) if isinstance(v, dict) else {}
+print(v)' "$@"
+}
 check_eq() { if [ "$2" == "$3" ]; then echo "ok - $1"; else echo "FAIL - $1: want [$2] got [$3]"; fi; }
+check_match() { if [[ "$3" =~ $2 ]]; then echo "ok - $1"; else echo "FAIL - $1: output does not match /$2/"; fi; }
+out=$(install); rc=$?
 check_eq "installer exits 0" 0 "$rc"
 check_eq "installer copied the tree" "tollgate test" "$("$host/opt/tollgate/bin/tollgate")"
 check_eq "installer wrote the host config" "$(cat "$cfg/config.json")" "$(cat "$host/etc/tollgate/config.json" 2>&1)"
-check_eq "installer wrote the runtime handler" "$(cat "$cfg/tollgate.toml")" "$(cat "$host/etc/containerd/conf.d/tollgate.toml" 2>&1)"
 check_eq "audit directory is private" 700 "$(stat -c %a "$host/var/log/tollgate/audit" 2>&1)"
-check_eq "import added before the first table" 'imports = ["/etc/containerd/conf.d/*.toml"]' \
-  "$(sed -n 3p "$host/etc/containerd/config.toml")"
-# containerd itself must read the result: point the import at the fake
-# node and let `containerd config dump` resolve it.
-sed "s#/etc/containerd/conf.d#$host/etc/containerd/conf.d#; s#/var/lib/containerd#$work/ctrd-root#" \
-  "$host/etc/containerd/config.toml" > "$work/dump.toml"
-dump=$(containerd --config "$work/dump.toml" config dump 2>&1)
-check_match() { if [[ "$3" =~ $2 ]]; then echo "ok - $1"; else echo "FAIL - $1: output does not match /$2/"; fi; }
-check_match "containerd loads the handler with BinaryName" 'BinaryName = "/opt/tollgate/bin/tollgate"' "$dump"
-check_match "containerd keeps the node's own settings" 'sandbox_image = "registry.k8s.io/pause:3.6"' "$dump"
+check_eq "one handler block in config.toml" 1 "$(grep -c '^# BEGIN tollgate runtime handler' "$host/etc/containerd/config.toml")"
+d=$(dump)
+check_eq "containerd loads the handler with BinaryName" /opt/tollgate/bin/tollgate "$(echo "$d" | rt tollgate options BinaryName)"
+check_eq "containerd loads the handler's own Root" /run/containerd/tollgate "$(echo "$d" | rt tollgate options Root)"
+check_eq "containerd passes dev.tollgate.* pod annotations" "['dev.tollgate.*']" "$(echo "$d" | rt tollgate pod_annotations)"
+check_match "containerd keeps the node's sandbox image" 'sandbox_image = "registry.example.com/pause:9"' "$d"
+check_eq "containerd keeps the node's runc settings" True "$(echo "$d" | rt runc options SystemdCgroup)"
 before=$(cat "$host/etc/containerd/config.toml")
-out=$(HOST=$host CONFIG=$cfg SRC=$src RESTART_CONTAINERD=false sh "$here/bundles/kubernetes/installer/install.sh" 2>&1)
+out=$(install)
 check_eq "a second install changes nothing" "$before" "$(cat "$host/etc/containerd/config.toml")"
-echo 'imports = ["/etc/other.toml"]' > "$host/etc/containerd/config.toml"
-out=$(HOST=$host CONFIG=$cfg SRC=$src RESTART_CONTAINERD=false sh "$here/bundles/kubernetes/installer/install.sh" 2>&1)
-check_match "an imports line of the node's own is left to the operator" "add \"/etc/containerd/conf.d/\*.toml\" to it" "$out"
+check_eq "a second install reports no change" "" "$(echo "$out" | grep 'added the runtime handler')"
+
+# A node without config.toml: containerd's defaults, plus the handler.
+rm -f "$host/etc/containerd/config.toml"
+out=$(install)
+d=$(dump)
+check_eq "from defaults: the handler" /opt/tollgate/bin/tollgate "$(echo "$d" | rt tollgate options BinaryName)"
+check_eq "from defaults: runc still there" io.containerd.runc.v2 "$(echo "$d" | rt runc runtime_type)"
+# A config.toml that relies on the built-in runtimes: runc is restated.
+printf 'version = 2\nroot = "/var/lib/containerd"\n' > "$host/etc/containerd/config.toml"
+out=$(install)
+d=$(dump)
+check_eq "built-in runc restated next to the handler" io.containerd.runc.v2 "$(echo "$d" | rt runc runtime_type)"
+check_eq "and the handler loads" /opt/tollgate/bin/tollgate "$(echo "$d" | rt tollgate options BinaryName)"
+# A handler defined by hand outside the block is left to the operator.
+printf 'version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.tollgate]\n' > "$host/etc/containerd/config.toml"
+out=$(install)
+check_match "a hand-made tollgate section is reported, not duplicated" "outside the installer's block; remove that section" "$out"
 
 # Policy sync: mirrors the ConfigMap, removes what left it.
 echo '{}' > "$host/etc/tollgate/policies/stale.json"

@@ -6,10 +6,14 @@
 #      from this image to the node, replacing the old tree in one rename;
 #   2. writes the node's host config /etc/tollgate/config.json and creates
 #      the policy and audit directories;
-#   3. installs the containerd runtime handler as
-#      /etc/containerd/conf.d/tollgate.toml, makes config.toml import it,
-#      and restarts containerd when either changed (running containers
-#      keep running: their shims do not depend on the daemon).
+#   3. adds the containerd runtime handler to /etc/containerd/config.toml,
+#      between marker lines, and restarts containerd when that changed
+#      (running containers keep running: their shims outlive the daemon).
+#      Not a drop-in under `imports`: containerd 1.x replaces a whole plugin
+#      section with the imported one, which would wipe the node's own CRI
+#      settings.  A runtimes table in config.toml replaces containerd's
+#      built-in runtimes map, so when the node relies on the built-in "runc"
+#      runtime, the block restates it.
 # Every step is idempotent: a restarted pod changes nothing that is current.
 set -eu
 HOST=${HOST:-/host}
@@ -48,26 +52,48 @@ mkdir -p "$HOST/etc/tollgate/policies" "$HOST/var/log/tollgate/audit"
 chmod 0755 "$HOST/etc/tollgate/policies"
 chmod 0700 "$HOST/var/log/tollgate/audit"
 
-# 3. containerd: the runtime handler as a drop-in, imported by config.toml.
-changed=false
-put "$CONFIG/tollgate.toml" "$HOST/etc/containerd/conf.d/tollgate.toml" 0644 && changed=true
+# 3. containerd: the runtime handler, appended to config.toml between markers.
+begin_mark='# BEGIN tollgate runtime handler (written by the tollgate installer; edits here are replaced)'
+end_mark='# END tollgate runtime handler'
 main="$HOST/etc/containerd/config.toml"
-import='imports = ["/etc/containerd/conf.d/*.toml"]'
+[ -f "$CONFIG/tollgate.toml" ] || die "$CONFIG/tollgate.toml is missing; check the tollgate-node ConfigMap"
 if [ ! -f "$main" ]; then
-  # No config.toml means containerd's defaults: keep them, add the import.
-  printf 'version = 2\n%s\n' "$import" > "$main"
-  changed=true
-elif ! grep -q '/etc/containerd/conf.d/\*\.toml' "$main"; then
-  if grep -q '^[[:space:]]*imports[[:space:]]*=' "$main"; then
-    die "$main has its own 'imports' line; add \"/etc/containerd/conf.d/*.toml\" to it and restart this pod"
+  # Without a config.toml containerd runs on built-in defaults; start from
+  # them so appending a section never drops one of them.
+  mkdir -p "$(dirname "$main")"
+  ${CONTAINERD_CONFIG_DEFAULT:-nsenter -t 1 -m -- containerd config default} > "$main.tmp.$$" ||
+    die "could not run 'containerd config default' on the node to create $main"
+  mv "$main.tmp.$$" "$main"
+fi
+grep -q '^[[:space:]]*version[[:space:]]*=[[:space:]]*2' "$main" ||
+  die "$main is not a version 2 config; migrate it ('containerd config migrate') and restart this pod"
+# The node's config without our block: the rest must not define the handler.
+awk -v b="$begin_mark" -v e="$end_mark" '$0 == b {skip=1} !skip {print} $0 == e {skip=0}' "$main" > "$main.rest.$$"
+if grep -q 'containerd\.runtimes\.tollgate\]' "$main.rest.$$"; then
+  rm -f "$main.rest.$$"
+  die "$main already defines runtimes.tollgate outside the installer's block; remove that section and restart this pod"
+fi
+default_runtime=$(sed -n 's/^[[:space:]]*default_runtime_name[[:space:]]*=[[:space:]]*"\(.*\)".*/\1/p' "$main.rest.$$" | head -n1)
+{
+  cat "$main.rest.$$"
+  echo "$begin_mark"
+  if [ "${default_runtime:-runc}" = runc ] && ! grep -q 'containerd\.runtimes\.runc\]' "$main.rest.$$"; then
+    echo '# containerd'"'"'s built-in default runtime, restated: any runtimes table replaces the built-in map.'
+    echo '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]'
+    echo '  runtime_type = "io.containerd.runc.v2"'
   fi
-  grep -q '^[[:space:]]*version[[:space:]]*=[[:space:]]*2' "$main" ||
-    die "$main is not a version 2 config; migrate it ('containerd config migrate') and restart this pod"
+  grep -v '^[[:space:]]*version[[:space:]]*=' "$CONFIG/tollgate.toml"
+  echo "$end_mark"
+} > "$main.new.$$"
+rm -f "$main.rest.$$"
+changed=false
+if cmp -s "$main.new.$$" "$main"; then
+  rm -f "$main.new.$$"
+else
   cp "$main" "$main.tollgate-backup"
-  # imports is a top-level key: it must come before the first [table].
-  awk -v line="$import" '!done && /^[[:space:]]*\[/ { print line; done=1 } { print } END { if (!done) print line }' \
-    "$main" > "$main.tmp.$$" && mv "$main.tmp.$$" "$main"
+  mv "$main.new.$$" "$main"
   changed=true
+  say "added the runtime handler 'tollgate' to /etc/containerd/config.toml (backup: config.toml.tollgate-backup)"
 fi
 if $changed && [ "$RESTART_CONTAINERD" = true ]; then
   say "restarting containerd to load the tollgate runtime handler"
