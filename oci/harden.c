@@ -101,14 +101,14 @@ static void record_profile(json_t *config, const char *name) {
   json_object_set(ann, ANN_APPLIED, json_new_string(name));
 }
 
-static int apply_profile(json_t *config, const struct oci_profile *p, tg_error **err) {
+static int apply_profile(json_t *config, const struct oci_profile *p, const char *backend, tg_error **err) {
   json_t *process = json_object_ensure_object(config, "process");
   oci_caps_restrict(process, &p->caps);
   if (p->no_new_privileges)
     json_object_set(process, "noNewPrivileges", json_new_bool(true));
   oci_user_harden(process, p);
   oci_mounts_harden(config, p);
-  oci_limits_harden(config, p);
+  oci_limits_harden(config, p, backend);
   namespaces_harden(config, p);
   if (p->seccomp) {
     json_t *linux = json_object_ensure_object(config, "linux");
@@ -135,7 +135,7 @@ int oci_harden(json_t *config, const struct harden_options *opts, struct harden_
     cleanup_json json_t *before = json_copy(config);
     ret = oci_refuse_escapes(config, &p, err);
     if (ret == 0)
-      ret = apply_profile(config, &p, err);
+      ret = apply_profile(config, &p, opts->backend, err);
     /* Belt and braces: every step above only tightens by construction;
      * this check makes a future mistake fail closed instead of quietly
      * handing the backend a looser config. */

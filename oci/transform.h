@@ -52,8 +52,12 @@ long long oci_tmpfs_size(const json_t *mount);
 
 /* rlimits, linux.resources memory (no swap), pids, cpu, and
  * disableOOMKiller/oomScoreAdj, each lowered to the profile's value when
- * the input is looser or unset. */
-void oci_limits_harden(json_t *config, const struct oci_profile *p);
+ * the input is looser or unset.  For runsc the process limit is applied
+ * inside the sandbox (RLIMIT_NPROC, which gVisor enforces per sandbox)
+ * and the cgroup pids limit becomes a host-side ceiling scaled for
+ * gVisor's own tasks (see docs/hardening.md). */
+void oci_limits_harden(json_t *config, const struct oci_profile *p,
+                       const char *backend);
 
 /* CPU limit of a config in thousandths of a CPU; 0 when unlimited. */
 long long oci_cpu_millis(const json_t *config);
