@@ -268,6 +268,17 @@ int bridge_add_mounts(json_t *config, const char *state_dir,
   cleanup_free char *area = xasprintf("%s/bridge", state_dir);
   cleanup_free char *calls = xasprintf("%s/bridge/calls", state_dir);
   json_t *mounts = json_object_ensure_array(config, "mounts");
+  /* /run/tollgate belongs to the bridge: drop whatever the config already
+   * mounts there or below (a workload's own mount, or the bridge mounts of
+   * an earlier run of this bundle, which point at a removed area). */
+  for (size_t i = json_array_len(mounts); i-- > 0;) {
+    const char *d = json_string_value(
+        json_object_get(json_array_get(mounts, i), "destination"));
+    size_t k = strlen(BRIDGE_CONTAINER_DIR);
+    if (d && strncmp(d, BRIDGE_CONTAINER_DIR, k) == 0 &&
+        (d[k] == '\0' || d[k] == '/'))
+      json_array_remove(mounts, i);
+  }
   /* Parent before child: the read-only view, then the writable calls
    * directory and the static client (exec allowed, read-only) inside it. */
   json_array_append(mounts, bind_mount(BRIDGE_CONTAINER_DIR, area, true, false));
