@@ -436,8 +436,16 @@ int policy_parse(const char *path, const char *buf, size_t len, struct policy **
   struct json_parse_options opts = {.max_depth = 64, .track_positions = true};
   cleanup_error tg_error *perr = NULL;
   cleanup_json json_t *root = json_parse(buf, len, &opts, &perr);
-  if (root == NULL)
-    return tg_error_set(err, 0, "%s: %s; fix the JSON syntax", path, perr->msg);
+  if (root == NULL) {
+    /* Same shape as every other problem: FILE:LINE:COL: where: what. */
+    unsigned line = 0, col = 0;
+    const char *at = strstr(perr->msg, "line ");
+    const char *what = at ? strstr(at, ": ") : NULL;
+    if (at && what && sscanf(at, "line %u, column %u", &line, &col) == 2)
+      return tg_error_set(err, 0, "%s:%u:%u: (JSON syntax): %s; fix the JSON syntax", path, line,
+                          col, what + 2);
+    return tg_error_set(err, 0, "%s: (JSON syntax): %s; fix the JSON syntax", path, perr->msg);
+  }
   struct ctx c = {.p = xcalloc(1, sizeof *c.p), .errs = {.file = path}};
   struct policy *p = c.p;
   p->path = xstrdup(path);

@@ -282,7 +282,8 @@ static bool validate(const struct schema *s, const json_t *v, const char *path,
   if (!matches_type(s->types, v)) {
     cleanup_free char *want = type_list(s->types);
     *why = xasprintf("%s: must be %s, not %s", path, want,
-                     v->type == JSON_NUMBER ? "a non-integer number" : json_type_name(v->type));
+                     v->type != JSON_NUMBER ? json_type_name(v->type)
+                     : matches_type(T_INTEGER, v) ? "an integer" : "a non-integer number");
     return false;
   }
   if (s->enum_values) {
