@@ -11,7 +11,8 @@
 #   localhost/tollgate/busybox:test  bundles/rootfs/busybox.sh
 #   localhost/tollgate/pause:test    busybox running `sleep` forever: the CRI pod sandbox image
 #   localhost/tollgate/probe:test    busybox + BUILD_DIR/tollgate-probe at /usr/bin/tollgate-probe
-#   localhost/tollgate/python:test   bundles/rootfs/python.sh (python3 + the bridge client)
+#   localhost/tollgate/python:test   bundles/rootfs/python.sh (python3); PYTHONPATH=/run/tollgate,
+#                                    where the bridge mounts the client (import tollgate)
 set -euo pipefail
 build=${1:?usage: build-images.sh BUILD_DIR [busybox|probe|python]...}
 shift
@@ -68,7 +69,8 @@ for name in "${names[@]}"; do
       bash "$script" "$rootfs" >&2
       build_one python "$script" "$rootfs/.tollgate-rootfs" && continue
       python3 "$here/oci-image.py" --rootfs "$rootfs" --out "$out" \
-        --name localhost/tollgate/python:test --cmd python3
+        --name localhost/tollgate/python:test --cmd python3 \
+        --env PATH=/usr/local/bin:/usr/bin:/bin --env PYTHONPATH=/run/tollgate
       ;;
     *) echo "build-images.sh: unknown image '$name' (busybox, pause, probe or python)" >&2; exit 2 ;;
   esac

@@ -13,6 +13,7 @@ set -u
 ctrd_start || exit 1
 ctrd_import busybox
 ctrd_import probe
+ctrd_import python
 BB=localhost/tollgate/busybox:test
 
 # The shipped example policy (bundles/kubernetes/policies.yaml), as the
@@ -25,7 +26,8 @@ for name, text in cm["data"].items():
 PY
 
 for backend in runsc runc; do
-  write_config "runtime=\"$backend\""
+  # Approvals time out quickly here: nobody approves in a test.
+  write_config "runtime=\"$backend\"" approval_timeout_ms=1000
   b=$backend
 
   # 1. Output and exit status reach ctr.
@@ -87,6 +89,25 @@ for backend in runsc runc; do
   check_eq "$b: audit log is private" 600 "$(stat -c %a "$log" 2>&1)"
   check_match "$b: audit log records the call" '"tool":"lookup_order"' "$(cat "$log" 2>&1)"
   check "$b: audit log verifies" tg audit verify "$log"
+
+  # The Python client from the Python image: an allowed call returns its
+  # result, a refund over 50 waits for an approval nobody gives.
+  out=$(ctr_tg --rm --annotation dev.tollgate.policy=orders localhost/tollgate/python:test "$b-py" \
+    python3 -c '
+import tollgate
+print("result:", tollgate.call("lookup_order", order_id="A-7"))
+try:
+    tollgate.call("issue_refund", order_id="A-7", amount=500)
+    print("refund: paid")
+except tollgate.TollgateError as e:
+    print("refund:", type(e).__name__)
+' 2>&1)
+  check_match "$b: python client: allowed call returns the result" "result: .*A-7" "$out"
+  check_match "$b: python client: unapproved refund times out, not paid" "refund: ApprovalTimeout" "$out"
+  log=$TG_ROOT/audit/$b-py.jsonl
+  check_match "$b: python client: audit records the refund's approval timeout" \
+    '"tool":"issue_refund".*"approver":"timeout"' "$(grep issue_refund "$log" 2>&1 | tr -d '\n')"
+  check "$b: python client: audit log verifies" tg audit verify "$log"
 
   # 5. tollgate's errors reach the user through containerd's.
   out=$(ctr_tg --rm --annotation dev.tollgate.policy=../../etc/passwd "$BB" "$b-badpol" true 2>&1)
