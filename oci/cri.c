@@ -31,12 +31,11 @@
  * they are: joining a network namespace is how a pod shares its network,
  * and under runsc --network=none it exposes nothing.
  *
- * The pause container stays hardened exactly like any other container:
- * nothing here loosens it.  It also loses any dev.tollgate.policy
- * annotation (containerd copies pod annotations to every container of the
- * pod, pause included), because it never calls a tool; giving it no bridge
- * at all is strictly tighter.  The dropped name is kept as
- * dev.tollgate.cri.pod-policy.
+ * The pause container is treated exactly like an app container: hardened
+ * with the same profile, given the same bridge, and governed by the pod's
+ * policy (containerd copies pod annotations to every container of the pod,
+ * pause included).  It never calls a tool, so its audit log holds only its
+ * open and close records.  Nothing here loosens any container.
  *
  * Unknown type values and malformed sandbox ids are refused, not guessed
  * at: an older runsc treats any type other than "sandbox" as "join".
@@ -56,8 +55,6 @@
 #define TG_CRI_PREFIX "dev.tollgate.cri."
 #define TG_CRI_ROLE "dev.tollgate.cri.role"
 #define TG_CRI_POD "dev.tollgate.cri.pod"
-#define TG_CRI_POD_POLICY "dev.tollgate.cri.pod-policy"
-#define TG_POLICY "dev.tollgate.policy"
 
 /* Read annotation key as a string.  *out is NULL when absent. */
 static int annotation_string(const json_t *annotations, const char *key,
@@ -170,15 +167,5 @@ int oci_apply_cri_policy(json_t *config, tg_error **err) {
   if (pod_copy != NULL)
     json_object_set(annotations, TG_CRI_POD, json_new_string(pod_copy));
 
-  /* The pause container never calls a tool: no policy, hence no bridge. */
-  if (strcmp(role_copy, "sandbox") == 0) {
-    const char *policy;
-    if (annotation_string(annotations, TG_POLICY, &policy, err) < 0)
-      return -1;
-    if (policy != NULL) {
-      json_object_set(annotations, TG_CRI_POD_POLICY, json_new_string(policy));
-      json_object_del(annotations, TG_POLICY);
-    }
-  }
   return 0;
 }
