@@ -164,6 +164,12 @@ def main():
     check("containerd snippet: BinaryName and its own Root",
           isinstance(get(h, "options", "BinaryName"), str) and get(h, "options", "Root")
           not in (None, "", "/run/containerd/runc"))
+    # tollgate's control socket is <Root>/<namespace>/<64-hex CRI id>/control.sock
+    # and must fit in sun_path (107 bytes + NUL).
+    root = get(h, "options", "Root") or ""
+    sock = f"{root}/k8s.io/{'0' * 64}/control.sock"
+    check("containerd snippet: Root leaves room for CRI ids in socket paths",
+          len(sock) <= 107, f"{sock} is {len(sock)} bytes")
     check("containerd snippet: passes dev.tollgate.* pod annotations",
           "dev.tollgate.*" in h.get("pod_annotations", []))
 

@@ -24,7 +24,9 @@ CTRD_NS=tollgate-test
 CTRD_DIR=$(mktemp -d /tmp/tgc.XXXXXX)
 CTRD_SOCK=$CTRD_DIR/c.sock
 CTRD_PID=
-TG_CTR_ROOT=$TG_ROOT/ctrd
+# Short as well: tollgate's control socket is <root>/<ns>/<id>/control.sock,
+# and CRI ids are 64 characters.
+TG_CTR_ROOT=$(mktemp -d /tmp/tgr.XXXXXX)
 TG_NS_ROOT=$TG_CTR_ROOT/$CTRD_NS
 TG_RUNTIME=$CTRD_DIR/tollgate-runtime
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -46,7 +48,7 @@ EOF
 # serves images.  CRI is off unless CTRD_CRI=1: then it runs with no TCP
 # service, a loopback streaming server on a free port, no CNI (pods use
 # the node's network namespace), the pause image built here, and the
-# shipped runtime handler bundles/containerd/tollgate.toml imported with
+# shipped runtime handler bundles/containerd/tollgate.toml appended with
 # BinaryName and Root pointed at this test's wrapper and root.
 CTRD_CRI=${CTRD_CRI:-0}
 _ctrd_config() {
@@ -163,7 +165,7 @@ _ctrd_cleanup() {
   done
   grep -E " ($CTRD_DIR|$TG_CTR_ROOT)/" /proc/self/mounts | awk '{print $2}' | sort -r |
     xargs -r -n1 umount -l 2>/dev/null
-  rm -rf "$CTRD_DIR"
+  rm -rf "$CTRD_DIR" "$TG_CTR_ROOT"
   if $CTRD_MADE_RUN; then rmdir /run/containerd/s /run/containerd/fifo /run/containerd 2>/dev/null; fi
 }
 

@@ -66,7 +66,7 @@ check_eq "audit directory is private" 700 "$(stat -c %a "$host/var/log/tollgate/
 check_eq "one handler block in config.toml" 1 "$(grep -c '^# BEGIN tollgate runtime handler' "$host/etc/containerd/config.toml")"
 d=$(dump)
 check_eq "containerd loads the handler with BinaryName" /opt/tollgate/bin/tollgate "$(echo "$d" | rt tollgate options BinaryName)"
-check_eq "containerd loads the handler's own Root" /run/containerd/tollgate "$(echo "$d" | rt tollgate options Root)"
+check_eq "containerd loads the handler's own Root" /run/tollgate/cri "$(echo "$d" | rt tollgate options Root)"
 check_eq "containerd passes dev.tollgate.* pod annotations" "['dev.tollgate.*']" "$(echo "$d" | rt tollgate pod_annotations)"
 check_match "containerd keeps the node's sandbox image" 'sandbox_image = "registry.example.com/pause:9"' "$d"
 check_eq "containerd keeps the node's runc settings" True "$(echo "$d" | rt runc options SystemdCgroup)"

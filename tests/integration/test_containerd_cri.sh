@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# tollgate as a Kubernetes runtime handler: a private containerd with its
+# CRI plugin on and the shipped handler (bundles/containerd/tollgate.toml)
+# appended to its config, driven through the CRI API the way the kubelet
+# drives it (tests/integration/cri/cri.py).  A pod whose RuntimeClass
+# handler is "tollgate" and whose annotation selects the policy:
+#   - the pause container and the app container both run under tollgate,
+#     each in its own runsc sandbox (the CRI pod policy, oci/cri.c), both
+#     hardened;
+#   - the pod annotation reaches the app container (pod_annotations), which
+#     makes a governed call through the bridge; its audit log verifies;
+#   - ExecSync works; stopping and removing the pod leaves nothing behind.
+# Pods use the node's network namespace: no CNI is needed, and tollgate's
+# hardening gives each container its own anyway.
+set -u
+. "$(dirname "$0")/lib.sh"
+CTRD_CRI=1
+. "$(dirname "$0")/containerd_lib.sh"
+
+ctrd_start || exit 1
+ctrd_import pause
+ctrd_import busybox
+python3 - "$TOP/bundles/kubernetes/policies.yaml" "$TG_ROOT/policies" <<'PY'
+import sys, yaml
+cm = yaml.safe_load(open(sys.argv[1]))
+for name, text in cm["data"].items():
+    open(f"{sys.argv[2]}/{name}", "w").write(text)
+PY
+K8S_ROOT=$TG_CTR_ROOT/k8s.io
+tgk() { "$TG" --root "$K8S_ROOT" --config "$TG_CONFIG" "$@"; }
+jget() { python3 -c 'import json,sys; d=json.loads(sys.argv[1])
+for k in sys.argv[2:]: d=d[k]
+print(d)' "$@" 2>/dev/null; }
+ann() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["annotations"].get(sys.argv[2], "<none>"))' "$@" 2>&1; }
+
+check_match "CRI plugin answers" '"runtime_api_version": "v1"' "$(cri Version '{}' 2>&1)"
+
+for backend in runsc runc; do
+  write_config "runtime=\"$backend\""
+  b=$backend
+  pod_config='{"metadata": {"name": "orders-agent-'$b'", "uid": "uid-'$b'", "namespace": "default"},
+    "log_directory": "'$CTRD_DIR'/pods/'$b'",
+    "annotations": {"dev.tollgate.policy": "orders", "unrelated.example/key": "x"},
+    "linux": {"security_context": {"namespace_options": {"network": "NODE", "pid": "CONTAINER", "ipc": "POD"}}}}'
+  mkdir -p "$CTRD_DIR/pods/$b"
+
+  out=$(cri RunPodSandbox '{"config": '"$pod_config"', "runtime_handler": "tollgate"}' 2>&1)
+  pod=$(jget "$out" pod_sandbox_id); [ -n "$pod" ] || echo "RunPodSandbox: $out"
+  check_match "$b: RunPodSandbox with handler tollgate" '^[0-9a-f]{64}$' "$pod"
+  check_eq "$b: the pause container runs under tollgate" "$pod" "$(tgk list -q 2>&1)"
+  eff=$CTRD_DIR/state/io.containerd.runtime.v2.task/k8s.io/$pod/config.json
+  check_eq "$b: pause: recorded as the pod's sandbox" sandbox "$(ann "$eff" dev.tollgate.cri.role)"
+  check_eq "$b: pause: no CRI container type left for runsc" "<none>" "$(ann "$eff" io.kubernetes.cri.container-type)"
+  check_eq "$b: pause: hardened (uid 65534)" 65534 \
+    "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["process"]["user"]["uid"])' "$eff" 2>&1)"
+
+  ctr_config='{"metadata": {"name": "agent"}, "image": {"image": "localhost/tollgate/busybox:test"},
+    "command": ["sh", "-c", "/run/tollgate/tollgate-call lookup_order \"{\\\"order_id\\\": \\\"K-8\\\"}\"; echo status=$?; sleep 300"],
+    "log_path": "agent.log",
+    "linux": {"security_context": {"namespace_options": {"network": "NODE", "pid": "CONTAINER", "ipc": "POD"}}}}'
+  out=$(cri CreateContainer '{"pod_sandbox_id": "'$pod'", "config": '"$ctr_config"', "sandbox_config": '"$pod_config"'}' 2>&1)
+  ctr_id=$(jget "$out" container_id)
+  check_match "$b: CreateContainer in the pod" '^[0-9a-f]{64}$' "$ctr_id"
+  check "$b: StartContainer" cri StartContainer '{"container_id": "'$ctr_id'"}'
+  eff=$CTRD_DIR/state/io.containerd.runtime.v2.task/k8s.io/$ctr_id/config.json
+  check_eq "$b: app: the pod annotation reached the container" orders "$(ann "$eff" dev.tollgate.policy)"
+  check_eq "$b: app: other pod annotations did not" "<none>" "$(ann "$eff" unrelated.example/key)"
+  check_eq "$b: app: recorded as a container of the pod" "container/$pod" \
+    "$(ann "$eff" dev.tollgate.cri.role)/$(ann "$eff" dev.tollgate.cri.pod)"
+  check_eq "$b: app: nothing tells the backend to join the pause sandbox" "<none>/<none>" \
+    "$(ann "$eff" io.kubernetes.cri.container-type)/$(ann "$eff" io.kubernetes.cri.sandbox-id)"
+  # Each container its own sandbox: two containers, two init processes.
+  pids=$(for id in "$pod" "$ctr_id"; do tgk state "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])'; done | sort -u | wc -l)
+  check_eq "$b: pause and app have separate init processes" 2 "$pids"
+  if [ "$b" = runsc ]; then
+    check_eq "$b: two runsc sandboxes" 2 "$(runsc --root "$K8S_ROOT/backend/runsc" list --quiet 2>/dev/null | wc -l)"
+  fi
+
+  for _ in $(seq 100); do grep -q 'status=' "$CTRD_DIR/pods/$b/agent.log" 2>/dev/null && break; sleep 0.1; done
+  log=$(cat "$CTRD_DIR/pods/$b/agent.log" 2>&1)
+  check_match "$b: governed call from the pod returns the result" 'K-8' "$log"
+  check_match "$b: governed call exits 0" 'status=0' "$log"
+  out=$(cri ExecSync '{"container_id": "'$ctr_id'", "cmd": ["id", "-u"], "timeout": 30}' 2>&1)
+  check_eq "$b: ExecSync runs as the hardened user" "NjU1MzQK" "$(jget "$out" stdout)"  # base64 "65534\n"
+
+  check "$b: StopContainer" cri StopContainer '{"container_id": "'$ctr_id'", "timeout": 2}'
+  check "$b: RemoveContainer" cri RemoveContainer '{"container_id": "'$ctr_id'"}'
+  check "$b: StopPodSandbox" cri StopPodSandbox '{"pod_sandbox_id": "'$pod'"}'
+  check "$b: RemovePodSandbox" cri RemovePodSandbox '{"pod_sandbox_id": "'$pod'"}'
+  audit=$TG_ROOT/audit/$ctr_id.jsonl
+  check_match "$b: the app container's audit log records the call" '"tool":"lookup_order"' "$(cat "$audit" 2>&1)"
+  check "$b: the app container's audit log verifies" tg audit verify "$audit"
+  check_eq "$b: tollgate list empty" "" "$(tgk list -q 2>&1)"
+  check_eq "$b: no containerd task left" "" "$(command ctr --address "$CTRD_SOCK" -n k8s.io task ls -q 2>&1)"
+  if [ -d "$K8S_ROOT/backend/$b" ]; then
+    check_eq "$b: $b list empty" "" "$("$b" --root "$K8S_ROOT/backend/$b" list --quiet 2>&1)"
+  fi
+  check_eq "$b: no mounts left" "" "$(grep -E " ($TG_CTR_ROOT|$CTRD_DIR/state)/" /proc/self/mounts)"
+done
+
+# A handler the node does not have: the kubelet's error, not a silent runc.
+out=$(cri RunPodSandbox '{"config": {"metadata": {"name": "x", "uid": "x", "namespace": "default"}}, "runtime_handler": "tollgate-nope"}' 2>&1)
+check_match "unknown handler is refused" 'no runtime for "tollgate-nope"' "$out"
