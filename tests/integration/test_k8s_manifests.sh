@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The Kubernetes manifests and the containerd snippet parse and agree with
-# each other (tests/test_manifests.py), and the installer scripts are valid
-# shell.  No cluster needed; runs in make integration.
+# The Kubernetes side without a cluster: the manifests and the containerd
+# snippet parse and agree with each other (tests/test_manifests.py), the
+# installer scripts are valid shell, and the installer image's tree, the
+# installer and the policy sync work for real against a fake node root.
 set -u
+. "$(dirname "$0")/lib.sh"
 here=$(cd "$(dirname "$0")/../.." && pwd)
 python3 "$here/tests/test_manifests.py" "$here"
 for s in "$here"/bundles/kubernetes/installer/*.sh "$here"/bundles/kubernetes/*.sh "$here"/bundles/containerd/*.sh; do
@@ -10,14 +12,21 @@ for s in "$here"/bundles/kubernetes/installer/*.sh "$here"/bundles/kubernetes/*.
   if sh -n "$s" 2>/dev/null || bash -n "$s"; then echo "ok - $(basename "$s") is valid shell"; else echo "FAIL - $(basename "$s") has a syntax error"; fi
 done
 
+# The installer image (the tree the DaemonSet copies to each node).
+if bash "$here/bundles/kubernetes/build-installer-image.sh" "$BUILD" >"$TG_ROOT/image.log" 2>&1; then
+  echo "ok - installer image builds"
+else
+  echo "FAIL - installer image builds: $(tail -n 5 "$TG_ROOT/image.log")"
+fi
+check "installer image is an OCI archive" tar -tf "$BUILD/images/installer.tar" index.json
+
 # The installer and the policy sync, run for real against a fake node root
 # (HOST) with the ConfigMaps' contents as they would be mounted.  containerd
 # is not restarted (RESTART_CONTAINERD=false): the containerd tests cover the
 # runtime itself.
-work=$(mktemp -d /tmp/tg-k8s.XXXXXX)
-trap 'rm -rf "$work"' EXIT
-host=$work/node cfg=$work/config pol=$work/policies src=$work/image-tree
-mkdir -p "$host/etc/containerd" "$host/opt" "$cfg" "$pol" "$src/bin"
+work=$TG_ROOT/k8s
+host=$work/node cfg=$work/config pol=$work/policies src=$BUILD/installer-rootfs/opt/tollgate
+mkdir -p "$host/etc/containerd" "$host/opt" "$cfg" "$pol"
 python3 - "$here/bundles/kubernetes" "$cfg" "$pol" <<'PY'
 import sys, yaml, glob, os
 k8s, cfg, pol = sys.argv[1:]
@@ -28,7 +37,6 @@ for path in glob.glob(k8s + "/*.yaml"):
             for k, v in d["data"].items():
                 open(os.path.join(out, k), "w").write(v)
 PY
-printf '#!/bin/sh\necho "tollgate test"\n' > "$src/bin/tollgate"; chmod 0755 "$src/bin/tollgate"
 # A node config.toml with settings of its own, runc among them: the
 # installer must keep every one of them.
 cat > "$host/etc/containerd/config.toml" <<'TOML'
@@ -56,11 +64,27 @@ v = c.get(sys.argv[1], {})
 for k in sys.argv[2:]: v = v.get(k, {}) if isinstance(v, dict) else {}
 print(v)' "$@"
 }
-check_eq() { if [ "$2" == "$3" ]; then echo "ok - $1"; else echo "FAIL - $1: want [$2] got [$3]"; fi; }
-check_match() { if [[ "$3" =~ $2 ]]; then echo "ok - $1"; else echo "FAIL - $1: output does not match /$2/"; fi; }
 out=$(install); rc=$?
 check_eq "installer exits 0" 0 "$rc"
-check_eq "installer copied the tree" "tollgate test" "$("$host/opt/tollgate/bin/tollgate")"
+check_match "installed tollgate runs" 'tollgate' "$("$host/opt/tollgate/bin/tollgate" --version 2>&1)"
+check_match "installed tollgate uses the libraries it brought" "libyajl.so.2 => $host/opt/tollgate/bin/../lib/libyajl" \
+  "$(ldd "$host/opt/tollgate/bin/tollgate")"
+# A container through the installed copy: its profiles, seccomp lists and
+# clients are found in the tree (no data_dir), runsc is the one it brought.
+python3 - "$cfg/config.json" "$work/node-config.json" "$host" "$TG_ROOT" <<'PY'
+import json, sys
+src, dst, host, root = sys.argv[1:]
+c = json.load(open(src))
+c["runtime_path"] = host + c["runtime_path"]
+c["policy_dir"], c["audit_dir"] = root + "/policies", root + "/audit"
+json.dump(c, open(dst, "w"))
+PY
+make_bundle "$work/bundle" sh -c 'echo installed ok; id -u; test -x /run/tollgate/tollgate-call && echo client ok'
+out=$("$host/opt/tollgate/bin/tollgate" --root "$TG_ROOT" --config "$work/node-config.json" \
+  run --bundle "$work/bundle" k8s-installed 2>&1)
+check_eq "a container runs through the installed tree under its runsc" "installed ok
+65534
+client ok" "$out"
 check_eq "installer wrote the host config" "$(cat "$cfg/config.json")" "$(cat "$host/etc/tollgate/config.json" 2>&1)"
 check_eq "audit directory is private" 700 "$(stat -c %a "$host/var/log/tollgate/audit" 2>&1)"
 check_eq "one handler block in config.toml" 1 "$(grep -c '^# BEGIN tollgate runtime handler' "$host/etc/containerd/config.toml")"
