@@ -98,6 +98,53 @@ for backend in runsc runc; do
   check_eq "$b: no mounts left" "" "$(grep -E " ($TG_CTR_ROOT|$CTRD_DIR/state)/" /proc/self/mounts)"
 done
 
+# The shipped example pod (bundles/kubernetes/pod-example.yaml), turned into
+# the CRI requests a kubelet would send, with the Python image built here in
+# place of the registry's: it must run and print the tool's answer.
+write_config 'runtime="runsc"'
+ctrd_import python
+read -r ex_pod ex_ctr < <(python3 - "$TOP/bundles/kubernetes/pod-example.yaml" "$CTRD_DIR/pods/example" <<'PY'
+import json, sys, yaml
+pod = yaml.safe_load(open(sys.argv[1]))
+c = pod["spec"]["containers"][0]
+sc = c.get("securityContext", {})
+ns = {"network": "NODE", "pid": "CONTAINER", "ipc": "POD"}
+sandbox = {"metadata": {"name": pod["metadata"]["name"], "uid": "example-uid",
+                        "namespace": pod["metadata"]["namespace"]},
+           "log_directory": sys.argv[2], "annotations": pod["metadata"]["annotations"],
+           "linux": {"security_context": {"namespace_options": ns}}}
+container = {"metadata": {"name": c["name"]},
+             "image": {"image": "localhost/tollgate/python:test"},
+             "command": c["command"], "log_path": "agent.log",
+             "linux": {"security_context": {
+                 "namespace_options": ns,
+                 "run_as_user": {"value": sc["runAsUser"]},
+                 "readonly_rootfs": sc["readOnlyRootFilesystem"],
+                 "no_new_privs": not sc["allowPrivilegeEscalation"]}}}
+print(json.dumps(sandbox, separators=(",", ":")), json.dumps(container, separators=(",", ":")))
+PY
+)
+check_eq "example pod selects the tollgate RuntimeClass" tollgate \
+  "$(python3 -c 'import yaml,sys; print(yaml.safe_load(open(sys.argv[1]))["spec"]["runtimeClassName"])' "$TOP/bundles/kubernetes/pod-example.yaml")"
+mkdir -p "$CTRD_DIR/pods/example"
+out=$(cri RunPodSandbox '{"config": '"$ex_pod"', "runtime_handler": "tollgate"}' 2>&1)
+pod=$(jget "$out" pod_sandbox_id)
+out=$(cri CreateContainer '{"pod_sandbox_id": "'$pod'", "config": '"$ex_ctr"', "sandbox_config": '"$ex_pod"'}' 2>&1)
+ctr_id=$(jget "$out" container_id)
+check "example pod: starts" cri StartContainer '{"container_id": "'$ctr_id'"}'
+for _ in $(seq 100); do
+  st=$(cri ContainerStatus '{"container_id": "'$ctr_id'"}' 2>/dev/null)
+  [ "$(jget "$st" status state)" = CONTAINER_EXITED ] && break
+  sleep 0.1
+done
+check_eq "example pod: the agent exits 0" 0 "$(jget "$st" status exit_code)"
+check_match "example pod: the tool's answer is in the pod log" 'A-1001' "$(cat "$CTRD_DIR/pods/example/agent.log" 2>&1)"
+cri RemoveContainer '{"container_id": "'$ctr_id'"}' >/dev/null
+cri StopPodSandbox '{"pod_sandbox_id": "'$pod'"}' >/dev/null
+cri RemovePodSandbox '{"pod_sandbox_id": "'$pod'"}' >/dev/null
+check "example pod: audit log verifies" tg audit verify "$TG_ROOT/audit/$ctr_id.jsonl"
+check_eq "example pod: nothing left" "" "$(tgk list -q 2>&1)$(grep -E " ($TG_CTR_ROOT|$CTRD_DIR/state)/" /proc/self/mounts)"
+
 # A handler the node does not have: the kubelet's error, not a silent runc.
 out=$(cri RunPodSandbox '{"config": {"metadata": {"name": "x", "uid": "x", "namespace": "default"}}, "runtime_handler": "tollgate-nope"}' 2>&1)
 check_match "unknown handler is refused" 'no runtime for "tollgate-nope"' "$out"

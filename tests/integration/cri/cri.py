@@ -54,7 +54,8 @@ def main():
         except grpc.RpcError as e:
             print(f"{method}: {e.code().name}: {e.details()}", file=sys.stderr)
             sys.exit(1)
-    print(json.dumps(json_format.MessageToDict(resp, preserving_proto_field_name=True)))
+    print(json.dumps(json_format.MessageToDict(resp, preserving_proto_field_name=True,
+                                                   including_default_value_fields=True)))
 
 
 if __name__ == "__main__":
