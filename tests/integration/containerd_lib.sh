@@ -117,7 +117,7 @@ ctrd_start() {
   CTRD_PID=$!
   on_exit _ctrd_cleanup
   local i
-  for ((i = 0; i < 200; i++)); do
+  for ((i = 0; i < 600; i++)); do
     if [ -S "$CTRD_SOCK" ] && ctr version >/dev/null 2>&1; then return 0; fi
     kill -0 "$CTRD_PID" 2>/dev/null || break
     sleep 0.05

@@ -65,7 +65,7 @@ for backend in runsc runc; do
   check_eq "$b: ctr task exec returns the process's status" 7 "$?"
   check_eq "$b: tollgate lists the container" "$b-long" "$(tg_ns list -q)"
   check "$b: ctr task kill" ctr task kill "$b-long"
-  for _ in $(seq 100); do
+  for _ in $(seq 300); do
     [ "$(ctr task ls | awk -v id="$b-long" '$1 == id {print $3}')" = STOPPED ] && break
     sleep 0.1
   done
