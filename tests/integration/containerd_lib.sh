@@ -19,6 +19,9 @@
 #                     the values the `tollgate` runtime handler registers
 #   ctrd_import NAME  import build/images/NAME.tar (built on demand)
 
+# Debian's python3 first: its python3-yaml and python3-grpcio come from
+# `make deps`, whatever other python3 the PATH holds.
+PATH=/usr/bin:$PATH
 CTRD_NS=tollgate-test
 # Short: the socket path must fit in sun_path (108 bytes).
 CTRD_DIR=$(mktemp -d /tmp/tgc.XXXXXX)

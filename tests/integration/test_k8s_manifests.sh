@@ -4,6 +4,7 @@
 # installer scripts are valid shell, and the installer image's tree, the
 # installer and the policy sync work for real against a fake node root.
 set -u
+PATH=/usr/bin:$PATH   # Debian's python3, with python3-yaml from `make deps`
 . "$(dirname "$0")/lib.sh"
 here=$(cd "$(dirname "$0")/../.." && pwd)
 python3 "$here/tests/test_manifests.py" "$here"
