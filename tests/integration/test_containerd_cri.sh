@@ -20,6 +20,7 @@ CTRD_CRI=1
 ctrd_start || exit 1
 ctrd_import pause
 ctrd_import busybox
+ctrd_import probe
 python3 - "$TOP/bundles/kubernetes/policies.yaml" "$TG_ROOT/policies" <<'PY'
 import sys, yaml
 cm = yaml.safe_load(open(sys.argv[1]))
@@ -82,6 +83,30 @@ for backend in runsc runc; do
   check_match "$b: governed call exits 0" 'status=0' "$log"
   out=$(cri ExecSync '{"container_id": "'$ctr_id'", "cmd": ["id", "-u"], "timeout": 30}' 2>&1)
   check_eq "$b: ExecSync runs as the hardened user" "NjU1MzQK" "$(jget "$out" stdout)"  # base64 "65534\n"
+
+  # A second app container: the hardening probe, with the capabilities
+  # the CRI gives every container by default; tollgate must drop them.
+  probe_config='{"metadata": {"name": "probe"}, "image": {"image": "localhost/tollgate/probe:test"},
+    "command": ["/usr/bin/tollgate-probe"], "log_path": "probe.log",
+    "linux": {"security_context": {"namespace_options": {"network": "NODE", "pid": "CONTAINER", "ipc": "POD"}}}}'
+  out=$(cri CreateContainer '{"pod_sandbox_id": "'$pod'", "config": '"$probe_config"', "sandbox_config": '"$pod_config"'}' 2>&1)
+  probe_id=$(jget "$out" container_id)
+  check "$b: probe: second app container starts" cri StartContainer '{"container_id": "'$probe_id'"}'
+  for _ in $(seq 200); do
+    st=$(cri ContainerStatus '{"container_id": "'$probe_id'"}' 2>/dev/null)
+    [ "$(jget "$st" status state)" = CONTAINER_EXITED ] && break
+    sleep 0.1
+  done
+  check_eq "$b: probe: exits 0" 0 "$(jget "$st" status exit_code)"
+  # CRI log lines are "<time> stdout F <text>": keep the text, parse the JSON.
+  probe=$(sed -n 's/^[^ ]* std[a-z]* [FP] //p' "$CTRD_DIR/pods/$b/probe.log" 2>/dev/null)
+  pfield() { python3 -c 'import json,sys; v=json.loads(sys.argv[1])[sys.argv[2]]; print(json.dumps(v) if not isinstance(v,str) else v)' "$probe" "$1" 2>&1; }
+  check_eq "$b: probe: CRI's default capabilities dropped (effective)" 0000000000000000 "$(pfield cap_eff)"
+  check_eq "$b: probe: CRI's default capabilities dropped (bounding)" 0000000000000000 "$(pfield cap_bnd)"
+  check_eq "$b: probe: uid 65534" 65534 "$(pfield uid)"
+  check_eq "$b: probe: seccomp filter on" 2 "$(pfield seccomp)"
+  check_eq "$b: probe: only loopback, though the pod asked for the node's network" '["lo"]' "$(pfield interfaces)"
+  check "$b: probe: RemoveContainer" cri RemoveContainer '{"container_id": "'$probe_id'"}'
 
   check "$b: StopContainer" cri StopContainer '{"container_id": "'$ctr_id'", "timeout": 2}'
   check "$b: RemoveContainer" cri RemoveContainer '{"container_id": "'$ctr_id'"}'
