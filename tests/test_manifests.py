@@ -239,6 +239,10 @@ def main():
         init = pod.get("initContainers", [])
         check(f"{where}: a privileged init container installs",
               any(get(c, "securityContext", "privileged") is True for c in init))
+        uses_nsenter = any("nsenter" in open(os.path.join(K8S, "installer", os.path.basename(c.get("command", [""])[0]))).read()
+                           for c in init if os.path.isfile(os.path.join(K8S, "installer", os.path.basename(c.get("command", [""])[0]))))
+        check(f"{where}: hostPID for the installer's nsenter into the node's pid 1",
+              not uses_nsenter or pod.get("hostPID") is True)
         rc_sel = get(rcs[0][1], "scheduling", "nodeSelector") if rcs else None
         check(f"{where}: runs on the nodes the RuntimeClass selects",
               rc_sel is not None and pod.get("nodeSelector") == rc_sel)
