@@ -171,6 +171,17 @@ cri RemovePodSandbox '{"pod_sandbox_id": "'$pod'"}' >/dev/null
 check "example pod: audit log verifies" tg audit verify "$TG_ROOT/audit/$ctr_id.jsonl"
 check_eq "example pod: nothing left" "" "$(tgk list -q 2>&1)$(grep -E " ($TG_CTR_ROOT|$CTRD_DIR/state)/" /proc/self/mounts)"
 
+# A pod whose policy is not on the node: the kubelet gets tollgate's own
+# message inside containerd's (what `kubectl describe pod` shows), and
+# nothing is left behind.
+out=$(cri RunPodSandbox '{"config": {"metadata": {"name": "nopolicy", "uid": "nopolicy", "namespace": "default"},
+  "annotations": {"dev.tollgate.policy": "nosuch"},
+  "linux": {"security_context": {"namespace_options": {"network": "NODE", "pid": "CONTAINER", "ipc": "POD"}}}},
+  "runtime_handler": "tollgate"}' 2>&1)
+check_match "missing policy: the pod fails with tollgate's message" \
+  'OCI runtime create failed: annotation dev\.tollgate\.policy=nosuch names policy .*install that policy or remove the annotation' "$out"
+check_eq "missing policy: nothing left" "" "$(tgk list -q 2>&1)$(grep -E " ($TG_CTR_ROOT|$CTRD_DIR/state)/" /proc/self/mounts)"
+
 # A handler the node does not have: the kubelet's error, not a silent runc.
 out=$(cri RunPodSandbox '{"config": {"metadata": {"name": "x", "uid": "x", "namespace": "default"}}, "runtime_handler": "tollgate-nope"}' 2>&1)
 check_match "unknown handler is refused" 'no runtime for "tollgate-nope"' "$out"
