@@ -10,6 +10,16 @@ set -u
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/containerd_lib.sh"
 
+# The image builder is deterministic: the same tree gives the same archive.
+for n in 1 2; do
+  python3 "$TOP/bundles/containerd/oci-image.py" --rootfs "$BUSYBOX_ROOTFS" \
+    --name localhost/tollgate/busybox:test --cmd sh --out "$TG_ROOT/img$n.tar" 2>/dev/null
+done
+check_eq "image builder: same tree, same archive" "$(sha256sum < "$TG_ROOT/img1.tar")" "$(sha256sum < "$TG_ROOT/img2.tar")"
+check_match "image builder: refuses a missing rootfs with the fix" 'build it first' \
+  "$(python3 "$TOP/bundles/containerd/oci-image.py" --rootfs "$TG_ROOT/nope" --name x:y --out "$TG_ROOT/x.tar" 2>&1)"
+rm -f "$TG_ROOT"/img?.tar
+
 ctrd_start || exit 1
 ctrd_import busybox
 ctrd_import probe
