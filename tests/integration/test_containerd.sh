@@ -74,6 +74,12 @@ for backend in runsc runc; do
   out=$(ctr_exec "$b-long" e2 sh -c 'exit 7' 2>&1)
   check_eq "$b: ctr task exec returns the process's status" 7 "$?"
   check_eq "$b: tollgate lists the container" "$b-long" "$(tg_ns list -q)"
+  status() { ctr task ls | awk -v id="$1" '$1 == id {print $3}'; }
+  check "$b: ctr task pause" ctr task pause "$b-long"
+  check_eq "$b: paused" PAUSED "$(status "$b-long")"
+  check "$b: ctr task resume" ctr task resume "$b-long"
+  check_eq "$b: running again" RUNNING "$(status "$b-long")"
+  check_match "$b: ctr task ps lists the container's processes" '^PID +INFO' "$(ctr task ps "$b-long" 2>&1)"
   check "$b: ctr task kill" ctr task kill "$b-long"
   for _ in $(seq 300); do
     [ "$(ctr task ls | awk -v id="$b-long" '$1 == id {print $3}')" = STOPPED ] && break
