@@ -14,9 +14,9 @@
  * CRI-O's ContainerType / SandboxID), so no backend joins another
  * container's sandbox, and record what was asked as dev.tollgate.cri.role
  * ("sandbox" or "container") and dev.tollgate.cri.pod (the sandbox id),
- * replacing any dev.tollgate.cri.* the workload set itself.  Touches
- * nothing outside "annotations".  A config without CRI annotations is left
- * as it is.  0, or -1 with *err for an unknown container type, a sandbox
+ * after dropping any dev.tollgate.cri.* the workload set itself (the only
+ * change to a config without CRI annotations).  Touches nothing outside
+ * "annotations".  0, or -1 with *err for an unknown container type, a sandbox
  * id that is not id-shaped, two managers' annotations that disagree, or
  * annotations that are not an object of strings. */
 int oci_apply_cri_policy(json_t *config, tg_error **err);
