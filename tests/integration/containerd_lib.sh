@@ -118,7 +118,6 @@ ctrd_start() {
   _ctrd_config
   containerd --config "$CTRD_DIR/config.toml" >"$CTRD_DIR/containerd.log" 2>&1 &
   CTRD_PID=$!
-  on_exit _ctrd_cleanup
   local i
   for ((i = 0; i < 600; i++)); do
     if [ -S "$CTRD_SOCK" ] && ctr version >/dev/null 2>&1; then return 0; fi
@@ -175,6 +174,10 @@ _ctrd_cleanup() {
 # cri METHOD REQUEST_JSON: one CRI call against the private daemon (CTRD_CRI=1).
 export CRI_STUBS=$BUILD/cri-stubs
 cri() { /usr/bin/python3 "$TOP/tests/integration/cri/cri.py" "$CTRD_SOCK" "$@"; }
+
+# Registered when this file is sourced: the directories above exist from
+# now on, whether or not the daemon ever starts.
+on_exit _ctrd_cleanup
 
 ctrd_import() {
   local name=$1
