@@ -22,7 +22,8 @@ fi
 check "installer image is an OCI archive" tar -tf "$BUILD/images/installer.tar" index.json
 
 # The installer and the policy sync, run for real against a fake node root
-# (HOST) with the ConfigMaps' contents as they would be mounted.  containerd
+# (HOST) with the ConfigMaps' contents as they would be mounted, and with
+# busybox's sh, awk, sed, grep and cmp as in the installer image.  containerd
 # is not restarted (RESTART_CONTAINERD=false): the containerd tests cover the
 # runtime itself.
 work=$TG_ROOT/k8s
@@ -52,7 +53,7 @@ root = "/var/lib/containerd"
 TOML
 install() {
   HOST=$host CONFIG=$cfg SRC=$src RESTART_CONTAINERD=false CONTAINERD_CONFIG_DEFAULT="containerd config default" \
-    sh "$here/bundles/kubernetes/installer/install.sh" 2>&1
+    PATH="$BUSYBOX_ROOTFS/bin:$PATH" busybox sh "$here/bundles/kubernetes/installer/install.sh" 2>&1
 }
 # dump: what containerd makes of the node's config.toml (`config dump`
 # only reads it; it starts nothing and creates no directory).
@@ -119,6 +120,7 @@ check_match "a hand-made tollgate section is reported, not duplicated" "outside 
 
 # Policy sync: mirrors the ConfigMap, removes what left it.
 echo '{}' > "$host/etc/tollgate/policies/stale.json"
-HOST=$host POLICIES=$pol CONFIG=$cfg ONCE=true sh "$here/bundles/kubernetes/installer/sync.sh" >/dev/null
+HOST=$host POLICIES=$pol CONFIG=$cfg ONCE=true PATH="$BUSYBOX_ROOTFS/bin:$PATH" \
+  busybox sh "$here/bundles/kubernetes/installer/sync.sh" >/dev/null
 check_eq "sync copied the orders policy" "$(cat "$pol/orders.json")" "$(cat "$host/etc/tollgate/policies/orders.json" 2>&1)"
 check_eq "sync removed a policy no longer in the ConfigMap" no "$([ -e "$host/etc/tollgate/policies/stale.json" ] && echo yes || echo no)"
