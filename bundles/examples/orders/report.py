@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+"""Print the orders demo's account of one run, and judge it.
+
+Usage: report.py --work DIR --id ID --runtime R --tollgate CMD... [--interactive]
+
+Reads what the run left in DIR (program output, the effective config.json,
+the audit log, the refund ledger) and prints: backend, profile and network;
+the program's output; each tool call and its decision; the two refunds; the
+budget used; and `tollgate audit verify` on the log.  Exits 0 only when the
+run did what the demo promises: EU total 1218.5, the small refund executed
+exactly once, the large one not executed (unless --interactive and a person
+approved it), and an audit log that verifies.
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+from auditlog import calls_in, may_have_run, read_audit
+
+SMALL = ("A-1003", 25.0)
+LARGE = ("A-1004", 640.0)
+TOTAL = "1218.5"
+
+
+def say(text=""):
+    print(text, flush=True)
+
+
+def short(args):
+    return json.dumps(args or {}, separators=(",", ":"), sort_keys=True)
+
+
+def describe_confinement(config, runtime):
+    """What the effective config.json (after tollgate's hardening) grants."""
+    proc = config.get("process", {})
+    caps = proc.get("capabilities", {}) or {}
+    ncaps = len(set().union(*[set(v or []) for v in caps.values()])) if caps else 0
+    user = proc.get("user", {}).get("uid", 0)
+    seccomp = config.get("linux", {}).get("seccomp") or {}
+    allowed = sum(len(s.get("names", [])) for s in seccomp.get("syscalls", [])
+                  if s.get("action") == "SCMP_ACT_ALLOW")
+    ro = config.get("root", {}).get("readonly", False)
+    profile = (config.get("annotations", {}) or {}).get("dev.tollgate.profile", "hardened")
+    namespaces = [n.get("type") for n in config.get("linux", {}).get("namespaces", [])
+                  if not n.get("path")]
+    if runtime == "runsc":
+        network = "none (runsc --network=none: no interface but loopback inside gVisor)"
+    elif "network" in namespaces:
+        network = "none (a new network namespace holding only lo, checked over rtnetlink)"
+    else:
+        network = "NOT ISOLATED (no new network namespace)"
+    return profile, ("uid %d, %d capabilities, %s root, seccomp %s with %d syscalls allowed"
+                     % (user, ncaps, "read-only" if ro else "WRITABLE",
+                        seccomp.get("defaultAction", "NONE"), allowed)), network
+
+
+def backend_version(runtime):
+    try:
+        out = subprocess.run([runtime, "--version"], capture_output=True, text=True, timeout=10).stdout
+        return out.split("\n")[0].strip()
+    except OSError:
+        return "not found"
+
+
+def decision_text(c):
+    d = c["decision"] or "?"
+    reason = c.get("reason")
+    approver = c.get("approver")
+    text = d
+    if approver:
+        text += " by " + str(approver)
+    if reason:
+        text += " (" + str(reason) + ")"
+    return text
+
+
+def outcome_text(c):
+    o = c["outcome"]
+    if o is None:
+        return "not run"
+    if isinstance(o, dict):
+        return o.get("status") or ("ok" if o.get("ok") else o.get("code", "error"))
+    return str(o)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--work", required=True)
+    p.add_argument("--id", required=True)
+    p.add_argument("--runtime", required=True)
+    p.add_argument("--root", required=True)
+    p.add_argument("--status", type=int, required=True, help="tollgate run's exit status")
+    p.add_argument("--interactive", action="store_true")
+    p.add_argument("--tollgate", nargs=argparse.REMAINDER, required=True)
+    a = p.parse_args()
+    tg = a.tollgate
+    work = a.work
+
+    with open(os.path.join(work, "policy.json"), encoding="utf-8") as f:
+        policy = json.load(f)
+    try:
+        with open(os.path.join(work, "bundle", "config.json"), encoding="utf-8") as f:
+            config = json.load(f)
+    except (OSError, ValueError):
+        config = {}
+    audit_log = os.path.join(work, "audit", a.id + ".jsonl")
+    records = read_audit(audit_log)
+    # Reasons and approvers live on the records; keep the last seen per call.
+    calls = calls_in(records)
+    by_call = {c["call"]: c for c in calls}
+    for r in records:
+        c = by_call.get(r.get("call_id") or r.get("call"))
+        if c is not None:
+            for k in ("reason", "approver"):
+                if r.get(k):
+                    c[k] = r[k]
+    with open(os.path.join(work, "stdout"), encoding="utf-8", errors="replace") as f:
+        out = f.read()
+    with open(os.path.join(work, "stderr"), encoding="utf-8", errors="replace") as f:
+        err = f.read()
+    ledger = []
+    try:
+        with open(os.path.join(work, "ledger", "refunds.jsonl"), encoding="utf-8") as f:
+            ledger = [json.loads(line) for line in f if line.strip()]
+    except FileNotFoundError:
+        pass
+
+    profile, confinement, network = describe_confinement(config, a.runtime)
+    budgets = policy.get("budgets", {})
+    say("backend   %s (%s)" % (a.runtime, backend_version(a.runtime)))
+    say("profile   %s: %s" % (profile, confinement))
+    say("network   %s" % network)
+    say("policy    list_orders, get_order allowed; issue_refund <= 50 allowed, > 50 needs approval")
+    say("budget    %s tool calls, cost %s, %s irreversible"
+        % (budgets.get("max_tool_calls"), budgets.get("max_cost"), budgets.get("max_irreversible")))
+    say()
+    say("the program (python3 in the container), exit status %d:" % a.status)
+    for line in out.rstrip("\n").split("\n"):
+        say("  | " + line)
+    if a.status != 0 and err.strip():
+        for line in err.rstrip("\n").split("\n")[-10:]:
+            say("  ! " + line)
+    say()
+
+    say("tool calls, from the audit log %s:" % audit_log)
+    for n, c in enumerate(calls, 1):
+        say("  %2d  %-13s %-62s %s -> %s" % (n, c["tool"], short(c["args"]), decision_text(c),
+                                            outcome_text(c)))
+    say()
+
+    def refund_calls(order_id):
+        return [c for c in calls if c["tool"] == "issue_refund"
+                and (c["args"] or {}).get("order_id") == order_id]
+
+    def ledger_for(order_id):
+        return [e for e in ledger if e.get("order_id") == order_id]
+
+    small, large = refund_calls(SMALL[0]), refund_calls(LARGE[0])
+    small_paid, large_paid = ledger_for(SMALL[0]), ledger_for(LARGE[0])
+    say("small refund  %s %.1f: %s; executed %d time(s) (refund ledger)"
+        % (SMALL[0], SMALL[1], ", ".join(decision_text(c) for c in small) or "never asked",
+           len(small_paid)))
+    say("large refund  %s %.1f: %s; executed %d time(s) (refund ledger)"
+        % (LARGE[0], LARGE[1], ", ".join(decision_text(c) for c in large) or "never asked",
+           len(large_paid)))
+    if large:
+        call_id = large[0]["call"]
+        say("              parked for approval; a person would have run, while it waited:")
+        say("                %s approve %s %s" % (" ".join(tg), a.id, call_id))
+    ran = [c for c in calls if may_have_run(c)]
+    tools = policy.get("tools", {})
+    cost = sum(tools.get(c["tool"], {}).get("cost", 0) for c in ran)
+    irrev = sum(1 for c in ran if tools.get(c["tool"], {}).get("irreversible"))
+    say("budget used   %d of %s tool calls, cost %d of %s, %d of %s irreversible"
+        % (len(calls), budgets.get("max_tool_calls"), cost, budgets.get("max_cost"),
+           irrev, budgets.get("max_irreversible")))
+    verify = subprocess.run(tg + ["audit", "verify", audit_log], capture_output=True, text=True)
+    verdict = (verify.stdout + verify.stderr).strip().replace("\n", "; ")
+    say("audit         %s audit verify %s: %s (exit %d)"
+        % (os.path.basename(tg[0]), audit_log, verdict, verify.returncode))
+    say()
+
+    problems = []
+    m = re.search(r"EU total: ([0-9.]+)", out)
+    if not m or m.group(1) != TOTAL:
+        problems.append("EU total is %s, not %s" % (m.group(1) if m else "missing", TOTAL))
+    if len(small_paid) != 1:
+        problems.append("the small refund was executed %d times, not once" % len(small_paid))
+    if not a.interactive and large_paid:
+        problems.append("the large refund was executed although the hook denied it")
+    if not large:
+        problems.append("the large refund never reached tollgate")
+    elif not a.interactive and may_have_run(large[0]):
+        problems.append("the audit log says the large refund ran")
+    if a.status != 0:
+        problems.append("tollgate run exited %d" % a.status)
+    if verify.returncode != 0:
+        problems.append("the audit log does not verify")
+    if problems:
+        say("demo FAILED: " + "; ".join(problems))
+        return 1
+    say("demo passed: EU total %s; small refund executed once; large refund %s; audit log verifies."
+        % (TOTAL, "executed once, approved by a person" if large_paid else "not executed"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
