@@ -174,6 +174,6 @@ int cli_parse_exec(int argc, char **argv, struct exec_request *req,
 }
 
 void exec_request_free(struct exec_request *req) {
-  strlist_free(&req->env);
-  strlist_free(&req->caps);
+  arg_strlist_free(&req->env);
+  arg_strlist_free(&req->caps);
 }
