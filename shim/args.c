@@ -9,7 +9,7 @@
 
 #include "shim/util.h"
 
-void arg_strlist_free(struct strlist *l) {
+void strlist_free(struct strlist *l) {
   free(l->items);
   l->items = NULL;
   l->len = 0;

@@ -27,7 +27,7 @@ struct strlist {
   const char **items;
   size_t len;
 };
-void arg_strlist_free(struct strlist *l); /* frees the array, not the strings */
+void strlist_free(struct strlist *l); /* frees the array, not the strings */
 
 struct opt {
   const char *name; /* long name without dashes: "bundle" */

@@ -174,6 +174,6 @@ int cli_parse_exec(int argc, char **argv, struct exec_request *req,
 }
 
 void exec_request_free(struct exec_request *req) {
-  arg_strlist_free(&req->env);
-  arg_strlist_free(&req->caps);
+  strlist_free(&req->env);
+  strlist_free(&req->caps);
 }
