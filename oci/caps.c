@@ -27,13 +27,13 @@ static void filter_set(json_t *caps, const char *set, bool (*keep)(const char *,
   }
 }
 
-static bool in_strlist(const char *name, const void *l) { return strlist_has(l, name); }
+static bool in_namelist(const char *name, const void *l) { return namelist_has(l, name); }
 static bool in_json_array(const char *name, const void *arr) { return json_array_has_string(arr, name); }
 
-void oci_caps_restrict(json_t *process, const struct strlist *keep) {
+void oci_caps_restrict(json_t *process, const struct namelist *keep) {
   json_t *caps = json_object_ensure_object(process, "capabilities");
   for (size_t i = 0; i < sizeof cap_sets / sizeof cap_sets[0]; i++)
-    filter_set(caps, cap_sets[i], in_strlist, keep);
+    filter_set(caps, cap_sets[i], in_namelist, keep);
 }
 
 void oci_caps_intersect(json_t *process, const json_t *limit) {

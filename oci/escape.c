@@ -150,6 +150,8 @@ static const char *const sensitive[] = {
 static const char *const sensitive_trees[] = {"/proc", "/sys", "/dev", "/boot", "/lib/modules", "/usr/lib/modules"};
 
 static bool is_under(const char *path, const char *tree) {
+  if (strcmp(tree, "/") == 0)
+    return true;
   size_t n = strlen(tree);
   return strncmp(path, tree, n) == 0 && (path[n] == '\0' || path[n] == '/');
 }
@@ -218,7 +220,7 @@ static int check_devices(const json_t *config, const struct oci_profile *p, tg_e
     long long major = -1, minor = -1;
     json_integer_value(json_object_get(d, "major"), &major);
     json_integer_value(json_object_get(d, "minor"), &minor);
-    if (sd == NULL || !strlist_has(&p->devices, name))
+    if (sd == NULL || !namelist_has(&p->devices, name))
       return tg_error_set(err, 0, "linux.devices[%zu]: %s is not allowed by profile %s (only /dev/null, zero, full, random, urandom, tty); remove it",
                           i, path ? path : "(no path)", p->name);
     /* The name is not enough: /dev/null with a disk's numbers is a disk. */
@@ -234,7 +236,7 @@ static int check_sysctls(const json_t *config, const struct oci_profile *p, tg_e
   if (!json_is(s, JSON_OBJECT))
     return 0;
   for (size_t i = 0; i < s->u.object.len; i++)
-    if (!strlist_has(&p->sysctls, s->u.object.keys[i]))
+    if (!namelist_has(&p->sysctls, s->u.object.keys[i]))
       return tg_error_set(err, 0, "linux.sysctl: %s is not on profile %s's safe list (see docs/hardening.md); remove it",
                           s->u.object.keys[i], p->name);
   return 0;

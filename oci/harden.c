@@ -26,7 +26,7 @@ static int choose_profile(const json_t *config, const struct harden_options *opt
     return tg_error_set(err, 0, "the host config chooses profile %s, which applies no hardening, but allow_passthrough is false; set \"allow_passthrough\": true in the host config or choose another profile",
                         host_name);
   }
-  const char *want = json_string_value(json_get_path(config, "annotations." ANN_PROFILE));
+  const char *want = json_string_value(json_object_get(json_object_get(config, "annotations"), ANN_PROFILE));
   if (want == NULL || strcmp(want, host_name) == 0) {
     *out = host;
     return 0;
@@ -158,7 +158,7 @@ int oci_harden_process(json_t *process, const json_t *effective_config, tg_error
   if (oci_path_is_fd_escape(cwd))
     return tg_error_set(err, 0, "process cwd %s is a file descriptor path under /proc (the CVE-2024-21626 shape); use a directory inside the container",
                         cwd);
-  const char *applied = json_string_value(json_get_path(effective_config, "annotations." ANN_APPLIED));
+  const char *applied = json_string_value(json_object_get(json_object_get(effective_config, "annotations"), ANN_APPLIED));
   if (applied && strcmp(applied, "passthrough") == 0)
     return 0;
   /* An exec'd process gets nothing the container itself was denied. */

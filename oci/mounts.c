@@ -152,7 +152,7 @@ static void ensure_profile_tmpfs(json_t *mounts, const struct oci_profile *p) {
   }
 }
 
-static void extend_list(json_t *linux, const char *key, const struct strlist *add) {
+static void extend_list(json_t *linux, const char *key, const struct namelist *add) {
   json_t *arr = json_object_ensure_array(linux, key);
   for (size_t i = 0; i < add->n; i++)
     if (!json_array_has_string(arr, add->v[i]))
@@ -213,7 +213,7 @@ static void device_rules_harden(json_t *resources, const struct oci_profile *p) 
   json_object_set(deny, "access", json_new_string("rwm"));
   json_array_append(out, deny);
   for (size_t i = 0; i < sizeof dev_rules / sizeof dev_rules[0]; i++) {
-    if (!strlist_has(&p->devices, dev_rules[i].name))
+    if (!namelist_has(&p->devices, dev_rules[i].name))
       continue;
     char acc[4];
     allowed_access(in, dev_rules[i].major, dev_rules[i].minor, acc);

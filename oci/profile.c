@@ -68,9 +68,9 @@ static int get_int(const json_t *doc, const char *key, long long min, long long 
   return 0;
 }
 
-static int get_list(const json_t *doc, const char *key, struct strlist *l, const char *src, tg_error **err) {
+static int get_list(const json_t *doc, const char *key, struct namelist *l, const char *src, tg_error **err) {
   cleanup_free char *what = xasprintf("%s: \"%s\"", src, key);
-  return strlist_from_json(json_object_get(doc, key), l, what, err);
+  return namelist_from_json(json_object_get(doc, key), l, what, err);
 }
 
 static const char *const profile_keys[] = {
@@ -228,16 +228,16 @@ int profile_load(const char *profiles_dir, const char *seccomp_dir, const char *
 
 void profile_free(struct oci_profile *p) {
   free(p->name);
-  strlist_free(&p->caps);
+  namelist_free(&p->caps);
   json_free(p->seccomp);
   free(p->seccomp_file);
   for (size_t i = 0; i < p->n_tmpfs; i++)
     free(p->tmpfs[i].path);
   free(p->tmpfs);
-  strlist_free(&p->masked_paths);
-  strlist_free(&p->readonly_paths);
-  strlist_free(&p->devices);
-  strlist_free(&p->sysctls);
+  namelist_free(&p->masked_paths);
+  namelist_free(&p->readonly_paths);
+  namelist_free(&p->devices);
+  namelist_free(&p->sysctls);
   for (size_t i = 0; i < p->n_rlimits; i++)
     free(p->rlimits[i].type);
   free(p->rlimits);
@@ -268,7 +268,7 @@ bool profile_at_least_as_strict(const struct oci_profile *a, const struct oci_pr
   if (a->strictness < b->strictness)
     LOOSER("profile %s has strictness %d, below %s's %d", a->name, a->strictness, b->name, b->strictness);
   for (size_t i = 0; i < a->caps.n; i++)
-    if (!strlist_has(&b->caps, a->caps.v[i]))
+    if (!namelist_has(&b->caps, a->caps.v[i]))
       LOOSER("profile %s keeps capability %s, which %s drops", a->name, a->caps.v[i], b->name);
   if (b->no_new_privileges && !a->no_new_privileges)
     LOOSER("profile %s allows new privileges", a->name);
@@ -296,17 +296,17 @@ bool profile_at_least_as_strict(const struct oci_profile *a, const struct oci_pr
       LOOSER("profile %s has a larger tmpfs at %s", a->name, a->tmpfs[i].path);
   }
   for (size_t i = 0; i < b->masked_paths.n; i++)
-    if (!strlist_has(&a->masked_paths, b->masked_paths.v[i]))
+    if (!namelist_has(&a->masked_paths, b->masked_paths.v[i]))
       LOOSER("profile %s does not mask %s", a->name, b->masked_paths.v[i]);
   for (size_t i = 0; i < b->readonly_paths.n; i++)
-    if (!strlist_has(&a->readonly_paths, b->readonly_paths.v[i]) &&
-        !strlist_has(&a->masked_paths, b->readonly_paths.v[i]))
+    if (!namelist_has(&a->readonly_paths, b->readonly_paths.v[i]) &&
+        !namelist_has(&a->masked_paths, b->readonly_paths.v[i]))
       LOOSER("profile %s does not make %s read-only", a->name, b->readonly_paths.v[i]);
   for (size_t i = 0; i < a->devices.n; i++)
-    if (!strlist_has(&b->devices, a->devices.v[i]))
+    if (!namelist_has(&b->devices, a->devices.v[i]))
       LOOSER("profile %s allows device %s", a->name, a->devices.v[i]);
   for (size_t i = 0; i < a->sysctls.n; i++)
-    if (!strlist_has(&b->sysctls, a->sysctls.v[i]))
+    if (!namelist_has(&b->sysctls, a->sysctls.v[i]))
       LOOSER("profile %s allows sysctl %s", a->name, a->sysctls.v[i]);
   for (size_t k = 0; k < b->n_rlimits; k++) {
     const struct profile_rlimit *match = NULL;

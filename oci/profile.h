@@ -10,7 +10,7 @@
 
 #include <stdbool.h>
 
-#include "oci/strlist.h"
+#include "oci/namelist.h"
 #include "shim/error.h"
 #include "shim/json.h"
 
@@ -28,7 +28,7 @@ struct oci_profile {
   char *name;
   int strictness;          /* 0 (passthrough) .. 100; see profile_at_least_as_strict */
   bool passthrough;        /* apply nothing; only with allow_passthrough */
-  struct strlist caps;     /* capability keep-list, "CAP_CHOWN" style */
+  struct namelist caps;     /* capability keep-list, "CAP_CHOWN" style */
   bool no_new_privileges;
   bool readonly_rootfs;
   json_t *seccomp;         /* validated OCI linux.seccomp object, or NULL */
@@ -38,9 +38,9 @@ struct oci_profile {
   long long uid, gid;      /* used instead of root */
   struct profile_tmpfs *tmpfs;
   size_t n_tmpfs;
-  struct strlist masked_paths, readonly_paths;
-  struct strlist devices;  /* "null", "zero", ... (names under /dev) */
-  struct strlist sysctls;  /* the sysctls a config may set */
+  struct namelist masked_paths, readonly_paths;
+  struct namelist devices;  /* "null", "zero", ... (names under /dev) */
+  struct namelist sysctls;  /* the sysctls a config may set */
   struct profile_rlimit *rlimits;
   size_t n_rlimits;
   long long memory_bytes;  /* 0 = no limit */

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "oci/strlist.h"
+#include "oci/namelist.h"
 #include "shim/util.h"
 
 /* ---- vocabulary -------------------------------------------------------- */
@@ -381,19 +381,19 @@ static size_t merge_rules(json_t *syscalls, const char *name, const struct verdi
   return emitted;
 }
 
-static void collect_names(const json_t *sc, struct strlist *names) {
+static void collect_names(const json_t *sc, struct namelist *names) {
   const json_t *rules = json_object_get(sc, "syscalls");
   for (size_t i = 0; i < json_array_len(rules); i++) {
     const json_t *r = json_array_get(rules, i);
     const json_t *ns = json_object_get(r, "names");
     for (size_t k = 0; k < json_array_len(ns); k++) {
       const char *n = json_string_value(json_array_get(ns, k));
-      if (n && !strlist_has(names, n))
-        strlist_add(names, n);
+      if (n && !namelist_has(names, n))
+        namelist_add(names, n);
     }
     const char *single = json_string_value(json_object_get(r, "name"));
-    if (single && !strlist_has(names, single))
-      strlist_add(names, single);
+    if (single && !namelist_has(names, single))
+      namelist_add(names, single);
   }
 }
 
@@ -440,7 +440,7 @@ int oci_seccomp_intersect(const json_t *ours, const json_t *input, json_t **out,
 
   json_t *syscalls = json_new_array();
   json_t *allowed = json_new_array();
-  struct strlist names = {0};
+  struct namelist names = {0};
   collect_names(ours, &names);
   int ret = 0;
   for (size_t i = 0; i < names.n && ret == 0; i++) {
@@ -474,7 +474,7 @@ int oci_seccomp_intersect(const json_t *ours, const json_t *input, json_t **out,
     verdict_free(&vo);
     verdict_free(&vi);
   }
-  strlist_free(&names);
+  namelist_free(&names);
   if (ret < 0) {
     json_free(allowed);
     json_free(syscalls);
@@ -539,7 +539,7 @@ bool oci_seccomp_subset(const json_t *a, const json_t *b, char **why) {
       return false;
     }
   }
-  struct strlist names = {0};
+  struct namelist names = {0};
   collect_names(a, &names);
   collect_names(b, &names);
   bool ok = true;
@@ -567,6 +567,6 @@ bool oci_seccomp_subset(const json_t *a, const json_t *b, char **why) {
     verdict_free(&va);
     verdict_free(&vb);
   }
-  strlist_free(&names);
+  namelist_free(&names);
   return ok;
 }

@@ -31,7 +31,7 @@ bool oci_path_is_fd_escape(const char *path);
 
 /* Reduce the five capability sets of process to the keep-list (missing
  * sets become empty arrays). */
-void oci_caps_restrict(json_t *process, const struct strlist *keep);
+void oci_caps_restrict(json_t *process, const struct namelist *keep);
 
 /* Reduce every capability set of process to the same set in limit (a
  * process object); a set missing in limit counts as empty. */

@@ -1,30 +1,30 @@
-#include "oci/strlist.h"
+#include "oci/namelist.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "shim/util.h"
 
-void strlist_add(struct strlist *l, const char *s) {
+void namelist_add(struct namelist *l, const char *s) {
   l->v = xrealloc(l->v, (l->n + 1) * sizeof *l->v);
   l->v[l->n++] = xstrdup(s);
 }
 
-bool strlist_has(const struct strlist *l, const char *s) {
+bool namelist_has(const struct namelist *l, const char *s) {
   for (size_t i = 0; i < l->n; i++)
     if (strcmp(l->v[i], s) == 0)
       return true;
   return false;
 }
 
-bool strlist_subset(const struct strlist *a, const struct strlist *b) {
+bool namelist_subset(const struct namelist *a, const struct namelist *b) {
   for (size_t i = 0; i < a->n; i++)
-    if (!strlist_has(b, a->v[i]))
+    if (!namelist_has(b, a->v[i]))
       return false;
   return true;
 }
 
-void strlist_free(struct strlist *l) {
+void namelist_free(struct namelist *l) {
   for (size_t i = 0; i < l->n; i++)
     free(l->v[i]);
   free(l->v);
@@ -32,7 +32,7 @@ void strlist_free(struct strlist *l) {
   l->n = 0;
 }
 
-int strlist_from_json(const json_t *arr, struct strlist *l, const char *what,
+int namelist_from_json(const json_t *arr, struct namelist *l, const char *what,
                       tg_error **err) {
   if (!json_is(arr, JSON_ARRAY))
     return tg_error_set(err, 0, "%s must be an array of strings", what);
@@ -40,13 +40,13 @@ int strlist_from_json(const json_t *arr, struct strlist *l, const char *what,
     const char *s = json_string_value(json_array_get(arr, i));
     if (s == NULL)
       return tg_error_set(err, 0, "%s[%zu] must be a string", what, i);
-    if (!strlist_has(l, s))
-      strlist_add(l, s);
+    if (!namelist_has(l, s))
+      namelist_add(l, s);
   }
   return 0;
 }
 
-json_t *strlist_to_json(const struct strlist *l) {
+json_t *namelist_to_json(const struct namelist *l) {
   json_t *arr = json_new_array();
   for (size_t i = 0; i < l->n; i++)
     json_array_append(arr, json_new_string(l->v[i]));
