@@ -22,6 +22,8 @@ bash "$repo/bundles/rootfs/python.sh" "$rootfs"
 work=$(mktemp -d /tmp/tollgate-agent.XXXXXX)
 chmod 755 "$work"
 root=$work/root
+# The audit logs outlive the run, under the build directory.
+audit_dir=$BUILD/demo-agent/audit
 prefix=agent-$$
 cleanup() {
   local status=$?
@@ -30,7 +32,7 @@ cleanup() {
   done
   if [ -n "${AGENT_KEEP:-}" ]; then
     mkdir -p "$AGENT_KEEP"
-    cp -r "$work/audit" "$work/ledger" "$work/result.json" "$AGENT_KEEP/" 2>/dev/null || true
+    cp -r "$audit_dir" "$work/ledger" "$work/result.json" "$AGENT_KEEP/" 2>/dev/null || true
   fi
   if ! grep -q " $work/" /proc/self/mounts; then rm -rf "$work"; fi
   exit "$status"
@@ -38,9 +40,10 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-mkdir -p "$work/audit" "$work/policies"
-printf '{"runtime": "%s", "audit_dir": "%s/audit", "policy_dir": "%s/policies"}\n' \
-  "$RUNTIME" "$work" "$work" >"$work/config.json"
+rm -rf "$audit_dir"
+mkdir -p "$audit_dir" "$work/policies"
+printf '{"runtime": "%s", "audit_dir": "%s", "policy_dir": "%s/policies"}\n' \
+  "$RUNTIME" "$audit_dir" "$work" >"$work/config.json"
 # The same tools, ledger and policy as the orders demo, with its deny hook
 # for the large refund.
 python3 "$repo/bundles/examples/orders/stage.py" "$work" \
@@ -54,10 +57,10 @@ python3 "$here/harness.py" --tollgate "$TG" --root "$root" --config "$work/confi
 echo
 echo "refund ledger (what really went out):"
 sed 's/^/  /' "$work/ledger/refunds.jsonl" 2>/dev/null || echo "  (none)"
-for log in "$work"/audit/*.jsonl; do
-  printf 'audit verify %s: ' "$(basename "$log")"
-  if out=$("$TG" audit verify "$log" 2>&1); then echo "$out" | tr '\n' ' '; else
-    echo "$out" | tr '\n' ' '; status=1; fi
+for log in "$audit_dir"/*.jsonl; do
+  printf 'tollgate audit verify %s: ' "$log"
+  if out=$("$TG" audit verify "$log" 2>&1); then echo "${out#"$log: "}" | tr '\n' ' '; else
+    echo "${out#"$log: "}" | tr '\n' ' '; status=1; fi
   echo
 done
 exit "$status"

@@ -1,7 +1,7 @@
 # The "model-written" program of the orders demo.  It runs inside a
 # hardened gVisor container with no network; the only way out is the tool
 # bridge, and every call below is governed by policy.json on the host.
-from tollgate import ToolError, get_order, issue_refund, list_orders
+from tollgate import TollgateError, get_order, issue_refund, list_orders
 
 ids = list_orders()
 print("orders:", ", ".join(ids))
@@ -19,5 +19,5 @@ for order_id, amount, reason in [("A-1003", 25.0, "parcel arrived damaged"),
     try:
         refund = issue_refund(order_id=order_id, amount=amount, reason=reason)
         print(f"refund {order_id} {amount:.1f}: issued as {refund['refund_id']}")
-    except ToolError as e:
+    except TollgateError as e:
         print(f"refund {order_id} {amount:.1f}: not issued ({e})")

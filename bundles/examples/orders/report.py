@@ -43,7 +43,9 @@ def describe_confinement(config, runtime):
     allowed = sum(len(s.get("names", [])) for s in seccomp.get("syscalls", [])
                   if s.get("action") == "SCMP_ACT_ALLOW")
     ro = config.get("root", {}).get("readonly", False)
-    profile = (config.get("annotations", {}) or {}).get("dev.tollgate.profile", "hardened")
+    annotations = config.get("annotations", {}) or {}
+    profile = (annotations.get("dev.tollgate.profile-applied")
+               or annotations.get("dev.tollgate.profile") or "hardened (the default)")
     namespaces = [n.get("type") for n in config.get("linux", {}).get("namespaces", [])
                   if not n.get("path")]
     if runtime == "runsc":
@@ -65,30 +67,43 @@ def backend_version(runtime):
         return "not found"
 
 
+def was_parked(c):
+    """An approve-effect call is decided by a hook, a person or the
+    timeout; a policy allow/deny has approver "policy"."""
+    who = str(c.get("approver") or "")
+    return who.startswith(("hook:", "uid:")) or who == "timeout"
+
+
 def decision_text(c):
     d = c["decision"] or "?"
     reason = c.get("reason")
-    approver = c.get("approver")
-    text = d
-    if approver:
-        text += " by " + str(approver)
-    if reason:
-        text += " (" + str(reason) + ")"
-    return text
+    if was_parked(c):
+        who = str(c["approver"]).replace("hook:", "the hook ").replace("uid:", "uid ")
+        verdict = {"allow": "approved", "deny": "denied"}.get(d, d)
+        # The gate appends who decided to the rule's reason; we say it apart.
+        rule = re.sub(r" \((the approval hook|a person|the approval timeout)[^)]*\)$", "", reason or "")
+        return "approve (%s) -> parked -> %s by %s" % (rule, verdict, who)
+    return d + (" (%s)" % reason if reason else "")
 
 
 def outcome_text(c):
     o = c["outcome"]
     if o is None:
-        return "not run"
-    if isinstance(o, dict):
-        return o.get("status") or ("ok" if o.get("ok") else o.get("code", "error"))
-    return str(o)
+        return "intent written, no outcome" if c["intent"] else "not run"
+    if o == "ok":
+        return "ran" + (" (intent logged first)" if c["intent"] else "")
+    return "not run (%s)" % o
+
+
+def args_text(args):
+    """The arguments, without free text that would only widen the table."""
+    return short({k: v for k, v in (args or {}).items() if k != "reason"})
 
 
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--work", required=True)
+    p.add_argument("--audit-dir", required=True)
     p.add_argument("--id", required=True)
     p.add_argument("--runtime", required=True)
     p.add_argument("--root", required=True)
@@ -106,7 +121,7 @@ def main():
             config = json.load(f)
     except (OSError, ValueError):
         config = {}
-    audit_log = os.path.join(work, "audit", a.id + ".jsonl")
+    audit_log = os.path.join(a.audit_dir, a.id + ".jsonl")
     records = read_audit(audit_log)
     # Reasons and approvers live on the records; keep the last seen per call.
     calls = calls_in(records)
@@ -145,10 +160,10 @@ def main():
             say("  ! " + line)
     say()
 
-    say("tool calls, from the audit log %s:" % audit_log)
+    say("tool calls, from the audit log:")
     for n, c in enumerate(calls, 1):
-        say("  %2d  %-13s %-62s %s -> %s" % (n, c["tool"], short(c["args"]), decision_text(c),
-                                            outcome_text(c)))
+        say("  %d. %-12s %-34s %s; %s" % (n, c["tool"], args_text(c["args"]), decision_text(c),
+                                          outcome_text(c)))
     say()
 
     def refund_calls(order_id):
@@ -160,16 +175,27 @@ def main():
 
     small, large = refund_calls(SMALL[0]), refund_calls(LARGE[0])
     small_paid, large_paid = ledger_for(SMALL[0]), ledger_for(LARGE[0])
-    say("small refund  %s %.1f: %s; executed %d time(s) (refund ledger)"
-        % (SMALL[0], SMALL[1], ", ".join(decision_text(c) for c in small) or "never asked",
-           len(small_paid)))
-    say("large refund  %s %.1f: %s; executed %d time(s) (refund ledger)"
-        % (LARGE[0], LARGE[1], ", ".join(decision_text(c) for c in large) or "never asked",
-           len(large_paid)))
-    if large:
-        call_id = large[0]["call"]
-        say("              parked for approval; a person would have run, while it waited:")
-        say("                %s approve %s %s" % (" ".join(tg), a.id, call_id))
+    def story(cs, paid):
+        if not cs:
+            return "never asked for"
+        c = cs[0]
+        if was_parked(c):
+            who = str(c["approver"])
+            by = {"timeout": "nobody answered in time, so it was denied"}.get(who) or (
+                "the demo's hook denied it" if who.startswith("hook:") and c["decision"] == "deny"
+                else "%s by %s" % ("approved" if c["decision"] == "allow" else "denied", who))
+            text = "parked for approval; %s" % by
+        else:
+            text = "%s by policy" % ("allowed" if c["decision"] == "allow" else c["decision"])
+        return "%s; executed %d time%s (refund ledger%s)" % (
+            text, len(paid), "" if len(paid) == 1 else "s",
+            ": " + ", ".join(e["refund_id"] for e in paid) if paid else "")
+
+    say("small refund  %s %.1f: %s" % (SMALL[0], SMALL[1], story(small, small_paid)))
+    say("large refund  %s %.1f: %s" % (LARGE[0], LARGE[1], story(large, large_paid)))
+    if large and was_parked(large[0]) and not a.interactive:
+        say("              a person would have approved it, while it waited, with:")
+        say("                %s approve %s %s" % (" ".join(tg), a.id, large[0]["call"]))
     ran = [c for c in calls if may_have_run(c)]
     tools = policy.get("tools", {})
     cost = sum(tools.get(c["tool"], {}).get("cost", 0) for c in ran)
@@ -178,21 +204,25 @@ def main():
         % (len(calls), budgets.get("max_tool_calls"), cost, budgets.get("max_cost"),
            irrev, budgets.get("max_irreversible")))
     verify = subprocess.run(tg + ["audit", "verify", audit_log], capture_output=True, text=True)
-    verdict = (verify.stdout + verify.stderr).strip().replace("\n", "; ")
-    say("audit         %s audit verify %s: %s (exit %d)"
-        % (os.path.basename(tg[0]), audit_log, verdict, verify.returncode))
+    verdict = (verify.stdout + verify.stderr).strip().replace(audit_log + ": ", "").replace("\n", "; ")
+    say("audit         tollgate audit verify: %s (exit %d)" % (verdict, verify.returncode))
+    say("              log: %s" % audit_log)
     say()
 
     problems = []
     m = re.search(r"EU total: ([0-9.]+)", out)
     if not m or m.group(1) != TOTAL:
         problems.append("EU total is %s, not %s" % (m.group(1) if m else "missing", TOTAL))
+    if len(large_paid) > 1:
+        problems.append("the large refund was executed %d times" % len(large_paid))
     if len(small_paid) != 1:
         problems.append("the small refund was executed %d times, not once" % len(small_paid))
     if not a.interactive and large_paid:
         problems.append("the large refund was executed although the hook denied it")
     if not large:
         problems.append("the large refund never reached tollgate")
+    elif not was_parked(large[0]):
+        problems.append("the large refund was not parked for approval")
     elif not a.interactive and may_have_run(large[0]):
         problems.append("the audit log says the large refund ran")
     if a.status != 0:

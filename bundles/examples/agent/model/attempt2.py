@@ -3,7 +3,7 @@
 # amount instead of adding it to a string.  It runs the whole task again,
 # refunds included: keeping it from paying A-1003 twice is the harness's and
 # tollgate's job, not the model's.
-from tollgate import ToolError, get_order, issue_refund, list_orders
+from tollgate import TollgateError, get_order, issue_refund, list_orders
 
 ids = list_orders()
 orders = [get_order(order_id=order_id) for order_id in ids]
@@ -15,5 +15,5 @@ for order_id, amount, reason in [("A-1003", 25.0, "parcel arrived damaged"),
     try:
         refund = issue_refund(order_id=order_id, amount=amount, reason=reason)
         print(f"refund {order_id} {amount:.1f}: issued as {refund['refund_id']}")
-    except ToolError as e:
+    except TollgateError as e:
         print(f"refund {order_id} {amount:.1f}: not issued ({e})")
