@@ -20,8 +20,10 @@ check_match "attempt 2 printed the EU total" "EU total: 1218\.5" "$(field "$resu
 refunds=$(cat "$keep/ledger/refunds.jsonl" 2>/dev/null)
 check_eq "the small refund went out exactly once over both attempts" 1 "$(grep -c 'A-1003' <<<"$refunds")"
 check_eq "the large refund never went out" 0 "$(grep -c 'A-1004' <<<"$refunds")"
-check_match "attempt 2's repeat of the refund was denied by policy" "denied" \
+check_match "attempt 2's repeat of the refund was denied by policy" "deny" \
   "$(field "$result" '[c["decision"] for c in r["attempts"][1]["calls"] if c["tool"]=="issue_refund" and c["args"]["order_id"]=="A-1003"]')"
+check_match "the denial points at attempt 1's audit record" "already done by an earlier attempt \(agent-.*-1\.jsonl, seq [0-9]+\)" \
+  "$(field "$result" '[c["reason"] for c in r["attempts"][1]["calls"] if c["tool"]=="issue_refund" and c["args"]["order_id"]=="A-1003"]')"
 used=$(field "$result" 'r["tool_calls_used"]')
 first=$(field "$result" 'len(r["attempts"][0]["calls"])')
 left=$(field "$result" 'r["attempts"][1]["budgets"]["max_tool_calls"]')

@@ -267,7 +267,8 @@ def main():
                          "stdout": out, "stderr_tail": tail(err, STDERR_TAIL_LINES),
                          "audit_log": audit_log, "policy": policy_path,
                          "budgets": policy["budgets"],
-                         "calls": [{k: c[k] for k in ("tool", "args", "decision", "outcome")}
+                         "calls": [{k: c.get(k) for k in ("tool", "args", "decision", "reason",
+                                                          "outcome")}
                                    for c in calls]})
         if status == 0:
             break

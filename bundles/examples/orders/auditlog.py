@@ -38,8 +38,9 @@ def calls_in(records):
                               "decision": None, "outcome": None, "seq": r.get("seq"),
                               "intent": False}
             order.append(key)
-        if r.get("decision"):
-            c["decision"] = r["decision"]
+        for k in ("decision", "reason", "approver"):
+            if r.get(k):
+                c[k] = r[k]
         if kind == "intent":
             c["intent"] = True
         if r.get("outcome"):

@@ -123,15 +123,7 @@ def main():
         config = {}
     audit_log = os.path.join(a.audit_dir, a.id + ".jsonl")
     records = read_audit(audit_log)
-    # Reasons and approvers live on the records; keep the last seen per call.
     calls = calls_in(records)
-    by_call = {c["call"]: c for c in calls}
-    for r in records:
-        c = by_call.get(r.get("call_id") or r.get("call"))
-        if c is not None:
-            for k in ("reason", "approver"):
-                if r.get(k):
-                    c[k] = r[k]
     with open(os.path.join(work, "stdout"), encoding="utf-8", errors="replace") as f:
         out = f.read()
     with open(os.path.join(work, "stderr"), encoding="utf-8", errors="replace") as f:
@@ -162,7 +154,7 @@ def main():
 
     say("tool calls, from the audit log:")
     for n, c in enumerate(calls, 1):
-        say("  %d. %-12s %-34s %s; %s" % (n, c["tool"], args_text(c["args"]), decision_text(c),
+        say("  %d. %-12s %-36s %s; %s" % (n, c["tool"], args_text(c["args"]), decision_text(c),
                                           outcome_text(c)))
     say()
 
