@@ -59,6 +59,31 @@ def describe_confinement(config, runtime):
                         seccomp.get("defaultAction", "NONE"), allowed)), network
 
 
+def describe_condition(cond):
+    if "all" in cond:
+        return " and ".join(describe_condition(c) for c in cond["all"])
+    if "any" in cond:
+        return "(" + " or ".join(describe_condition(c) for c in cond["any"]) + ")"
+    if cond.get("op") == "exists":
+        return "%s given" % cond.get("arg")
+    return "%s %s %s" % (cond.get("arg"), cond.get("op"), json.dumps(cond.get("value")))
+
+
+def describe_policy(policy):
+    """One line per tool, from the policy itself, so the account cannot
+    drift from what was enforced."""
+    lines = []
+    for name, spec in policy.get("tools", {}).items():
+        rules = []
+        for r in spec.get("rules", []):
+            effect = r.get("effect", "?")
+            rules.append("%s if %s" % (effect, describe_condition(r["if"])) if "if" in r
+                         else ("otherwise " + effect if rules else effect))
+        lines.append("%s%s: %s" % (name, " (irreversible)" if spec.get("irreversible") else "",
+                                    "; ".join(rules) or "deny"))
+    return lines
+
+
 def backend_version(runtime):
     try:
         out = subprocess.run([runtime, "--version"], capture_output=True, text=True, timeout=10).stdout
@@ -137,14 +162,22 @@ def main():
 
     profile, confinement, network = describe_confinement(config, a.runtime)
     budgets = policy.get("budgets", {})
-    say("backend   %s (%s)" % (a.runtime, backend_version(a.runtime)))
+    say("backend   %s (%s)" % ({"runsc": "runsc, gVisor", "runc": "runc"}[a.runtime],
+                              backend_version(a.runtime)))
     say("profile   %s: %s" % (profile, confinement))
     say("network   %s" % network)
-    say("policy    list_orders, get_order allowed; issue_refund <= 50 allowed, > 50 needs approval")
+    for n, line in enumerate(describe_policy(policy)):
+        say("%s%s" % ("policy    " if n == 0 else "          ", line))
+    approval = policy.get("approval", {})
+    say("approval  %s; unanswered after %ss: denied"
+        % ("hook %s (the demo's own: it denies everything)" % os.path.basename(approval["hook"])
+           if approval.get("hook") else "a person, with tollgate approve|deny",
+           approval.get("timeout", 60)))
     say("budget    %s tool calls, cost %s, %s irreversible"
         % (budgets.get("max_tool_calls"), budgets.get("max_cost"), budgets.get("max_irreversible")))
     say()
-    say("the program (python3 in the container), exit status %d:" % a.status)
+    say("the program (program.py, mounted read-only at /app; python3 in the container), exit status %d:"
+        % a.status)
     for line in out.rstrip("\n").split("\n"):
         say("  | " + line)
     if a.status != 0 and err.strip():
