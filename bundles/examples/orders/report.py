@@ -162,7 +162,7 @@ def main():
 
     profile, confinement, network = describe_confinement(config, a.runtime)
     budgets = policy.get("budgets", {})
-    say("backend   %s (%s)" % ({"runsc": "runsc, gVisor", "runc": "runc"}[a.runtime],
+    say("backend   %s (%s)" % ({"runsc": "runsc, gVisor on the ptrace platform", "runc": "runc"}[a.runtime],
                               backend_version(a.runtime)))
     say("profile   %s: %s" % (profile, confinement))
     say("network   %s" % network)
