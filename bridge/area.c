@@ -249,6 +249,12 @@ static void set_env(json_t *config, const char *key, const char *value,
     if (e && strncmp(e, key, k) == 0 && e[k] == '=') {
       if (!append)
         return; /* the workload's own setting wins */
+      /* Already listed (an effective config being hardened again). */
+      const char *v = e + k + 1;
+      size_t vl = strlen(value);
+      for (const char *q = v; (q = strstr(q, value)) != NULL; q += vl)
+        if ((q == v || q[-1] == ':') && (q[vl] == '\0' || q[vl] == ':'))
+          return;
       char *joined = xasprintf("%s:%s", e, value);
       json_free(env->u.array.items[i]);
       env->u.array.items[i] = json_new_string(joined);

@@ -353,6 +353,17 @@ static char *finish_error(struct call *c, const char *code, const char *message,
   return resp;
 }
 
+/* Is the log writable?  After a failure, probe it with a "resumed" record
+ * (synced): when that lands the log shows where the gap was and calls may
+ * run again; when it does not, the call is refused (fail closed). */
+static bool audit_ready(struct gate *g) {
+  if (audit_healthy(g->audit))
+    return true;
+  struct audit_record rec = {.event = "resumed", .duration_ms = -1,
+                             .reason = "the audit log is writable again after a failure"};
+  return audit_append(g->audit, &rec, true, NULL) == 0;
+}
+
 static void run_backend(struct gate *g, const struct tool *t, const json_t *args,
                         const char *call_id, struct tool_result *r) {
   switch (t->backend.type) {
@@ -514,7 +525,7 @@ static char *govern(struct call *c, const json_t *request, const char *bad_reaso
     return finish_error(c, GATE_BUDGET_EXHAUSTED, why, len);
   }
   c->decision = "allow";
-  if (stopped_now || !audit_healthy(g->audit)) {
+  if (stopped_now || !audit_ready(g)) {
     pthread_mutex_lock(&g->mu);
     budget_release(g->budget, t);
     pthread_mutex_unlock(&g->mu);

@@ -35,7 +35,7 @@ static int show(const char *path, bool as_json, tg_error **err) {
     printf("%s\n", s);
     return 0;
   }
-  printf("%-5s %-24s %-12s %-20s %-16s %-8s %-10s %-16s %6s  %s\n", "SEQ", "TIME", "EVENT",
+  printf("%-5s %-24s %-12s %-32s %-16s %-8s %-10s %-16s %6s  %s\n", "SEQ", "TIME", "EVENT",
          "CALL", "TOOL", "DECISION", "APPROVER", "OUTCOME", "MS", "REASON / ARGS");
   for (size_t i = 0; i < json_array_len(recs); i++) {
     const json_t *r = json_array_get(recs, i);
@@ -47,7 +47,7 @@ static int show(const char *path, bool as_json, tg_error **err) {
     printf("%-5lld ", seq);
     cell(time, 24);
     cell(str(r, "event"), 12);
-    cell(str(r, "call"), 20);
+    cell(str(r, "call"), 32);
     cell(str(r, "tool"), 16);
     cell(str(r, "decision"), 8);
     cell(str(r, "approver"), 10);

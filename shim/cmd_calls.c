@@ -6,9 +6,19 @@
 #include <string.h>
 
 #include "governance/control.h"
+#include "governance/policy.h"
 #include "governance/verify.h"
 #include "shim/commands.h"
 #include "shim/util.h"
+
+static json_t *used_max(double used, double max) {
+  json_t *o = json_new_object();
+  json_object_set(o, "used", json_new_number(used));
+  json_object_set(o, "max", max >= 0 ? json_new_number(max) : json_new_null());
+  if (max >= 0)
+    json_object_set(o, "remaining", json_new_number(max - used > 0 ? max - used : 0));
+  return o;
+}
 
 /* {"calls": [...], "budget": {"calls": {"used": N, "max": null}}} from the
  * records after the last "open" record of the log. */
@@ -20,6 +30,14 @@ static json_t *calls_from_log(const char *path, const char *id, tg_error **err) 
   for (size_t i = 0; i < json_array_len(recs); i++)
     if (strcmp(json_string_value(json_object_get(json_array_get(recs, i), "event")) ?: "", "open") == 0)
       start = i;
+  /* The run's policy (named in its open record) gives the limits, if it
+   * can still be read. */
+  struct policy *pol = NULL;
+  const char *ppath = json_string_value(json_object_get(json_array_get(recs, start), "policy"));
+  if (ppath)
+    policy_load(ppath, &pol, NULL);
+  double cost = 0;
+  long long irreversible = 0;
   json_t *calls = json_new_array();
   long long attempts = 0;
   for (size_t i = start; i < json_array_len(recs); i++) {
@@ -43,6 +61,11 @@ static json_t *calls_from_log(const char *path, const char *id, tg_error **err) 
     if (strcmp(ev, "call") != 0 && strcmp(ev, "intent") != 0 && strcmp(ev, "unanswerable") != 0)
       continue;
     attempts++;
+    const struct tool *pt = pol ? policy_find(pol, json_string_value(json_object_get(r, "tool")) ?: "") : NULL;
+    if (pt && strcmp(json_string_value(json_object_get(r, "decision")) ?: "", "allow") == 0) {
+      cost += pt->cost;
+      irreversible += pt->irreversible;
+    }
     json_t *c = json_new_object();
     const json_t *cid = json_object_get(r, "call");
     json_object_set(c, "call", json_is(cid, JSON_STRING) ? json_copy(cid) : json_new_string(""));
@@ -63,11 +86,14 @@ static json_t *calls_from_log(const char *path, const char *id, tg_error **err) 
   json_object_set(o, "source", json_new_string(path));
   json_object_set(o, "calls", calls);
   json_t *budget = json_new_object();
-  json_t *used = json_new_object();
-  json_object_set(used, "used", json_new_integer(attempts));
-  json_object_set(used, "max", json_new_null());
-  json_object_set(budget, "calls", used);
+  json_object_set(budget, "calls", used_max((double)attempts, pol ? (double)pol->budgets.max_tool_calls : -1));
+  if (pol) {
+    json_object_set(budget, "cost", used_max(cost, pol->budgets.max_cost));
+    json_object_set(budget, "irreversible",
+                    used_max((double)irreversible, (double)pol->budgets.max_irreversible));
+  }
   json_object_set(o, "budget", budget);
+  policy_free(pol);
   return o;
 }
 

@@ -210,8 +210,9 @@ static int do_create(struct cli *cli, const struct create_request *req,
   /* Which file is the user's?  An effective config that tollgate wrote on
    * an earlier create is hardened from the original kept beside it. */
   json_t *config = NULL;
-  bool ours = json_is_true(json_object_get(
+  const char *mark = json_string_value(json_object_get(
       json_object_get(current, "annotations"), EFFECTIVE_ANNOTATION));
+  bool ours = mark != NULL && strcmp(mark, "true") == 0;
   cleanup_free char *orig_buf = NULL;
   size_t orig_len = 0;
   if (ours) {
