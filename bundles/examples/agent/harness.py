@@ -136,22 +136,14 @@ def write_bundle(args, bundle, program):
     with open(os.path.join(app, "program.py"), "w", encoding="utf-8") as f:
         f.write(program)
     os.chmod(os.path.join(app, "program.py"), 0o644)
-    spec = subprocess.run(tollgate(args, "spec", "--bundle", bundle, "--rootfs",
-                                   os.path.abspath(args.rootfs)),
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    if spec.returncode != 0:
-        # tollgate hardens any config.json at create; runc spec's will do.
-        print("harness: note: 'tollgate spec' failed (%s); starting from 'runc spec'"
-              % spec.stderr.strip().split("\n")[0], file=sys.stderr)
-        subprocess.run(["runc", "spec"], cwd=bundle, check=True)
+    subprocess.run(tollgate(args, "spec", "--bundle", bundle, "--rootfs",
+                            os.path.abspath(args.rootfs), "--args", "python3 /app/program.py"),
+                   check=True, stdout=subprocess.DEVNULL)
     path = os.path.join(bundle, "config.json")
     with open(path, encoding="utf-8") as f:
         config = json.load(f)
-    config["root"] = {"path": os.path.abspath(args.rootfs), "readonly": True}
     proc = config.setdefault("process", {})
     proc["terminal"] = False
-    proc["args"] = ["python3", "/app/program.py"]
-    proc["cwd"] = "/"
     env = [e for e in proc.get("env", []) if not e.startswith(("PYTHONPATH=", "PYTHONDONTWRITEBYTECODE="))]
     proc["env"] = env + ["PYTHONPATH=/run/tollgate", "PYTHONDONTWRITEBYTECODE=1"]
     config.setdefault("mounts", []).append(

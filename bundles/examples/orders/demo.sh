@@ -86,26 +86,19 @@ else
 fi
 tg policy check "$work/policy.json" >/dev/null || die "policy.json does not pass 'tollgate policy check'"
 
-# The bundle starts from `tollgate spec` (the hardened profile), points at
-# the Python rootfs and mounts the program read-only at /app.
+# The bundle starts from `tollgate spec` (the hardened profile's config.json,
+# on the Python rootfs); we add the client's import path and mount the
+# program read-only at /app.
 mkdir -p "$work/bundle" "$work/program"
 chmod 755 "$work/bundle" "$work/program"
 install -m 0644 "$here/program.py" "$work/program/program.py"
-# tollgate hardens whatever config.json it is given at create, so a bundle
-# from plain `runc spec` ends up just as confined; that is the fallback,
-# said out loud, should this tollgate lack `spec`.
-if ! tg spec --bundle "$work/bundle" --rootfs "$rootfs" >/dev/null 2>"$work/spec.err"; then
-  echo "demo: note: 'tollgate spec' failed ($(head -n1 "$work/spec.err")); starting from 'runc spec'" >&2
-  (cd "$work/bundle" && runc spec)
-fi
-python3 - "$work/bundle/config.json" "$rootfs" "$work/program" <<'PY'
+tg spec --bundle "$work/bundle" --rootfs "$rootfs" --args "python3 /app/program.py" >/dev/null
+python3 - "$work/bundle/config.json" "$work/program" <<'PY'
 import json, sys
-path, rootfs, program = sys.argv[1:]
+path, program = sys.argv[1:]
 c = json.load(open(path))
-c["root"] = {"path": rootfs, "readonly": True}
 p = c.setdefault("process", {})
 p["terminal"] = False
-p["args"] = ["python3", "/app/program.py"]
 p["cwd"] = "/"
 p["env"] = [e for e in p.get("env", []) if not e.startswith("PYTHONPATH=")] + \
            ["PYTHONPATH=/run/tollgate", "PYTHONDONTWRITEBYTECODE=1"]
