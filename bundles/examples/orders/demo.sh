@@ -49,7 +49,10 @@ tg() { "$TG" --root "$root" --config "$config" "$@"; }
 run_pid=""
 cleanup() {
   local status=$?
-  [ -n "$run_pid" ] && kill "$run_pid" 2>/dev/null && wait "$run_pid" 2>/dev/null
+  if [ -n "$run_pid" ]; then
+    kill -TERM "$run_pid" 2>/dev/null || true
+    wait "$run_pid" 2>/dev/null || true
+  fi
   tg delete --force "$id" >/dev/null 2>&1 || true
   if [ -n "${DEMO_KEEP:-}" ]; then
     mkdir -p "$DEMO_KEEP"
@@ -112,8 +115,10 @@ echo
 start=$(date +%s)
 status=0
 if $interactive; then
-  tg run --bundle "$work/bundle" --policy "$work/policy.json" "$id" \
-    >"$work/stdout" 2>"$work/stderr" &
+  # Not through tg(): $! must be tollgate itself, so that stopping the demo
+  # stops tollgate run, which tears its container down.
+  "$TG" --root "$root" --config "$config" run --bundle "$work/bundle" \
+    --policy "$work/policy.json" "$id" >"$work/stdout" 2>"$work/stderr" &
   run_pid=$!
   # Wait for the large refund to be parked, then tell the user exactly
   # what to type.
