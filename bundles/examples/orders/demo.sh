@@ -149,7 +149,7 @@ else
 fi
 
 cp "$work/ledger/refunds.jsonl" "$keep/refunds.jsonl" 2>/dev/null || true
-report_args=(--work "$work" --audit-dir "$audit_dir" --id "$id" --runtime "$RUNTIME" --root "$root" --status "$status")
+report_args=(--work "$work" --audit-dir "$audit_dir" --id "$id" --runtime "$RUNTIME" --root "$root" --config "$config" --status "$status")
 $interactive && report_args+=(--interactive)
 set +e
 python3 "$here/report.py" "${report_args[@]}" --tollgate "$TG" --root "$root" | tee "$work/report"

@@ -29,6 +29,11 @@ def say(text=""):
     print(text, flush=True)
 
 
+def fmt(number):
+    """1.0 -> "1", 2.5 -> "2.5"."""
+    return "%g" % number if isinstance(number, (int, float)) else str(number)
+
+
 def short(args):
     return json.dumps(args or {}, separators=(",", ":"), sort_keys=True)
 
@@ -132,6 +137,7 @@ def main():
     p.add_argument("--id", required=True)
     p.add_argument("--runtime", required=True)
     p.add_argument("--root", required=True)
+    p.add_argument("--config", required=True, help="the host config the run used")
     p.add_argument("--status", type=int, required=True, help="tollgate run's exit status")
     p.add_argument("--interactive", action="store_true")
     p.add_argument("--tollgate", nargs=argparse.REMAINDER, required=True)
@@ -221,13 +227,21 @@ def main():
     if large and was_parked(large[0]) and not a.interactive:
         say("              a person would have approved it, while it waited, with:")
         say("                %s approve %s %s" % (" ".join(tg), a.id, large[0]["call"]))
-    ran = [c for c in calls if may_have_run(c)]
-    tools = policy.get("tools", {})
-    cost = sum(tools.get(c["tool"], {}).get("cost", 0) for c in ran)
-    irrev = sum(1 for c in ran if tools.get(c["tool"], {}).get("irreversible"))
-    say("budget used   %d of %s tool calls, cost %d of %s, %d of %s irreversible"
-        % (len(calls), budgets.get("max_tool_calls"), cost, budgets.get("max_cost"),
-           irrev, budgets.get("max_irreversible")))
+    # The budget as tollgate itself reports it: `tollgate calls` asks the
+    # live gate, or once the container is gone rebuilds it from the log.
+    calls_cmd = tg + ["--config", a.config, "calls", a.id, "--format", "json"]
+    got = subprocess.run(calls_cmd, capture_output=True, text=True)
+    try:
+        budget = json.loads(got.stdout)["budget"]
+
+        def used(k):
+            b = budget.get(k) or {}
+            return "%s of %s" % (fmt(b.get("used")), fmt(b.get("max")) if b.get("max") is not None
+                                 else "unlimited")
+        say("budget used   %s tool calls, cost %s, %s irreversible (tollgate calls)"
+            % (used("calls"), used("cost"), used("irreversible")))
+    except (ValueError, KeyError, TypeError):
+        say("budget used   tollgate calls failed: %s" % (got.stderr.strip() or got.stdout.strip()))
     verify = subprocess.run(tg + ["audit", "verify", audit_log], capture_output=True, text=True)
     verdict = (verify.stdout + verify.stderr).strip().replace(audit_log + ": ", "").replace("\n", "; ")
     say("audit         tollgate audit verify: %s (exit %d)" % (verdict, verify.returncode))
