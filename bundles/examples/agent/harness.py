@@ -22,9 +22,10 @@ policy with:
     every attempt, denied ones too, as tollgate does; max_cost, and
     max_irreversible and each tool's max_calls);
   * a deny rule, first in the tool's rules, for each irreversible call that
-    earlier attempts executed, or may have executed (an `intent` record with
-    no outcome, say the sidecar died mid-call: the refund may have gone out,
-    so it counts as done).
+    earlier attempts executed, or may have executed: an `intent` record whose
+    outcome is missing (the sidecar died mid-call), a timeout or a stopped
+    container leaves the refund possibly made, so it counts as done; only
+    "ok" and "tool_failed" (the tool said it did nothing) are certain.
 So a refund made by a failed attempt is never made again, however the model
 rewrites the program: it is the policy on the host that refuses it, and the
 refusal, with the earlier audit record it points at, lands in the new log.

@@ -57,8 +57,12 @@ def outcome_is_ok(outcome):
 
 
 def may_have_run(call):
-    """Did the tool (possibly) run?  An intent record means tollgate was
-    about to run it: without an outcome we cannot know it did not."""
-    if call["intent"] and call["outcome"] is None:
-        return True
+    """Did the tool (possibly) do its work?  An intent record means tollgate
+    was about to start an irreversible tool.  After that, only two outcomes
+    are certain: "ok", and "tool_failed" (the tool itself exited non-zero,
+    saying it did nothing).  No outcome at all (a crash), a timeout or a
+    stopped container leave the refund possibly made, so it counts as
+    made: paying twice is worse than asking a person."""
+    if call["intent"]:
+        return call["outcome"] != "tool_failed"
     return outcome_is_ok(call["outcome"])
