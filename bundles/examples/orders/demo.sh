@@ -46,6 +46,10 @@ chmod 755 "$work"
 root=${DEMO_ROOT:-$work/root}
 config=$work/config.json
 tg() { "$TG" --root "$root" --config "$config" "$@"; }
+# The audit log and a copy of the refund ledger outlive the run, under the
+# build directory, for anyone who wants to look (or tamper, and verify).
+keep=$BUILD/demo
+audit_dir=$keep/audit
 run_pid=""
 cleanup() {
   local status=$?
@@ -55,7 +59,6 @@ cleanup() {
   fi
   tg delete --force "$id" >/dev/null 2>&1 || true
   if [ -n "${DEMO_KEEP:-}" ]; then
-    mkdir -p "$DEMO_KEEP"
     mkdir -p "$DEMO_KEEP/audit"
     cp "$audit_dir/$id.jsonl" "$DEMO_KEEP/audit/" 2>/dev/null || true
     cp -r "$work/ledger" "$work/stdout" "$work/stderr" "$work/policy.json" \
@@ -69,10 +72,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# The audit log and a copy of the refund ledger outlive the run, under the
-# build directory, for anyone who wants to look (or tamper, and verify).
-keep=$BUILD/demo
-audit_dir=$keep/audit
 mkdir -p "$audit_dir" "$work/policies"
 rm -f "$audit_dir/$id.jsonl" "$keep/refunds.jsonl"
 python3 - "$config" "$RUNTIME" "$audit_dir" "$work" <<'PY'
