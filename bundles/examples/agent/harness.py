@@ -18,9 +18,9 @@ Budgets span attempts.  tollgate's budgets are per container run, and each
 attempt is a new container with its own audit log.  Before each attempt the
 harness reads the audit logs of the earlier ones and writes that attempt's
 policy with:
-  * every budget lowered by what earlier attempts used (max_tool_calls counts
-    every attempt, denied ones too, as tollgate does; max_cost, and
-    max_irreversible and each tool's max_calls);
+  * every budget lowered by what earlier attempts used: max_tool_calls by
+    every call attempt, denied ones too (as tollgate counts them), and
+    likewise max_cost, max_irreversible and each tool's max_calls;
   * a deny rule, first in the tool's rules, for each irreversible call that
     earlier attempts executed, or may have executed: an `intent` record whose
     outcome is missing (the sidecar died mid-call), a timeout or a stopped
@@ -44,6 +44,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "orders"))
 from auditlog import calls_in, may_have_run, read_audit  # noqa: E402
+
 DEFAULT_MAX_TOOL_CALLS = 50  # tollgate's hard cap when a policy sets none
 STDERR_TAIL_LINES = 15
 
