@@ -127,28 +127,55 @@ static void harden_one_mount(json_t *m, const struct oci_profile *p) {
   }
 }
 
+static bool is_below(const char *path, const char *dir) {
+  size_t n = strlen(dir);
+  return path && strncmp(path, dir, n) == 0 && path[n] == '/';
+}
+
+/* Put m at index i of arr, shifting the rest up. */
+static void array_insert(json_t *arr, size_t i, json_t *m) {
+  json_array_append(arr, m);
+  size_t last = arr->u.array.len - 1;
+  memmove(&arr->u.array.items[i + 1], &arr->u.array.items[i], (last - i) * sizeof *arr->u.array.items);
+  arr->u.array.items[i] = m;
+}
+
 static void ensure_profile_tmpfs(json_t *mounts, const struct oci_profile *p) {
   for (size_t k = 0; k < p->n_tmpfs; k++) {
+    const char *want = p->tmpfs[k].path;
     bool have = false;
-    for (size_t i = json_array_len(mounts); i-- > 0;) {
+    for (size_t i = 0; i < json_array_len(mounts); i++) {
       json_t *m = json_array_get(mounts, i);
       const char *dst = json_string_value(json_object_get(m, "destination"));
       const char *type = json_string_value(json_object_get(m, "type"));
-      if (dst == NULL || strcmp(dst, p->tmpfs[k].path) != 0)
+      if (dst == NULL || strcmp(dst, want) != 0)
         continue;
       if (type && strcmp(type, "tmpfs") == 0 && !mount_is_bind(m)) {
         have = true;
         continue;
       }
-      /* Whatever was mounted there (a host directory, say) is replaced
-       * by bounded scratch space: the container loses no isolation. */
-      json_array_remove(mounts, i);
+      /* Whatever was mounted there (a host directory, say) is replaced,
+       * in place, by bounded scratch space: the container loses no
+       * isolation, and mounts below it keep their order. */
+      json_t *t = new_tmpfs(want);
+      harden_one_mount(t, p);
+      json_free(m);
+      mounts->u.array.items[i] = t;
+      have = true;
     }
-    if (!have) {
-      json_t *m = new_tmpfs(p->tmpfs[k].path);
-      harden_one_mount(m, p);
-      json_array_append(mounts, m);
-    }
+    if (have)
+      continue;
+    /* Mounts are made in order: the new tmpfs goes before anything
+     * mounted below it (a bind at /tmp/work), or it would hide them. */
+    size_t at = json_array_len(mounts);
+    for (size_t i = 0; i < json_array_len(mounts); i++)
+      if (is_below(json_string_value(json_object_get(json_array_get(mounts, i), "destination")), want)) {
+        at = i;
+        break;
+      }
+    json_t *t = new_tmpfs(want);
+    harden_one_mount(t, p);
+    array_insert(mounts, at, t);
   }
 }
 

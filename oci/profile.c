@@ -265,8 +265,6 @@ bool profile_at_least_as_strict(const struct oci_profile *a, const struct oci_pr
     return true; /* nothing is looser than passthrough */
   if (a->passthrough)
     LOOSER("profile %s applies no hardening at all", a->name);
-  if (a->strictness < b->strictness)
-    LOOSER("profile %s has strictness %d, below %s's %d", a->name, a->strictness, b->name, b->strictness);
   for (size_t i = 0; i < a->caps.n; i++)
     if (!namelist_has(&b->caps, a->caps.v[i]))
       LOOSER("profile %s keeps capability %s, which %s drops", a->name, a->caps.v[i], b->name);
@@ -322,5 +320,10 @@ bool profile_at_least_as_strict(const struct oci_profile *a, const struct oci_pr
     LOOSER("profile %s allows more processes", a->name);
   if (!limit_le(a->cpu_millis, b->cpu_millis))
     LOOSER("profile %s allows more CPU", a->name);
+  /* Checked last so that the sentence names a concrete axis when there is
+   * one; the number alone orders profiles an operator wrote to be equal
+   * on every axis. */
+  if (a->strictness < b->strictness)
+    LOOSER("profile %s has strictness %d, below %s's %d", a->name, a->strictness, b->name, b->strictness);
   return true;
 }

@@ -69,6 +69,7 @@ for rt in $BACKENDS; do
   runpid=$!
   call=$(wait_pending "$id")
   check "$rt: the refund over 50 is parked and listed by pending" test -n "$call"
+  check_match "$rt: pending without an id lists every container's parked calls" "$id +$call +refund" "$(tg pending)"
   calls=$(tg calls "$id" --format json)
   check_match "$rt: calls shows the parked call as pending" '"status": "pending"' "$calls"
   check_fails "$rt: approve of an unknown call fails" tg approve "$id" no-such-call
@@ -124,6 +125,18 @@ PY
   check_match "$rt: free tools still run" '"still": ?"works"' "$out"
   check_eq "$rt: the refund over budget never ran (2 outcomes)" 2 \
     "$(grep -c '"event":"outcome"' "$TG_ROOT/audit/cost-$rt.jsonl")"
+
+  # --- an HMAC-keyed chain: verify needs the key ---
+  head -c 32 /dev/urandom > "$TG_ROOT/audit.key"
+  head -c 32 /dev/urandom > "$TG_ROOT/other.key"
+  write_config "audit_key=\"$TG_ROOT/audit.key\""
+  out=$(run_box "$rt" "hmac-$rt" person '$C refund "{\"amount\":1}"')
+  log=$TG_ROOT/audit/hmac-$rt.jsonl
+  check_match "$rt: keyed log says hmac-sha256" '"alg":"hmac-sha256"' "$(head -1 "$log")"
+  check "$rt: keyed log verifies with the host config's key" tg audit verify "$log"
+  check_fails "$rt: keyed log fails with another key" tg audit verify --key "$TG_ROOT/other.key" "$log"
+  write_config
+  check_fails "$rt: keyed log cannot be verified without the key" tg audit verify "$log"
 done
 
 # --- MCP stdio server: tools imported into tools.json and governed ---

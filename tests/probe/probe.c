@@ -2,7 +2,8 @@
  * key per line, what the container can and cannot do.  The hardening
  * integration tests assert every line.
  *
- *   tollgate-probe              the confinement report
+ *   tollgate-probe              the confinement report (docs/hardening.md,
+ *                               "What the probe sees")
  *   tollgate-probe hog MIB      allocate and touch MIB MiB (OOM test)
  *   tollgate-probe fork N       start N sleeping children; print how many
  *                               started and the first fork error
@@ -118,6 +119,13 @@ static int try_unshare_net(void) { return unshare(CLONE_NEWNET); }
 static int try_mount(void) { return mount("probe", "/tmp", "tmpfs", 0, "size=1m"); }
 static int try_setuid_root(void) { return setuid(0); }
 static int try_mknod(void) { return mknod("/tmp/probe-null", S_IFCHR | 0600, makedev(1, 3)); }
+static int try_mkfifo(void) {
+  int r = mkfifo("/tmp/probe-fifo", 0600);
+  int e = errno;
+  unlink("/tmp/probe-fifo");
+  errno = e;
+  return r;
+}
 static int try_init_module(void) { return (int)syscall(SYS_init_module, NULL, 0, ""); }
 static int try_bpf(void) { return (int)syscall(SYS_bpf, 0, NULL, 0); }
 static int try_keyctl(void) { return (int)syscall(SYS_add_key, "user", "probe", "x", 1, -2 /* session keyring */); }
@@ -293,6 +301,7 @@ static int report(void) {
   str("chroot", in_child(try_chroot));
   str("setuid_root", in_child(try_setuid_root));
   str("mknod", in_child(try_mknod));
+  str("mkfifo", in_child(try_mkfifo));
   str("dev_mem", result(try_dev_mem()));
   interfaces();
   rlimit("rlimit_nofile", RLIMIT_NOFILE);

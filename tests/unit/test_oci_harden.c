@@ -270,6 +270,20 @@ static void bind_tmp_replaced(const json_t *in, const json_t *out) {
   cr_expect_str_neq(json_string_value(json_object_get(tmp, "source")), "/srv/scratch");
 }
 
+static size_t mount_index(const json_t *cfg, const char *dst) {
+  const json_t *ms = json_object_get(cfg, "mounts");
+  for (size_t i = 0; i < json_array_len(ms); i++)
+    if (strcmp(json_string_value(json_object_get(json_array_get(ms, i), "destination")), dst) == 0)
+      return i;
+  return (size_t)-1;
+}
+
+static void tmp_before_mounts_below(const json_t *in, const json_t *out) {
+  (void)in;
+  cr_expect_lt(mount_index(out, "/tmp"), mount_index(out, "/tmp/work"), "/tmp would hide /tmp/work");
+  cr_expect_neq(mount_index(out, "/tmp/work"), (size_t)-1);
+}
+
 static void bind_hardened(const json_t *in, const json_t *out) {
   (void)in;
   const json_t *m = json_object_get(mount_at(out, "/data"), "options");
@@ -378,6 +392,7 @@ static const struct hcase cases[] = {
     {"tmp smaller kept", NULL, "{\"mounts\":[{\"destination\":\"/tmp\",\"type\":\"tmpfs\",\"source\":\"tmpfs\",\"options\":[\"size=8m\"]}]}", "runc", NULL, false, NULL, tmp_kept_smaller, "hardened"},
     {"shm too big", NULL, "{\"mounts\":[{\"destination\":\"/dev/shm\",\"type\":\"tmpfs\",\"source\":\"shm\",\"options\":[\"exec\",\"size=1g\"]}]}", "runc", NULL, false, NULL, tmpfs_capped, "hardened"},
     {"bind at /tmp replaced", NULL, "{\"mounts\":[{\"destination\":\"/tmp\",\"type\":\"bind\",\"source\":\"/srv/scratch\",\"options\":[\"rbind\",\"rw\"]}]}", "runc", NULL, false, NULL, bind_tmp_replaced, "hardened"},
+    {"tmp goes before mounts below it", NULL, "{\"mounts\":[{\"destination\":\"/tmp/work\",\"type\":\"bind\",\"source\":\"/srv/work\",\"options\":[\"rbind\",\"rw\"]}]}", "runc", NULL, false, NULL, tmp_before_mounts_below, "hardened"},
     {"bind mount hardened", NULL, "{\"mounts\":[{\"destination\":\"/data\",\"type\":\"bind\",\"source\":\"/srv/data\",\"options\":[\"rbind\",\"ro\",\"suid\",\"dev\"]}]}", "runc", NULL, false, NULL, bind_hardened, "hardened"},
     {"input masks kept", NULL, "{\"linux\":{\"maskedPaths\":[\"/proc/extra\"],\"readonlyPaths\":[\"/proc/other\"]}}", "runsc", NULL, false, NULL, keeps_input_masks, "hardened"},
     /* limits */
