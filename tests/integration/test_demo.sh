@@ -9,7 +9,7 @@ demo=bundles/examples/orders/demo.sh
 
 for backend in $BACKENDS; do
   keep=$TG_ROOT/keep-$backend
-  out=$(BUILD=$BUILD RUNTIME=$backend DEMO_ROOT=$TG_ROOT/demo-$backend DEMO_KEEP=$keep \
+  out=$(BUILD=$BUILD RUNTIME=$backend DEMO_ROOT=$TG_ROOT DEMO_KEEP=$keep \
         bash "$demo" 2>&1)
   status=$?
   check_eq "$backend: demo exits 0" 0 "$status"
@@ -39,7 +39,7 @@ fi
 # from another process (as the printed command does) lets it run, once.
 keep=$TG_ROOT/keep-interactive
 out_file=$TG_ROOT/interactive.out
-BUILD=$BUILD RUNTIME=$backend DEMO_ROOT=$TG_ROOT/demo-interactive DEMO_KEEP=$keep \
+BUILD=$BUILD RUNTIME=$backend DEMO_ROOT=$TG_ROOT DEMO_KEEP=$keep \
   bash bundles/examples/orders/demo.sh --interactive >"$out_file" 2>&1 &
 demo_pid=$!
 on_exit "kill $demo_pid"

@@ -7,7 +7,7 @@
 field() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$result" 2>/dev/null; }
 for backend in $BACKENDS; do
   keep=$TG_ROOT/keep-$backend
-  out=$(BUILD=$BUILD RUNTIME=$backend AGENT_KEEP=$keep bash bundles/examples/agent/run.sh 2>&1)
+  out=$(BUILD=$BUILD RUNTIME=$backend AGENT_ROOT=$TG_ROOT AGENT_KEEP=$keep bash bundles/examples/agent/run.sh 2>&1)
   status=$?
   check_eq "$backend: harness exits 0" 0 "$status"
   [ "$status" = 0 ] || echo "$out" | sed 's/^/   # /'

@@ -5,7 +5,8 @@
 # made by the failed attempt is not made again.
 #
 # Environment: BUILD (default ./build), RUNTIME (runsc or runc),
-# AGENT_KEEP (a directory to copy the run's files into, for the tests).
+# AGENT_ROOT (tollgate --root; default a fresh directory), AGENT_KEEP (a
+# directory to copy the run's files into, for the tests).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../../.." && pwd)
@@ -21,14 +22,16 @@ bash "$repo/bundles/rootfs/python.sh" "$rootfs"
 
 work=$(mktemp -d /tmp/tollgate-agent.XXXXXX)
 chmod 755 "$work"
-root=$work/root
+root=${AGENT_ROOT:-$work/root}
 # The audit logs outlive the run, under the build directory.
 audit_dir=$BUILD/demo-agent/audit
 prefix=agent-$$
 cleanup() {
   local status=$?
+  # Only this run's containers (a timed-out attempt's, say): the root may
+  # be shared.
   for id in $("$TG" --root "$root" list -q 2>/dev/null); do
-    "$TG" --root "$root" delete --force "$id" >/dev/null 2>&1 || true
+    case $id in "$prefix"-*) "$TG" --root "$root" delete --force "$id" >/dev/null 2>&1 || true ;; esac
   done
   if [ -n "${AGENT_KEEP:-}" ]; then
     mkdir -p "$AGENT_KEEP"
