@@ -105,6 +105,16 @@ demo: deps
 	$(MAKE) all
 	@BUILD=$(abspath $(BUILD)) RUNTIME=$(RUNTIME) bash bundles/examples/demo.sh
 
+# The large refund waits for `tollgate approve` from another terminal.
+demo-interactive: deps
+	$(MAKE) all
+	@BUILD=$(abspath $(BUILD)) RUNTIME=$(RUNTIME) bash bundles/examples/orders/demo.sh --interactive
+
+# The reference agent harness: a failed attempt, its stderr fed back, a retry.
+demo-agent: deps
+	$(MAKE) all
+	@BUILD=$(abspath $(BUILD)) RUNTIME=$(RUNTIME) bash bundles/examples/agent/run.sh
+
 install: all
 	install -D -m 0755 $(BUILD)/tollgate $(DESTDIR)$(PREFIX)/bin/tollgate
 	install -D -m 0755 $(BUILD)/tollgate-call $(DESTDIR)$(PREFIX)/lib/tollgate/tollgate-call
