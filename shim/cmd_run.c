@@ -30,7 +30,9 @@
 #include "shim/backend.h"
 #include "shim/cli_parse.h"
 #include "shim/commands.h"
+#include "shim/console.h"
 #include "shim/container.h"
+#include "shim/state.h"
 #include "shim/util.h"
 
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
@@ -198,8 +200,41 @@ int cmd_run(struct cli *cli, int argc, char **argv, tg_error **err) {
   }
   req.create.in_process_bridge = true;
   req.create.prepare_only = !runc;
+  /* runc's detached create needs a console socket for a terminal; with
+   * none given, tollgate is the console (runsc run makes its own). */
+  cleanup_close int console_fd = -1;
+  cleanup_free char *console_path = NULL;
+  if (runc && req.create.console_socket == NULL &&
+      console_bundle_wants_terminal(req.create.bundle)) {
+    if (state_check_id(req.create.id, err) < 0 || mkdir_p(cli->root, 0711, err) < 0) {
+      sigprocmask(SIG_SETMASK, &old, NULL);
+      return -1;
+    }
+    console_path = xasprintf("%s/console-%s.sock", cli->root, req.create.id);
+    console_fd = console_listen(console_path, err);
+    if (console_fd < 0) {
+      sigprocmask(SIG_SETMASK, &old, NULL);
+      return -1;
+    }
+    req.create.console_socket = console_path;
+  }
   struct created c;
-  if (container_create(cli, &req.create, &c, err) < 0) {
+  int cr = container_create(cli, &req.create, &c, err);
+  struct console_relay *relay = NULL;
+  if (cr == 0 && console_fd >= 0) {
+    int master = console_receive(console_fd, err);
+    if (master < 0 || console_relay_start(master, &relay, err) < 0)
+      cr = -1;
+  }
+  if (console_path != NULL)
+    unlink(console_path);
+  if (cr < 0) {
+    if (c.dir != NULL) { /* created, but the console failed */
+      tg_error *e = NULL;
+      container_delete(cli, req.create.id, true, &e);
+      tg_error_free(&e);
+      created_free(&c);
+    }
     reap_children();
     sigprocmask(SIG_SETMASK, &old, NULL);
     return -1;
@@ -211,6 +246,7 @@ int cmd_run(struct cli *cli, int argc, char **argv, tg_error **err) {
                   : run_runsc(cli, &c, &req.create, sfd, err);
     bridge_stop_in_process(server);
   }
+  console_relay_stop(relay);
   if (!req.keep || status < 0) {
     tg_error *e = NULL;
     if (container_delete(cli, req.create.id, true, &e) < 0 && status >= 0) {

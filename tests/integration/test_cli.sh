@@ -197,6 +197,20 @@ PY
   check_eq "$rt: run cleaned up after the signal" "" "$(tg list -q)"
 done
 
+# --- run gives a terminal container a console of its own (runc needs a
+# console socket for a detached create; runsc run makes its own) ---------
+make_bundle "$work/term" sh -c 'tty; exit 4'
+python3 - "$work/term/config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1])); c["process"]["terminal"] = True
+json.dump(c, open(sys.argv[1], "w"))
+PY
+out=$(tg --runtime runc run --bundle "$work/term" term </dev/null 2>&1)
+rc=$?
+check_match "runc: run with a terminal relays the pty" '^/dev/pts/[0-9]+' "$out"
+check_eq "runc: run with a terminal keeps the exit status" 4 "$rc"
+check_fails "runc: the console socket is gone" test -e "$TG_ROOT/console-term.sock"
+
 # --- later verbs use the backend recorded at create, whatever the config --
 write_config runtime='"runc"'
 make_bundle "$work/rec" sleep 60

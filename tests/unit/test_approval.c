@@ -269,3 +269,49 @@ Test(approval, the_approver_group_may_decide_others_may_not) {
   read_file(log, 1 << 20, &text, NULL, NULL);
   cr_assert(strstr(text, "\"approver\":\"uid:65534\""), "%s", text);
 }
+
+/* A container id of 128 characters under a long root makes the socket path
+ * longer than sun_path; it is bound and reached through its directory. */
+Test(approval, a_socket_path_longer_than_sun_path_works) {
+  cleanup_free char *deep = xasprintf("%s/%0100d", dir, 0);
+  cr_assert_eq(mkdir_p(deep, 0700, NULL), 0);
+  cleanup_free char *sock = xasprintf("%s/control.sock", deep);
+  cr_assert_gt(strlen(sock), 108);
+  write_file("policy.json", "{\"version\": 1, \"tools\": {}}", 0644);
+  cleanup_free char *pp = xasprintf("%s/policy.json", dir);
+  cleanup_free char *audit = xasprintf("%s/audit", dir);
+  struct gate_config cfg = {.container_id = "long", .policy_path = pp, .audit_dir = audit,
+                            .control_socket = sock};
+  struct gate *g = NULL;
+  cleanup_error tg_error *err = NULL;
+  cr_assert_eq(gate_open(&cfg, &g, &err), 0, "%s", err ? err->msg : "");
+  cleanup_json json_t *req = json_new_object();
+  json_object_set(req, "verb", json_new_string("calls"));
+  cleanup_json json_t *reply = NULL;
+  cr_assert_eq(control_request(sock, req, 2000, &reply, &err), 0, "%s", err ? err->msg : "");
+  cr_assert(json_is_true(json_object_get(reply, "ok")));
+  gate_close(g);
+}
+
+/* The container stops while the hook is still thinking: the hook is
+ * killed and the call ends container_stopped, long before the timeout. */
+Test(approval, stopping_the_container_ends_a_running_hook) {
+  write_file("slow.sh", "#!/bin/sh\nsleep 120\nexit 0\n", 0755);
+  struct gate *g = open_gate("{\"hook\": \"slow.sh\"}", 200000);
+  struct waiter w = {g, "slowhook", BIG, NULL};
+  pthread_t t;
+  pthread_create(&t, NULL, wait_call, &w);
+  for (;;) { /* until the hook is running */
+    cleanup_json json_t *r = control("pending", NULL, NULL);
+    const json_t *first = json_array_get(json_object_get(r, "pending"), 0);
+    if (first && strcmp(json_string_value(json_object_get(first, "decider")), "hook") == 0)
+      break;
+    struct timespec ts = {0, 5000000};
+    nanosleep(&ts, NULL);
+  }
+  gate_container_stopped(g);
+  pthread_join(t, NULL);
+  cr_assert(strstr(w.resp, "\"code\":\"container_stopped\""), "%s", w.resp);
+  free(w.resp);
+  gate_close(g);
+}
