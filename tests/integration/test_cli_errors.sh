@@ -124,3 +124,21 @@ assert "CAP_SYS_ADMIN" in f["linux"]["capabilities"]
 assert "SCMP_ACT_ERRNO" in f["linux"]["seccomp"]["actions"]
 assert "network" in f["linux"]["namespaces"]
 ' < <(tg features)
+
+# create racing delete --force on one id: the delete waits for the create
+# (or finds nothing), so the end is a whole container or none, never half.
+for i in 1 2 3; do
+  tg create --bundle "$work/good" race </dev/null >/dev/null 2>&1 &
+  creator=$!
+  tg delete --force race 2>/dev/null
+  wait "$creator"
+  if tg state race >/dev/null 2>&1; then
+    check_eq "race $i: a whole container" created \
+      "$(tg state race | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])')"
+    tg delete --force race
+  else
+    check_fails "race $i: no container and no state directory" test -e "$TG_ROOT/race"
+  fi
+  check_fails "race $i: no mount left" grep -q " $TG_ROOT/race/" /proc/self/mounts
+done
+check_eq "race: the backend has no container" "" "$(runsc --root "$TG_ROOT/backend/runsc" list -q 2>/dev/null)"

@@ -5,6 +5,8 @@
 #include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 
 #include "shim/state.h"
@@ -95,4 +97,19 @@ Test(state, json_round_trip) {
   cr_assert(json_equal(v, back));
   json_free(v);
   json_free(back);
+}
+
+Test(state, lock_excludes_a_second_holder) {
+  int fd = state_lock(dir);
+  cr_assert_geq(fd, 0);
+  int other = open(dir, O_RDONLY | O_DIRECTORY);
+  cr_assert_lt(flock(other, LOCK_EX | LOCK_NB), 0);
+  cr_assert_eq(errno, EWOULDBLOCK);
+  close(fd);
+  cr_assert_eq(flock(other, LOCK_EX | LOCK_NB), 0);
+  close(other);
+  char *missing = xasprintf("%s/none", dir);
+  cr_assert_lt(state_lock(missing), 0);
+  cr_assert_eq(errno, ENOENT);
+  free(missing);
 }
