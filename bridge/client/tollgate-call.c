@@ -383,11 +383,13 @@ static int call_once(const struct call_ctx *c, bool quiet) {
   char *body = malloc(blen);
   int n = snprintf(body, blen, "{\"v\":1,\"tool\":\"%s\",\"args\":%.*s}", c->tool,
                    (int)c->args_len, c->args);
-  char tmp[64], name[64], marker[64];
-  snprintf(tmp, sizeof tmp, ".%s.tmp", id);
+  /* The body goes straight to <id>.json: the host reads it only once the
+   * marker exists, and the marker is created after the body is closed, so
+   * a temp file and rename would only add a (gofer) round trip. */
+  char name[64], marker[64];
   snprintf(name, sizeof name, "%s.json", id);
   snprintf(marker, sizeof marker, "%s.done", id);
-  int fd = openat(c->rq, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  int fd = openat(c->rq, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0)
     return fail_local("create the request", errno);
   ssize_t w = 0;
@@ -400,16 +402,16 @@ static int call_once(const struct call_ctx *c, bool quiet) {
     if (w <= 0) {
       int e = w < 0 ? errno : EIO;
       close(fd);
-      unlinkat(c->rq, tmp, 0);
+      unlinkat(c->rq, name, 0);
       free(body);
       return fail_local("write the request", e);
     }
   }
   free(body);
   body = NULL;
-  if (close(fd) < 0 || renameat(c->rq, tmp, c->rq, name) < 0) {
+  if (close(fd) < 0) {
     int e = errno;
-    unlinkat(c->rq, tmp, 0);
+    unlinkat(c->rq, name, 0);
     return fail_local("write the request", e);
   }
   fd = openat(c->rq, marker, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);

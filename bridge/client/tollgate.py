@@ -177,25 +177,24 @@ def _timeout_for(tool):
 
 
 def _write_request(call_id, data):
-    tmp = os.path.join(_REQ, "." + call_id + ".tmp")
+    # The body goes straight to <id>.json: the host reads it only once the
+    # marker exists, and the marker is made after the body is closed.
     final = os.path.join(_REQ, call_id + ".json")
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        fd = os.open(final, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         try:
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
         finally:
             os.close(fd)
-        os.rename(tmp, final)
         os.close(os.open(os.path.join(_REQ, call_id + ".done"),
                          os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
     except OSError as e:
-        for p in (tmp, final):
-            try:
-                os.unlink(p)
-            except OSError:
-                pass
+        try:
+            os.unlink(final)
+        except OSError:
+            pass
         if e.errno in (28, 122):  # ENOSPC, EDQUOT
             raise BridgeFull("the bridge area %s is full; remove files there "
                              "and call again" % os.path.dirname(_REQ),
