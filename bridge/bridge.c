@@ -1,30 +1,102 @@
-/* Temporary no-op bridge so the CLI can be built first; the tool-bridge
- * issue replaces this file. */
+/* The bridge as the lifecycle commands see it: prepare the area and the
+ * mounts, serve in-process for `run`, tear down on delete.  The sidecar
+ * lives in sidecar.c, the protocol server in server.c. */
 #include "bridge/bridge.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "bridge/area.h"
+#include "bridge/server.h"
+#include "bridge/sidecar.h"
+#include "shim/util.h"
 
 int bridge_prepare(const struct bridge_setup *setup, json_t *config,
                    tg_error **err) {
-  (void)setup; (void)config; (void)err;
+  uid_t uid;
+  gid_t gid;
+  if (bridge_container_owner(config, &uid, &gid, err) < 0)
+    return -1;
+  cleanup_free char *py = bridge_client_path(setup->host, "tollgate.py", err);
+  if (py == NULL)
+    return -1;
+  cleanup_free char *call = bridge_client_path(setup->host, "tollgate-call", err);
+  if (call == NULL)
+    return -1;
+  const struct host_config *h = setup->host;
+  struct bridge_area_params p = {
+      .tmpfs_bytes = h ? h->bridge_tmpfs_bytes : 0,
+      .request_max_bytes = h ? h->request_max_bytes : 0,
+      .approval_timeout_ms = h ? h->approval_timeout_ms : 0,
+      .uid = uid,
+      .gid = gid,
+      .python_client = py,
+  };
+  if (bridge_area_create(setup->state_dir, &p, err) < 0)
+    return -1;
+  if (bridge_add_mounts(config, setup->state_dir, call, err) < 0) {
+    bridge_area_destroy(setup->state_dir, NULL);
+    return -1;
+  }
   return 0;
 }
 
-int bridge_spawn_sidecar(const struct bridge_setup *setup, pid_t init_pid,
-                         pid_t *pid, tg_error **err) {
-  (void)setup; (void)init_pid; (void)err;
-  *pid = 0;
-  return 0;
-}
+struct bridge_server {
+  struct gate *gate;
+  struct bridge_service *svc;
+  int area_fd, req_fd, resp_fd;
+};
 
 int bridge_serve_in_process(const struct bridge_setup *setup,
                             struct bridge_server **out, tg_error **err) {
-  (void)setup; (void)err;
-  *out = NULL;
+  struct bridge_server *s = xcalloc(1, sizeof *s);
+  s->area_fd = s->req_fd = s->resp_fd = -1;
+  cleanup_free char *control = NULL;
+  struct gate_config gcfg;
+  bridge_gate_config(setup, &gcfg, &control);
+  if (gate_open(&gcfg, &s->gate, err) < 0 ||
+      bridge_area_open(setup->state_dir, &s->area_fd, &s->req_fd, &s->resp_fd,
+                       err) < 0 ||
+      gate_write_tools_json(s->gate, s->area_fd, "tools.json", err) < 0)
+    goto fail;
+  struct bridge_service_options o = {
+      .area_fd = s->area_fd, .req_fd = s->req_fd, .resp_fd = s->resp_fd,
+      .gate = s->gate,
+      .request_max_bytes = setup->host ? setup->host->request_max_bytes : 0,
+      .stop_fd = -1, .stop_fd2 = -1, .seccomp = true,
+  };
+  if (bridge_service_start(&o, &s->svc, err) < 0)
+    goto fail;
+  *out = s;
   return 0;
+fail:
+  bridge_stop_in_process(s);
+  return -1;
 }
 
-void bridge_stop_in_process(struct bridge_server *s) { (void)s; }
+void bridge_stop_in_process(struct bridge_server *s) {
+  if (s == NULL)
+    return;
+  if (s->svc)
+    bridge_service_stop(s->svc);
+  if (s->gate)
+    gate_close(s->gate);
+  if (s->area_fd >= 0)
+    close(s->area_fd);
+  if (s->req_fd >= 0)
+    close(s->req_fd);
+  if (s->resp_fd >= 0)
+    close(s->resp_fd);
+  free(s);
+}
 
 int bridge_teardown(const char *state_dir, tg_error **err) {
-  (void)state_dir; (void)err;
+  if (bridge_sidecar_stop(state_dir, err) < 0)
+    return -1;
+  if (bridge_area_destroy(state_dir, err) < 0)
+    return -1;
+  cleanup_free char *lock = xasprintf("%s/%s", state_dir, BRIDGE_SIDECAR_LOCK);
+  unlink(lock);
   return 0;
 }

@@ -1,45 +1,672 @@
-/* Minimal gate until the governance issue lands: no policy language yet,
- * so every call is denied "no policy" and nothing runs.  Fails closed. */
+/* The governance gate: every call attempt passes here.  Order of checks
+ * (each failure is audited and answered with its own error code):
+ *   1. the hard cap (max_tool_calls counts every attempt),
+ *   2. container stopped, no policy,
+ *   3. request shape (bad_request), unknown tool, argument schema,
+ *   4. the repeat limit, the rules (allow / deny / approve),
+ *   5. budgets (cost, irreversible, per-tool), checked before asking a
+ *      person and reserved after approval,
+ *   6. approval (hook, person, timeout),
+ *   7. audit health; for an irreversible tool the intent record is synced,
+ *   8. the backend runs; the outcome is audited. */
 #include "governance/gate.h"
 
+#include <errno.h>
+#include <grp.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "governance/approval.h"
+#include "governance/audit.h"
+#include "governance/budget.h"
+#include "governance/control.h"
+#include "governance/mcp.h"
+#include "governance/policy.h"
+#include "governance/tools.h"
 #include "shim/util.h"
+
+#define CALLS_KEPT 10000
+#define DEFAULT_APPROVAL_TIMEOUT_MS 60000
+
+struct call_entry {
+  char *id;
+  char *tool;
+  const char *decision; /* static */
+  const char *status;   /* static: "pending", "running", "ok" or an error code */
+  char time[40];
+  long long duration_ms;
+};
 
 struct gate {
   char *container_id;
+  struct policy *policy; /* NULL: no policy */
+  struct audit *audit;
+  struct budget *budget;
+  struct approvals *approvals;
+  char **hook;       /* borrowed from the policy, or host_hook */
+  char *host_hook[2];
+  int approval_timeout_ms;
+  struct mcp_client **mcp; /* parallel to policy->mcp */
+  struct control *control;
+  pthread_mutex_t mu; /* budget, calls, stopped */
+  bool stopped;
+  struct call_entry *calls;
+  size_t ncalls;
 };
 
-int gate_open(const struct gate_config *cfg, struct gate **out, tg_error **err) {
-  (void)err;
-  struct gate *g = xcalloc(1, sizeof *g);
-  g->container_id = xstrdup(cfg->container_id);
-  *out = g;
+static const char *errcode_or_ok(const char *code) { return code ? code : "ok"; }
+
+static char *response_error(const char *code, const char *message, size_t *len) {
+  json_t *o = json_new_object();
+  json_object_set(o, "v", json_new_integer(1));
+  json_object_set(o, "ok", json_new_bool(false));
+  json_t *e = json_new_object();
+  json_object_set(e, "code", json_new_string(code));
+  json_object_set(e, "message", json_new_string(message));
+  json_object_set(o, "error", e);
+  char *s = json_dump(o, false, len);
+  json_free(o);
+  return s;
+}
+
+static char *response_ok(const json_t *result, size_t *len) {
+  json_t *o = json_new_object();
+  json_object_set(o, "v", json_new_integer(1));
+  json_object_set(o, "ok", json_new_bool(true));
+  json_object_set(o, "result", result ? json_copy(result) : json_new_null());
+  char *s = json_dump(o, false, len);
+  json_free(o);
+  return s;
+}
+
+/* --- the calls list (for `tollgate calls`) ------------------------------- */
+
+static long call_begin(struct gate *g, const char *id, const char *tool) {
+  if (g->ncalls >= CALLS_KEPT)
+    return -1;
+  struct call_entry *c = &g->calls[g->ncalls];
+  c->id = xstrdup(id ? id : "");
+  c->tool = xstrdup(tool ? tool : "");
+  c->decision = "";
+  c->status = "pending";
+  c->duration_ms = -1;
+  rfc3339_now(c->time, sizeof c->time);
+  return (long)g->ncalls++;
+}
+
+static void call_update(struct gate *g, long idx, const char *decision, const char *status,
+                        long long duration_ms) {
+  if (idx < 0)
+    return;
+  pthread_mutex_lock(&g->mu);
+  struct call_entry *c = &g->calls[idx];
+  if (decision)
+    c->decision = decision;
+  if (status)
+    c->status = status;
+  if (duration_ms >= 0)
+    c->duration_ms = duration_ms;
+  pthread_mutex_unlock(&g->mu);
+}
+
+/* --- control socket handler ---------------------------------------------- */
+
+static json_t *calls_json(struct gate *g) {
+  json_t *o = json_new_object();
+  json_object_set(o, "ok", json_new_bool(true));
+  json_object_set(o, "container", json_new_string(g->container_id));
+  json_t *arr = json_new_array();
+  pthread_mutex_lock(&g->mu);
+  for (size_t i = 0; i < g->ncalls; i++) {
+    const struct call_entry *c = &g->calls[i];
+    json_t *e = json_new_object();
+    json_object_set(e, "call", json_new_string(c->id));
+    json_object_set(e, "time", json_new_string(c->time));
+    json_object_set(e, "tool", json_new_string(c->tool));
+    json_object_set(e, "decision", json_new_string(c->decision));
+    json_object_set(e, "status", json_new_string(c->status));
+    json_object_set(e, "duration_ms",
+                    c->duration_ms >= 0 ? json_new_integer(c->duration_ms) : json_new_null());
+    json_array_append(arr, e);
+  }
+  json_object_set(o, "calls", arr);
+  json_object_set(o, "budget", budget_to_json(g->budget));
+  pthread_mutex_unlock(&g->mu);
+  return o;
+}
+
+static json_t *reply_error(const char *fmt, const char *arg) {
+  json_t *o = json_new_object();
+  json_object_set(o, "ok", json_new_bool(false));
+  cleanup_free char *msg = xasprintf(fmt, arg);
+  json_object_set(o, "error", json_new_string(msg));
+  return o;
+}
+
+static json_t *control_handle(void *ctx, const json_t *req, uid_t uid, bool may_decide) {
+  struct gate *g = ctx;
+  const char *verb = json_string_value(json_object_get(req, "verb"));
+  if (verb == NULL)
+    return reply_error("%s", "the request needs \"verb\": pending, calls, approve or deny");
+  if (strcmp(verb, "calls") == 0)
+    return calls_json(g);
+  if (strcmp(verb, "pending") == 0) {
+    json_t *o = json_new_object();
+    json_object_set(o, "ok", json_new_bool(true));
+    json_object_set(o, "container", json_new_string(g->container_id));
+    json_object_set(o, "pending", approvals_pending_json(g->approvals));
+    return o;
+  }
+  bool approve = strcmp(verb, "approve") == 0;
+  if (!approve && strcmp(verb, "deny") != 0)
+    return reply_error("unknown verb \"%s\"; use pending, calls, approve or deny", verb);
+  if (!may_decide)
+    return reply_error("%s", "permission denied: only root or the approver group may approve or deny");
+  const char *call = json_string_value(json_object_get(req, "call"));
+  if (call == NULL)
+    return reply_error("%s", "the request needs \"call\": the call id (see `tollgate pending`)");
+  const char *reason = json_string_value(json_object_get(req, "reason"));
+  cleanup_free char *who = xasprintf("uid:%u", (unsigned)uid);
+  cleanup_error tg_error *err = NULL;
+  if (approvals_decide(g->approvals, call, approve, who, reason, &err) < 0)
+    return reply_error("%s", err->msg);
+  json_t *o = json_new_object();
+  json_object_set(o, "ok", json_new_bool(true));
+  return o;
+}
+
+/* --- open / tools.json ----------------------------------------------------- */
+
+static int start_mcp(struct gate *g, tg_error **err) {
+  struct policy *p = g->policy;
+  if (p->nmcp == 0)
+    return 0;
+  g->mcp = xcalloc(p->nmcp, sizeof *g->mcp);
+  for (size_t i = 0; i < p->nmcp; i++)
+    if (mcp_start(&p->mcp[i], &g->mcp[i], err) < 0)
+      return -1;
+  for (size_t i = 0; i < p->ntools; i++) {
+    struct tool *t = p->tools[i];
+    if (t->backend.type != BACKEND_MCP)
+      continue;
+    struct mcp_client *c = NULL;
+    for (size_t j = 0; j < p->nmcp; j++)
+      if (strcmp(p->mcp[j].name, t->backend.server) == 0)
+        c = g->mcp[j];
+    const json_t *remote = mcp_find_tool(c, t->backend.remote);
+    if (remote == NULL) {
+      cleanup_free char *names = mcp_tool_names(c);
+      return tg_error_set(err, 0, "%s: tools.%s.backend.tool: MCP server %s has no tool \"%s\" (it offers: %s)",
+                          p->path, t->name, t->backend.server, t->backend.remote, names);
+    }
+    /* Import what the policy leaves out: the description and the argument
+     * schema come from the server's tools/list. */
+    if (t->description[0] == '\0') {
+      const char *d = json_string_value(json_object_get(remote, "description"));
+      if (d) {
+        free(t->description);
+        t->description = xstrdup(d);
+      }
+    }
+    const json_t *schema = json_object_get(remote, "inputSchema");
+    if (t->args_source == NULL && json_is(schema, JSON_OBJECT)) {
+      struct policy_errors errs = {.file = p->path};
+      cleanup_free char *path = xasprintf("tools.%s.args (from MCP server %s)", t->name,
+                                          t->backend.server);
+      t->args = schema_compile(schema, path, true, &errs);
+      if (t->args == NULL) {
+        cleanup_free char *all = policy_errors_join(&errs);
+        policy_errors_free(&errs);
+        return tg_error_set(err, 0, "%s", all);
+      }
+      t->args_source = json_copy(schema);
+    }
+  }
   return 0;
 }
 
-int gate_write_tools_json(struct gate *g, int dirfd, const char *name,
-                          tg_error **err) {
-  (void)g;
-  return write_file_atomic(dirfd, name, "{\"tools\":[]}", 12, 0644, false, err);
+int gate_check_policy(const char *policy_path, tg_error **err) {
+  struct policy *p = NULL;
+  if (policy_load(policy_path, &p, err) < 0)
+    return -1;
+  policy_free(p);
+  return 0;
+}
+
+int gate_open(const struct gate_config *cfg, struct gate **out, tg_error **err) {
+  *out = NULL;
+  if (cfg->container_id == NULL || !container_id_is_valid(cfg->container_id))
+    return tg_error_set(err, 0, "gate: invalid container id");
+  if (cfg->audit_dir == NULL)
+    return tg_error_set(err, 0, "gate: no audit directory; set audit_dir in the host config");
+  struct gate *g = xcalloc(1, sizeof *g);
+  pthread_mutex_init(&g->mu, NULL);
+  g->container_id = xstrdup(cfg->container_id);
+  g->calls = xcalloc(CALLS_KEPT, sizeof *g->calls);
+  if (cfg->policy_path && policy_load(cfg->policy_path, &g->policy, err) < 0)
+    goto fail;
+  if (g->policy && start_mcp(g, err) < 0)
+    goto fail;
+  g->budget = budget_new(g->policy);
+  g->approvals = approvals_new(g->policy ? g->policy->max_pending : 10);
+  /* The policy's own hook and timeout win over the host config's. */
+  if (g->policy && g->policy->approval_hook) {
+    g->hook = g->policy->approval_hook;
+  } else if (cfg->approval_hook && *cfg->approval_hook) {
+    g->host_hook[0] = xstrdup(cfg->approval_hook);
+    g->hook = g->host_hook;
+  }
+  g->approval_timeout_ms = g->policy && g->policy->approval_timeout_ms > 0
+                               ? g->policy->approval_timeout_ms
+                           : cfg->approval_timeout_ms > 0 ? cfg->approval_timeout_ms
+                                                          : DEFAULT_APPROVAL_TIMEOUT_MS;
+  if (audit_open(cfg->audit_dir, cfg->container_id, cfg->audit_key, cfg->policy_path,
+                 &g->audit, err) < 0)
+    goto fail;
+  if (cfg->control_socket &&
+      control_start(cfg->control_socket, cfg->approver_group, control_handle, g, &g->control,
+                    err) < 0)
+    goto fail;
+  *out = g;
+  return 0;
+fail:
+  gate_close(g);
+  return -1;
+}
+
+/* Seconds as a short JSON number ("0.3", not 0.29999999999999999). */
+static json_t *seconds_json(int ms) {
+  char buf[32];
+  snprintf(buf, sizeof buf, "%g", ms / 1000.0);
+  json_t *v = json_parse(buf, strlen(buf), NULL, NULL);
+  return v ? v : json_new_integer(ms / 1000);
+}
+
+int gate_write_tools_json(struct gate *g, int dirfd, const char *name, tg_error **err) {
+  json_t *o = json_new_object();
+  json_object_set(o, "v", json_new_integer(1));
+  json_object_set(o, "approval_timeout", seconds_json(g->approval_timeout_ms));
+  json_t *arr = json_new_array();
+  for (size_t i = 0; g->policy && i < g->policy->ntools; i++) {
+    const struct tool *t = g->policy->tools[i];
+    json_t *e = json_new_object();
+    json_object_set(e, "name", json_new_string(t->name));
+    json_object_set(e, "description", json_new_string(t->description));
+    json_object_set(e, "args", t->args_source ? json_copy(t->args_source) : json_new_object());
+    json_object_set(e, "timeout", seconds_json(t->timeout_ms));
+    json_object_set(e, "cost", json_new_number(t->cost));
+    json_object_set(e, "irreversible", json_new_bool(t->irreversible));
+    bool may_need_approval = false;
+    for (size_t j = 0; j < t->nrules; j++)
+      may_need_approval |= t->rules[j].effect == EFFECT_APPROVE;
+    json_object_set(e, "approval", json_new_bool(may_need_approval));
+    json_array_append(arr, e);
+  }
+  json_object_set(o, "tools", arr);
+  size_t len = 0;
+  cleanup_free char *s = json_dump(o, true, &len);
+  json_free(o);
+  return write_file_atomic(dirfd, name, s, len, 0644, false, err);
+}
+
+/* --- one call ---------------------------------------------------------------- */
+
+struct call {
+  struct gate *g;
+  const char *id;
+  const char *tool_name;
+  const struct tool *tool;
+  const json_t *args;
+  long idx;
+  unsigned long long t0;
+  const char *decision;
+  char *reason;   /* owned */
+  char *approver; /* owned */
+};
+
+static long long elapsed_ms(const struct call *c) {
+  return (long long)((monotonic_ns() - c->t0) / 1000000ULL);
+}
+
+/* Audit and answer a call that ends without running. */
+static char *finish_error(struct call *c, const char *code, const char *message, size_t *len) {
+  struct gate *g = c->g;
+  long long ms = elapsed_ms(c);
+  struct audit_record rec = {.event = "call", .call_id = c->id, .tool = c->tool_name,
+                             .args = c->args, .decision = c->decision ? c->decision : "deny",
+                             .reason = c->reason, .approver = c->approver, .duration_ms = ms,
+                             .outcome = code, .message = message};
+  cleanup_error tg_error *err = NULL;
+  const char *status = code;
+  char *resp;
+  if (audit_append(g->audit, &rec, false, &err) < 0) {
+    status = GATE_AUDIT_UNAVAILABLE;
+    cleanup_free char *m = xasprintf("the audit log cannot be written (%s); calls are refused until it can",
+                                     err->msg);
+    resp = response_error(GATE_AUDIT_UNAVAILABLE, m, len);
+  } else {
+    resp = response_error(code, message, len);
+  }
+  call_update(g, c->idx, c->decision ? c->decision : "deny", status, ms);
+  return resp;
+}
+
+/* Is the log writable?  After a failure, probe it with a "resumed" record
+ * (synced): when that lands the log shows where the gap was and calls may
+ * run again; when it does not, the call is refused (fail closed). */
+static bool audit_ready(struct gate *g) {
+  if (audit_healthy(g->audit))
+    return true;
+  struct audit_record rec = {.event = "resumed", .duration_ms = -1,
+                             .reason = "the audit log is writable again after a failure"};
+  return audit_append(g->audit, &rec, true, NULL) == 0;
+}
+
+static void run_backend(struct gate *g, const struct tool *t, const json_t *args,
+                        const char *call_id, struct tool_result *r) {
+  switch (t->backend.type) {
+  case BACKEND_BUILTIN:
+    tool_builtin_run(t, args, r);
+    return;
+  case BACKEND_EXEC:
+    tool_exec_run(t, args, call_id, r);
+    return;
+  case BACKEND_SOCKET:
+    tool_socket_run(t, args, call_id, r);
+    return;
+  case BACKEND_MCP:
+    for (size_t i = 0; i < g->policy->nmcp; i++)
+      if (strcmp(g->policy->mcp[i].name, t->backend.server) == 0) {
+        mcp_call(g->mcp[i], t->backend.remote, args, t->timeout_ms, r);
+        return;
+      }
+    break;
+  }
+  memset(r, 0, sizeof *r);
+  r->code = GATE_TOOL_FAILED;
+  r->message = xstrdup("no backend for this tool");
+}
+
+static char *denied_message(const char *reason) {
+  return xasprintf("denied: %s", reason && *reason ? reason : "no rule allows this call");
+}
+
+static char *govern(struct call *c, const json_t *request, const char *bad_reason, size_t *len) {
+  struct gate *g = c->g;
+  const char *why_static = NULL;
+  pthread_mutex_lock(&g->mu);
+  bool within_cap = budget_count_attempt(g->budget, &why_static);
+  bool stopped = g->stopped;
+  pthread_mutex_unlock(&g->mu);
+  if (!within_cap) {
+    c->reason = xstrdup(why_static);
+    return finish_error(c, GATE_BUDGET_EXHAUSTED, why_static, len);
+  }
+  if (stopped) {
+    c->reason = xstrdup("the container stopped");
+    return finish_error(c, GATE_CONTAINER_STOPPED, "the container stopped", len);
+  }
+  if (g->policy == NULL || g->policy->ntools == 0) {
+    c->reason = xstrdup("no policy");
+    return finish_error(c, GATE_DENIED, "denied: no policy", len);
+  }
+  if (request == NULL) {
+    c->reason = xstrdup(bad_reason ? bad_reason : "unreadable request");
+    return finish_error(c, GATE_BAD_REQUEST, c->reason, len);
+  }
+  const json_t *v = json_object_get(request, "v");
+  long long version;
+  if (!json_is(request, JSON_OBJECT) || (v && (!json_integer_value(v, &version) || version != 1))) {
+    c->reason = xstrdup("the request must be an object with \"v\": 1, \"tool\" and \"args\"");
+    return finish_error(c, GATE_BAD_REQUEST, c->reason, len);
+  }
+  c->tool_name = json_string_value(json_object_get(request, "tool"));
+  if (c->tool_name == NULL) {
+    c->reason = xstrdup("the request has no \"tool\" string");
+    return finish_error(c, GATE_BAD_REQUEST, c->reason, len);
+  }
+  call_update(g, c->idx, NULL, NULL, -1);
+  if (c->idx >= 0) {
+    pthread_mutex_lock(&g->mu);
+    free(g->calls[c->idx].tool);
+    g->calls[c->idx].tool = xstrdup(c->tool_name);
+    pthread_mutex_unlock(&g->mu);
+  }
+  const json_t *args = json_object_get(request, "args");
+  cleanup_json json_t *empty = NULL;
+  if (args == NULL)
+    args = empty = json_new_object();
+  c->args = args;
+  if (!json_is(args, JSON_OBJECT)) {
+    c->reason = xstrdup("\"args\" must be an object");
+    return finish_error(c, GATE_BAD_REQUEST, c->reason, len);
+  }
+  c->tool = policy_find(g->policy, c->tool_name);
+  if (c->tool == NULL) {
+    c->reason = xasprintf("no tool named \"%.64s\" (the tools are listed in /run/tollgate/tools.json)",
+                          c->tool_name);
+    return finish_error(c, GATE_UNKNOWN_TOOL, c->reason, len);
+  }
+  const struct tool *t = c->tool;
+  char *why = NULL;
+  if (!schema_validate(t->args, args, &why)) {
+    c->reason = why;
+    return finish_error(c, GATE_BAD_REQUEST, why, len);
+  }
+  pthread_mutex_lock(&g->mu);
+  bool fresh = budget_count_repeat(g->budget, t, args, &why);
+  pthread_mutex_unlock(&g->mu);
+  if (!fresh) {
+    c->reason = why;
+    return finish_error(c, GATE_BUDGET_EXHAUSTED, why, len);
+  }
+  const char *rule_reason = NULL;
+  enum effect e = rules_decide(t->rules, t->nrules, args, &rule_reason);
+  c->reason = xstrdup(rule_reason);
+  c->approver = xstrdup("policy");
+  if (e == EFFECT_DENY) {
+    cleanup_free char *m = denied_message(rule_reason);
+    return finish_error(c, GATE_DENIED, m, len);
+  }
+  pthread_mutex_lock(&g->mu);
+  bool fits = budget_fits(g->budget, t, &why);
+  pthread_mutex_unlock(&g->mu);
+  if (!fits) {
+    free(c->reason);
+    c->reason = why;
+    return finish_error(c, GATE_BUDGET_EXHAUSTED, why, len);
+  }
+  if (e == EFFECT_APPROVE) {
+    struct approval_request req = {.container_id = g->container_id, .call_id = c->id,
+                                   .tool = t->name, .args = args, .reason = rule_reason,
+                                   .hook = g->hook, .timeout_ms = g->approval_timeout_ms};
+    struct approval_decision d;
+    approval_request(g->approvals, &req, &d);
+    free(c->approver);
+    c->approver = d.approver;
+    d.approver = NULL;
+    if (d.reason) {
+      free(c->reason);
+      c->reason = xasprintf("%s (%s)", rule_reason, d.reason);
+    }
+    enum approval_outcome outcome = d.outcome;
+    cleanup_free char *dreason = d.reason;
+    switch (outcome) {
+    case APPROVAL_APPROVED:
+      break;
+    case APPROVAL_TIMEOUT: {
+      cleanup_free char *m = xasprintf("approval timed out: %s", dreason ? dreason : "nobody decided");
+      return finish_error(c, GATE_APPROVAL_TIMEOUT, m, len);
+    }
+    case APPROVAL_STOPPED:
+      return finish_error(c, GATE_CONTAINER_STOPPED, "the container stopped while the call waited for approval", len);
+    case APPROVAL_FULL: {
+      cleanup_free char *m = xasprintf("denied: %s", dreason);
+      return finish_error(c, GATE_DENIED, m, len);
+    }
+    case APPROVAL_DENIED: {
+      cleanup_free char *m = xasprintf("denied by %s%s%s", c->approver, dreason ? ": " : "",
+                                       dreason ? dreason : "");
+      return finish_error(c, GATE_DENIED, m, len);
+    }
+    }
+  }
+  /* Allowed.  Reserve the budget now: between the check above and here a
+   * person may have taken time, and other calls may have spent it. */
+  pthread_mutex_lock(&g->mu);
+  bool reserved = budget_reserve(g->budget, t, &why);
+  bool stopped_now = g->stopped;
+  pthread_mutex_unlock(&g->mu);
+  if (!reserved) {
+    free(c->reason);
+    c->reason = why;
+    return finish_error(c, GATE_BUDGET_EXHAUSTED, why, len);
+  }
+  c->decision = "allow";
+  if (stopped_now || !audit_ready(g)) {
+    pthread_mutex_lock(&g->mu);
+    budget_release(g->budget, t);
+    pthread_mutex_unlock(&g->mu);
+    if (stopped_now)
+      return finish_error(c, GATE_CONTAINER_STOPPED, "the container stopped", len);
+    c->decision = "deny";
+    return finish_error(c, GATE_AUDIT_UNAVAILABLE,
+                        "the audit log cannot be written; calls are refused until it can", len);
+  }
+  cleanup_error tg_error *err = NULL;
+  if (t->irreversible) {
+    /* Write-ahead: the intent is on disk before anything irreversible
+     * happens, so a crash leaves an intent without an outcome, never an
+     * action without a record. */
+    struct audit_record intent = {.event = "intent", .call_id = c->id, .tool = t->name,
+                                  .args = args, .decision = "allow", .reason = c->reason,
+                                  .approver = c->approver, .duration_ms = elapsed_ms(c)};
+    if (audit_append(g->audit, &intent, true, &err) < 0) {
+      pthread_mutex_lock(&g->mu);
+      budget_release(g->budget, t);
+      pthread_mutex_unlock(&g->mu);
+      cleanup_free char *m = xasprintf("the audit log cannot be written (%s); the irreversible call did not run",
+                                       err->msg);
+      call_update(g, c->idx, "deny", GATE_AUDIT_UNAVAILABLE, elapsed_ms(c));
+      return response_error(GATE_AUDIT_UNAVAILABLE, m, len);
+    }
+  }
+  call_update(g, c->idx, "allow", "running", -1);
+  struct tool_result r;
+  run_backend(g, t, args, c->id, &r);
+  long long ms = elapsed_ms(c);
+  struct audit_record rec = {.event = t->irreversible ? "outcome" : "call", .call_id = c->id,
+                             .tool = t->name, .args = t->irreversible ? NULL : args,
+                             .decision = "allow", .reason = c->reason, .approver = c->approver,
+                             .duration_ms = ms, .outcome = errcode_or_ok(r.code),
+                             .message = r.message};
+  char *resp;
+  const char *status = errcode_or_ok(r.code);
+  if (audit_append(g->audit, &rec, false, &err) < 0) {
+    /* The tool ran but its record could not be written: withhold the
+     * result rather than hand out something the log does not show. */
+    status = GATE_AUDIT_UNAVAILABLE;
+    cleanup_free char *m = xasprintf("the audit log cannot be written (%s); the result is withheld",
+                                     err->msg);
+    resp = response_error(GATE_AUDIT_UNAVAILABLE, m, len);
+  } else if (r.code) {
+    resp = response_error(r.code, r.message, len);
+  } else {
+    resp = response_ok(r.result, len);
+  }
+  call_update(g, c->idx, "allow", status, ms);
+  tool_result_clear(&r);
+  return resp;
 }
 
 char *gate_handle(struct gate *g, const char *call_id, const json_t *request,
                   const char *bad_reason, size_t *len) {
-  (void)g; (void)call_id; (void)request; (void)bad_reason;
-  char *s = xstrdup("{\"v\":1,\"ok\":false,\"error\":{\"code\":\"denied\",\"message\":\"denied: no policy\"}}");
-  if (len)
-    *len = strlen(s);
-  return s;
+  size_t dummy;
+  if (len == NULL)
+    len = &dummy;
+  struct call c = {.g = g, .id = call_id, .t0 = monotonic_ns()};
+  pthread_mutex_lock(&g->mu);
+  c.idx = call_begin(g, call_id, NULL);
+  pthread_mutex_unlock(&g->mu);
+  char *resp = govern(&c, request, bad_reason, len);
+  free(c.reason);
+  free(c.approver);
+  return resp;
 }
 
-void gate_record_unanswerable(struct gate *g, const char *what) { (void)g; (void)what; }
-void gate_container_stopped(struct gate *g) { (void)g; }
+void gate_record_unanswerable(struct gate *g, const char *what) {
+  const char *why = NULL;
+  pthread_mutex_lock(&g->mu);
+  budget_count_attempt(g->budget, &why);
+  pthread_mutex_unlock(&g->mu);
+  struct audit_record rec = {.event = "unanswerable", .decision = "deny", .reason = what,
+                             .duration_ms = 0, .outcome = GATE_BAD_REQUEST};
+  audit_append(g->audit, &rec, false, NULL);
+}
+
+int gate_decide(struct gate *g, const char *tool, const json_t *args, const char **reason) {
+  const struct tool *t = g->policy ? policy_find(g->policy, tool) : NULL;
+  if (t == NULL) {
+    *reason = g->policy ? "unknown tool" : "no policy";
+    return g->policy ? GATE_DECISION_UNKNOWN_TOOL : GATE_DECISION_DENY;
+  }
+  char *why = NULL;
+  if (!schema_validate(t->args, args, &why)) {
+    free(why);
+    *reason = "arguments do not match the tool's schema";
+    return GATE_DECISION_BAD_REQUEST;
+  }
+  switch (rules_decide(t->rules, t->nrules, args, reason)) {
+  case EFFECT_ALLOW: return GATE_DECISION_ALLOW;
+  case EFFECT_APPROVE: return GATE_DECISION_APPROVE;
+  case EFFECT_DENY: break;
+  }
+  return GATE_DECISION_DENY;
+}
+
+json_t *gate_calls_json(struct gate *g) { return calls_json(g); }
+
+json_t *gate_pending_json(struct gate *g) { return approvals_pending_json(g->approvals); }
+
+int gate_decide_pending(struct gate *g, const char *call_id, bool approve, const char *who,
+                        const char *reason, tg_error **err) {
+  return approvals_decide(g->approvals, call_id, approve, who, reason, err);
+}
+
+const char *gate_audit_path(struct gate *g) { return g->audit ? audit_path(g->audit) : NULL; }
+
+void gate_container_stopped(struct gate *g) {
+  if (g == NULL)
+    return;
+  pthread_mutex_lock(&g->mu);
+  g->stopped = true;
+  pthread_mutex_unlock(&g->mu);
+  if (g->approvals)
+    approvals_stop(g->approvals);
+}
 
 void gate_close(struct gate *g) {
   if (g == NULL)
     return;
+  gate_container_stopped(g);
+  control_stop(g->control);
+  if (g->policy)
+    for (size_t i = 0; g->mcp && i < g->policy->nmcp; i++)
+      mcp_stop(g->mcp[i]);
+  free(g->mcp);
+  audit_close(g->audit);
+  budget_free(g->budget);
+  approvals_free(g->approvals);
+  policy_free(g->policy);
+  free(g->host_hook[0]);
+  for (size_t i = 0; i < g->ncalls; i++) {
+    free(g->calls[i].id);
+    free(g->calls[i].tool);
+  }
+  free(g->calls);
+  pthread_mutex_destroy(&g->mu);
   free(g->container_id);
   free(g);
 }

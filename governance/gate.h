@@ -64,7 +64,39 @@ void gate_record_unanswerable(struct gate *g, const char *what);
  * container_stopped.  Called before gate_close. */
 void gate_container_stopped(struct gate *g);
 
-/* Write the closing audit record and free everything. */
+/* Write the closing audit record and free everything.  No gate_handle may
+ * be running or start once gate_close is called. */
 void gate_close(struct gate *g);
+
+/* --- additions (governance issue) -------------------------------------- */
+
+/* Parse and check a policy file without starting anything: `create` calls
+ * this so a broken policy stops it with every error and position. */
+int gate_check_policy(const char *policy_path, tg_error **err);
+
+/* The pure policy decision for one call (tool lookup by hash, argument
+ * schema, rules), without counting, budgets, approval or audit: for
+ * benchmarks and dry runs.  *reason is borrowed.  Thread-safe. */
+enum gate_decision {
+  GATE_DECISION_DENY,
+  GATE_DECISION_ALLOW,
+  GATE_DECISION_APPROVE,
+  GATE_DECISION_UNKNOWN_TOOL,
+  GATE_DECISION_BAD_REQUEST,
+};
+int gate_decide(struct gate *g, const char *tool, const json_t *args, const char **reason);
+
+/* What the control socket serves, for an in-process caller: the calls so
+ * far with the budget ({"calls": [...], "budget": {...}}), and the calls
+ * waiting for approval.  Owned by the caller. */
+json_t *gate_calls_json(struct gate *g);
+json_t *gate_pending_json(struct gate *g);
+
+/* Approve or deny a parked call; who is recorded as the approver. */
+int gate_decide_pending(struct gate *g, const char *call_id, bool approve, const char *who,
+                        const char *reason, tg_error **err);
+
+/* The audit log's path (borrowed). */
+const char *gate_audit_path(struct gate *g);
 
 #endif

@@ -1,7 +1,107 @@
-/* Placeholder until the governance issue lands. */
+/* tollgate audit verify FILE [--key FILE] [--open]
+ * tollgate audit show FILE [--format json]
+ *
+ * verify exits 0 only when the whole chain verifies and ends with a closed
+ * record (--open also accepts a log whose gate is running or crashed); it
+ * says where the first break is.  show prints a readable table. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "governance/verify.h"
 #include "shim/commands.h"
+#include "shim/util.h"
+
+static const char *str(const json_t *rec, const char *key) {
+  const char *s = json_string_value(json_object_get(rec, key));
+  return s ? s : "-";
+}
+
+/* One table cell: at most width characters, cut with "~" when longer. */
+static void cell(const char *s, int width) {
+  int n = (int)strlen(s);
+  if (n <= width)
+    printf("%-*s ", width, s);
+  else
+    printf("%.*s~ ", width - 1, s);
+}
+
+static int show(const char *path, bool as_json, tg_error **err) {
+  cleanup_json json_t *recs = NULL;
+  if (audit_read_records(path, &recs, err) < 0)
+    return -1;
+  if (as_json) {
+    cleanup_free char *s = json_dump(recs, true, NULL);
+    printf("%s\n", s);
+    return 0;
+  }
+  printf("%-5s %-24s %-12s %-32s %-16s %-8s %-10s %-16s %6s  %s\n", "SEQ", "TIME", "EVENT",
+         "CALL", "TOOL", "DECISION", "APPROVER", "OUTCOME", "MS", "REASON / ARGS");
+  for (size_t i = 0; i < json_array_len(recs); i++) {
+    const json_t *r = json_array_get(recs, i);
+    long long seq = 0, ms = -1;
+    json_integer_value(json_object_get(r, "seq"), &seq);
+    json_integer_value(json_object_get(r, "duration_ms"), &ms);
+    char time[25];
+    snprintf(time, sizeof time, "%s", str(r, "time"));
+    printf("%-5lld ", seq);
+    cell(time, 24);
+    cell(str(r, "event"), 12);
+    cell(str(r, "call"), 32);
+    cell(str(r, "tool"), 16);
+    cell(str(r, "decision"), 8);
+    cell(str(r, "approver"), 10);
+    cell(str(r, "outcome"), 16);
+    if (ms >= 0)
+      printf("%6lld  ", ms);
+    else
+      printf("%6s  ", "-");
+    const json_t *args = json_object_get(r, "args");
+    cleanup_free char *a = json_is(args, JSON_OBJECT) ? json_dump(args, false, NULL) : NULL;
+    const char *reason = json_string_value(json_object_get(r, "reason"));
+    const char *msg = json_string_value(json_object_get(r, "message"));
+    printf("%s%s%s%s%s\n", reason ? reason : "", reason && a ? " " : "", a ? a : "",
+           msg ? " | " : "", msg ? msg : "");
+  }
+  return 0;
+}
 
 int cmd_audit(struct cli *cli, int argc, char **argv, tg_error **err) {
-  (void)cli; (void)argc; (void)argv;
-  return tg_error_set(err, 0, "audit: not built yet (the governance issue)");
+  if (argc < 3 || (strcmp(argv[1], "verify") != 0 && strcmp(argv[1], "show") != 0))
+    return tg_error_set(err, 0,
+                        "usage: tollgate audit verify FILE [--key FILE] [--open] | tollgate audit show FILE [--format json]");
+  const char *file = NULL, *key = cli->config.audit_key, *format = "table";
+  bool allow_open = false;
+  for (int i = 2; i < argc; i++) {
+    if (strcmp(argv[i], "--key") == 0 && i + 1 < argc)
+      key = argv[++i];
+    else if (strncmp(argv[i], "--key=", 6) == 0)
+      key = argv[i] + 6;
+    else if (strcmp(argv[i], "--open") == 0)
+      allow_open = true;
+    else if (strcmp(argv[i], "--format") == 0 && i + 1 < argc)
+      format = argv[++i];
+    else if (strncmp(argv[i], "--format=", 9) == 0)
+      format = argv[i] + 9;
+    else if (argv[i][0] == '-')
+      return tg_error_set(err, 0, "audit: unknown flag %s", argv[i]);
+    else if (file == NULL)
+      file = argv[i];
+    else
+      return tg_error_set(err, 0, "audit: one FILE at a time (got %s and %s)", file, argv[i]);
+  }
+  if (file == NULL)
+    return tg_error_set(err, 0, "audit %s: name the log FILE", argv[1]);
+  if (strcmp(argv[1], "show") == 0) {
+    if (strcmp(format, "table") != 0 && strcmp(format, "json") != 0)
+      return tg_error_set(err, 0, "audit show: --format is table or json");
+    return show(file, strcmp(format, "json") == 0, err) < 0 ? -1 : 0;
+  }
+  struct audit_verify_result res;
+  if (audit_verify(file, key, allow_open, &res, err) < 0)
+    return tg_error_wrap(err, "audit verify %s", file);
+  int status = res.ok ? 0 : 1;
+  fprintf(res.ok ? stdout : stderr, "%s: %s\n", file, res.message);
+  audit_verify_result_clear(&res);
+  return status;
 }

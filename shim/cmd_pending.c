@@ -1,7 +1,89 @@
-/* Placeholder until the governance issue lands. */
+/* tollgate pending [ID] [--format json]: the calls waiting for approval, in
+ * one container or in every container under --root. */
+#include <dirent.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "governance/control.h"
 #include "shim/commands.h"
+#include "shim/util.h"
+
+static int query(const struct cli *cli, const char *id, json_t *out, bool quiet, tg_error **err) {
+  cleanup_free char *sock = xasprintf("%s/%s/control.sock", cli->root, id);
+  cleanup_json json_t *req = json_new_object();
+  json_object_set(req, "verb", json_new_string("pending"));
+  cleanup_json json_t *reply = NULL;
+  cleanup_error tg_error *qerr = NULL;
+  if (control_request(sock, req, 5000, &reply, &qerr) < 0) {
+    if (quiet)
+      return 0;
+    *err = qerr;
+    qerr = NULL;
+    return tg_error_wrap(err, "pending %s", id);
+  }
+  const json_t *list = json_object_get(reply, "pending");
+  for (size_t i = 0; i < json_array_len(list); i++) {
+    json_t *e = json_copy(json_array_get(list, i));
+    json_object_set(e, "container", json_new_string(id));
+    json_array_append(out, e);
+  }
+  return 0;
+}
 
 int cmd_pending(struct cli *cli, int argc, char **argv, tg_error **err) {
-  (void)cli; (void)argc; (void)argv;
-  return tg_error_set(err, 0, "pending: not built yet (the governance issue)");
+  const char *id = NULL, *format = "table";
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--format") == 0 && i + 1 < argc)
+      format = argv[++i];
+    else if (strncmp(argv[i], "--format=", 9) == 0)
+      format = argv[i] + 9;
+    else if (argv[i][0] == '-')
+      return tg_error_set(err, 0, "pending: unknown flag %s", argv[i]);
+    else if (id == NULL)
+      id = argv[i];
+    else
+      return tg_error_set(err, 0, "usage: tollgate pending [CONTAINER-ID] [--format json]");
+  }
+  if (strcmp(format, "table") != 0 && strcmp(format, "json") != 0)
+    return tg_error_set(err, 0, "pending: --format is table or json");
+  cleanup_json json_t *all = json_new_array();
+  if (id) {
+    if (!container_id_is_valid(id))
+      return tg_error_set(err, 0, "pending: invalid container id \"%s\"", id);
+    if (query(cli, id, all, false, err) < 0)
+      return -1;
+  } else {
+    DIR *d = opendir(cli->root);
+    struct dirent *de;
+    while (d && (de = readdir(d)) != NULL) {
+      if (!container_id_is_valid(de->d_name))
+        continue;
+      cleanup_free char *sock = xasprintf("%s/%s/control.sock", cli->root, de->d_name);
+      struct stat st;
+      if (lstat(sock, &st) == 0 && S_ISSOCK(st.st_mode))
+        query(cli, de->d_name, all, true, err);
+    }
+    if (d)
+      closedir(d);
+  }
+  if (strcmp(format, "json") == 0) {
+    cleanup_free char *s = json_dump(all, true, NULL);
+    printf("%s\n", s);
+    return 0;
+  }
+  printf("%-20s %-34s %-16s %8s  %s\n", "CONTAINER", "CALL", "TOOL", "WAITING", "REASON / ARGS");
+  for (size_t i = 0; i < json_array_len(all); i++) {
+    const json_t *e = json_array_get(all, i);
+    long long waited = 0, timeout = 0;
+    json_integer_value(json_object_get(e, "waiting_ms"), &waited);
+    json_integer_value(json_object_get(e, "timeout_ms"), &timeout);
+    cleanup_free char *args = json_dump(json_object_get(e, "args"), false, NULL);
+    char wait[48];
+    snprintf(wait, sizeof wait, "%llds/%llds", waited / 1000, timeout / 1000);
+    printf("%-20s %-34s %-16s %8s  %s %s\n", json_string_value(json_object_get(e, "container")),
+           json_string_value(json_object_get(e, "call")), json_string_value(json_object_get(e, "tool")),
+           wait, json_string_value(json_object_get(e, "reason")), args);
+  }
+  return 0;
 }

@@ -1,7 +1,34 @@
-/* Placeholder until the governance issue lands. */
+/* tollgate policy check FILE...: report every problem of each policy with
+ * its line, column and field path; exit 1 when any file has a problem. */
+#include <stdio.h>
+#include <string.h>
+
+#include "governance/policy.h"
 #include "shim/commands.h"
 
 int cmd_policy(struct cli *cli, int argc, char **argv, tg_error **err) {
-  (void)cli; (void)argc; (void)argv;
-  return tg_error_set(err, 0, "policy: not built yet (the governance issue)");
+  (void)cli;
+  if (argc < 3 || strcmp(argv[1], "check") != 0)
+    return tg_error_set(err, 0, "usage: tollgate policy check FILE...");
+  int status = 0;
+  for (int i = 2; i < argc; i++) {
+    struct policy *p = NULL;
+    cleanup_error tg_error *perr = NULL;
+    if (policy_load(argv[i], &p, &perr) < 0) {
+      fprintf(stderr, "%s\n", perr->msg);
+      status = 1;
+      continue;
+    }
+    size_t approve = 0;
+    for (size_t t = 0; t < p->ntools; t++)
+      for (size_t r = 0; r < p->tools[t]->nrules; r++)
+        if (p->tools[t]->rules[r].effect == EFFECT_APPROVE) {
+          approve++;
+          break;
+        }
+    printf("%s: ok (%zu tool%s, %zu may need approval, max_tool_calls %lld)\n", argv[i],
+           p->ntools, p->ntools == 1 ? "" : "s", approve, p->budgets.max_tool_calls);
+    policy_free(p);
+  }
+  return status;
 }

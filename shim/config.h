@@ -43,6 +43,9 @@ struct host_config {
 int host_config_load(const char *path, struct host_config *cfg, tg_error **err);
 void host_config_free(struct host_config *cfg);
 
+/* Fill cfg with the built-in defaults (what a missing file means). */
+void host_config_defaults(struct host_config *cfg);
+
 /* Resolve a data file shipped with tollgate ("profiles/hardened.json",
  * "client/tollgate.py", ...): cfg->data_dir if set, else the install tree
  * (<exe>/../share/tollgate) or the source tree (<exe>/../bundles, and for

@@ -1,3 +1,69 @@
-/* Placeholder entry point; the CLI issue replaces this with the real one. */
+/* tollgate: argv -> global flags -> host config -> one cmd_<verb>().
+ * Only this file turns an error into a log line and an exit status. */
 #include <stdio.h>
-int main(void) { fputs("tollgate: CLI not built yet\n", stderr); return 1; }
+#include <stdlib.h>
+#include <string.h>
+
+#include "shim/cli_parse.h"
+#include "shim/commands.h"
+#include "shim/help.h"
+#include "shim/log.h"
+#include "shim/util.h"
+
+int main(int argc, char **argv) {
+  struct cli cli = {0};
+  tg_error *err = NULL;
+  bool help = false, version = false;
+  int status = 1;
+  int v = cli_parse_global(argc, argv, &cli, &help, &version, &err);
+  if (v < 0)
+    goto fail;
+  if (version) {
+    char *args[] = {"version", NULL};
+    v = argc;
+    status = cmd_version(&cli, 1, args, &err);
+    goto done;
+  }
+  if (help || v >= argc) {
+    help_print(stdout, NULL);
+    return v >= argc && !help ? 1 : 0;
+  }
+  const char *verb = argv[v];
+  const struct verb *entry = help_find_verb(verb);
+  if (entry == NULL) {
+    tg_error_set(&err, 0,
+                 "unknown command \"%s\": run 'tollgate help' for the list",
+                 verb);
+    goto fail;
+  }
+  if (entry->fn == NULL) { /* help */
+    help_print(stdout, v + 1 < argc ? argv[v + 1] : NULL);
+    return 0;
+  }
+  if (v + 1 < argc &&
+      (strcmp(argv[v + 1], "--help") == 0 || strcmp(argv[v + 1], "-h") == 0)) {
+    help_print(stdout, verb);
+    return 0;
+  }
+  /* The host config: a broken one stops the verbs that read it (create,
+   * run, spec, the governance verbs).  The verbs that act on an existing
+   * container use what state.json recorded, so they still work and a
+   * container can always be deleted. */
+  if (host_config_load(cli.config_path, &cli.config, &err) < 0) {
+    if (entry->needs_config)
+      goto fail;
+    tg_error_free(&err);
+    host_config_defaults(&cli.config);
+  }
+  status = entry->fn(&cli, argc - v, argv + v, &err);
+  host_config_free(&cli.config);
+done:
+  if (status >= 0 && err == NULL)
+    return status;
+fail:
+  log_line(cli.log_path, cli.log_json, "error",
+           err ? err->msg : "unknown error");
+  tg_error_free(&err);
+  host_config_free(&cli.config);
+  return 1;
+}

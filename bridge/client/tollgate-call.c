@@ -1,1 +1,528 @@
-int main(void){return 0;}
+/* tollgate-call: call a host tool from inside a tollgate container.
+ *
+ *   tollgate-call [--timeout SECONDS] TOOL [ARGS-JSON | -]
+ *
+ * Prints the tool's result JSON on stdout.  Each error class has its own
+ * exit status (see usage()), and the error message goes to stderr.  Static
+ * and dependency-free: it must run in any container, so it carries its own
+ * small JSON scanner instead of a library.  The protocol it speaks is
+ * docs/bridge-protocol.md.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+enum exit_code {
+  EXIT_OK = 0,
+  EXIT_USAGE = 1,          /* bad command line or a local failure */
+  EXIT_BAD_REQUEST = 2,
+  EXIT_DENIED = 3,
+  EXIT_APPROVAL_TIMEOUT = 4,
+  EXIT_BUDGET_EXHAUSTED = 5,
+  EXIT_UNKNOWN_TOOL = 6,
+  EXIT_TOOL_FAILED = 7,
+  EXIT_TOOL_TIMEOUT = 8,
+  EXIT_CONTAINER_STOPPED = 9,
+  EXIT_AUDIT_UNAVAILABLE = 10,
+  EXIT_BRIDGE_FULL = 11,
+  EXIT_NO_ANSWER = 12,     /* no response within the timeout */
+  EXIT_PROTOCOL = 13,      /* a response this client does not understand */
+};
+
+static const struct {
+  const char *code;
+  int status;
+} codes[] = {
+    {"bad_request", EXIT_BAD_REQUEST},
+    {"denied", EXIT_DENIED},
+    {"approval_timeout", EXIT_APPROVAL_TIMEOUT},
+    {"budget_exhausted", EXIT_BUDGET_EXHAUSTED},
+    {"unknown_tool", EXIT_UNKNOWN_TOOL},
+    {"tool_failed", EXIT_TOOL_FAILED},
+    {"tool_timeout", EXIT_TOOL_TIMEOUT},
+    {"container_stopped", EXIT_CONTAINER_STOPPED},
+    {"audit_unavailable", EXIT_AUDIT_UNAVAILABLE},
+    {"bridge_full", EXIT_BRIDGE_FULL},
+};
+
+static void usage(void) {
+  fputs("usage: tollgate-call [--timeout SECONDS] TOOL [ARGS-JSON | -]\n"
+        "Calls TOOL on the host through the tollgate bridge and prints its\n"
+        "result JSON.  ARGS-JSON is an object (default {}); - reads it from stdin.\n"
+        "Environment: TOLLGATE_DIR (default /run/tollgate), TOLLGATE_TIMEOUT.\n"
+        "Exit status: 0 ok, 1 usage or local error, 2 bad_request, 3 denied,\n"
+        "4 approval_timeout, 5 budget_exhausted, 6 unknown_tool, 7 tool_failed,\n"
+        "8 tool_timeout, 9 container_stopped, 10 audit_unavailable,\n"
+        "11 bridge_full, 12 no answer in time, 13 unreadable response.\n",
+        stderr);
+}
+
+/* ---- a minimal JSON scanner: enough to find keys and skip values ---- */
+
+#define MAX_DEPTH 128
+
+static const char *ws(const char *p, const char *end) {
+  while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+    p++;
+  return p;
+}
+
+static const char *skip_string(const char *p, const char *end) {
+  if (p >= end || *p != '"')
+    return NULL;
+  for (p++; p < end; p++) {
+    if (*p == '\\') {
+      p++;
+      continue;
+    }
+    if (*p == '"')
+      return p + 1;
+    if ((unsigned char)*p < 0x20)
+      return NULL;
+  }
+  return NULL;
+}
+
+static const char *skip_value(const char *p, const char *end, int depth) {
+  p = ws(p, end);
+  if (p >= end || depth > MAX_DEPTH)
+    return NULL;
+  if (*p == '"')
+    return skip_string(p, end);
+  if (*p == '{' || *p == '[') {
+    char close = *p == '{' ? '}' : ']';
+    bool obj = *p == '{';
+    p = ws(p + 1, end);
+    if (p < end && *p == close)
+      return p + 1;
+    for (;;) {
+      if (obj) {
+        p = skip_string(ws(p, end), end);
+        if (p == NULL)
+          return NULL;
+        p = ws(p, end);
+        if (p >= end || *p != ':')
+          return NULL;
+        p++;
+      }
+      p = skip_value(p, end, depth + 1);
+      if (p == NULL)
+        return NULL;
+      p = ws(p, end);
+      if (p < end && *p == ',') {
+        p++;
+        continue;
+      }
+      if (p < end && *p == close)
+        return p + 1;
+      return NULL;
+    }
+  }
+  const char *s = p;
+  while (p < end && (strchr("+-.eE", *p) || (*p >= '0' && *p <= '9') ||
+                     (*p >= 'a' && *p <= 'z')))
+    p++;
+  return p > s ? p : NULL;
+}
+
+/* The value of key in the object at p, or NULL.  Keys are compared as
+ * written (the host writes plain ASCII keys). */
+static const char *find_key(const char *p, const char *end, const char *key) {
+  p = ws(p, end);
+  if (p >= end || *p != '{')
+    return NULL;
+  p = ws(p + 1, end);
+  size_t klen = strlen(key);
+  while (p < end && *p == '"') {
+    const char *kend = skip_string(p, end);
+    if (kend == NULL)
+      return NULL;
+    bool match = (size_t)(kend - p - 2) == klen && memcmp(p + 1, key, klen) == 0;
+    p = ws(kend, end);
+    if (p >= end || *p != ':')
+      return NULL;
+    p = ws(p + 1, end);
+    if (match)
+      return p;
+    p = skip_value(p, end, 1);
+    if (p == NULL)
+      return NULL;
+    p = ws(p, end);
+    if (p < end && *p == ',')
+      p = ws(p + 1, end);
+  }
+  return NULL;
+}
+
+static void put_utf8(char **o, unsigned cp) {
+  char *q = *o;
+  if (cp < 0x80) {
+    *q++ = (char)cp;
+  } else if (cp < 0x800) {
+    *q++ = (char)(0xc0 | (cp >> 6));
+    *q++ = (char)(0x80 | (cp & 0x3f));
+  } else if (cp < 0x10000) {
+    *q++ = (char)(0xe0 | (cp >> 12));
+    *q++ = (char)(0x80 | ((cp >> 6) & 0x3f));
+    *q++ = (char)(0x80 | (cp & 0x3f));
+  } else {
+    *q++ = (char)(0xf0 | (cp >> 18));
+    *q++ = (char)(0x80 | ((cp >> 12) & 0x3f));
+    *q++ = (char)(0x80 | ((cp >> 6) & 0x3f));
+    *q++ = (char)(0x80 | (cp & 0x3f));
+  }
+  *o = q;
+}
+
+static unsigned hex4(const char *p) {
+  unsigned v = 0;
+  for (int i = 0; i < 4; i++) {
+    char c = p[i];
+    v = v * 16 + (unsigned)(c >= '0' && c <= '9'   ? c - '0'
+                            : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                            : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                                   : 0);
+  }
+  return v;
+}
+
+/* Decode the JSON string at p into a new NUL-terminated buffer. */
+static char *decode_string(const char *p, const char *end) {
+  const char *e = skip_string(p, end);
+  if (e == NULL)
+    return NULL;
+  char *out = malloc((size_t)(e - p) * 2 + 1), *o = out;
+  if (out == NULL)
+    return NULL;
+  for (p++; p < e - 1; p++) {
+    if (*p != '\\') {
+      *o++ = *p;
+      continue;
+    }
+    p++;
+    switch (*p) {
+    case 'n': *o++ = '\n'; break;
+    case 't': *o++ = '\t'; break;
+    case 'r': *o++ = '\r'; break;
+    case 'b': *o++ = '\b'; break;
+    case 'f': *o++ = '\f'; break;
+    case 'u':
+      if (e - 1 - p > 4) {
+        unsigned cp = hex4(p + 1);
+        p += 4;
+        if (cp >= 0xd800 && cp < 0xdc00 && e - 1 - p > 6 && p[1] == '\\' &&
+            p[2] == 'u') {
+          unsigned lo = hex4(p + 3);
+          if (lo >= 0xdc00 && lo < 0xe000) {
+            cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+            p += 6;
+          }
+        }
+        put_utf8(&o, cp);
+      }
+      break;
+    default: *o++ = *p; break;
+    }
+  }
+  *o = '\0';
+  return out;
+}
+
+/* ---- files ---- */
+
+static char *read_all(int fd, size_t max, size_t *len) {
+  size_t cap = 4096, n = 0;
+  char *buf = malloc(cap + 1);
+  while (buf) {
+    if (n == cap) {
+      if (cap >= max) {
+        free(buf);
+        errno = EFBIG;
+        return NULL;
+      }
+      cap *= 2;
+      char *nb = realloc(buf, cap + 1);
+      if (nb == NULL)
+        break;
+      buf = nb;
+    }
+    ssize_t r = read(fd, buf + n, cap - n);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0) {
+      free(buf);
+      return NULL;
+    }
+    if (r == 0) {
+      buf[n] = '\0';
+      *len = n;
+      return buf;
+    }
+    n += (size_t)r;
+  }
+  free(buf);
+  errno = ENOMEM;
+  return NULL;
+}
+
+static char *read_path(const char *path, size_t max, size_t *len) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0)
+    return NULL;
+  char *buf = read_all(fd, max, len);
+  int e = errno;
+  close(fd);
+  errno = e;
+  return buf;
+}
+
+static bool space_error(int e) { return e == ENOSPC || e == EDQUOT; }
+
+static int fail_local(const char *what, int e) {
+  if (space_error(e)) {
+    fprintf(stderr, "tollgate-call: bridge_full: %s: the bridge area "
+            "/run/tollgate/calls is full; remove files there and call again\n",
+            what);
+    return EXIT_BRIDGE_FULL;
+  }
+  fprintf(stderr, "tollgate-call: %s: %s\n", what, strerror(e));
+  return EXIT_USAGE;
+}
+
+/* The call's deadline: --timeout or TOLLGATE_TIMEOUT if given, else the
+ * approval timeout plus the tool's own timeout plus slack, so the host
+ * always answers first unless it is gone. */
+static double default_timeout(const char *dir, const char *tool) {
+  char path[4096];
+  size_t len;
+  double approval = 60, tool_timeout = 60;
+  snprintf(path, sizeof path, "%s/bridge.json", dir);
+  char *b = read_path(path, 1 << 20, &len);
+  if (b) {
+    const char *v = find_key(b, b + len, "approval_timeout_ms");
+    if (v)
+      approval = strtod(v, NULL) / 1000.0;
+    free(b);
+  }
+  snprintf(path, sizeof path, "%s/tools.json", dir);
+  char *t = read_path(path, 64 << 20, &len);
+  if (t) {
+    const char *end = t + len, *arr = find_key(t, end, "tools");
+    if (arr && *arr == '[') {
+      const char *p = ws(arr + 1, end);
+      while (p && p < end && *p == '{') {
+        const char *name = find_key(p, end, "name");
+        char *n = name ? decode_string(name, end) : NULL;
+        if (n && strcmp(n, tool) == 0) {
+          const char *to = find_key(p, end, "timeout");
+          if (to)
+            tool_timeout = strtod(to, NULL);
+        }
+        free(n);
+        p = skip_value(p, end, 1);
+        p = p ? ws(p, end) : NULL;
+        if (p && p < end && *p == ',')
+          p = ws(p + 1, end);
+      }
+    }
+    free(t);
+  }
+  return approval + tool_timeout + 10;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static bool tool_name_ok(const char *s) {
+  size_t n = strlen(s);
+  if (n == 0 || n > 128)
+    return false;
+  for (; *s; s++)
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+          (*s >= '0' && *s <= '9') || *s == '_' || *s == '-' || *s == '.'))
+      return false;
+  return true;
+}
+
+int main(int argc, char **argv) {
+  double timeout = 0;
+  int i = 1;
+  if (i < argc && (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)) {
+    usage();
+    return EXIT_OK;
+  }
+  if (i + 1 < argc && strcmp(argv[i], "--timeout") == 0) {
+    timeout = strtod(argv[i + 1], NULL);
+    i += 2;
+  }
+  if (argc - i < 1 || argc - i > 2) {
+    usage();
+    return EXIT_USAGE;
+  }
+  const char *tool = argv[i];
+  if (!tool_name_ok(tool)) {
+    fprintf(stderr, "tollgate-call: bad tool name \"%s\": use [A-Za-z0-9_.-]{1,128}\n",
+            tool);
+    return EXIT_USAGE;
+  }
+  char *args = NULL;
+  size_t args_len = 2;
+  if (argc - i == 2 && strcmp(argv[i + 1], "-") == 0) {
+    args = read_all(0, 64 << 20, &args_len);
+    if (args == NULL)
+      return fail_local("read the arguments from stdin", errno);
+  } else {
+    args = strdup(argc - i == 2 ? argv[i + 1] : "{}");
+    args_len = strlen(args);
+  }
+  const char *aend = args + args_len, *a = ws(args, aend);
+  const char *after = a < aend && *a == '{' ? skip_value(a, aend, 0) : NULL;
+  if (after == NULL || ws(after, aend) != aend) {
+    fprintf(stderr, "tollgate-call: ARGS-JSON must be one JSON object, like "
+            "'{\"order_id\": 42}'\n");
+    return EXIT_USAGE;
+  }
+  const char *dir = getenv("TOLLGATE_DIR");
+  if (dir == NULL || *dir == '\0')
+    dir = "/run/tollgate";
+  if (timeout <= 0 && getenv("TOLLGATE_TIMEOUT"))
+    timeout = strtod(getenv("TOLLGATE_TIMEOUT"), NULL);
+  if (timeout <= 0)
+    timeout = default_timeout(dir, tool);
+  /* Short sleeps while polling should be short. */
+  prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+
+  unsigned char rnd[16];
+  if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
+    return fail_local("getrandom", errno);
+  char id[33];
+  for (int k = 0; k < 16; k++)
+    snprintf(id + 2 * k, 3, "%02x", rnd[k]);
+
+  char req_dir[4096], resp_dir[4096];
+  snprintf(req_dir, sizeof req_dir, "%s/calls/req", dir);
+  snprintf(resp_dir, sizeof resp_dir, "%s/calls/resp", dir);
+  int rq = open(req_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int rs = open(resp_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (rq < 0 || rs < 0) {
+    fprintf(stderr, "tollgate-call: %s is not there: is this a tollgate "
+            "container? (%s)\n", rq < 0 ? req_dir : resp_dir, strerror(errno));
+    return EXIT_USAGE;
+  }
+
+  /* The body: {"v":1,"tool":TOOL,"args":ARGS}.  The tool name needs no
+   * escaping (checked above); ARGS is passed through as written. */
+  size_t blen = strlen(tool) + (size_t)(aend - a) + 64;
+  char *body = malloc(blen);
+  int n = snprintf(body, blen, "{\"v\":1,\"tool\":\"%s\",\"args\":%.*s}", tool,
+                   (int)(after - a), a);
+  char tmp[64], name[64], marker[64];
+  snprintf(tmp, sizeof tmp, ".%s.tmp", id);
+  snprintf(name, sizeof name, "%s.json", id);
+  snprintf(marker, sizeof marker, "%s.done", id);
+  int fd = openat(rq, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return fail_local("create the request", errno);
+  ssize_t w = 0;
+  for (size_t off = 0; off < (size_t)n; off += (size_t)w) {
+    w = write(fd, body + off, (size_t)n - off);
+    if (w < 0 && errno == EINTR) {
+      w = 0;
+      continue;
+    }
+    if (w <= 0) {
+      int e = w < 0 ? errno : EIO;
+      close(fd);
+      unlinkat(rq, tmp, 0);
+      return fail_local("write the request", e);
+    }
+  }
+  if (close(fd) < 0 || renameat(rq, tmp, rq, name) < 0) {
+    int e = errno;
+    unlinkat(rq, tmp, 0);
+    return fail_local("write the request", e);
+  }
+  fd = openat(rq, marker, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    int e = errno;
+    unlinkat(rq, name, 0);
+    return fail_local("mark the request ready", e);
+  }
+  close(fd);
+
+  /* Poll for the response marker with adaptive back-off: inotify inside
+   * gVisor does not see the host's writes.  A few immediate checks catch
+   * the fast answers; then the wait doubles from 5 us up to 2 ms. */
+  double deadline = now_s() + timeout;
+  long wait_ns = 5000;
+  struct stat st;
+  for (int k = 0;; k++) {
+    if (fstatat(rs, marker, &st, AT_SYMLINK_NOFOLLOW) == 0)
+      break;
+    if (now_s() > deadline) {
+      unlinkat(rq, name, 0);
+      unlinkat(rq, marker, 0);
+      fprintf(stderr, "tollgate-call: no answer from the tollgate bridge within "
+              "%.0f s: the host side is not running (container stopping, or "
+              "the sidecar died); the call may or may not have run\n", timeout);
+      return EXIT_NO_ANSWER;
+    }
+    if (k < 3) {
+      sched_yield();
+      continue;
+    }
+    struct timespec ts = {0, wait_ns};
+    nanosleep(&ts, NULL);
+    if (wait_ns < 2000000)
+      wait_ns *= 2;
+  }
+  size_t rlen = 0;
+  char rpath[4200];
+  snprintf(rpath, sizeof rpath, "%s/%s", resp_dir, name);
+  char *resp = read_path(rpath, 1u << 30, &rlen);
+  int e = errno;
+  unlinkat(rs, name, 0);
+  unlinkat(rs, marker, 0);
+  if (resp == NULL) {
+    fprintf(stderr, "tollgate-call: read the response %s: %s\n", rpath, strerror(e));
+    return EXIT_PROTOCOL;
+  }
+  const char *end = resp + rlen, *ok = find_key(resp, end, "ok");
+  if (ok && strncmp(ok, "true", 4) == 0) {
+    const char *res = find_key(resp, end, "result");
+    const char *rend = res ? skip_value(res, end, 0) : NULL;
+    if (rend == NULL) {
+      fputs("null\n", stdout);
+    } else {
+      fwrite(res, 1, (size_t)(rend - res), stdout);
+      fputc('\n', stdout);
+    }
+    return fflush(stdout) == 0 ? EXIT_OK : EXIT_USAGE;
+  }
+  const char *err = ok ? find_key(resp, end, "error") : NULL;
+  const char *c = err ? find_key(err, end, "code") : NULL;
+  const char *m = err ? find_key(err, end, "message") : NULL;
+  char *code = c ? decode_string(c, end) : NULL;
+  char *msg = m ? decode_string(m, end) : NULL;
+  if (code == NULL) {
+    fprintf(stderr, "tollgate-call: unreadable response: %.200s\n", resp);
+    return EXIT_PROTOCOL;
+  }
+  fprintf(stderr, "tollgate-call: %s: %s\n", code, msg ? msg : "");
+  for (size_t k = 0; k < sizeof codes / sizeof codes[0]; k++)
+    if (strcmp(codes[k].code, code) == 0)
+      return codes[k].status;
+  return EXIT_PROTOCOL;
+}

@@ -1,0 +1,309 @@
+"""Call host tools from inside a tollgate container.
+
+    import tollgate
+    order = tollgate.call("get_order", order_id=42)
+    from tollgate import get_order          # generated from tools.json
+    order = get_order(order_id=42)
+
+Every call crosses the tollgate bridge (docs/bridge-protocol.md) and is
+governed on the host: policy, approvals, budgets and the audit log.  A
+refusal is never returned as a result: each error code raises its own
+exception (ToolDenied, BudgetExhausted, ApprovalTimeout, UnknownTool,
+BadRequest, ToolFailed, ToolTimeout, ContainerStopped, AuditUnavailable,
+BridgeFull), all subclasses of TollgateError.  A call that gets no answer
+in time raises BridgeTimeout, so a dead bridge is an error, never a hang.
+
+Standard library only; safe to use from many threads at once.
+Environment: TOLLGATE_DIR (default /run/tollgate), TOLLGATE_TIMEOUT
+(seconds, overrides the per-call default).
+"""
+
+import json
+import keyword
+import os
+import threading
+import time
+
+__all__ = [
+    "call", "tools", "TollgateError", "ToolDenied", "BudgetExhausted",
+    "ApprovalTimeout", "UnknownTool", "BadRequest", "ToolFailed", "ToolTimeout",
+    "ContainerStopped", "AuditUnavailable", "BridgeFull", "BridgeTimeout",
+]
+
+DIR = os.environ.get("TOLLGATE_DIR") or "/run/tollgate"
+_REQ = os.path.join(DIR, "calls", "req")
+_RESP = os.path.join(DIR, "calls", "resp")
+
+
+class TollgateError(Exception):
+    """A tool call that did not produce a result.  .code is the protocol's
+    error code, .message the host's explanation, .tool and .call_id say
+    which call it was."""
+
+    code = "error"
+
+    def __init__(self, message, tool=None, call_id=None, code=None):
+        super().__init__(message)
+        self.message = message
+        self.tool = tool
+        self.call_id = call_id
+        if code is not None:
+            self.code = code
+
+    def __str__(self):
+        return "%s: %s" % (self.code, self.message)
+
+
+class ToolDenied(TollgateError):
+    """The policy denied the call (or a person or hook refused approval)."""
+    code = "denied"
+
+
+class ApprovalTimeout(TollgateError):
+    """The call needed approval and nobody approved it in time."""
+    code = "approval_timeout"
+
+
+class BudgetExhausted(TollgateError):
+    """A budget (call cap, cost, irreversible actions, repeats) is used up."""
+    code = "budget_exhausted"
+
+
+class UnknownTool(TollgateError):
+    """No tool of that name is defined for this container."""
+    code = "unknown_tool"
+
+
+class BadRequest(TollgateError):
+    """The request or its arguments were malformed or failed the schema."""
+    code = "bad_request"
+
+
+class ToolFailed(TollgateError):
+    """The tool ran and failed (the message carries its error output)."""
+    code = "tool_failed"
+
+
+class ToolTimeout(TollgateError):
+    """The tool ran past its timeout and was stopped."""
+    code = "tool_timeout"
+
+
+class ContainerStopped(TollgateError):
+    """The container is stopping; the bridge no longer runs calls."""
+    code = "container_stopped"
+
+
+class AuditUnavailable(TollgateError):
+    """The audit log cannot be written, so nothing is allowed to run."""
+    code = "audit_unavailable"
+
+
+class BridgeFull(TollgateError):
+    """The bridge area (/run/tollgate/calls) is full; free space there."""
+    code = "bridge_full"
+
+
+class BridgeTimeout(TollgateError):
+    """No answer arrived in time: the host side of the bridge is gone."""
+    code = "bridge_timeout"
+
+
+_ERRORS = {cls.code: cls for cls in (
+    ToolDenied, ApprovalTimeout, BudgetExhausted, UnknownTool, BadRequest,
+    ToolFailed, ToolTimeout, ContainerStopped, AuditUnavailable, BridgeFull)}
+
+_lock = threading.Lock()
+_params = None   # bridge.json
+_tools = None    # name -> tool description from tools.json
+
+
+def _read_json(name, default):
+    try:
+        with open(os.path.join(DIR, name), "rb") as f:
+            return json.loads(f.read().decode("utf-8"))
+    except (OSError, ValueError):
+        return default
+
+
+def _load():
+    global _params, _tools
+    with _lock:
+        if _tools is None:
+            _params = _read_json("bridge.json", {})
+            raw = _read_json("tools.json", {}).get("tools", [])
+            if isinstance(raw, dict):  # {"name": {...}} is accepted too
+                raw = [dict(v, name=k) for k, v in raw.items() if isinstance(v, dict)]
+            _tools = {t["name"]: t for t in raw
+                      if isinstance(t, dict) and isinstance(t.get("name"), str)}
+        return _params, _tools
+
+
+def tools():
+    """The tools this container may call: {name: description dict}."""
+    return dict(_load()[1])
+
+
+def _timeout_for(tool):
+    env = os.environ.get("TOLLGATE_TIMEOUT")
+    if env:
+        return float(env)
+    params, known = _load()
+    approval = float(params.get("approval_timeout_ms", 60000)) / 1000.0
+    t = known.get(tool, {}).get("timeout", 60)
+    try:
+        t = float(t)
+    except (TypeError, ValueError):
+        t = 60.0
+    # The host always answers before this (approvals time out first), so
+    # only a dead bridge ever reaches it.
+    return approval + t + 10.0
+
+
+def _write_request(call_id, data):
+    tmp = os.path.join(_REQ, "." + call_id + ".tmp")
+    final = os.path.join(_REQ, call_id + ".json")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+        os.rename(tmp, final)
+        os.close(os.open(os.path.join(_REQ, call_id + ".done"),
+                         os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
+    except OSError as e:
+        for p in (tmp, final):
+            try:
+                os.unlink(p)
+            except OSError:
+                pass
+        if e.errno in (28, 122):  # ENOSPC, EDQUOT
+            raise BridgeFull("the bridge area %s is full; remove files there "
+                             "and call again" % os.path.dirname(_REQ),
+                             call_id=call_id) from None
+        if not os.path.isdir(_REQ):
+            raise TollgateError("%s is not there: is this a tollgate container?"
+                                % _REQ, call_id=call_id) from None
+        raise
+
+
+def call(name, _timeout=None, **args):
+    """Call the host tool `name` with keyword arguments; return its result.
+
+    Raises a TollgateError subclass when the call is refused or fails, and
+    BridgeTimeout when no answer arrives within _timeout seconds (default:
+    the approval timeout plus the tool's timeout plus 10 s)."""
+    call_id = os.urandom(16).hex()
+    data = json.dumps({"v": 1, "tool": name, "args": args}, ensure_ascii=False,
+                      separators=(",", ":")).encode("utf-8")
+    timeout = float(_timeout) if _timeout is not None else _timeout_for(name)
+    _write_request(call_id, data)
+    marker = os.path.join(_RESP, call_id + ".done")
+    body = os.path.join(_RESP, call_id + ".json")
+    exists = os.path.exists
+    # Adaptive back-off polling: inotify inside gVisor does not see the
+    # host's writes.  Fast answers are caught by the first checks; the
+    # wait then doubles from 20 us to 2 ms.
+    deadline = time.monotonic() + timeout
+    wait = 0.00002
+    spins = 0
+    while not exists(marker):
+        if time.monotonic() > deadline:
+            for p in (os.path.join(_REQ, call_id + ".json"),
+                      os.path.join(_REQ, call_id + ".done")):
+                try:
+                    os.unlink(p)
+                except OSError:
+                    pass
+            raise BridgeTimeout(
+                "no answer from the tollgate bridge within %.0f s: the host "
+                "side is not running (container stopping, or the sidecar "
+                "died); the call may or may not have run" % timeout,
+                tool=name, call_id=call_id)
+        if spins < 3:
+            spins += 1
+            continue
+        time.sleep(wait)
+        if wait < 0.002:
+            wait *= 2
+    with open(body, "rb") as f:
+        raw = f.read()
+    for p in (marker, body):
+        try:
+            os.unlink(p)
+        except OSError:
+            pass
+    try:
+        resp = json.loads(raw.decode("utf-8"))
+    except ValueError as e:
+        raise TollgateError("unreadable response: %s" % e, tool=name,
+                            call_id=call_id) from None
+    if resp.get("ok") is True:
+        return resp.get("result")
+    err = resp.get("error") or {}
+    code = err.get("code", "error")
+    cls = _ERRORS.get(code, TollgateError)
+    raise cls(err.get("message", ""), tool=name, call_id=call_id, code=code)
+
+
+def _make_function(tool):
+    name = tool["name"]
+    schema = tool.get("args") or tool.get("schema") or tool.get("input_schema") or {}
+    props = schema.get("properties") or {} if isinstance(schema, dict) else {}
+    required = set(schema.get("required") or []) if isinstance(schema, dict) else set()
+
+    def fn(**kwargs):
+        return call(name, **kwargs)
+
+    lines = [tool.get("description") or "Call the host tool %r." % name, ""]
+    if props:
+        lines.append("Keyword arguments:")
+        for arg, spec in props.items():
+            spec = spec if isinstance(spec, dict) else {}
+            lines.append("  %s (%s%s)%s" % (
+                arg, spec.get("type", "any"),
+                ", required" if arg in required else "",
+                ": " + spec["description"] if spec.get("description") else ""))
+    if tool.get("timeout") is not None:
+        lines.append("Timeout on the host: %s s." % tool["timeout"])
+    lines.append("Raises a TollgateError subclass when refused or failed.")
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = "\n".join(lines)
+    try:  # a real signature for help() and IDEs; inspect is optional
+        import inspect
+        params = [inspect.Parameter(a, inspect.Parameter.KEYWORD_ONLY,
+                                    default=inspect.Parameter.empty if a in required else None)
+                  for a in props if isinstance(a, str) and a.isidentifier()
+                  and not keyword.iskeyword(a)]
+        params.sort(key=lambda p: p.default is not inspect.Parameter.empty)
+        fn.__signature__ = inspect.Signature(params)
+    except (ImportError, ValueError):
+        pass
+    return fn
+
+
+def _export_tools():
+    g = globals()
+    for name, tool in _load()[1].items():
+        if name.isidentifier() and not keyword.iskeyword(name) and name not in g:
+            g[name] = _make_function(tool)
+
+
+def __getattr__(attr):
+    # Tools added after import (tools.json rewritten as the bridge starts).
+    global _tools
+    if attr.startswith("__"):
+        raise AttributeError(attr)
+    with _lock:
+        _tools = None
+    _export_tools()
+    if attr in globals():
+        return globals()[attr]
+    raise AttributeError("module 'tollgate' has no attribute %r (not a tool "
+                         "in %s/tools.json)" % (attr, DIR))
+
+
+_export_tools()

@@ -1,0 +1,697 @@
+/* The bridge server: one watcher thread reads untrusted requests, a fixed
+ * pool of workers governs and answers them.  See server.h. */
+#include "bridge/server.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bridge/protocol.h"
+#include "bridge/seccomp.h"
+#include "shim/util.h"
+
+#define QUEUE_CAP 1024
+#define SEEN_MAX (1u << 22)           /* ids remembered for replay checks */
+#define RESERVE_NAME ".reserve"
+#define RESERVE_BYTES (128 * 1024)    /* room for error responses when full */
+#define GC_TICK_MS 5000
+#define REMOVE_DEPTH 8
+#define WORKER_STACK (512 * 1024)
+#define BRIDGE_FULL "bridge_full"
+
+enum job_kind { JOB_CALL, JOB_UNANSWERABLE, JOB_RESERVE };
+
+struct job {
+  enum job_kind kind;
+  char id[BRIDGE_ID_MAX + 1];
+  json_t *request;   /* JOB_CALL: parsed request or NULL */
+  char *reason;      /* JOB_CALL: why request is NULL; JOB_UNANSWERABLE: what */
+};
+
+/* A set of answered ids, touched only by the watcher thread. */
+struct seen_set {
+  char **slots;
+  size_t cap, len;
+};
+
+struct bridge_service {
+  struct bridge_service_options opt;
+  int inotify_fd, epoll_fd, wake_fd;
+  pthread_t watcher;
+  bool watcher_joined;
+  pthread_t *workers;
+  unsigned nworkers;
+
+  pthread_mutex_t mu;
+  pthread_cond_t not_empty, not_full;
+  struct job *queue[QUEUE_CAP];
+  size_t head, count;
+  bool closing;    /* workers: drain the queue and exit */
+  atomic_bool stopping; /* watcher: stop taking requests */
+
+  pthread_mutex_t reserve_mu;
+  bool reserve_present;
+
+  struct seen_set seen;
+  struct {
+    atomic_ullong requests, bad, replays, bad_ids, junk, answered, no_space;
+  } st;
+};
+
+/* ---- the set of answered ids (FNV-1a, open addressing) ---- */
+
+static size_t hash_id(const char *s) {
+  size_t h = 1469598103934665603ull;
+  for (; *s; s++)
+    h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+static bool seen_contains(struct seen_set *set, const char *id) {
+  if (set->cap == 0)
+    return false;
+  for (size_t i = hash_id(id) & (set->cap - 1);; i = (i + 1) & (set->cap - 1)) {
+    if (set->slots[i] == NULL)
+      return false;
+    if (strcmp(set->slots[i], id) == 0)
+      return true;
+  }
+}
+
+static void seen_insert_slot(char **slots, size_t cap, char *id) {
+  size_t i = hash_id(id) & (cap - 1);
+  while (slots[i] != NULL)
+    i = (i + 1) & (cap - 1);
+  slots[i] = id;
+}
+
+/* false when the set is full: the caller then refuses the call, because an
+ * id it cannot remember is an id it could answer twice. */
+static bool seen_add(struct seen_set *set, const char *id) {
+  if (set->len >= SEEN_MAX)
+    return false;
+  if ((set->len + 1) * 2 > set->cap) {
+    size_t ncap = set->cap ? set->cap * 2 : 1024;
+    char **n = xcalloc(ncap, sizeof *n);
+    for (size_t i = 0; i < set->cap; i++)
+      if (set->slots[i])
+        seen_insert_slot(n, ncap, set->slots[i]);
+    free(set->slots);
+    set->slots = n;
+    set->cap = ncap;
+  }
+  seen_insert_slot(set->slots, set->cap, xstrdup(id));
+  set->len++;
+  return true;
+}
+
+static void seen_free(struct seen_set *set) {
+  for (size_t i = 0; i < set->cap; i++)
+    free(set->slots[i]);
+  free(set->slots);
+}
+
+/* ---- the job queue ---- */
+
+/* Blocks while the queue is full (back-pressure on the watcher; inotify
+ * may overflow meanwhile, and the rescan then catches up).  Returns false
+ * when the server is stopping and the job was not queued. */
+static bool queue_push(struct bridge_service *s, struct job *j) {
+  pthread_mutex_lock(&s->mu);
+  while (s->count == QUEUE_CAP && !s->closing && !atomic_load(&s->stopping))
+    pthread_cond_wait(&s->not_full, &s->mu);
+  if (s->count == QUEUE_CAP) {
+    pthread_mutex_unlock(&s->mu);
+    return false;
+  }
+  s->queue[(s->head + s->count) % QUEUE_CAP] = j;
+  s->count++;
+  pthread_cond_signal(&s->not_empty);
+  pthread_mutex_unlock(&s->mu);
+  return true;
+}
+
+static void job_free(struct job *j) {
+  if (j == NULL)
+    return;
+  json_free(j->request);
+  free(j->reason);
+  free(j);
+}
+
+static void post(struct bridge_service *s, struct job *j) {
+  if (!queue_push(s, j))
+    job_free(j);
+}
+
+static void post_unanswerable(struct bridge_service *s, char *what) {
+  struct job *j = xcalloc(1, sizeof *j);
+  j->kind = JOB_UNANSWERABLE;
+  j->reason = what;
+  post(s, j);
+}
+
+/* ---- removing what the container left, without following anything ---- */
+
+static bool remove_entry(int parent, const char *name, int depth);
+
+static void remove_dir_contents(int parent, const char *name, int depth) {
+  if (depth >= REMOVE_DEPTH)
+    return; /* deeper trees stay; the tmpfs size bounds them */
+  int fd = openat(parent, name,
+                  O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
+    return;
+  DIR *d = fdopendir(fd);
+  if (d == NULL) {
+    close(fd);
+    return;
+  }
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL) {
+    if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+      continue;
+    remove_entry(dirfd(d), de->d_name, depth + 1);
+  }
+  closedir(d);
+}
+
+/* true when this call removed the entry (so an entry reported twice, by
+ * inotify and by a rescan, is counted once). */
+static bool remove_entry(int parent, const char *name, int depth) {
+  if (unlinkat(parent, name, 0) == 0)
+    return true;
+  if (errno != EISDIR && errno != EPERM)
+    return false;
+  remove_dir_contents(parent, name, depth);
+  return unlinkat(parent, name, AT_REMOVEDIR) == 0;
+}
+
+/* ---- the watcher: the only code that reads container bytes ---- */
+
+static char *unreadable_reason(int e, const char *name, size_t max) {
+  switch (e) {
+  case ENOENT:
+    return xasprintf("request body req/%s is missing: write it (temp file "
+                     "plus rename) before creating the .done marker", name);
+  case ELOOP:
+    return xasprintf("request body req/%s is a symbolic link; write a "
+                     "regular file", name);
+  case EINVAL:
+  case EISDIR:
+  case ENXIO:
+    return xasprintf("request body req/%s is not a regular file", name);
+  case EFBIG:
+    return xasprintf("request body req/%s is over the limit of %zu bytes; "
+                     "send smaller arguments", name, max);
+  default:
+    return xasprintf("request body req/%s cannot be read: %s", name,
+                     strerror(e));
+  }
+}
+
+static void process_marker(struct bridge_service *s, const char *id) {
+  char marker[BRIDGE_ID_MAX + 8], body[BRIDGE_ID_MAX + 8];
+  snprintf(marker, sizeof marker, "%s.done", id);
+  snprintf(body, sizeof body, "%s.json", id);
+  struct stat st;
+  /* The same marker can be reported twice (inotify plus a rescan); one that
+   * is already gone was handled. */
+  if (fstatat(s->opt.req_fd, marker, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    return;
+  if (seen_contains(&s->seen, id)) {
+    /* Answered once already: never answer again (the first caller may not
+     * have read its response yet), but count and audit the attempt. */
+    remove_entry(s->opt.req_fd, body, 0);
+    remove_entry(s->opt.req_fd, marker, 0);
+    atomic_fetch_add(&s->st.replays, 1);
+    post_unanswerable(s, xasprintf("replayed call id %s", id));
+    return;
+  }
+  if (!seen_add(&s->seen, id)) {
+    remove_entry(s->opt.req_fd, body, 0);
+    remove_entry(s->opt.req_fd, marker, 0);
+    post_unanswerable(s, xasprintf("call id %s: too many calls for one "
+                                   "container run", id));
+    return;
+  }
+  struct job *j = xcalloc(1, sizeof *j);
+  j->kind = JOB_CALL;
+  memcpy(j->id, id, strlen(id) + 1);
+  char *buf = NULL;
+  size_t len = 0;
+  tg_error *err = NULL;
+  if (read_file_untrusted(s->opt.req_fd, body, s->opt.request_max_bytes, &buf,
+                          &len, &err) < 0) {
+    j->reason = unreadable_reason(errno, body, s->opt.request_max_bytes);
+    tg_error_free(&err);
+  } else {
+    j->request = bridge_parse_request(buf, len, &j->reason);
+    free(buf);
+  }
+  remove_entry(s->opt.req_fd, body, 0);
+  remove_entry(s->opt.req_fd, marker, 0);
+  atomic_fetch_add(&s->st.requests, 1);
+  if (j->request == NULL)
+    atomic_fetch_add(&s->st.bad, 1);
+  post(s, j);
+}
+
+/* Handle one name that appeared in calls/req.  old: the entry's age is
+ * past the garbage-collection limit (rescans only). */
+static void handle_name(struct bridge_service *s, const char *name, bool old) {
+  char id[BRIDGE_ID_MAX + 1];
+  switch (bridge_classify_name(name, id)) {
+  case BRIDGE_NAME_MARKER:
+    process_marker(s, id);
+    break;
+  case BRIDGE_NAME_BAD_MARKER: {
+    if (!remove_entry(s->opt.req_fd, name, 0))
+      break; /* already handled */
+    atomic_fetch_add(&s->st.bad_ids, 1);
+    /* The name is container data: keep only a bounded, printable prefix
+     * for the audit record. */
+    char safe[BRIDGE_ID_MAX + 1];
+    size_t k = 0;
+    for (const char *p = name; *p && k < BRIDGE_ID_MAX; p++)
+      safe[k++] = (*p >= 0x20 && *p < 0x7f) ? *p : '?';
+    safe[k] = '\0';
+    post_unanswerable(s, xasprintf("call marker with an invalid id: \"%s\"", safe));
+    break;
+  }
+  case BRIDGE_NAME_JUNK:
+    if (remove_entry(s->opt.req_fd, name, 0))
+      atomic_fetch_add(&s->st.junk, 1);
+    break;
+  case BRIDGE_NAME_TEMP:
+  case BRIDGE_NAME_BODY:
+    if (old)
+      remove_entry(s->opt.req_fd, name, 0);
+    break;
+  }
+}
+
+static bool is_old(int dirfd, const char *name, time_t cutoff) {
+  struct stat st;
+  if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    return false;
+  return st.st_mtime < cutoff;
+}
+
+/* Walk calls/req (markers missed by inotify, leftovers) and, on gc ticks,
+ * calls/resp (responses nobody collected). */
+static void rescan(struct bridge_service *s, bool gc, bool final) {
+  time_t cutoff = time(NULL) - (time_t)s->opt.gc_seconds;
+  int fd = openat(s->opt.req_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    DIR *d = fdopendir(fd);
+    if (d != NULL) {
+      struct dirent *de;
+      while ((de = readdir(d)) != NULL && (final || !atomic_load(&s->stopping))) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+          continue;
+        handle_name(s, de->d_name, gc && is_old(s->opt.req_fd, de->d_name, cutoff));
+      }
+      closedir(d);
+    } else {
+      close(fd);
+    }
+  }
+  if (!gc)
+    return;
+  fd = openat(s->opt.resp_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    DIR *d = fdopendir(fd);
+    if (d != NULL) {
+      struct dirent *de;
+      while ((de = readdir(d)) != NULL) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+          continue;
+        if (is_old(s->opt.resp_fd, de->d_name, cutoff))
+          remove_entry(s->opt.resp_fd, de->d_name, 0);
+      }
+      closedir(d);
+    } else {
+      close(fd);
+    }
+  }
+  pthread_mutex_lock(&s->reserve_mu);
+  bool need_reserve = !s->reserve_present;
+  pthread_mutex_unlock(&s->reserve_mu);
+  if (need_reserve) {
+    struct job *j = xcalloc(1, sizeof *j);
+    j->kind = JOB_RESERVE;
+    post(s, j);
+  }
+}
+
+static void drain_inotify(struct bridge_service *s) {
+  char buf[64 * 1024] __attribute__((aligned(__alignof__(struct inotify_event))));
+  for (;;) {
+    ssize_t n = read(s->inotify_fd, buf, sizeof buf);
+    if (n <= 0)
+      return; /* EAGAIN: drained */
+    bool overflow = false;
+    for (char *p = buf; p < buf + n;) {
+      struct inotify_event *ev = (struct inotify_event *)p;
+      p += sizeof *ev + ev->len;
+      if (ev->mask & IN_Q_OVERFLOW)
+        overflow = true;
+      else if (ev->len > 0 && (ev->mask & (IN_CREATE | IN_MOVED_TO)))
+        handle_name(s, ev->name, false);
+    }
+    if (overflow)
+      rescan(s, false, false);
+  }
+}
+
+static void *watcher_main(void *arg) {
+  struct bridge_service *s = arg;
+  if (s->opt.seccomp) {
+    tg_error *err = NULL;
+    /* Failing to confine is fatal for the watcher: better no bridge than an
+     * unconfined parser.  Clients then time out with a clear error. */
+    if (bridge_seccomp_confine_watcher(&err) < 0) {
+      tg_error_free(&err);
+      atomic_store(&s->stopping, true);
+      return NULL;
+    }
+  }
+  rescan(s, false, false); /* requests written before the watch started */
+  unsigned long long next_gc = monotonic_ns() + GC_TICK_MS * 1000000ull;
+  while (!atomic_load(&s->stopping)) {
+    struct epoll_event evs[4];
+    unsigned long long now = monotonic_ns();
+    int timeout = now >= next_gc ? 0 : (int)((next_gc - now) / 1000000ull) + 1;
+    int n = epoll_wait(s->epoll_fd, evs, 4, timeout);
+    if (n < 0 && errno != EINTR)
+      break;
+    for (int i = 0; i < n; i++) {
+      int fd = evs[i].data.fd;
+      if (fd == s->inotify_fd)
+        drain_inotify(s);
+      else
+        atomic_store(&s->stopping, true); /* wake fd, pidfd or signalfd */
+    }
+    if (monotonic_ns() >= next_gc && !atomic_load(&s->stopping)) {
+      rescan(s, true, false);
+      next_gc = monotonic_ns() + GC_TICK_MS * 1000000ull;
+    }
+  }
+  /* Take the markers that are already there, so their callers hear
+   * container_stopped from the gate instead of timing out. */
+  atomic_store(&s->stopping, true);
+  rescan(s, false, true);
+  return NULL;
+}
+
+/* ---- the workers: govern and answer ---- */
+
+static int create_marker(int dirfd, const char *name) {
+  for (int attempt = 0; attempt < 2; attempt++) {
+    /* O_EXCL never follows a link the container may have planted. */
+    int fd = openat(dirfd, name,
+                    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      close(fd);
+      return 0;
+    }
+    if (errno != EEXIST)
+      return -1;
+    remove_entry(dirfd, name, 0);
+  }
+  errno = EEXIST;
+  return -1;
+}
+
+static int write_response_once(struct bridge_service *s, const char *id,
+                               const char *body, size_t len) {
+  char name[BRIDGE_ID_MAX + 8], marker[BRIDGE_ID_MAX + 8];
+  snprintf(name, sizeof name, "%s.json", id);
+  snprintf(marker, sizeof marker, "%s.done", id);
+  int e = 0;
+  for (int attempt = 0; attempt < 3; attempt++) {
+    tg_error *err = NULL;
+    int r = write_file_atomic(s->opt.resp_fd, name, body, len, 0644, false, &err);
+    e = r < 0 ? (err ? err->errnum : EIO) : 0;
+    tg_error_free(&err);
+    if (e != EEXIST) /* a planted temp name: try the next one */
+      break;
+  }
+  if (e != 0) {
+    errno = e;
+    return -1;
+  }
+  return create_marker(s->opt.resp_fd, marker);
+}
+
+static void release_reserve(struct bridge_service *s) {
+  pthread_mutex_lock(&s->reserve_mu);
+  if (s->reserve_present) {
+    unlinkat(s->opt.area_fd, RESERVE_NAME, 0);
+    s->reserve_present = false;
+  }
+  pthread_mutex_unlock(&s->reserve_mu);
+}
+
+static void make_reserve(struct bridge_service *s) {
+  pthread_mutex_lock(&s->reserve_mu);
+  if (!s->reserve_present) {
+    int fd = openat(s->opt.area_fd, RESERVE_NAME,
+                    O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      if (posix_fallocate(fd, 0, RESERVE_BYTES) == 0)
+        s->reserve_present = true;
+      else
+        unlinkat(s->opt.area_fd, RESERVE_NAME, 0);
+      close(fd);
+    }
+  }
+  pthread_mutex_unlock(&s->reserve_mu);
+}
+
+static void write_response(struct bridge_service *s, const char *id,
+                           const char *body, size_t len) {
+  if (write_response_once(s, id, body, len) == 0) {
+    atomic_fetch_add(&s->st.answered, 1);
+    return;
+  }
+  if (errno != ENOSPC && errno != EDQUOT)
+    return; /* nothing more we can do; the client times out */
+  /* The container filled the bridge area.  Give back the space held in
+   * reserve so the caller hears why, rather than waiting for a timeout. */
+  atomic_fetch_add(&s->st.no_space, 1);
+  release_reserve(s);
+  if (write_response_once(s, id, body, len) == 0) {
+    atomic_fetch_add(&s->st.answered, 1);
+    return;
+  }
+  char *msg = xasprintf("the bridge area /run/tollgate/calls is full, so the "
+                        "response (%zu bytes) could not be written; remove "
+                        "files from /run/tollgate/calls and call again", len);
+  size_t elen;
+  char *err_body = bridge_error_body(BRIDGE_FULL, msg, &elen);
+  if (write_response_once(s, id, err_body, elen) == 0)
+    atomic_fetch_add(&s->st.answered, 1);
+  free(msg);
+  free(err_body);
+}
+
+static void run_job(struct bridge_service *s, struct job *j) {
+  switch (j->kind) {
+  case JOB_CALL: {
+    size_t len = 0;
+    char *body = gate_handle(s->opt.gate, j->id, j->request,
+                             j->request ? NULL : j->reason, &len);
+    if (body != NULL)
+      write_response(s, j->id, body, len);
+    free(body);
+    break;
+  }
+  case JOB_UNANSWERABLE:
+    gate_record_unanswerable(s->opt.gate, j->reason);
+    break;
+  case JOB_RESERVE:
+    make_reserve(s);
+    break;
+  }
+}
+
+static void *worker_main(void *arg) {
+  struct bridge_service *s = arg;
+  for (;;) {
+    pthread_mutex_lock(&s->mu);
+    while (s->count == 0 && !s->closing)
+      pthread_cond_wait(&s->not_empty, &s->mu);
+    if (s->count == 0) {
+      pthread_mutex_unlock(&s->mu);
+      return NULL;
+    }
+    struct job *j = s->queue[s->head];
+    s->head = (s->head + 1) % QUEUE_CAP;
+    s->count--;
+    pthread_cond_signal(&s->not_full);
+    pthread_mutex_unlock(&s->mu);
+    run_job(s, j);
+    job_free(j);
+  }
+}
+
+/* ---- lifecycle ---- */
+
+static int epoll_add(int epfd, int fd, tg_error **err) {
+  struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd};
+  if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+    return tg_error_set(err, errno, "bridge: epoll_ctl");
+  return 0;
+}
+
+static void server_free(struct bridge_service *s) {
+  if (s->inotify_fd >= 0)
+    close(s->inotify_fd);
+  if (s->epoll_fd >= 0)
+    close(s->epoll_fd);
+  if (s->wake_fd >= 0)
+    close(s->wake_fd);
+  pthread_mutex_destroy(&s->mu);
+  pthread_mutex_destroy(&s->reserve_mu);
+  pthread_cond_destroy(&s->not_empty);
+  pthread_cond_destroy(&s->not_full);
+  seen_free(&s->seen);
+  free(s->workers);
+  free(s);
+}
+
+int bridge_service_start(const struct bridge_service_options *opts,
+                        struct bridge_service **out, tg_error **err) {
+  struct bridge_service *s = xcalloc(1, sizeof *s);
+  s->opt = *opts;
+  if (s->opt.request_max_bytes == 0)
+    s->opt.request_max_bytes = BRIDGE_DEFAULT_REQUEST_MAX;
+  if (s->opt.workers == 0)
+    s->opt.workers = 8;
+  if (s->opt.gc_seconds == 0)
+    s->opt.gc_seconds = 300;
+  s->inotify_fd = s->epoll_fd = s->wake_fd = -1;
+  pthread_mutex_init(&s->mu, NULL);
+  pthread_mutex_init(&s->reserve_mu, NULL);
+  pthread_cond_init(&s->not_empty, NULL);
+  pthread_cond_init(&s->not_full, NULL);
+
+  s->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (s->inotify_fd < 0) {
+    server_free(s);
+    return tg_error_set(err, errno, "bridge: inotify_init1 (raise "
+                        "fs.inotify.max_user_instances if it is exhausted)");
+  }
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/fd/%d", s->opt.req_fd);
+  if (inotify_add_watch(s->inotify_fd, path,
+                        IN_CREATE | IN_MOVED_TO | IN_ONLYDIR) < 0) {
+    server_free(s);
+    return tg_error_set(err, errno, "bridge: watch calls/req (raise "
+                        "fs.inotify.max_user_watches if it is exhausted)");
+  }
+  s->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+  s->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (s->epoll_fd < 0 || s->wake_fd < 0) {
+    server_free(s);
+    return tg_error_set(err, errno, "bridge: epoll/eventfd");
+  }
+  if (epoll_add(s->epoll_fd, s->inotify_fd, err) < 0 ||
+      epoll_add(s->epoll_fd, s->wake_fd, err) < 0 ||
+      (s->opt.stop_fd >= 0 && epoll_add(s->epoll_fd, s->opt.stop_fd, err) < 0) ||
+      (s->opt.stop_fd2 >= 0 && epoll_add(s->epoll_fd, s->opt.stop_fd2, err) < 0)) {
+    server_free(s);
+    return -1;
+  }
+  make_reserve(s);
+
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, WORKER_STACK);
+  s->workers = xcalloc(s->opt.workers, sizeof *s->workers);
+  for (unsigned i = 0; i < s->opt.workers; i++) {
+    int r = pthread_create(&s->workers[i], &attr, worker_main, s);
+    if (r != 0) {
+      pthread_attr_destroy(&attr);
+      pthread_mutex_lock(&s->mu);
+      s->closing = true;
+      pthread_cond_broadcast(&s->not_empty);
+      pthread_mutex_unlock(&s->mu);
+      for (unsigned k = 0; k < s->nworkers; k++)
+        pthread_join(s->workers[k], NULL);
+      server_free(s);
+      return tg_error_set(err, r, "bridge: start worker thread");
+    }
+    s->nworkers++;
+  }
+  int r = pthread_create(&s->watcher, &attr, watcher_main, s);
+  pthread_attr_destroy(&attr);
+  if (r != 0) {
+    pthread_mutex_lock(&s->mu);
+    s->closing = true;
+    pthread_cond_broadcast(&s->not_empty);
+    pthread_mutex_unlock(&s->mu);
+    for (unsigned k = 0; k < s->nworkers; k++)
+      pthread_join(s->workers[k], NULL);
+    server_free(s);
+    return tg_error_set(err, r, "bridge: start watcher thread");
+  }
+  *out = s;
+  return 0;
+}
+
+void bridge_service_wait(struct bridge_service *s) {
+  if (!s->watcher_joined) {
+    pthread_join(s->watcher, NULL);
+    s->watcher_joined = true;
+  }
+}
+
+void bridge_service_stop(struct bridge_service *s) {
+  if (s == NULL)
+    return;
+  atomic_store(&s->stopping, true);
+  uint64_t one = 1;
+  if (write(s->wake_fd, &one, sizeof one) < 0) {
+    /* the eventfd counter cannot overflow here; the flag is set anyway */
+  }
+  pthread_mutex_lock(&s->mu);
+  pthread_cond_broadcast(&s->not_full);
+  pthread_mutex_unlock(&s->mu);
+  bridge_service_wait(s);
+  /* Parked approvals end now; the calls still queued are answered by the
+   * gate, which knows the container stopped. */
+  gate_container_stopped(s->opt.gate);
+  pthread_mutex_lock(&s->mu);
+  s->closing = true;
+  pthread_cond_broadcast(&s->not_empty);
+  pthread_mutex_unlock(&s->mu);
+  for (unsigned k = 0; k < s->nworkers; k++)
+    pthread_join(s->workers[k], NULL);
+  server_free(s);
+}
+
+void bridge_service_get_stats(struct bridge_service *s,
+                             struct bridge_service_stats *o) {
+  o->requests = atomic_load(&s->st.requests);
+  o->bad = atomic_load(&s->st.bad);
+  o->replays = atomic_load(&s->st.replays);
+  o->bad_ids = atomic_load(&s->st.bad_ids);
+  o->junk = atomic_load(&s->st.junk);
+  o->answered = atomic_load(&s->st.answered);
+  o->no_space = atomic_load(&s->st.no_space);
+}

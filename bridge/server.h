@@ -1,0 +1,65 @@
+/* The bridge server: serves calls/req -> calls/resp for one container.
+ *
+ * One watcher thread is the only code that reads container bytes.  It
+ * waits on inotify (IN_CREATE/IN_MOVED_TO on calls/req; a rescan covers
+ * queue overflow and files that were there before the watch), reads each
+ * ready request without trusting it, parses and validates it, and hands
+ * the parsed tree to a fixed pool of worker threads.  The watcher runs
+ * under a seccomp filter (seccomp.c) that allows only what it uses.  The
+ * workers pass every attempt through the gate and write the response.
+ * Each call id is answered at most once; a replayed id is rejected and
+ * counted.  No thread is created per call and the host never sleeps.
+ */
+#ifndef TOLLGATE_BRIDGE_SERVICE_H
+#define TOLLGATE_BRIDGE_SERVICE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "governance/gate.h"
+#include "shim/error.h"
+
+struct bridge_service_options {
+  int area_fd;              /* the bridge area root (for the space reserve) */
+  int req_fd, resp_fd;      /* calls/req and calls/resp; borrowed */
+  struct gate *gate;        /* borrowed; the caller closes it after stop */
+  size_t request_max_bytes; /* 0: BRIDGE_DEFAULT_REQUEST_MAX */
+  unsigned workers;         /* 0: 8 */
+  unsigned gc_seconds;      /* age after which leftovers are removed; 0: 300 */
+  int stop_fd;              /* readable means stop (a pidfd or a signalfd);
+                               -1: none, only bridge_service_stop stops it */
+  int stop_fd2;             /* a second one (the sidecar watches both) */
+  bool seccomp;             /* confine the watcher thread */
+};
+
+struct bridge_service;
+
+/* Counters, for tests and `tollgate calls`. */
+struct bridge_service_stats {
+  unsigned long long requests;   /* markers with a valid id handed to the gate */
+  unsigned long long bad;        /* of which malformed or unreadable */
+  unsigned long long replays;    /* markers for an id already answered */
+  unsigned long long bad_ids;    /* markers whose name is not a valid id */
+  unsigned long long junk;       /* other files removed */
+  unsigned long long answered;   /* responses written */
+  unsigned long long no_space;   /* responses that hit a full bridge area */
+};
+
+/* Start the watcher and the workers.  The bridge area must already hold
+ * calls/req and calls/resp.  0 or -1 with *err. */
+int bridge_service_start(const struct bridge_service_options *opts,
+                        struct bridge_service **out, tg_error **err);
+
+/* Block until the watcher ends (a stop fd became readable, or
+ * bridge_service_stop was called from another thread). */
+void bridge_service_wait(struct bridge_service *s);
+
+/* Stop: no new requests are taken, the gate is told the container stopped,
+ * queued calls are still answered (by the gate: container_stopped), the
+ * threads are joined and s is freed.  The gate stays open. */
+void bridge_service_stop(struct bridge_service *s);
+
+void bridge_service_get_stats(struct bridge_service *s,
+                             struct bridge_service_stats *out);
+
+#endif

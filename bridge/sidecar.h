@@ -1,0 +1,25 @@
+/* The detached per-container bridge sidecar (in the manner of conmon). */
+#ifndef TOLLGATE_BRIDGE_SIDECAR_H
+#define TOLLGATE_BRIDGE_SIDECAR_H
+
+#include <sys/types.h>
+
+#include "bridge/bridge.h"
+
+#define BRIDGE_SIDECAR_LOCK "sidecar.lock" /* in the state dir */
+
+/* Fill a gate config for setup; strings point into setup or into
+ * *control_socket, which the caller frees. */
+void bridge_gate_config(const struct bridge_setup *setup,
+                        struct gate_config *cfg, char **control_socket);
+
+/* The pid of the sidecar serving state_dir, from the POSIX lock it holds on
+ * <state_dir>/sidecar.lock (so a recycled pid is never signalled), or 0
+ * when none is running. */
+pid_t bridge_sidecar_pid(const char *state_dir);
+
+/* Stop the sidecar of state_dir: SIGTERM, wait up to 5 s on its pidfd,
+ * then SIGKILL.  None running is fine.  0 or -1 with *err. */
+int bridge_sidecar_stop(const char *state_dir, tg_error **err);
+
+#endif

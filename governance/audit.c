@@ -1,0 +1,327 @@
+/* Audit log writer: hash chain, write-ahead intent records, group commit,
+ * fail-closed health.  See audit.h and docs/audit.md. */
+#include "governance/audit.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "shim/util.h"
+
+#define GROUP_COMMIT_MS 50
+
+struct audit {
+  pthread_mutex_t mu;
+  pthread_cond_t cond;
+  pthread_t flusher;
+  bool flusher_running, stop;
+  int fd;
+  char *path;
+  char *container_id;
+  unsigned char *key;
+  size_t keylen;
+  long long seq;
+  char prev[AUDIT_HASH_HEX + 1];
+  off_t size; /* bytes of whole records in the file */
+  bool dirty; /* written but not yet fdatasync'ed */
+  bool healthy;
+};
+
+static const char zero_hash[AUDIT_HASH_HEX + 1] =
+    "0000000000000000000000000000000000000000000000000000000000000000";
+
+char *audit_log_path(const char *dir, const char *container_id) {
+  return xasprintf("%s/%s.jsonl", dir, container_id);
+}
+
+void audit_chain_hash(const unsigned char *key, size_t keylen, const char *prev_hex,
+                      const char *body, size_t bodylen, char out[AUDIT_HASH_HEX + 1]) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int mdlen = 0;
+  /* The input is prev, a newline, then the record's exact bytes: editing
+   * any byte of the record or of the chain before it changes the hash. */
+  size_t n = AUDIT_HASH_HEX + 1 + bodylen;
+  cleanup_free unsigned char *buf = xmalloc(n);
+  memcpy(buf, prev_hex, AUDIT_HASH_HEX);
+  buf[AUDIT_HASH_HEX] = '\n';
+  memcpy(buf + AUDIT_HASH_HEX + 1, body, bodylen);
+  if (key != NULL) {
+    if (HMAC(EVP_sha256(), key, (int)keylen, buf, n, md, &mdlen) == NULL)
+      abort();
+  } else {
+    if (EVP_Digest(buf, n, md, &mdlen, EVP_sha256(), NULL) != 1)
+      abort();
+  }
+  for (unsigned i = 0; i < mdlen && i < 32; i++)
+    snprintf(out + 2 * i, 3, "%02x", md[i]);
+  out[AUDIT_HASH_HEX] = '\0';
+}
+
+int audit_read_key(const char *path, unsigned char **key, size_t *len, tg_error **err) {
+  char *buf = NULL;
+  if (read_file(path, 4096, &buf, len, err) < 0)
+    return tg_error_wrap(err, "read audit key %s", path);
+  if (*len < 16) {
+    free(buf);
+    return tg_error_set(err, 0, "audit key %s holds %zu bytes; use at least 16 random bytes (e.g. head -c 32 /dev/urandom > %s)",
+                        path, *len, path);
+  }
+  *key = (unsigned char *)buf;
+  return 0;
+}
+
+static void *flusher_main(void *arg) {
+  struct audit *a = arg;
+  pthread_mutex_lock(&a->mu);
+  while (!a->stop) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += GROUP_COMMIT_MS * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&a->cond, &a->mu, &ts);
+    if (a->dirty) {
+      a->dirty = false;
+      int fd = a->fd;
+      pthread_mutex_unlock(&a->mu);
+      int r = fdatasync(fd);
+      pthread_mutex_lock(&a->mu);
+      if (r < 0)
+        a->healthy = false;
+    }
+  }
+  pthread_mutex_unlock(&a->mu);
+  return NULL;
+}
+
+/* Continue an existing log: find the last record's seq and hash.  A log
+ * whose tail is not a whole record (a crash mid-write, or damage) is moved
+ * aside rather than extended, so the damage stays visible. */
+static int load_tail(struct audit *a, int rfd, bool *moved, tg_error **err) {
+  struct stat st;
+  *moved = false;
+  if (fstat(rfd, &st) < 0)
+    return tg_error_set(err, errno, "stat %s", a->path);
+  if (st.st_size == 0)
+    return 0;
+  size_t want = st.st_size < 65536 ? (size_t)st.st_size : 65536;
+  cleanup_free char *buf = xmalloc(want + 1);
+  ssize_t n = pread(rfd, buf, want, st.st_size - want);
+  if (n != (ssize_t)want)
+    return tg_error_set(err, n < 0 ? errno : EIO, "read the tail of %s", a->path);
+  buf[want] = '\0';
+  if (buf[want - 1] == '\n') {
+    buf[want - 1] = '\0';
+    char *line = strrchr(buf, '\n');
+    line = line ? line + 1 : buf;
+    cleanup_json json_t *rec = json_parse(line, strlen(line), NULL, NULL);
+    long long seq;
+    const char *hash = json_string_value(json_object_get(rec, "hash"));
+    if (rec && json_integer_value(json_object_get(rec, "seq"), &seq) && hash &&
+        strlen(hash) == AUDIT_HASH_HEX) {
+      a->seq = seq;
+      memcpy(a->prev, hash, AUDIT_HASH_HEX + 1);
+      a->size = st.st_size;
+      return 0;
+    }
+  }
+  char stamp[40];
+  rfc3339_now(stamp, sizeof stamp);
+  cleanup_free char *aside = xasprintf("%s.damaged-%s", a->path, stamp);
+  if (rename(a->path, aside) < 0)
+    return tg_error_set(err, errno, "move the damaged audit log %s aside", a->path);
+  *moved = true;
+  return 0;
+}
+
+int audit_open(const char *dir, const char *container_id, const char *key_path,
+               const char *policy_path, struct audit **out, tg_error **err) {
+  *out = NULL;
+  if (!container_id_is_valid(container_id))
+    return tg_error_set(err, 0, "audit: invalid container id \"%s\"", container_id);
+  if (mkdir_p(dir, 0700, err) < 0)
+    return tg_error_wrap(err, "create audit directory %s (set audit_dir in the host config)", dir);
+  struct audit *a = xcalloc(1, sizeof *a);
+  a->fd = -1;
+  a->path = audit_log_path(dir, container_id);
+  a->container_id = xstrdup(container_id);
+  memcpy(a->prev, zero_hash, sizeof zero_hash);
+  a->healthy = true;
+  pthread_mutex_init(&a->mu, NULL);
+  pthread_cond_init(&a->cond, NULL);
+  if (key_path && audit_read_key(key_path, &a->key, &a->keylen, err) < 0)
+    goto fail;
+  /* O_NOFOLLOW: a planted symlink never redirects the log elsewhere. */
+  a->fd = open(a->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (a->fd < 0) {
+    tg_error_set(err, errno, "open audit log %s", a->path);
+    goto fail;
+  }
+  if (fchmod(a->fd, 0600) < 0) {
+    tg_error_set(err, errno, "chmod 0600 %s", a->path);
+    goto fail;
+  }
+  {
+    /* O_APPEND needs read access for the tail; open a reader separately. */
+    int rfd = open(a->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (rfd < 0) {
+      tg_error_set(err, errno, "open audit log %s", a->path);
+      goto fail;
+    }
+    bool moved = false;
+    int r = load_tail(a, rfd, &moved, err);
+    close(rfd);
+    if (r < 0)
+      goto fail;
+    if (moved) { /* start a fresh log where the damaged one was */
+      close(a->fd);
+      a->fd = open(a->path, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+      if (a->fd < 0) {
+        tg_error_set(err, errno, "create %s", a->path);
+        goto fail;
+      }
+    }
+  }
+  json_t *extra = json_new_object();
+  json_object_set(extra, "alg", json_new_string(a->key ? "hmac-sha256" : "sha256"));
+  json_object_set(extra, "policy", policy_path ? json_new_string(policy_path) : json_new_null());
+  json_object_set(extra, "pid", json_new_integer(getpid()));
+  struct audit_record open_rec = {.event = "open", .duration_ms = -1, .extra = extra};
+  int r = audit_append(a, &open_rec, true, err);
+  json_free(extra);
+  if (r < 0)
+    goto fail;
+  if (pthread_create(&a->flusher, NULL, flusher_main, a) != 0) {
+    tg_error_set(err, errno, "start the audit flusher thread");
+    goto fail;
+  }
+  a->flusher_running = true;
+  *out = a;
+  return 0;
+fail:
+  if (a->fd >= 0)
+    close(a->fd);
+  free(a->key);
+  free(a->path);
+  free(a->container_id);
+  free(a);
+  return -1;
+}
+
+static void set_str(json_t *o, const char *k, const char *v) {
+  json_object_set(o, k, v ? json_new_string(v) : json_new_null());
+}
+
+int audit_append(struct audit *a, const struct audit_record *r, bool sync, tg_error **err) {
+  char now[40];
+  rfc3339_now(now, sizeof now);
+  pthread_mutex_lock(&a->mu);
+  json_t *o = json_new_object();
+  json_object_set(o, "seq", json_new_integer(a->seq + 1));
+  json_object_set(o, "time", json_new_string(now));
+  set_str(o, "container", a->container_id);
+  set_str(o, "event", r->event);
+  set_str(o, "call", r->call_id);
+  set_str(o, "tool", r->tool);
+  json_object_set(o, "args", r->args ? json_copy(r->args) : json_new_null());
+  set_str(o, "decision", r->decision);
+  set_str(o, "reason", r->reason);
+  set_str(o, "approver", r->approver);
+  json_object_set(o, "duration_ms",
+                  r->duration_ms >= 0 ? json_new_integer(r->duration_ms) : json_new_null());
+  set_str(o, "outcome", r->outcome);
+  set_str(o, "message", r->message);
+  if (r->extra)
+    for (size_t i = 0; i < r->extra->u.object.len; i++)
+      json_object_set(o, r->extra->u.object.keys[i], json_copy(r->extra->u.object.values[i]));
+  set_str(o, "prev", a->prev);
+  size_t blen = 0;
+  char *body = json_dump(o, false, &blen);
+  json_free(o);
+  char hash[AUDIT_HASH_HEX + 1];
+  audit_chain_hash(a->key, a->keylen, a->prev, body, blen, hash);
+  /* line = body without its closing brace + ,"hash":"..."} + newline */
+  cleanup_free char *line = xasprintf("%.*s,\"hash\":\"%s\"}\n", (int)(blen - 1), body, hash);
+  free(body);
+  size_t llen = strlen(line);
+  ssize_t n = write(a->fd, line, llen);
+  if (n != (ssize_t)llen) {
+    int e = n < 0 ? errno : ENOSPC;
+    /* Never leave half a record: cut the file back to the last whole one. */
+    if (n > 0 && ftruncate(a->fd, a->size) < 0)
+      e = errno;
+    a->healthy = false;
+    pthread_mutex_unlock(&a->mu);
+    return tg_error_set(err, e, "write audit log %s", a->path);
+  }
+  a->size += llen;
+  a->seq++;
+  memcpy(a->prev, hash, sizeof hash);
+  if (!sync) {
+    a->dirty = true;
+    a->healthy = true;
+    pthread_mutex_unlock(&a->mu);
+    return 0;
+  }
+  int fd = a->fd;
+  a->dirty = false;
+  pthread_mutex_unlock(&a->mu);
+  /* Outside the lock: other records keep being written while this one (and
+   * every one before it) reaches the disk. */
+  if (fdatasync(fd) < 0) {
+    int e = errno;
+    pthread_mutex_lock(&a->mu);
+    a->healthy = false;
+    pthread_mutex_unlock(&a->mu);
+    return tg_error_set(err, e, "fdatasync audit log %s", a->path);
+  }
+  pthread_mutex_lock(&a->mu);
+  a->healthy = true;
+  pthread_mutex_unlock(&a->mu);
+  return 0;
+}
+
+bool audit_healthy(struct audit *a) {
+  pthread_mutex_lock(&a->mu);
+  bool h = a->healthy;
+  pthread_mutex_unlock(&a->mu);
+  return h;
+}
+
+const char *audit_path(const struct audit *a) { return a->path; }
+
+void audit_close(struct audit *a) {
+  if (a == NULL)
+    return;
+  struct audit_record closed = {.event = "closed", .duration_ms = -1};
+  cleanup_error tg_error *err = NULL;
+  audit_append(a, &closed, true, &err);
+  if (a->flusher_running) {
+    pthread_mutex_lock(&a->mu);
+    a->stop = true;
+    pthread_cond_signal(&a->cond);
+    pthread_mutex_unlock(&a->mu);
+    pthread_join(a->flusher, NULL);
+  }
+  fdatasync(a->fd);
+  close(a->fd);
+  pthread_mutex_destroy(&a->mu);
+  pthread_cond_destroy(&a->cond);
+  if (a->key) {
+    memset(a->key, 0, a->keylen);
+    free(a->key);
+  }
+  free(a->path);
+  free(a->container_id);
+  free(a);
+}

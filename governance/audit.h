@@ -1,0 +1,70 @@
+/* The tamper-evident audit log of one container: JSONL at 0600 in
+ * <audit_dir>/<container id>.jsonl (format in docs/audit.md).
+ *
+ * Each line is one record with seq, time, container, event, call, tool,
+ * args, decision, reason, approver, duration_ms, outcome, message, prev and
+ * hash, where hash = SHA-256(prev || record-without-hash), or HMAC-SHA-256
+ * with the key file when one is configured.  Records are written with one
+ * write() each (O_APPEND) and group-committed by a flusher thread; a
+ * synchronous record (an irreversible call's intent) is fdatasync'ed before
+ * audit_append returns.  Thread-safe.
+ */
+#ifndef TOLLGATE_AUDIT_H
+#define TOLLGATE_AUDIT_H
+
+#include <stdbool.h>
+
+#include "shim/error.h"
+#include "shim/json.h"
+
+#define AUDIT_HASH_HEX 64
+
+struct audit;
+
+struct audit_record {
+  const char *event;    /* "open", "call", "intent", "outcome", "unanswerable",
+                           "closed" */
+  const char *call_id;  /* NULL for run-level events */
+  const char *tool;
+  const json_t *args;
+  const char *decision; /* "allow", "deny", "approve" */
+  const char *reason;
+  const char *approver; /* "uid:0", "hook:NAME", "timeout", "policy" */
+  long long duration_ms; /* < 0: none */
+  const char *outcome;  /* "ok" or an error code */
+  const char *message;  /* error message for a failed outcome */
+  const json_t *extra;  /* event-specific object (open: alg, policy) */
+};
+
+/* Open or continue <dir>/<container_id>.jsonl and append an "open" record.
+ * key_path: HMAC key file (at least 16 bytes), or NULL. */
+int audit_open(const char *dir, const char *container_id, const char *key_path,
+               const char *policy_path, struct audit **out, tg_error **err);
+
+/* Append one record; sync forces it to disk before returning.  On failure
+ * (disk full, I/O error) nothing partial is left in the file, the log is
+ * marked unhealthy and -1 is returned; a later successful append marks it
+ * healthy again. */
+int audit_append(struct audit *a, const struct audit_record *r, bool sync, tg_error **err);
+
+/* false after a failed append, until an append succeeds again. */
+bool audit_healthy(struct audit *a);
+
+/* The log's path (borrowed). */
+const char *audit_path(const struct audit *a);
+
+/* Append the "closed" record, sync and free.  NULL is fine. */
+void audit_close(struct audit *a);
+
+/* Compute the chain hash of body (the record without its hash field, as
+ * bytes) after prev_hex, into out (65 bytes).  key may be NULL. */
+void audit_chain_hash(const unsigned char *key, size_t keylen, const char *prev_hex,
+                      const char *body, size_t bodylen, char out[AUDIT_HASH_HEX + 1]);
+
+/* Read an HMAC key file (16..4096 bytes).  Owned buffer. */
+int audit_read_key(const char *path, unsigned char **key, size_t *len, tg_error **err);
+
+/* <dir>/<id>.jsonl (owned). */
+char *audit_log_path(const char *dir, const char *container_id);
+
+#endif

@@ -1,0 +1,233 @@
+/* Budget counters; see budget.h.  The repeat limit keys calls by a SHA-256
+ * of the tool name and the canonical arguments, so memory per distinct
+ * call is constant whatever the arguments' size. */
+#include "governance/budget.h"
+
+#include <openssl/evp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shim/util.h"
+
+struct repeat_slot {
+  unsigned char digest[32];
+  long long count;
+  bool used;
+};
+
+struct budget {
+  const struct policy *p;
+  long long max_calls; /* the cap */
+  long long attempts;
+  double cost;
+  long long irreversible;
+  long long *per_tool;
+  struct repeat_slot *repeats;
+  size_t nrepeats, repeats_size;
+};
+
+struct budget *budget_new(const struct policy *p) {
+  struct budget *b = xcalloc(1, sizeof *b);
+  b->p = p;
+  b->max_calls = p ? p->budgets.max_tool_calls : 50;
+  b->per_tool = xcalloc(p ? p->ntools + 1 : 1, sizeof *b->per_tool);
+  return b;
+}
+
+void budget_free(struct budget *b) {
+  if (b == NULL)
+    return;
+  free(b->per_tool);
+  free(b->repeats);
+  free(b);
+}
+
+bool budget_count_attempt(struct budget *b, const char **why) {
+  b->attempts++;
+  if (b->attempts > b->max_calls) {
+    *why = "max_tool_calls reached: this run may make no more tool calls";
+    return false;
+  }
+  return true;
+}
+
+/* Sort an object's keys in place, recursively (on a private copy). */
+static int key_cmp(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void sort_keys(json_t *v) {
+  if (v->type == JSON_ARRAY) {
+    for (size_t i = 0; i < v->u.array.len; i++)
+      sort_keys(v->u.array.items[i]);
+    return;
+  }
+  if (v->type != JSON_OBJECT)
+    return;
+  size_t n = v->u.object.len;
+  /* Sort an index by key, then permute keys and values together. */
+  char **keys = xmalloc(n * sizeof *keys);
+  memcpy(keys, v->u.object.keys, n * sizeof *keys);
+  qsort(keys, n, sizeof *keys, key_cmp);
+  json_t **values = xmalloc(n * sizeof *values);
+  for (size_t i = 0; i < n; i++) {
+    for (size_t j = 0; j < n; j++)
+      if (v->u.object.keys[j] == keys[i]) {
+        values[i] = v->u.object.values[j];
+        break;
+      }
+    sort_keys(values[i]);
+  }
+  memcpy(v->u.object.keys, keys, n * sizeof *keys);
+  memcpy(v->u.object.values, values, n * sizeof *values);
+  free(keys);
+  free(values);
+}
+
+char *json_canonical(const json_t *v, size_t *len) {
+  json_t *copy = json_copy(v);
+  sort_keys(copy);
+  char *s = json_dump(copy, false, len);
+  json_free(copy);
+  return s;
+}
+
+static void digest_call(const struct tool *t, const json_t *args, unsigned char out[32]) {
+  size_t len = 0;
+  cleanup_free char *canon = args ? json_canonical(args, &len) : xstrdup("{}");
+  if (args == NULL)
+    len = 2;
+  EVP_MD_CTX *md = EVP_MD_CTX_new();
+  unsigned int outlen = 32;
+  if (md == NULL || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1 ||
+      EVP_DigestUpdate(md, t->name, strlen(t->name) + 1) != 1 ||
+      EVP_DigestUpdate(md, canon, len) != 1 || EVP_DigestFinal_ex(md, out, &outlen) != 1)
+    abort(); /* libcrypto failing on SHA-256 means memory exhaustion */
+  EVP_MD_CTX_free(md);
+}
+
+static struct repeat_slot *repeat_slot(struct budget *b, const unsigned char d[32]) {
+  if (b->nrepeats * 2 >= b->repeats_size) {
+    size_t nsize = b->repeats_size ? b->repeats_size * 2 : 64;
+    struct repeat_slot *n = xcalloc(nsize, sizeof *n);
+    for (size_t i = 0; i < b->repeats_size; i++) {
+      if (!b->repeats[i].used)
+        continue;
+      size_t j;
+      memcpy(&j, b->repeats[i].digest, sizeof j);
+      for (j &= nsize - 1; n[j].used; j = (j + 1) & (nsize - 1))
+        ;
+      n[j] = b->repeats[i];
+    }
+    free(b->repeats);
+    b->repeats = n;
+    b->repeats_size = nsize;
+  }
+  size_t j;
+  memcpy(&j, d, sizeof j);
+  for (j &= b->repeats_size - 1;; j = (j + 1) & (b->repeats_size - 1)) {
+    struct repeat_slot *s = &b->repeats[j];
+    if (!s->used) {
+      s->used = true;
+      memcpy(s->digest, d, 32);
+      b->nrepeats++;
+      return s;
+    }
+    if (memcmp(s->digest, d, 32) == 0)
+      return s;
+  }
+}
+
+bool budget_count_repeat(struct budget *b, const struct tool *t, const json_t *args,
+                         char **why) {
+  *why = NULL;
+  if (b->p == NULL || b->p->budgets.repeat_limit < 0)
+    return true;
+  unsigned char d[32];
+  digest_call(t, args, d);
+  struct repeat_slot *s = repeat_slot(b, d);
+  s->count++;
+  if (s->count > b->p->budgets.repeat_limit) {
+    *why = xasprintf("repeat_limit reached: %s was already called %lld times with these same arguments",
+                     t->name, b->p->budgets.repeat_limit);
+    return false;
+  }
+  return true;
+}
+
+bool budget_fits(const struct budget *b, const struct tool *t, char **why) {
+  *why = NULL;
+  if (b->p == NULL)
+    return true;
+  const struct budgets *l = &b->p->budgets;
+  if (l->max_cost >= 0 && b->cost + t->cost > l->max_cost + 1e-9) {
+    *why = xasprintf("max_cost reached: %s costs %g and %g of %g is spent", t->name, t->cost,
+                     b->cost, l->max_cost);
+    return false;
+  }
+  if (t->irreversible && l->max_irreversible >= 0 && b->irreversible + 1 > l->max_irreversible) {
+    *why = xasprintf("max_irreversible reached: %lld irreversible calls already made",
+                     b->irreversible);
+    return false;
+  }
+  if (t->max_calls >= 0 && b->per_tool[t->index] + 1 > t->max_calls) {
+    *why = xasprintf("max_calls reached for %s: %lld calls already made", t->name,
+                     b->per_tool[t->index]);
+    return false;
+  }
+  return true;
+}
+
+bool budget_reserve(struct budget *b, const struct tool *t, char **why) {
+  if (!budget_fits(b, t, why))
+    return false;
+  b->cost += t->cost;
+  if (t->irreversible)
+    b->irreversible++;
+  b->per_tool[t->index]++;
+  return true;
+}
+
+void budget_release(struct budget *b, const struct tool *t) {
+  b->cost -= t->cost;
+  if (b->cost < 0)
+    b->cost = 0;
+  if (t->irreversible && b->irreversible > 0)
+    b->irreversible--;
+  if (b->per_tool[t->index] > 0)
+    b->per_tool[t->index]--;
+}
+
+static json_t *used_max(double used, double max, bool has_max) {
+  json_t *o = json_new_object();
+  json_object_set(o, "used", json_new_number(used));
+  json_object_set(o, "max", has_max ? json_new_number(max) : json_new_null());
+  if (has_max)
+    json_object_set(o, "remaining", json_new_number(max - used > 0 ? max - used : 0));
+  return o;
+}
+
+json_t *budget_to_json(const struct budget *b) {
+  json_t *o = json_new_object();
+  json_object_set(o, "calls", used_max((double)b->attempts, (double)b->max_calls, true));
+  if (b->p) {
+    const struct budgets *l = &b->p->budgets;
+    json_object_set(o, "cost", used_max(b->cost, l->max_cost, l->max_cost >= 0));
+    json_object_set(o, "irreversible",
+                    used_max((double)b->irreversible, (double)l->max_irreversible,
+                             l->max_irreversible >= 0));
+    json_t *tools = json_new_object();
+    for (size_t i = 0; i < b->p->ntools; i++) {
+      const struct tool *t = b->p->tools[i];
+      if (t->max_calls >= 0 || b->per_tool[i] > 0)
+        json_object_set(tools, t->name,
+                        used_max((double)b->per_tool[i], (double)t->max_calls, t->max_calls >= 0));
+    }
+    json_object_set(o, "tools", tools);
+    json_object_set(o, "repeat_limit",
+                    l->repeat_limit >= 0 ? json_new_integer(l->repeat_limit) : json_new_null());
+  }
+  return o;
+}

@@ -1,0 +1,523 @@
+/* Policy parsing and checking.  Every problem is collected with its line,
+ * column and field path, so one `tollgate policy check` run shows them all. */
+#include "governance/policy.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "shim/util.h"
+
+#define POLICY_MAX_BYTES (4u << 20)
+#define DEFAULT_TOOL_TIMEOUT_MS 30000
+#define MAX_TIMEOUT_S 3600.0
+
+bool tool_name_is_valid(const char *name) {
+  size_t n = strlen(name);
+  if (n == 0 || n > 64)
+    return false;
+  if (!((name[0] >= 'A' && name[0] <= 'Z') || (name[0] >= 'a' && name[0] <= 'z') ||
+        name[0] == '_'))
+    return false;
+  for (size_t i = 1; i < n; i++) {
+    char c = name[i];
+    if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+          c == '_' || c == '.' || c == '-'))
+      return false;
+  }
+  return true;
+}
+
+static uint64_t hash_name(const char *s) {
+  uint64_t h = 1469598103934665603ull; /* FNV-1a */
+  for (; *s; s++) {
+    h ^= (unsigned char)*s;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+const struct tool *policy_find(const struct policy *p, const char *name) {
+  if (p == NULL || p->table_size == 0)
+    return NULL;
+  size_t mask = p->table_size - 1;
+  for (size_t i = hash_name(name) & mask;; i = (i + 1) & mask) {
+    const struct tool *t = p->table[i];
+    if (t == NULL)
+      return NULL;
+    if (strcmp(t->name, name) == 0)
+      return t;
+  }
+}
+
+static void build_table(struct policy *p) {
+  size_t size = 16;
+  while (size < p->ntools * 2)
+    size *= 2;
+  p->table = xcalloc(size, sizeof *p->table);
+  p->table_size = size;
+  for (size_t i = 0; i < p->ntools; i++) {
+    size_t j = hash_name(p->tools[i]->name) & (size - 1);
+    while (p->table[j] != NULL)
+      j = (j + 1) & (size - 1);
+    p->table[j] = p->tools[i];
+  }
+}
+
+static void free_argv(char **argv) {
+  if (argv == NULL)
+    return;
+  for (char **a = argv; *a; a++)
+    free(*a);
+  free(argv);
+}
+
+static void tool_free(struct tool *t) {
+  if (t == NULL)
+    return;
+  free(t->name);
+  free(t->description);
+  json_free(t->args_source);
+  schema_free(t->args);
+  rules_free(t->rules, t->nrules);
+  free(t->backend.name);
+  free_argv(t->backend.argv);
+  free(t->backend.path);
+  free(t->backend.server);
+  free(t->backend.remote);
+  free(t);
+}
+
+void policy_free(struct policy *p) {
+  if (p == NULL)
+    return;
+  for (size_t i = 0; i < p->ntools; i++)
+    tool_free(p->tools[i]);
+  free(p->tools);
+  free(p->table);
+  free_argv(p->approval_hook);
+  for (size_t i = 0; i < p->nmcp; i++) {
+    free(p->mcp[i].name);
+    free_argv(p->mcp[i].argv);
+  }
+  free(p->mcp);
+  free(p->path);
+  free(p->dir);
+  free(p);
+}
+
+struct ctx {
+  struct policy *p;
+  struct policy_errors errs;
+};
+
+/* Check obj's keys against the allowed list; unknown keys are errors so a
+ * typo ("rule" for "rules") never silently weakens a policy. */
+static void check_keys(struct ctx *c, const json_t *obj, const char *path,
+                       const char *const *allowed) {
+  for (size_t i = 0; i < obj->u.object.len; i++) {
+    const char *k = obj->u.object.keys[i];
+    bool ok = false;
+    for (const char *const *a = allowed; *a && !ok; a++)
+      ok = strcmp(*a, k) == 0;
+    if (!ok) {
+      char list[512] = "";
+      for (const char *const *a = allowed; *a; a++) {
+        if (list[0])
+          strncat(list, ", ", sizeof list - strlen(list) - 1);
+        strncat(list, *a, sizeof list - strlen(list) - 1);
+      }
+      cleanup_free char *kp = *path ? xasprintf("%s.%s", path, k) : xstrdup(k);
+      policy_error_add(&c->errs, obj->u.object.values[i], kp,
+                       "unknown key \"%s\"; allowed here: %s", k, list);
+    }
+  }
+}
+
+static bool get_seconds(struct ctx *c, const json_t *v, const char *path, int *ms) {
+  if (!json_is(v, JSON_NUMBER) || !(v->u.number.value > 0) ||
+      v->u.number.value > MAX_TIMEOUT_S) {
+    policy_error_add(&c->errs, v, path, "must be a number of seconds greater than 0 and at most %g",
+                     MAX_TIMEOUT_S);
+    return false;
+  }
+  *ms = (int)ceil(v->u.number.value * 1000.0);
+  return true;
+}
+
+static bool get_count(struct ctx *c, const json_t *v, const char *path, long long *out) {
+  long long n;
+  if (!json_integer_value(v, &n) || n < 0) {
+    policy_error_add(&c->errs, v, path, "must be a whole number, 0 or more");
+    return false;
+  }
+  *out = n;
+  return true;
+}
+
+/* A relative program path resolves against the policy's directory. */
+static char *resolve_program(struct ctx *c, const char *prog) {
+  if (prog[0] == '/')
+    return xstrdup(prog);
+  return xasprintf("%s/%s", c->p->dir, prog);
+}
+
+/* Parse an argv array (or, when allow_string, a single program string). */
+static char **parse_argv(struct ctx *c, const json_t *v, const char *path,
+                         bool allow_string) {
+  if (allow_string && json_is(v, JSON_STRING) && json_string_value(v)[0]) {
+    char **argv = xcalloc(2, sizeof *argv);
+    argv[0] = resolve_program(c, json_string_value(v));
+    if (access(argv[0], X_OK) != 0)
+      policy_error_add(&c->errs, v, path, "%s is not an executable file (%s); fix the path (relative paths start at the policy's directory)",
+                       argv[0], strerror(errno));
+    return argv;
+  }
+  if (!json_is(v, JSON_ARRAY) || json_array_len(v) == 0) {
+    policy_error_add(&c->errs, v, path, "must be a non-empty array of strings: the program and its arguments");
+    return NULL;
+  }
+  size_t n = json_array_len(v);
+  char **argv = xcalloc(n + 1, sizeof *argv);
+  for (size_t i = 0; i < n; i++) {
+    const json_t *a = json_array_get(v, i);
+    if (!json_is(a, JSON_STRING) || strlen(json_string_value(a)) != a->u.string.len ||
+        (i == 0 && a->u.string.len == 0)) {
+      cleanup_free char *ip = xasprintf("%s[%zu]", path, i);
+      policy_error_add(&c->errs, a, ip, "must be a string without NUL bytes%s",
+                       i == 0 ? " naming the program" : "");
+      argv[i] = xstrdup("");
+      continue;
+    }
+    argv[i] = i == 0 ? resolve_program(c, json_string_value(a)) : xstrdup(json_string_value(a));
+  }
+  if (argv[0][0] && access(argv[0], X_OK) != 0) {
+    cleanup_free char *ip = xasprintf("%s[0]", path);
+    policy_error_add(&c->errs, json_array_get(v, 0), ip,
+                     "%s is not an executable file (%s); fix the path (relative paths start at the policy's directory)",
+                     argv[0], strerror(errno));
+  }
+  return argv;
+}
+
+static void parse_backend(struct ctx *c, struct tool *t, const json_t *v, const char *path) {
+  if (!json_is(v, JSON_OBJECT)) {
+    policy_error_add(&c->errs, v, path,
+                     "must be an object such as {\"type\": \"builtin\", \"name\": \"echo\"} or {\"type\": \"exec\", \"argv\": [...]}");
+    return;
+  }
+  const json_t *type = json_object_get(v, "type");
+  const char *ts = json_string_value(type);
+  cleanup_free char *tp = xasprintf("%s.type", path);
+  if (type == NULL) {
+    policy_error_add(&c->errs, v, tp, "missing: one of builtin, exec, socket, mcp");
+    return;
+  }
+  if (ts && strcmp(ts, "builtin") == 0) {
+    static const char *const keys[] = {"type", "name", NULL};
+    check_keys(c, v, path, keys);
+    t->backend.type = BACKEND_BUILTIN;
+    const json_t *name = json_object_get(v, "name");
+    cleanup_free char *np = xasprintf("%s.name", path);
+    const char *ns = json_string_value(name);
+    if (name == NULL)
+      policy_error_add(&c->errs, v, np, "missing: the builtin's name (\"echo\")");
+    else if (ns == NULL || strcmp(ns, "echo") != 0)
+      policy_error_add(&c->errs, name, np, "unknown builtin%s%s%s; the builtins are: echo",
+                       ns ? " \"" : "", ns ? ns : "", ns ? "\"" : "");
+    else
+      t->backend.name = xstrdup(ns);
+  } else if (ts && strcmp(ts, "exec") == 0) {
+    static const char *const keys[] = {"type", "argv", NULL};
+    check_keys(c, v, path, keys);
+    t->backend.type = BACKEND_EXEC;
+    const json_t *argv = json_object_get(v, "argv");
+    cleanup_free char *ap = xasprintf("%s.argv", path);
+    if (argv == NULL)
+      policy_error_add(&c->errs, v, ap, "missing: the program and its arguments, e.g. [\"tools/refund.py\"]");
+    else
+      t->backend.argv = parse_argv(c, argv, ap, false);
+  } else if (ts && strcmp(ts, "socket") == 0) {
+    static const char *const keys[] = {"type", "path", NULL};
+    check_keys(c, v, path, keys);
+    t->backend.type = BACKEND_SOCKET;
+    const json_t *sp = json_object_get(v, "path");
+    cleanup_free char *pp = xasprintf("%s.path", path);
+    const char *s = json_string_value(sp);
+    if (sp == NULL)
+      policy_error_add(&c->errs, v, pp, "missing: the absolute path of the host Unix socket");
+    else if (s == NULL || s[0] != '/' || strlen(s) >= 108)
+      policy_error_add(&c->errs, sp, pp, "must be an absolute socket path shorter than 108 bytes");
+    else
+      t->backend.path = xstrdup(s);
+  } else if (ts && strcmp(ts, "mcp") == 0) {
+    static const char *const keys[] = {"type", "server", "tool", NULL};
+    check_keys(c, v, path, keys);
+    t->backend.type = BACKEND_MCP;
+    const json_t *srv = json_object_get(v, "server");
+    cleanup_free char *sp = xasprintf("%s.server", path);
+    if (srv == NULL || !json_is(srv, JSON_STRING))
+      policy_error_add(&c->errs, srv ? srv : v, sp, "%s: name an entry of the top-level \"mcp_servers\"",
+                       srv ? "must be a string" : "missing");
+    else
+      t->backend.server = xstrdup(json_string_value(srv));
+    const json_t *rt = json_object_get(v, "tool");
+    if (rt != NULL && !json_is(rt, JSON_STRING)) {
+      cleanup_free char *rp = xasprintf("%s.tool", path);
+      policy_error_add(&c->errs, rt, rp, "must be the server's name for the tool (a string)");
+    }
+    t->backend.remote = xstrdup(rt && json_is(rt, JSON_STRING) ? json_string_value(rt) : t->name);
+  } else {
+    policy_error_add(&c->errs, type, tp, "%s%s%s is not a backend type; use builtin, exec, socket or mcp",
+                     ts ? "\"" : "", ts ? ts : "a non-string", ts ? "\"" : "");
+  }
+}
+
+static struct tool *parse_tool(struct ctx *c, const char *name, const json_t *v) {
+  cleanup_free char *path = xasprintf("tools.%s", name);
+  if (!tool_name_is_valid(name))
+    policy_error_add(&c->errs, v, path,
+                     "invalid tool name \"%s\": use letters, digits, _ . - (at most 64, starting with a letter or _)",
+                     name);
+  if (!json_is(v, JSON_OBJECT)) {
+    policy_error_add(&c->errs, v, path, "a tool must be an object with backend and rules");
+    return NULL;
+  }
+  static const char *const keys[] = {"backend", "description", "args", "timeout", "cost",
+                                     "irreversible", "max_calls", "rules", NULL};
+  check_keys(c, v, path, keys);
+  struct tool *t = xcalloc(1, sizeof *t);
+  t->name = xstrdup(name);
+  t->timeout_ms = DEFAULT_TOOL_TIMEOUT_MS;
+  t->max_calls = -1;
+  const json_t *f;
+  cleanup_free char *bp = xasprintf("%s.backend", path);
+  if ((f = json_object_get(v, "backend")) != NULL)
+    parse_backend(c, t, f, bp);
+  else
+    policy_error_add(&c->errs, v, bp, "missing: how the tool runs, e.g. {\"type\": \"exec\", \"argv\": [\"tools/x.py\"]}");
+  if ((f = json_object_get(v, "description")) != NULL) {
+    cleanup_free char *p = xasprintf("%s.description", path);
+    if (!json_is(f, JSON_STRING))
+      policy_error_add(&c->errs, f, p, "must be a string");
+    else
+      t->description = xstrdup(json_string_value(f));
+  }
+  if ((f = json_object_get(v, "args")) != NULL) {
+    cleanup_free char *p = xasprintf("%s.args", path);
+    const json_t *type = json_object_get(f, "type");
+    if (json_is(f, JSON_OBJECT) && type != NULL &&
+        !(json_is(type, JSON_STRING) && strcmp(json_string_value(type), "object") == 0)) {
+      cleanup_free char *typ = xasprintf("%s.type", p);
+      policy_error_add(&c->errs, type, typ, "arguments are always an object: use \"object\"");
+    }
+    t->args = schema_compile(f, p, false, &c->errs);
+    t->args_source = json_copy(f);
+  }
+  if ((f = json_object_get(v, "timeout")) != NULL) {
+    cleanup_free char *p = xasprintf("%s.timeout", path);
+    get_seconds(c, f, p, &t->timeout_ms);
+  }
+  if ((f = json_object_get(v, "cost")) != NULL) {
+    cleanup_free char *p = xasprintf("%s.cost", path);
+    if (!json_is(f, JSON_NUMBER) || f->u.number.value < 0 || !isfinite(f->u.number.value))
+      policy_error_add(&c->errs, f, p, "must be a number, 0 or more");
+    else
+      t->cost = f->u.number.value;
+  }
+  if ((f = json_object_get(v, "irreversible")) != NULL) {
+    cleanup_free char *p = xasprintf("%s.irreversible", path);
+    if (!json_is(f, JSON_BOOL))
+      policy_error_add(&c->errs, f, p, "must be true or false");
+    else
+      t->irreversible = f->u.boolean;
+  }
+  if ((f = json_object_get(v, "max_calls")) != NULL) {
+    cleanup_free char *p = xasprintf("%s.max_calls", path);
+    get_count(c, f, p, &t->max_calls);
+  }
+  cleanup_free char *rp = xasprintf("%s.rules", path);
+  if ((f = json_object_get(v, "rules")) != NULL)
+    rules_parse(f, rp, &t->rules, &t->nrules, &c->errs);
+  else
+    policy_error_add(&c->errs, v, rp,
+                     "missing: without rules every call is denied; add e.g. [{\"effect\": \"allow\"}]");
+  if (t->description == NULL)
+    t->description = xstrdup("");
+  return t;
+}
+
+static void parse_budgets(struct ctx *c, const json_t *v) {
+  if (!json_is(v, JSON_OBJECT)) {
+    policy_error_add(&c->errs, v, "budgets", "must be an object, e.g. {\"max_tool_calls\": 50}");
+    return;
+  }
+  static const char *const keys[] = {"max_tool_calls", "max_cost", "max_irreversible",
+                                     "repeat_limit", NULL};
+  check_keys(c, v, "budgets", keys);
+  struct budgets *b = &c->p->budgets;
+  const json_t *f;
+  if ((f = json_object_get(v, "max_tool_calls")) != NULL)
+    get_count(c, f, "budgets.max_tool_calls", &b->max_tool_calls);
+  if ((f = json_object_get(v, "max_cost")) != NULL) {
+    if (!json_is(f, JSON_NUMBER) || f->u.number.value < 0 || !isfinite(f->u.number.value))
+      policy_error_add(&c->errs, f, "budgets.max_cost", "must be a number, 0 or more");
+    else
+      b->max_cost = f->u.number.value;
+  }
+  if ((f = json_object_get(v, "max_irreversible")) != NULL)
+    get_count(c, f, "budgets.max_irreversible", &b->max_irreversible);
+  if ((f = json_object_get(v, "repeat_limit")) != NULL) {
+    if (get_count(c, f, "budgets.repeat_limit", &b->repeat_limit) && b->repeat_limit == 0) {
+      policy_error_add(&c->errs, f, "budgets.repeat_limit",
+                       "0 would deny every call; use 1 or more (or leave it out)");
+    }
+  }
+}
+
+static void parse_approval(struct ctx *c, const json_t *v) {
+  if (!json_is(v, JSON_OBJECT)) {
+    policy_error_add(&c->errs, v, "approval", "must be an object, e.g. {\"timeout\": 60}");
+    return;
+  }
+  static const char *const keys[] = {"hook", "timeout", "max_pending", NULL};
+  check_keys(c, v, "approval", keys);
+  const json_t *f;
+  if ((f = json_object_get(v, "hook")) != NULL)
+    c->p->approval_hook = parse_argv(c, f, "approval.hook", true);
+  if ((f = json_object_get(v, "timeout")) != NULL)
+    get_seconds(c, f, "approval.timeout", &c->p->approval_timeout_ms);
+  if ((f = json_object_get(v, "max_pending")) != NULL) {
+    if (get_count(c, f, "approval.max_pending", &c->p->max_pending) && c->p->max_pending == 0)
+      policy_error_add(&c->errs, f, "approval.max_pending",
+                       "must be at least 1 (to refuse all approvals, use deny rules)");
+  }
+}
+
+static void parse_mcp(struct ctx *c, const json_t *v) {
+  if (!json_is(v, JSON_OBJECT)) {
+    policy_error_add(&c->errs, v, "mcp_servers", "must be an object mapping server names to {\"argv\": [...]}");
+    return;
+  }
+  c->p->mcp = xcalloc(v->u.object.len, sizeof *c->p->mcp);
+  for (size_t i = 0; i < v->u.object.len; i++) {
+    const char *name = v->u.object.keys[i];
+    const json_t *s = v->u.object.values[i];
+    cleanup_free char *path = xasprintf("mcp_servers.%s", name);
+    if (!json_is(s, JSON_OBJECT)) {
+      policy_error_add(&c->errs, s, path, "must be an object: {\"argv\": [...], \"timeout\": 10}");
+      continue;
+    }
+    static const char *const keys[] = {"argv", "timeout", NULL};
+    check_keys(c, s, path, keys);
+    struct mcp_server_config *m = &c->p->mcp[c->p->nmcp++];
+    m->name = xstrdup(name);
+    m->timeout_ms = 10000;
+    const json_t *f;
+    cleanup_free char *ap = xasprintf("%s.argv", path);
+    if ((f = json_object_get(s, "argv")) != NULL)
+      m->argv = parse_argv(c, f, ap, false);
+    else
+      policy_error_add(&c->errs, s, ap, "missing: the server's program and arguments");
+    cleanup_free char *tp = xasprintf("%s.timeout", path);
+    if ((f = json_object_get(s, "timeout")) != NULL)
+      get_seconds(c, f, tp, &m->timeout_ms);
+  }
+}
+
+int policy_parse(const char *path, const char *buf, size_t len, struct policy **out,
+                 tg_error **err) {
+  *out = NULL;
+  struct json_parse_options opts = {.max_depth = 64, .track_positions = true};
+  cleanup_error tg_error *perr = NULL;
+  cleanup_json json_t *root = json_parse(buf, len, &opts, &perr);
+  if (root == NULL) {
+    /* Same shape as every other problem: FILE:LINE:COL: where: what. */
+    unsigned line = 0, col = 0;
+    const char *at = strstr(perr->msg, "line ");
+    const char *what = at ? strstr(at, ": ") : NULL;
+    if (at && what && sscanf(at, "line %u, column %u", &line, &col) == 2)
+      return tg_error_set(err, 0, "%s:%u:%u: (JSON syntax): %s; fix the JSON syntax", path, line,
+                          col, what + 2);
+    return tg_error_set(err, 0, "%s: (JSON syntax): %s; fix the JSON syntax", path, perr->msg);
+  }
+  struct ctx c = {.p = xcalloc(1, sizeof *c.p), .errs = {.file = path}};
+  struct policy *p = c.p;
+  p->path = xstrdup(path);
+  const char *slash = strrchr(path, '/');
+  p->dir = slash == NULL ? xstrdup(".") : slash == path ? xstrdup("/") : xstrndup(path, slash - path);
+  p->budgets = (struct budgets){.max_tool_calls = 50, .max_cost = -1, .max_irreversible = -1,
+                                .repeat_limit = -1};
+  p->max_pending = 10;
+  if (!json_is(root, JSON_OBJECT)) {
+    policy_error_add(&c.errs, root, "", "a policy must be a JSON object with \"version\": 1 and \"tools\"");
+  } else {
+    static const char *const keys[] = {"version", "description", "tools", "budgets",
+                                       "approval", "mcp_servers", NULL};
+    check_keys(&c, root, "", keys);
+    const json_t *f = json_object_get(root, "version");
+    long long version;
+    if (f == NULL)
+      policy_error_add(&c.errs, root, "version", "missing: add \"version\": 1");
+    else if (!json_integer_value(f, &version) || version != 1)
+      policy_error_add(&c.errs, f, "version", "unsupported version; this tollgate reads \"version\": 1");
+    if ((f = json_object_get(root, "description")) != NULL && !json_is(f, JSON_STRING))
+      policy_error_add(&c.errs, f, "description", "must be a string");
+    if ((f = json_object_get(root, "mcp_servers")) != NULL)
+      parse_mcp(&c, f);
+    f = json_object_get(root, "tools");
+    if (f == NULL) {
+      policy_error_add(&c.errs, root, "tools", "missing: add \"tools\": {} (an empty policy denies everything)");
+    } else if (!json_is(f, JSON_OBJECT)) {
+      policy_error_add(&c.errs, f, "tools", "must be an object mapping tool names to tools");
+    } else {
+      p->tools = xcalloc(f->u.object.len, sizeof *p->tools);
+      for (size_t i = 0; i < f->u.object.len; i++) {
+        struct tool *t = parse_tool(&c, f->u.object.keys[i], f->u.object.values[i]);
+        if (t == NULL)
+          continue;
+        t->index = p->ntools;
+        p->tools[p->ntools++] = t;
+        if (t->backend.type == BACKEND_MCP && t->backend.server) {
+          bool known = false;
+          for (size_t j = 0; j < p->nmcp && !known; j++)
+            known = strcmp(p->mcp[j].name, t->backend.server) == 0;
+          if (!known) {
+            cleanup_free char *sp = xasprintf("tools.%s.backend.server", t->name);
+            policy_error_add(&c.errs, json_get_path(f->u.object.values[i], "backend.server"), sp,
+                             "no MCP server named \"%s\"; define it under \"mcp_servers\"",
+                             t->backend.server);
+          }
+        }
+      }
+    }
+    if ((f = json_object_get(root, "budgets")) != NULL)
+      parse_budgets(&c, f);
+    if ((f = json_object_get(root, "approval")) != NULL)
+      parse_approval(&c, f);
+  }
+  if (c.errs.len > 0) {
+    cleanup_free char *all = policy_errors_join(&c.errs);
+    size_t n = c.errs.len;
+    policy_errors_free(&c.errs);
+    policy_free(p);
+    return tg_error_set(err, 0, "%s\n%zu problem%s in %s; fix %s and run `tollgate policy check %s`",
+                        all, n, n == 1 ? "" : "s", path, n == 1 ? "it" : "them", path);
+  }
+  build_table(p);
+  *out = p;
+  return 0;
+}
+
+int policy_load(const char *path, struct policy **out, tg_error **err) {
+  cleanup_free char *buf = NULL;
+  size_t len = 0;
+  if (read_file(path, POLICY_MAX_BYTES, &buf, &len, err) < 0)
+    return tg_error_wrap(err, "read policy %s", path);
+  return policy_parse(path, buf, len, out, err);
+}

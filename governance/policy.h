@@ -1,0 +1,89 @@
+/* The policy file: tools (backend, description, args schema, timeout, cost,
+ * irreversible, max_calls, rules), budgets, approval and MCP servers.
+ * See docs/policy.md for the language. */
+#ifndef TOLLGATE_POLICY_H
+#define TOLLGATE_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "governance/policy_errors.h"
+#include "governance/rules.h"
+#include "governance/schema.h"
+#include "shim/error.h"
+#include "shim/json.h"
+
+enum backend_type { BACKEND_BUILTIN, BACKEND_EXEC, BACKEND_SOCKET, BACKEND_MCP };
+
+struct backend {
+  enum backend_type type;
+  char *name;   /* builtin: the builtin's name */
+  char **argv;  /* exec: NULL-terminated, argv[0] resolved to an absolute path */
+  char *path;   /* socket: the host Unix socket */
+  char *server; /* mcp: the name of an entry in "mcp_servers" */
+  char *remote; /* mcp: the server's name for the tool (default: the tool's) */
+};
+
+struct tool {
+  char *name;
+  char *description;    /* "" when absent */
+  json_t *args_source;  /* the schema as written (tools.json), or NULL */
+  struct schema *args;  /* compiled, or NULL: any object */
+  int timeout_ms;       /* default 30 s */
+  double cost;          /* default 0 */
+  bool irreversible;
+  long long max_calls;  /* -1: no per-tool limit */
+  struct rule *rules;
+  size_t nrules;
+  struct backend backend;
+  size_t index;         /* position in policy->tools */
+};
+
+struct budgets {
+  long long max_tool_calls;   /* default 50, every attempt counts */
+  double max_cost;            /* < 0: unlimited */
+  long long max_irreversible; /* -1: unlimited */
+  long long repeat_limit;     /* -1: unlimited */
+};
+
+struct mcp_server_config {
+  char *name;
+  char **argv; /* NULL-terminated, argv[0] resolved */
+  int timeout_ms; /* startup (initialize, tools/list) timeout */
+};
+
+struct policy {
+  char *path;
+  char *dir; /* the policy file's directory: relative paths resolve here */
+  struct tool **tools;
+  size_t ntools;
+  struct tool **table; /* open-addressing hash by name; size is a power of 2 */
+  size_t table_size;
+  struct budgets budgets;
+  char **approval_hook; /* NULL-terminated argv, or NULL */
+  int approval_timeout_ms; /* 0: not set in the policy */
+  long long max_pending;   /* default 10 */
+  struct mcp_server_config *mcp;
+  size_t nmcp;
+};
+
+/* Parse and check the policy at path.  On any problem returns -1 and *err
+ * holds every problem, one per line, as "FILE:LINE:COL: FIELD.PATH: what is
+ * wrong and how to fix it".  *out is owned by the caller (policy_free). */
+int policy_load(const char *path, struct policy **out, tg_error **err);
+
+/* Same, from a buffer (tests); path only names the file in messages and
+ * resolves relative paths. */
+int policy_parse(const char *path, const char *buf, size_t len,
+                 struct policy **out, tg_error **err);
+
+void policy_free(struct policy *p);
+
+/* Find a tool by name in O(1) (hash).  Borrowed, or NULL. */
+const struct tool *policy_find(const struct policy *p, const char *name);
+
+/* A tool name: [A-Za-z_][A-Za-z0-9_.-]{0,63}, so it is a valid Python
+ * identifier after replacing '.' and '-' and never a path. */
+bool tool_name_is_valid(const char *name);
+
+#endif

@@ -1,0 +1,50 @@
+/* Per-tool rules: an ordered list of (condition, effect, reason).  The first
+ * rule whose condition holds decides; no match means deny. */
+#ifndef TOLLGATE_RULES_H
+#define TOLLGATE_RULES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "governance/policy_errors.h"
+#include "shim/json.h"
+
+enum effect { EFFECT_DENY, EFFECT_ALLOW, EFFECT_APPROVE };
+
+enum cond_op {
+  OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE, OP_IN, OP_PREFIX, OP_EXISTS,
+  OP_ALL, OP_ANY
+};
+
+struct condition {
+  enum cond_op op;
+  char *arg;     /* dotted path into the call's args (leaf ops) */
+  json_t *value; /* owned copy of the operand (leaf ops) */
+  struct condition *children; /* for all and any */
+  size_t nchildren;
+};
+
+struct rule {
+  bool has_condition; /* false: always matches */
+  struct condition condition;
+  enum effect effect;
+  char *reason; /* owned; never NULL after parsing */
+};
+
+/* Parse the "rules" array of a tool (src) into *rules and *n.  Every problem
+ * goes to errs with path (e.g. "tools.refund.rules").  Returns the number of
+ * problems found (0 = ok).  The rules are owned by the caller (rules_free). */
+int rules_parse(const json_t *src, const char *path, struct rule **rules,
+                size_t *n, struct policy_errors *errs);
+void rules_free(struct rule *rules, size_t n);
+
+/* Evaluate: the first matching rule decides.  *reason is borrowed from the
+ * rule (or a static default string for no match).  Thread-safe. */
+enum effect rules_decide(const struct rule *rules, size_t n, const json_t *args,
+                         const char **reason);
+
+bool condition_holds(const struct condition *c, const json_t *args);
+
+const char *effect_name(enum effect e);
+
+#endif

@@ -1,0 +1,72 @@
+/* Tool backends: builtin, exec, socket and mcp, plus the sandboxed child
+ * process runner that exec tools, MCP servers and approval hooks share. */
+#ifndef TOLLGATE_TOOLS_H
+#define TOLLGATE_TOOLS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "governance/policy.h"
+#include "shim/error.h"
+#include "shim/json.h"
+
+/* What a backend produced.  code NULL means success and result holds the
+ * tool's result; otherwise code is GATE_TOOL_FAILED or GATE_TOOL_TIMEOUT
+ * and message says why (with the tail of stderr for exec tools).  Every
+ * field is owned; release with tool_result_clear. */
+struct tool_result {
+  const char *code;
+  char *message;
+  json_t *result;
+};
+void tool_result_clear(struct tool_result *r);
+
+/* --- the sandboxed runner (tool_exec.c) --------------------------------- */
+
+#define SANDBOX_UID 65534 /* nobody */
+#define SANDBOX_GID 65534
+#define TOOL_OUTPUT_MAX (1u << 20)
+#define STDERR_TAIL 2048
+
+struct sandbox_output {
+  char *out; /* stdout, NUL-terminated, owned */
+  size_t outlen;
+  char *err_tail; /* the last STDERR_TAIL bytes of stderr, owned */
+  int status;     /* waitpid status */
+  bool timed_out;
+  bool too_big;   /* stdout exceeded TOOL_OUTPUT_MAX */
+};
+
+/* Run argv (argv[0] an absolute path) as uid/gid 65534 with no capabilities,
+ * no_new_privs, a scrubbed environment (PATH, LANG, HOME=/ plus extra_env),
+ * rlimits, cwd /, and its own process group; feed input on stdin; collect
+ * stdout and the tail of stderr; kill the whole group after timeout_ms.
+ * Returns 0 when the child ran (whatever its exit status), -1 with *err
+ * when it could not be started. */
+int sandbox_run(char *const argv[], char *const extra_env[], const char *input,
+                size_t inlen, int timeout_ms, struct sandbox_output *out, tg_error **err);
+void sandbox_output_clear(struct sandbox_output *o);
+
+/* Start argv sandboxed as above but long-lived, with pipes for stdin and
+ * stdout (stderr goes to /dev/null).  The child is killed if this process
+ * dies (PR_SET_PDEATHSIG). */
+int sandbox_spawn(char *const argv[], pid_t *pid, int *to_child, int *from_child,
+                  tg_error **err);
+
+/* --- backends ------------------------------------------------------------ */
+
+/* builtin: "echo" returns its args. */
+void tool_builtin_run(const struct tool *t, const json_t *args, struct tool_result *r);
+
+/* exec: args JSON on stdin, result JSON on stdout. */
+void tool_exec_run(const struct tool *t, const json_t *args, const char *call_id,
+                   struct tool_result *r);
+
+/* socket: one JSON line each way over t->backend.path (docs/policy.md). */
+void tool_socket_run(const struct tool *t, const json_t *args, const char *call_id,
+                     struct tool_result *r);
+
+/* mcp: see mcp.h */
+
+#endif

@@ -1,0 +1,93 @@
+/* tollgate list [--format table|json] [-q]: tollgate's state directories,
+ * each with its live status from its own backend. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "shim/args.h"
+#include "shim/commands.h"
+#include "shim/container.h"
+#include "shim/util.h"
+
+static int cmp(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int cmd_list(struct cli *cli, int argc, char **argv, tg_error **err) {
+  const char *format = "table";
+  bool quiet = false;
+  struct opt opts[] = {{"format", 'f', OPT_STRING, &format},
+                       {"quiet", 'q', OPT_BOOL, &quiet},
+                       {0}};
+  int i = args_parse("list", argc, argv, 1, opts, err);
+  if (i < 0)
+    return -1;
+  if (i != argc)
+    return tg_error_set(err, 0, "list: takes no arguments");
+  bool json = strcmp(format, "json") == 0;
+  if (!json && strcmp(format, "table") != 0)
+    return tg_error_set(err, 0, "list: --format %s: give table or json",
+                        format);
+  char **ids = NULL;
+  size_t n = 0;
+  DIR *d = opendir(cli->root);
+  if (d == NULL && errno != ENOENT)
+    return tg_error_set(err, errno, "list: open %s", cli->root);
+  for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
+    if (!container_id_is_valid(e->d_name) || strcmp(e->d_name, "backend") == 0)
+      continue;
+    cleanup_free char *sp = xasprintf("%s/%s/state.json", cli->root, e->d_name);
+    if (access(sp, F_OK) < 0)
+      continue;
+    ids = xrealloc(ids, (n + 1) * sizeof *ids);
+    ids[n++] = xstrdup(e->d_name);
+  }
+  if (d)
+    closedir(d);
+  if (n > 1)
+    qsort(ids, n, sizeof *ids, cmp);
+  json_t *all = json_new_array();
+  if (!quiet && !json)
+    printf("%-12s %-8s %-10s %-40s %-32s %s\n", "ID", "PID", "STATUS",
+           "BUNDLE", "CREATED", "OWNER");
+  for (size_t k = 0; k < n; k++) {
+    if (quiet) {
+      printf("%s\n", ids[k]);
+      continue;
+    }
+    struct container c;
+    tg_error *e = NULL;
+    json_t *s = NULL;
+    if (container_load(cli, ids[k], &c, &e) == 0) {
+      s = container_query(cli, &c, &e);
+      container_free(&c);
+    }
+    tg_error_free(&e);
+    if (s == NULL)
+      continue; /* deleted meanwhile */
+    if (json) {
+      json_array_append(all, s);
+      continue;
+    }
+    long long pid = 0;
+    json_integer_value(json_object_get(s, "pid"), &pid);
+    printf("%-12s %-8lld %-10s %-40s %-32s %s\n", ids[k], pid,
+           json_string_value(json_object_get(s, "status")),
+           json_string_value(json_object_get(s, "bundle")),
+           json_string_value(json_object_get(s, "created")),
+           json_string_value(json_object_get(s, "owner")));
+    json_free(s);
+  }
+  if (json) {
+    cleanup_free char *text = json_dump(all, false, NULL);
+    printf("%s\n", text);
+  }
+  json_free(all);
+  for (size_t k = 0; k < n; k++)
+    free(ids[k]);
+  free(ids);
+  return 0;
+}

@@ -1,0 +1,39 @@
+/* tollgate ps [--format table|json] ID [PS-ARGS...]: the backend prints. */
+#include <string.h>
+
+#include "shim/args.h"
+#include "shim/backend.h"
+#include "shim/commands.h"
+#include "shim/container.h"
+
+int cmd_ps(struct cli *cli, int argc, char **argv, tg_error **err) {
+  const char *format = "table";
+  struct opt opts[] = {{"format", 'f', OPT_STRING, &format}, {0}};
+  int i = args_parse("ps", argc, argv, 1, opts, err);
+  if (i < 0)
+    return -1;
+  if (strcmp(format, "table") != 0 && strcmp(format, "json") != 0)
+    return tg_error_set(err, 0, "ps: --format %s: give table or json", format);
+  if (i >= argc)
+    return tg_error_set(err, 0, "ps: usage: tollgate ps [--format table|json] ID");
+  struct container c;
+  if (container_load(cli, argv[i], &c, err) < 0)
+    return -1;
+  if (c.backend.kind == BACKEND_RUNSC && i + 1 < argc) {
+    container_free(&c);
+    return tg_error_set(err, 0,
+                        "ps: runsc takes no ps options after the id: drop them");
+  }
+  struct argv args = {0};
+  argv_addf(&args, "--format=%s", format);
+  /* stdout goes straight to the caller; stderr is kept for the error. */
+  struct proc_opts o = {.capture_stderr = true};
+  struct proc_result res = {0};
+  int r = container_call(cli, &c, "ps", args.v, argv + i + 1, &o, &res, err);
+  if (r > 0)
+    r = container_backend_error(&c, "ps", &res, err);
+  argv_free(&args);
+  proc_result_free(&res);
+  container_free(&c);
+  return r < 0 ? -1 : 0;
+}

@@ -1,0 +1,23 @@
+/* tollgate state ID: runc's state JSON plus the applied profile. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "shim/commands.h"
+#include "shim/container.h"
+#include "shim/util.h"
+
+int cmd_state(struct cli *cli, int argc, char **argv, tg_error **err) {
+  if (argc != 2)
+    return tg_error_set(err, 0, "state: usage: tollgate state ID");
+  struct container c;
+  if (container_load(cli, argv[1], &c, err) < 0)
+    return -1;
+  json_t *s = container_query(cli, &c, err);
+  container_free(&c);
+  if (s == NULL)
+    return -1;
+  cleanup_free char *text = json_dump(s, true, NULL);
+  json_free(s);
+  printf("%s\n", text);
+  return 0;
+}

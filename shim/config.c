@@ -1,0 +1,292 @@
+/* The host configuration (see shim/config.h).  Every key is spelled as the
+ * struct field it fills; a key we do not know, or a value of the wrong
+ * type, is an error that names the key and the file, because a silently
+ * ignored setting on a security boundary is worse than a refusal. */
+#include "shim/config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "shim/json.h"
+#include "shim/util.h"
+
+#define CONFIG_MAX_BYTES (1024 * 1024)
+
+void host_config_defaults(struct host_config *cfg) {
+  memset(cfg, 0, sizeof *cfg);
+  cfg->runtime = xstrdup("runsc");
+  cfg->platform = xstrdup("ptrace");
+  cfg->profile = xstrdup("hardened");
+  cfg->policy_dir = xstrdup("/etc/tollgate/policies");
+  cfg->audit_dir = xstrdup("/var/log/tollgate/audit");
+  cfg->approval_timeout_ms = 60000;
+  cfg->bridge_tmpfs_bytes = 16u * 1024 * 1024;
+  cfg->request_max_bytes = 64u * 1024;
+}
+
+enum field_kind { F_STRING, F_STRV, F_BOOL, F_INT, F_SIZE };
+
+struct field {
+  const char *key;
+  enum field_kind kind;
+  size_t offset;
+};
+
+#define FIELD(name, kind) {#name, kind, offsetof(struct host_config, name)}
+static const struct field fields[] = {
+    FIELD(runtime, F_STRING),        FIELD(runtime_path, F_STRING),
+    FIELD(runtime_args, F_STRV),     FIELD(platform, F_STRING),
+    FIELD(profile, F_STRING),        FIELD(allow_passthrough, F_BOOL),
+    FIELD(data_dir, F_STRING),       FIELD(policy_dir, F_STRING),
+    FIELD(audit_dir, F_STRING),      FIELD(audit_key, F_STRING),
+    FIELD(approval_hook, F_STRING),  FIELD(approval_timeout_ms, F_INT),
+    FIELD(approver_group, F_STRING), FIELD(bridge_tmpfs_bytes, F_SIZE),
+    FIELD(request_max_bytes, F_SIZE),
+};
+
+static void free_strv(char **v) {
+  for (size_t i = 0; v && v[i]; i++)
+    free(v[i]);
+  free(v);
+}
+
+static int wrong_type(const char *path, const char *key, const json_t *v,
+                      const char *want, tg_error **err) {
+  return tg_error_set(err, 0,
+                      "host config %s: line %u: \"%s\" must be %s, not %s: "
+                      "fix the value or remove the key to get the default",
+                      path, v->line, key, want, json_type_name(v->type));
+}
+
+static int set_field(const char *path, const struct field *f, const json_t *v,
+                     struct host_config *cfg, tg_error **err) {
+  char *base = (char *)cfg + f->offset;
+  long long n = 0;
+  switch (f->kind) {
+  case F_STRING: {
+    char **slot = (char **)base;
+    if (json_is(v, JSON_NULL)) {
+      free(*slot);
+      *slot = NULL;
+      return 0;
+    }
+    if (!json_is(v, JSON_STRING) || strlen(v->u.string.s) != v->u.string.len)
+      return wrong_type(path, f->key, v, "a string", err);
+    free(*slot);
+    *slot = xstrdup(v->u.string.s);
+    return 0;
+  }
+  case F_STRV: {
+    if (!json_is(v, JSON_ARRAY))
+      return wrong_type(path, f->key, v, "an array of strings", err);
+    size_t len = json_array_len(v);
+    char **out = xcalloc(len + 1, sizeof *out);
+    for (size_t i = 0; i < len; i++) {
+      const char *s = json_string_value(json_array_get(v, i));
+      if (s == NULL) {
+        free_strv(out);
+        return wrong_type(path, f->key, json_array_get(v, i),
+                          "an array of strings", err);
+      }
+      out[i] = xstrdup(s);
+    }
+    char ***slot = (char ***)base;
+    free_strv(*slot);
+    *slot = out;
+    return 0;
+  }
+  case F_BOOL:
+    if (!json_is(v, JSON_BOOL))
+      return wrong_type(path, f->key, v, "true or false", err);
+    *(bool *)base = v->u.boolean;
+    return 0;
+  case F_INT:
+    if (!json_integer_value(v, &n) || n < 0 || n > INT_MAX)
+      return wrong_type(path, f->key, v, "a non-negative integer", err);
+    *(int *)base = (int)n;
+    return 0;
+  case F_SIZE:
+    if (!json_integer_value(v, &n) || n <= 0)
+      return wrong_type(path, f->key, v, "a positive integer (bytes)", err);
+    *(size_t *)base = (size_t)n;
+    return 0;
+  }
+  return 0;
+}
+
+int host_config_load(const char *path, struct host_config *cfg,
+                     tg_error **err) {
+  bool explicit_path = path != NULL;
+  if (path == NULL)
+    path = TG_DEFAULT_CONFIG;
+  host_config_defaults(cfg);
+
+  cleanup_free char *buf = NULL;
+  size_t len = 0;
+  tg_error *read_err = NULL;
+  if (read_file(path, CONFIG_MAX_BYTES, &buf, &len, &read_err) < 0) {
+    int e = read_err->errnum;
+    if (e == ENOENT && !explicit_path) {
+      /* No host config at all: the built-in defaults (runsc, hardened). */
+      tg_error_free(&read_err);
+      return 0;
+    }
+    tg_error_free(&read_err);
+    host_config_free(cfg);
+    if (e == ENOENT)
+      return tg_error_set(err, 0,
+                          "host config %s does not exist: create it, or drop "
+                          "--config to use %s (or the built-in defaults)",
+                          path, TG_DEFAULT_CONFIG);
+    return tg_error_set(err, e, "host config %s cannot be read", path);
+  }
+
+  struct json_parse_options opts = {.max_depth = 16, .track_positions = true};
+  tg_error *parse_err = NULL;
+  cleanup_json json_t *root = json_parse(buf, len, &opts, &parse_err);
+  if (root == NULL) {
+    host_config_free(cfg);
+    tg_error_set(err, 0, "host config %s: %s: fix the JSON", path,
+                 parse_err->msg);
+    tg_error_free(&parse_err);
+    return -1;
+  }
+  if (!json_is(root, JSON_OBJECT)) {
+    host_config_free(cfg);
+    return tg_error_set(err, 0, "host config %s must hold a JSON object",
+                        path);
+  }
+  for (size_t i = 0; i < root->u.object.len; i++) {
+    const char *key = root->u.object.keys[i];
+    const struct field *f = NULL;
+    for (size_t j = 0; j < sizeof fields / sizeof fields[0]; j++)
+      if (strcmp(fields[j].key, key) == 0)
+        f = &fields[j];
+    if (f == NULL) {
+      host_config_free(cfg);
+      return tg_error_set(err, 0,
+                          "host config %s: line %u: unknown key \"%s\": "
+                          "see docs/cli.md for the keys tollgate reads",
+                          path, root->u.object.values[i]->line, key);
+    }
+    if (set_field(path, f, root->u.object.values[i], cfg, err) < 0) {
+      host_config_free(cfg);
+      return -1;
+    }
+  }
+  if (cfg->runtime == NULL ||
+      (strcmp(cfg->runtime, "runsc") != 0 && strcmp(cfg->runtime, "runc") != 0)) {
+    tg_error_set(err, 0,
+                 "host config %s: \"runtime\" must be \"runsc\" or \"runc\", "
+                 "not \"%s\": put a binary's path in \"runtime_path\"",
+                 path, cfg->runtime ? cfg->runtime : "null");
+    host_config_free(cfg);
+    return -1;
+  }
+  if (cfg->platform == NULL || cfg->platform[0] == '\0') {
+    free(cfg->platform);
+    cfg->platform = xstrdup("ptrace");
+  }
+  if (cfg->profile == NULL) {
+    host_config_free(cfg);
+    return tg_error_set(err, 0,
+                        "host config %s: \"profile\" cannot be null: name a "
+                        "profile (\"hardened\") or remove the key",
+                        path);
+  }
+  return 0;
+}
+
+void host_config_free(struct host_config *cfg) {
+  free(cfg->runtime);
+  free(cfg->runtime_path);
+  free_strv(cfg->runtime_args);
+  free(cfg->platform);
+  free(cfg->profile);
+  free(cfg->data_dir);
+  free(cfg->policy_dir);
+  free(cfg->audit_dir);
+  free(cfg->audit_key);
+  free(cfg->approval_hook);
+  free(cfg->approver_group);
+  memset(cfg, 0, sizeof *cfg);
+}
+
+static char *exe_dir(void) {
+  char buf[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0)
+    return NULL;
+  buf[n] = '\0';
+  char *slash = strrchr(buf, '/');
+  if (slash == NULL)
+    return NULL;
+  *slash = '\0';
+  return xstrdup(buf);
+}
+
+char *host_config_data_path(const struct host_config *cfg, const char *rel,
+                            tg_error **err) {
+  /* rel is always a constant chosen by tollgate's own code, never input. */
+  struct stat st;
+  if (cfg != NULL && cfg->data_dir != NULL) {
+    char *p = xasprintf("%s/%s", cfg->data_dir, rel);
+    if (stat(p, &st) == 0)
+      return p;
+    tg_error_set(err, 0,
+                 "tollgate data file %s not found (data_dir is set in the "
+                 "host config): reinstall with 'make install' or fix data_dir",
+                 p);
+    free(p);
+    return NULL;
+  }
+  cleanup_free char *dir = exe_dir();
+  if (dir == NULL) {
+    tg_error_set(err, errno, "cannot find tollgate's own binary to locate %s",
+                 rel);
+    return NULL;
+  }
+  bool client = strncmp(rel, "client/", 7) == 0;
+  const char *name = client ? rel + 7 : rel;
+  /* Install tree first, then the source tree (the binary in build/ or a
+   * nested build directory such as build/asan/). */
+  char *cands[8] = {0};
+  size_t n = 0;
+  if (client) {
+    cands[n++] = xasprintf("%s/../lib/tollgate/%s", dir, name);
+    cands[n++] = xasprintf("%s/%s", dir, name);
+    cands[n++] = xasprintf("%s/../bridge/client/%s", dir, name);
+    cands[n++] = xasprintf("%s/../../bridge/client/%s", dir, name);
+  } else {
+    cands[n++] = xasprintf("%s/../share/tollgate/%s", dir, name);
+    cands[n++] = xasprintf("%s/../bundles/%s", dir, name);
+    cands[n++] = xasprintf("%s/../../bundles/%s", dir, name);
+  }
+  char *found = NULL;
+  for (size_t i = 0; i < n; i++) {
+    if (found == NULL && stat(cands[i], &st) == 0) {
+      found = realpath(cands[i], NULL);
+      if (found == NULL)
+        found = xstrdup(cands[i]);
+    }
+  }
+  if (found == NULL) {
+    cleanup_free char *list = xstrdup("");
+    for (size_t i = 0; i < n; i++) {
+      char *l = xasprintf("%s%s%s", list, i ? ", " : "", cands[i]);
+      free(list);
+      list = l;
+    }
+    tg_error_set(err, 0,
+                 "tollgate data file %s not found (looked in %s): run "
+                 "'make install', or set \"data_dir\" in the host config",
+                 rel, list);
+  }
+  for (size_t i = 0; i < n; i++)
+    free(cands[i]);
+  return found;
+}

@@ -1,0 +1,397 @@
+/* create: from a bundle to a created container, all or nothing. */
+#include "shim/container.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "oci/cri.h"
+#include "oci/harden.h"
+#include "oci/netcheck.h"
+#include "shim/state.h"
+#include "shim/util.h"
+
+#define CONFIG_MAX_BYTES (16u * 1024 * 1024)
+/* Marks a config.json that tollgate wrote (the effective config), so a
+ * second create from the same bundle hardens the user's original again
+ * instead of the already-rewritten file. */
+#define EFFECTIVE_ANNOTATION "dev.tollgate.effective"
+#define POLICY_ANNOTATION "dev.tollgate.policy"
+
+/* Everything create did so far, for the undo. */
+struct undo {
+  int bundle_fd;
+  char *config_before;   /* config.json's bytes before we touched it */
+  size_t config_before_len;
+  mode_t config_mode;
+  bool wrote_config;
+  bool wrote_orig;
+  char *dir;             /* state directory, once claimed */
+  bool backend_called;
+};
+
+static void undo_all(struct cli *cli, struct undo *u, const char *id) {
+  if (u->backend_called) {
+    struct container c = {.id = (char *)id, .dir = u->dir};
+    tg_error *e = NULL;
+    json_t *s = state_read_json(u->dir, "state.json", &e);
+    tg_error_free(&e);
+    if (s && backend_from_state(s, &c.backend, &e) == 0) {
+      char *args[] = {"--force", NULL};
+      struct proc_opts quiet = {.capture_stdout = true, .capture_stderr = true};
+      struct proc_result res;
+      if (container_call(cli, &c, "delete", args, NULL, &quiet, &res, &e) >= 0)
+        proc_result_free(&res);
+      backend_free(&c.backend);
+    }
+    tg_error_free(&e);
+    json_free(s);
+  }
+  if (u->dir) {
+    tg_error *e = NULL;
+    bridge_teardown(u->dir, &e);
+    tg_error_free(&e);
+    remove_tree(u->dir, &e);
+    tg_error_free(&e);
+  }
+  if (u->wrote_config) {
+    tg_error *e = NULL;
+    write_file_atomic(u->bundle_fd, "config.json", u->config_before,
+                      u->config_before_len, u->config_mode, true, &e);
+    tg_error_free(&e);
+  }
+  if (u->wrote_orig)
+    unlinkat(u->bundle_fd, "config.json.orig", 0);
+}
+
+static json_t *parse_config(const char *bundle, const char *name,
+                            const char *buf, size_t len, tg_error **err) {
+  struct json_parse_options po = {.max_depth = 64, .track_positions = true};
+  tg_error *pe = NULL;
+  json_t *v = json_parse(buf, len, &po, &pe);
+  if (v == NULL) {
+    tg_error_set(err, 0, "bundle %s: %s: %s: fix the JSON", bundle, name,
+                 pe->msg);
+    tg_error_free(&pe);
+    return NULL;
+  }
+  if (!json_is(v, JSON_OBJECT)) {
+    json_free(v);
+    tg_error_set(err, 0, "bundle %s: %s must hold a JSON object", bundle, name);
+    return NULL;
+  }
+  return v;
+}
+
+/* --policy FILE, or the annotation dev.tollgate.policy=NAME, which can
+ * only name a file in the host's policy directory: the workload chooses
+ * among the host's policies, it never gives a path. */
+static int resolve_policy(const struct cli *cli, const char *policy_file,
+                          const json_t *source, char **out, tg_error **err) {
+  *out = NULL;
+  if (policy_file != NULL) {
+    char *p = realpath(policy_file, NULL);
+    if (p == NULL)
+      return tg_error_set(err, errno,
+                          "--policy %s cannot be used: give the path of an "
+                          "existing policy file",
+                          policy_file);
+    *out = p;
+    return 0;
+  }
+  const json_t *ann = json_object_get(json_object_get(source, "annotations"),
+                                      POLICY_ANNOTATION);
+  if (ann == NULL)
+    return 0;
+  const char *name = json_string_value(ann);
+  if (name == NULL || !container_id_is_valid(name))
+    return tg_error_set(err, 0,
+                        "annotation %s must be a policy name "
+                        "([A-Za-z0-9][A-Za-z0-9_.-]*, no path): it selects "
+                        "<policy_dir>/NAME.json",
+                        POLICY_ANNOTATION);
+  const char *dir = cli->config.policy_dir;
+  char *p = xasprintf("%s/%s.json", dir ? dir : "/etc/tollgate/policies", name);
+  if (access(p, R_OK) < 0) {
+    int e = errno;
+    tg_error_set(err, e,
+                 "annotation %s=%s names policy %s, which cannot be read: "
+                 "install that policy or remove the annotation",
+                 POLICY_ANNOTATION, name, p);
+    free(p);
+    return -1;
+  }
+  *out = p;
+  return 0;
+}
+
+static char *owner_name(void) {
+  /* runc reports an owner only for rootless containers; root is "". */
+  if (geteuid() == 0)
+    return xstrdup("");
+  struct passwd *pw = getpwuid(geteuid());
+  return pw ? xstrdup(pw->pw_name) : xasprintf("%u", (unsigned)geteuid());
+}
+
+static char *rootfs_path(const char *bundle, const json_t *config) {
+  const char *root = json_string_value(json_get_path(config, "root.path"));
+  if (root == NULL)
+    return xstrdup("");
+  if (root[0] == '/')
+    return xstrdup(root);
+  return xasprintf("%s/%s", bundle, root);
+}
+
+static int write_bundle_file(int bundle_fd, const char *bundle,
+                             const char *name, const void *data, size_t len,
+                             mode_t mode, tg_error **err) {
+  if (write_file_atomic(bundle_fd, name, data, len, mode, true, err) < 0)
+    return tg_error_wrap(err, "bundle %s", bundle);
+  return 0;
+}
+
+static int do_create(struct cli *cli, const struct create_request *req,
+                     struct created *out, struct undo *u, tg_error **err) {
+  const char *id = req->id;
+  if (state_check_id(id, err) < 0)
+    return -1;
+  struct backend b;
+  if (backend_choose(cli, &b, err) < 0)
+    return -1;
+  json_t *state = json_new_object();
+  backend_to_state(&b, state);
+  backend_free(&b);
+
+  /* The bundle and its config.json. */
+  const char *given = req->bundle ? req->bundle : ".";
+  cleanup_free char *bundle = realpath(given, NULL);
+  if (bundle == NULL) {
+    json_free(state);
+    return tg_error_set(err, 0,
+                        "bundle %s does not exist: pass --bundle DIR, the "
+                        "directory that holds config.json",
+                        given);
+  }
+  u->bundle_fd = open(bundle, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (u->bundle_fd < 0) {
+    json_free(state);
+    return tg_error_set(err, errno, "bundle %s is not a directory", bundle);
+  }
+  tg_error *re = NULL;
+  if (read_file_untrusted(u->bundle_fd, "config.json", CONFIG_MAX_BYTES,
+                          &u->config_before, &u->config_before_len, &re) < 0) {
+    bool missing = re->errnum == ENOENT;
+    json_free(state);
+    if (missing) {
+      tg_error_free(&re);
+      return tg_error_set(err, 0,
+                          "bundle %s has no config.json: write one with "
+                          "'tollgate spec' or 'runc spec'",
+                          bundle);
+    }
+    *err = re;
+    return tg_error_wrap(err, "bundle %s: config.json", bundle);
+  }
+  struct stat st;
+  u->config_mode = 0644;
+  if (fstatat(u->bundle_fd, "config.json", &st, AT_SYMLINK_NOFOLLOW) == 0)
+    u->config_mode = st.st_mode & 0777;
+  cleanup_json json_t *current = parse_config(
+      bundle, "config.json", u->config_before, u->config_before_len, err);
+  if (current == NULL) {
+    json_free(state);
+    return -1;
+  }
+  /* Which file is the user's?  An effective config that tollgate wrote on
+   * an earlier create is hardened from the original kept beside it. */
+  json_t *config = NULL;
+  const char *mark = json_string_value(json_object_get(
+      json_object_get(current, "annotations"), EFFECTIVE_ANNOTATION));
+  bool ours = mark != NULL && strcmp(mark, "true") == 0;
+  cleanup_free char *orig_buf = NULL;
+  size_t orig_len = 0;
+  if (ours) {
+    tg_error *oe = NULL;
+    if (read_file_untrusted(u->bundle_fd, "config.json.orig", CONFIG_MAX_BYTES,
+                            &orig_buf, &orig_len, &oe) < 0) {
+      tg_error_free(&oe);
+      json_free(state);
+      return tg_error_set(err, 0,
+                          "bundle %s: config.json was written by tollgate but "
+                          "the original config.json.orig is gone: put the "
+                          "original config.json back",
+                          bundle);
+    }
+    config = parse_config(bundle, "config.json.orig", orig_buf, orig_len, err);
+    if (config == NULL) {
+      json_free(state);
+      return -1;
+    }
+  } else {
+    config = json_copy(current);
+  }
+  cleanup_json json_t *config_owner = config;
+
+  if (state_create_dir(cli->root, id, &u->dir, err) < 0) {
+    json_free(state);
+    return -1;
+  }
+  cleanup_json json_t *state_owner = state;
+
+  /* Policy (from the user's config, before hardening touches it). */
+  cleanup_free char *policy = NULL;
+  if (resolve_policy(cli, req->policy_file, config, &policy, err) < 0)
+    return -1;
+
+  /* Hardening, then the pod policy. */
+  cleanup_free char *profiles = host_config_data_path(&cli->config, "profiles", NULL);
+  cleanup_free char *seccomp = host_config_data_path(&cli->config, "seccomp", NULL);
+  struct harden_options ho = {
+      .profile = cli->config.profile,
+      .profiles_dir = profiles,
+      .seccomp_dir = seccomp,
+      .allow_passthrough = cli->config.allow_passthrough,
+      .backend = json_string_value(json_object_get(state, "backend")),
+  };
+  struct harden_result hr = {0};
+  if (oci_harden(config, &ho, &hr, err) < 0)
+    return tg_error_wrap(err, "bundle %s: config.json", bundle);
+  cleanup_free char *profile = hr.profile ? xstrdup(hr.profile) : xstrdup("");
+  harden_result_free(&hr);
+  if (oci_apply_cri_policy(config, err) < 0)
+    return tg_error_wrap(err, "bundle %s: config.json", bundle);
+  json_object_set(json_object_ensure_object(config, "annotations"),
+                  EFFECTIVE_ANNOTATION, json_new_string("true"));
+
+  /* The bridge area and its mounts. */
+  out->dir = xstrdup(u->dir);
+  out->policy_path = policy ? xstrdup(policy) : NULL;
+  out->setup = (struct bridge_setup){.container_id = id,
+                                     .state_dir = out->dir,
+                                     .policy_path = out->policy_path,
+                                     .host = &cli->config};
+  if (bridge_prepare(&out->setup, config, err) < 0)
+    return -1;
+
+  /* The effective config into the bundle, the user's kept beside it. */
+  if (!ours) {
+    if (write_bundle_file(u->bundle_fd, bundle, "config.json.orig",
+                          u->config_before, u->config_before_len,
+                          u->config_mode, err) < 0)
+      return -1;
+    u->wrote_orig = true;
+  }
+  size_t eff_len = 0;
+  cleanup_free char *eff = json_dump(config, true, &eff_len);
+  u->wrote_config = true;
+  if (write_bundle_file(u->bundle_fd, bundle, "config.json", eff, eff_len,
+                        u->config_mode, err) < 0)
+    return -1;
+  if (state_write_json(u->dir, "config.json", config, err) < 0)
+    return -1;
+
+  char now[40];
+  rfc3339_now(now, sizeof now);
+  cleanup_free char *owner = owner_name();
+  cleanup_free char *rootfs = rootfs_path(bundle, config);
+  json_object_set(state, "id", json_new_string(id));
+  json_object_set(state, "status", json_new_string("creating"));
+  json_object_set(state, "bundle", json_new_string(bundle));
+  json_object_set(state, "rootfs", json_new_string(rootfs));
+  json_object_set(state, "profile", json_new_string(profile));
+  json_object_set(state, "policy", policy ? json_new_string(policy) : json_new_null());
+  json_object_set(state, "created", json_new_string(now));
+  json_object_set(state, "owner", json_new_string(owner));
+  json_object_set(state, "init_pid", json_new_integer(0));
+  json_object_set(state, "sidecar_pid", json_new_integer(0));
+  if (state_write_json(u->dir, "state.json", state, err) < 0)
+    return -1;
+
+  /* The backend's create.  stdio is inherited: it is the container's. */
+  struct container *c = &out->container;
+  c->id = xstrdup(id);
+  c->dir = xstrdup(u->dir);
+  c->state = json_copy(state);
+  if (backend_from_state(state, &c->backend, err) < 0)
+    return -1;
+  if (req->prepare_only)
+    return 0;
+  cleanup_free char *backend_pid = xasprintf("%s/backend.pid", u->dir);
+  struct create_flags cf = {.bundle = bundle,
+                            .pid_file = backend_pid,
+                            .console_socket = req->console_socket,
+                            .no_pivot = req->no_pivot,
+                            .no_new_keyring = req->no_new_keyring,
+                            .preserve_fds = req->preserve_fds};
+  struct argv args = {0};
+  backend_create_args(&c->backend, &cf, &args);
+  struct proc_opts passthrough = {0};
+  struct proc_result res;
+  u->backend_called = true;
+  int rc = container_call(cli, c, "create", args.v, NULL, &passthrough, &res, err);
+  argv_free(&args);
+  if (rc < 0)
+    return -1;
+  if (rc != 0) {
+    container_backend_error(c, "create", &res, err);
+    proc_result_free(&res);
+    return -1;
+  }
+  proc_result_free(&res);
+  long pid = 0;
+  if (state_read_pid_file(backend_pid, &pid, err) < 0)
+    return tg_error_wrap(err, "%s create", c->backend.name);
+  out->init_pid = (pid_t)pid;
+
+  /* runc: the new network namespace must hold nothing but lo before the
+   * process starts (runsc runs with --network=none and has no netns). */
+  if (c->backend.kind == BACKEND_RUNC &&
+      oci_check_netns_loopback_only(out->init_pid, err) < 0)
+    return -1;
+
+  pid_t sidecar = 0;
+  if (!req->in_process_bridge &&
+      bridge_spawn_sidecar(&out->setup, out->init_pid, &sidecar, err) < 0)
+    return -1;
+
+  json_object_set(state, "status", json_new_string("created"));
+  json_object_set(state, "init_pid", json_new_integer(out->init_pid));
+  json_object_set(state, "sidecar_pid", json_new_integer(sidecar));
+  if (state_write_json(u->dir, "state.json", state, err) < 0)
+    return -1;
+  json_free(c->state);
+  c->state = json_copy(state);
+
+  /* Last, so a failed create never leaves a pid file for the caller. */
+  if (req->pid_file && state_write_pid_file(req->pid_file, pid, err) < 0)
+    return -1;
+  return 0;
+}
+
+int container_create(struct cli *cli, const struct create_request *req,
+                     struct created *out, tg_error **err) {
+  memset(out, 0, sizeof *out);
+  struct undo u = {.bundle_fd = -1};
+  int r = do_create(cli, req, out, &u, err);
+  if (r < 0) {
+    undo_all(cli, &u, req->id);
+    created_free(out);
+  }
+  if (u.bundle_fd >= 0)
+    close(u.bundle_fd);
+  free(u.config_before);
+  free(u.dir);
+  return r;
+}
+
+void created_free(struct created *c) {
+  free(c->dir);
+  free(c->policy_path);
+  container_free(&c->container);
+  memset(c, 0, sizeof *c);
+}

@@ -1,0 +1,177 @@
+#include "shim/proc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "shim/util.h"
+
+#define CAPTURE_MAX (16u * 1024 * 1024)
+
+int proc_exit_status(int ws) {
+  if (WIFEXITED(ws))
+    return WEXITSTATUS(ws);
+  if (WIFSIGNALED(ws))
+    return 128 + WTERMSIG(ws);
+  return 255;
+}
+
+int proc_spawn(char *const argv[], const struct proc_opts *opts,
+               struct proc *p, tg_error **err) {
+  int out[2] = {-1, -1}, errp[2] = {-1, -1};
+  p->pid = -1;
+  p->out_fd = p->err_fd = -1;
+  if ((opts->capture_stdout && pipe2(out, O_CLOEXEC) < 0) ||
+      (opts->capture_stderr && pipe2(errp, O_CLOEXEC) < 0)) {
+    int e = errno;
+    for (int i = 0; i < 2; i++) {
+      if (out[i] >= 0)
+        close(out[i]);
+      if (errp[i] >= 0)
+        close(errp[i]);
+    }
+    return tg_error_set(err, e, "pipe for %s", argv[0]);
+  }
+  pid_t pid = fork();
+  if (pid < 0) {
+    int e = errno;
+    for (int i = 0; i < 2; i++) {
+      if (out[i] >= 0)
+        close(out[i]);
+      if (errp[i] >= 0)
+        close(errp[i]);
+    }
+    return tg_error_set(err, e, "fork for %s", argv[0]);
+  }
+  if (pid == 0) {
+    sigset_t none;
+    sigemptyset(&none);
+    for (int s = 1; s < NSIG; s++)
+      if (s != SIGKILL && s != SIGSTOP)
+        signal(s, SIG_DFL);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    if (out[1] >= 0 && dup2(out[1], STDOUT_FILENO) < 0)
+      _exit(127);
+    if (errp[1] >= 0 && dup2(errp[1], STDERR_FILENO) < 0)
+      _exit(127);
+    execv(argv[0], argv);
+    /* Only the exec failed; say so where the parent will see it. */
+    dprintf(STDERR_FILENO, "exec %s: %s\n", argv[0], strerror(errno));
+    _exit(127);
+  }
+  if (out[1] >= 0)
+    close(out[1]);
+  if (errp[1] >= 0)
+    close(errp[1]);
+  p->pid = pid;
+  p->out_fd = out[0];
+  p->err_fd = errp[0];
+  return 0;
+}
+
+/* The child whose signals are forwarded; one at a time is enough since
+ * tollgate runs its backend calls one after another. */
+static volatile pid_t forward_to = -1;
+static void forward_signal(int sig) {
+  pid_t pid = forward_to;
+  if (pid > 0)
+    kill(pid, sig);
+}
+
+struct buf {
+  char *data;
+  size_t len;
+};
+
+static void append(struct buf *b, const char *src, size_t n) {
+  if (b->len + n > CAPTURE_MAX)
+    n = CAPTURE_MAX - b->len; /* keep the head, drop the rest */
+  b->data = xrealloc(b->data, b->len + n + 1);
+  memcpy(b->data + b->len, src, n);
+  b->len += n;
+  b->data[b->len] = '\0';
+}
+
+int proc_finish(struct proc *p, const struct proc_opts *opts,
+                struct proc_result *res, tg_error **err) {
+  memset(res, 0, sizeof *res);
+  static const int fwd[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+  struct sigaction old[4];
+  if (opts->forward_signals) {
+    forward_to = p->pid;
+    struct sigaction sa = {.sa_handler = forward_signal};
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < 4; i++)
+      sigaction(fwd[i], &sa, &old[i]);
+  }
+  struct buf out = {xstrdup(""), 0}, errb = {xstrdup(""), 0};
+  struct pollfd pfd[2] = {{.fd = p->out_fd, .events = POLLIN},
+                          {.fd = p->err_fd, .events = POLLIN}};
+  while (pfd[0].fd >= 0 || pfd[1].fd >= 0) {
+    if (poll(pfd, 2, -1) < 0) {
+      if (errno == EINTR)
+        continue;
+      break;
+    }
+    for (int i = 0; i < 2; i++) {
+      if (pfd[i].fd < 0 || pfd[i].revents == 0)
+        continue;
+      char chunk[8192];
+      ssize_t n = read(pfd[i].fd, chunk, sizeof chunk);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0) {
+        close(pfd[i].fd);
+        pfd[i].fd = -1;
+        continue;
+      }
+      append(i == 0 ? &out : &errb, chunk, (size_t)n);
+    }
+  }
+  p->out_fd = p->err_fd = -1;
+  int ws = 0;
+  pid_t r;
+  do
+    r = waitpid(p->pid, &ws, 0);
+  while (r < 0 && errno == EINTR);
+  int wait_errno = errno;
+  if (opts->forward_signals) {
+    forward_to = -1;
+    for (int i = 0; i < 4; i++)
+      sigaction(fwd[i], &old[i], NULL);
+  }
+  if (opts->capture_stdout)
+    res->out = out.data;
+  else
+    free(out.data);
+  if (opts->capture_stderr)
+    res->err_text = errb.data;
+  else
+    free(errb.data);
+  if (r < 0) {
+    proc_result_free(res);
+    return tg_error_set(err, wait_errno, "wait for pid %d", (int)p->pid);
+  }
+  res->status = proc_exit_status(ws);
+  return 0;
+}
+
+int proc_run(char *const argv[], const struct proc_opts *opts,
+             struct proc_result *res, tg_error **err) {
+  struct proc p;
+  if (proc_spawn(argv, opts, &p, err) < 0)
+    return -1;
+  return proc_finish(&p, opts, res, err);
+}
+
+void proc_result_free(struct proc_result *res) {
+  free(res->out);
+  free(res->err_text);
+  res->out = res->err_text = NULL;
+}

@@ -1,0 +1,46 @@
+/* The per-container state directory <root>/<id>/ and its state.json.
+ *
+ * state.json records what later verbs need to reach the same container
+ * the same way: backend name, binary, root and global flags, bundle,
+ * profile, policy, created time, init and sidecar pids, owner.  The
+ * effective config is kept beside it as config.json (exec builds its
+ * process from it).  <root>/backend/ holds the backends' own roots, so
+ * "backend" is not a usable container id.
+ */
+#ifndef TOLLGATE_STATE_H
+#define TOLLGATE_STATE_H
+
+#include "shim/error.h"
+#include "shim/json.h"
+
+/* An id that may become a path component: runc's pattern, and not one of
+ * the names tollgate itself uses under --root.  -1 with *err naming the
+ * rule otherwise. */
+int state_check_id(const char *id, tg_error **err);
+
+/* Claim <root>/<id> (mode 0700; root itself 0711).  Fails with "container
+ * <id> already exists" when it is taken.  *dir is owned by the caller. */
+int state_create_dir(const char *root, const char *id, char **dir,
+                     tg_error **err);
+
+/* Load <root>/<id>/state.json.  A missing directory is "container <id>
+ * does not exist" (runc's wording, which containerd matches).  *state and
+ * *dir are owned by the caller. */
+int state_load(const char *root, const char *id, json_t **state, char **dir,
+               tg_error **err);
+
+/* Replace <dir>/<name> atomically with json (mode 0600). */
+int state_write_json(const char *dir, const char *name, const json_t *json,
+                     tg_error **err);
+
+/* Read and parse <dir>/<name> (a file tollgate wrote).  Owned tree. */
+json_t *state_read_json(const char *dir, const char *name, tg_error **err);
+
+/* Write a pid file the way containerd wants it: digits only, no newline,
+ * replaced atomically (temp file + rename in the same directory). */
+int state_write_pid_file(const char *path, long pid, tg_error **err);
+
+/* Read a pid file a backend wrote (digits, maybe a newline). */
+int state_read_pid_file(const char *path, long *pid, tg_error **err);
+
+#endif

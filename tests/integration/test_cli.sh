@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# The runc surface end to end, under runsc and under runc, on the busybox
+# rootfs: run, the create/start/state/exec/kill/delete lifecycle with pid
+# files, list, and containerd's exact argv for create/start/delete.
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/lib.sh"
+
+work=$TG_ROOT/work
+mkdir -p "$work"
+
+json_get() { python3 -c 'import json,sys; v=json.load(sys.stdin)
+for k in sys.argv[1].split("."): v=v[k] if isinstance(v,dict) else v[int(k)]
+print(v if not isinstance(v,(dict,list)) else json.dumps(v))' "$1"; }
+
+# Wait (bounded) until the container reaches a status; prints the last one.
+wait_status() {
+  local id=$1 want=$2 s="" i
+  for i in $(seq 1 100); do
+    s=$(tg state "$id" 2>/dev/null | json_get status)
+    [ "$s" = "$want" ] && break
+    sleep 0.1
+  done
+  echo "$s"
+}
+
+for rt in $BACKENDS; do
+  # --- run: output and exit status; nothing left behind -----------------
+  make_bundle "$work/run-$rt" sh -c 'echo hello from $0; exit 7' box
+  out=$(tg --runtime "$rt" run --bundle "$work/run-$rt" "run-$rt" 2>"$work/run-$rt.err")
+  rc=$?
+  check_eq "$rt: run prints the container's output" "hello from box" "$out"
+  check_eq "$rt: run exits with the container's status" 7 "$rc"
+  check_eq "$rt: run leaves no state" "" "$(tg list -q)"
+  check "$rt: run keeps the original config beside the effective one" \
+    test -s "$work/run-$rt/config.json.orig"
+
+  # --- create / start / state / exec / kill / delete ---------------------
+  b=$work/life-$rt id=life-$rt
+  make_bundle "$b" sh -c 'echo up; exec sleep 60'
+  cp "$b/config.json" "$work/original-$rt.json"
+  tg --runtime "$rt" create --bundle "$b" --pid-file "$work/$id.pid" "$id" \
+    </dev/null >/dev/null 2>"$work/$id.create.err"
+  check_eq "$rt: create succeeds silently" "0:" "$?:$(cat "$work/$id.create.err")"
+  pid=$(cat "$work/$id.pid")
+  check_match "$rt: pid file holds digits only" '^[0-9]+$' "$pid"
+  check_eq "$rt: pid file has no newline" "${#pid}" "$(wc -c <"$work/$id.pid")"
+  state=$(tg state "$id")
+  check_eq "$rt: state after create" created "$(json_get status <<<"$state")"
+  check_eq "$rt: state pid is the pid file's" "$pid" "$(json_get pid <<<"$state")"
+  check "$rt: effective config written back, original kept" \
+    cmp -s "$b/config.json.orig" "$work/original-$rt.json"
+  check "$rt: effective config is marked" grep -q dev.tollgate.effective "$b/config.json"
+
+  check "$rt: start" tg start "$id"
+  check_eq "$rt: running after start" running "$(wait_status "$id" running)"
+  state=$(tg state "$id")
+  for f in ociVersion id pid status bundle rootfs created annotations owner; do
+    check "$rt: state has $f" python3 -c "import json,sys; assert '$f' in json.loads(sys.argv[1])" "$state"
+  done
+  check_eq "$rt: state bundle" "$(cd "$b" && pwd -P)" "$(json_get bundle <<<"$state")"
+  check_eq "$rt: state names the backend" "$rt" "$(json_get tollgate.backend <<<"$state")"
+  check_match "$rt: state names the applied profile" '.+' \
+    "$(json_get annotations.dev\\.tollgate\\.profile-applied <<<"$state" 2>/dev/null || json_get tollgate.profile <<<"$state")"
+
+  check_eq "$rt: list -q" "$id" "$(tg list -q)"
+  check_match "$rt: list shows it running" "$id +$pid +running" "$(tg list)"
+  check_eq "$rt: list --format json" "$id running" \
+    "$(tg list --format json | python3 -c 'import json,sys; [print(c["id"], c["status"]) for c in json.load(sys.stdin)]')"
+
+  out=$(tg exec "$id" sh -c 'echo exec says hi; exit 5')
+  rc=$?
+  check_eq "$rt: exec ID CMD output" "exec says hi" "$out"
+  check_eq "$rt: exec ID CMD exit status" 5 "$rc"
+
+  python3 - "$b/config.json" "$work/proc-$rt.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))["process"]
+p["args"] = ["sleep", "61"]
+json.dump(p, open(sys.argv[2], "w"))
+PY
+  check "$rt: exec --process --detach --pid-file" \
+    tg exec --process "$work/proc-$rt.json" --detach --pid-file "$work/exec-$rt.pid" "$id"
+  epid=$(cat "$work/exec-$rt.pid" 2>/dev/null)
+  check_match "$rt: exec pid file holds digits only" '^[0-9]+$' "$epid"
+  check_eq "$rt: exec pid file has no newline" "${#epid}" "$(wc -c <"$work/exec-$rt.pid")"
+  check_match "$rt: detached exec runs the process file's command" 'sleep 61' "$(tg exec "$id" ps -o args)"
+  check_match "$rt: ps lists the processes" 'sleep' "$(tg ps "$id")"
+
+  check "$rt: kill KILL" tg kill "$id" KILL
+  check_eq "$rt: stopped after kill" stopped "$(wait_status "$id" stopped)"
+  err=$(tg kill "$id" 2>&1)
+  check_match "$rt: kill of a stopped container says so" 'container not running' "$err"
+  check "$rt: delete" tg delete "$id"
+  check_fails "$rt: state dir gone" test -e "$TG_ROOT/$id"
+  check "$rt: delete keeps the effective config and the original" \
+    cmp -s "$b/config.json.orig" "$work/original-$rt.json"
+  err=$(tg delete "$id" 2>&1)
+  check_match "$rt: second delete says does not exist" "container $id does not exist" "$err"
+
+  # Re-create from the already hardened bundle: the original is kept.
+  tg --runtime "$rt" create --bundle "$b" "$id" </dev/null >/dev/null 2>"$work/recreate.err" || cat "$work/recreate.err"
+  check "$rt: re-create from a hardened bundle keeps the user's original" \
+    cmp -s "$b/config.json.orig" "$work/original-$rt.json"
+  check "$rt: delete --force of a created container" tg delete --force "$id"
+  check_eq "$rt: backend root is empty" "" \
+    "$(command "$rt" --root "$TG_ROOT/backend/$rt" list -q 2>/dev/null | grep -v '^ID' || true)"
+done
+
+# --- containerd's exact argv (runsc: the default backend, no --config) ----
+b=$work/ctrd id=ctrd-1
+make_bundle "$b" sleep 60
+log=$work/ctrd.log
+"$TG" --root "$TG_ROOT" --log "$log" --log-format json create --bundle "$b" \
+  --pid-file "$work/ctrd.pid" "$id" </dev/null >/dev/null 2>&1
+check_eq "containerd create" 0 "$?"
+check_match "containerd pid file" '^[0-9]+$' "$(cat "$work/ctrd.pid")"
+check "containerd start" "$TG" --root "$TG_ROOT" --log "$log" --log-format json start "$id"
+check_eq "containerd: running under runsc" "runsc running" \
+  "$("$TG" --root "$TG_ROOT" state "$id" | python3 -c 'import json,sys; s=json.load(sys.stdin); print(s["tollgate"]["backend"], s["status"])')"
+check "containerd kill" "$TG" --root "$TG_ROOT" --log "$log" --log-format json kill --all "$id" 9
+wait_status "$id" stopped >/dev/null
+check "containerd delete" "$TG" --root "$TG_ROOT" --log "$log" --log-format json delete "$id"
+check_fails "containerd: nothing logged on success" test -s "$log"
+check_eq "no container left" "" "$(tg list -q)"
+check_eq "no runsc container left" "" "$(runsc --root "$TG_ROOT/backend/runsc" list -q 2>/dev/null)"

@@ -1,0 +1,226 @@
+/* Flag translation per backend, and turning backend messages into the
+ * wording containerd matches. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "shim/backend.h"
+#include "shim/util.h"
+
+static bool has(const struct argv *a, const char *s) {
+  for (size_t i = 0; i < a->len; i++)
+    if (strcmp(a->v[i], s) == 0)
+      return true;
+  return false;
+}
+
+static int index_of(const struct argv *a, const char *s) {
+  for (size_t i = 0; i < a->len; i++)
+    if (strcmp(a->v[i], s) == 0)
+      return (int)i;
+  return -1;
+}
+
+static struct cli cli_for(const char *runtime, const char *override) {
+  struct cli cli = {.root = "/run/tg", .runtime_override = override};
+  host_config_defaults(&cli.config);
+  free(cli.config.runtime);
+  cli.config.runtime = xstrdup(runtime);
+  return cli;
+}
+
+Test(backend, runsc_always_gets_network_none_oci_seccomp_platform) {
+  struct cli cli = cli_for("runsc", NULL);
+  struct backend b;
+  tg_error *err = NULL;
+  cr_assert_eq(backend_choose(&cli, &b, &err), 0, "%s", err ? err->msg : "");
+  cr_assert_eq(b.kind, BACKEND_RUNSC);
+  cr_assert_str_eq(b.root, "/run/tg/backend/runsc");
+  struct backend_call call = {.log_path = "/l", .debug = true,
+                              .systemd_cgroup = true};
+  struct argv a = {0};
+  backend_argv(&b, &call, "start", &a);
+  cr_assert_str_eq(a.v[0], b.path);
+  cr_assert(has(&a, "--root=/run/tg/backend/runsc"));
+  cr_assert(has(&a, "--network=none"));
+  cr_assert(has(&a, "--oci-seccomp"));
+  cr_assert(has(&a, "--platform=ptrace"));
+  cr_assert(has(&a, "--debug"));
+  cr_assert(has(&a, "--systemd-cgroup"));
+  cr_assert(has(&a, "--log=/l"));
+  cr_assert(has(&a, "--log-format=json"));
+  /* global flags come before the verb */
+  cr_assert_str_eq(a.v[a.len - 1], "start");
+  argv_free(&a);
+  backend_free(&b);
+  host_config_free(&cli.config);
+}
+
+Test(backend, configured_platform_and_extra_args) {
+  struct cli cli = cli_for("runsc", NULL);
+  free(cli.config.platform);
+  cli.config.platform = xstrdup("systrap");
+  cli.config.runtime_args = xcalloc(2, sizeof(char *));
+  cli.config.runtime_args[0] = xstrdup("--watchdog-action=panic");
+  struct backend b;
+  cr_assert_eq(backend_choose(&cli, &b, NULL), 0);
+  struct argv a = {0};
+  backend_argv(&b, NULL, "state", &a);
+  cr_assert(has(&a, "--platform=systrap"));
+  cr_assert(has(&a, "--watchdog-action=panic"));
+  cr_assert_not(has(&a, "--platform=ptrace"));
+  argv_free(&a);
+  backend_free(&b);
+  host_config_free(&cli.config);
+}
+
+Test(backend, runc_gets_no_runsc_flags) {
+  struct cli cli = cli_for("runsc", "runc");
+  struct backend b;
+  cr_assert_eq(backend_choose(&cli, &b, NULL), 0);
+  cr_assert_eq(b.kind, BACKEND_RUNC);
+  cr_assert_str_eq(b.root, "/run/tg/backend/runc");
+  struct argv a = {0};
+  backend_argv(&b, NULL, "kill", &a);
+  cr_assert_not(has(&a, "--network=none"));
+  cr_assert_not(has(&a, "--oci-seccomp"));
+  cr_assert_not(has(&a, "--platform=ptrace"));
+  argv_free(&a);
+  backend_free(&b);
+  host_config_free(&cli.config);
+}
+
+Test(backend, create_flags_translated_per_backend) {
+  struct create_flags f = {.bundle = "/b", .pid_file = "/p",
+                           .console_socket = "/s", .no_pivot = true,
+                           .no_new_keyring = true, .preserve_fds = 3};
+  struct backend runsc = {.kind = BACKEND_RUNSC};
+  struct backend runc = {.kind = BACKEND_RUNC};
+  struct argv a = {0}, b = {0};
+  backend_create_args(&runsc, &f, &a);
+  backend_create_args(&runc, &f, &b);
+  const char *common[] = {"--bundle=/b", "--pid-file=/p", "--console-socket=/s"};
+  for (size_t i = 0; i < 3; i++) {
+    cr_assert(has(&a, common[i]), "runsc lacks %s", common[i]);
+    cr_assert(has(&b, common[i]), "runc lacks %s", common[i]);
+  }
+  /* runsc rejects these; runc takes them */
+  cr_assert_not(has(&a, "--no-pivot"));
+  cr_assert_not(has(&a, "--no-new-keyring"));
+  cr_assert_not(has(&a, "--preserve-fds=3"));
+  cr_assert(has(&b, "--no-pivot"));
+  cr_assert(has(&b, "--no-new-keyring"));
+  cr_assert(has(&b, "--preserve-fds=3"));
+  argv_free(&a);
+  argv_free(&b);
+}
+
+Test(backend, exec_flags_translated_per_backend) {
+  struct exec_flags f = {.process = "/p.json", .pid_file = "/pid",
+                         .detach = true, .preserve_fds = 1};
+  struct backend runsc = {.kind = BACKEND_RUNSC};
+  struct backend runc = {.kind = BACKEND_RUNC};
+  struct argv a = {0}, b = {0};
+  backend_exec_args(&runsc, &f, &a);
+  backend_exec_args(&runc, &f, &b);
+  cr_assert(has(&a, "--process=/p.json"));
+  cr_assert(has(&a, "--detach"));
+  cr_assert(has(&a, "--pid-file=/pid"));
+  cr_assert_not(has(&a, "--preserve-fds=1"));
+  cr_assert(has(&b, "--preserve-fds=1"));
+  cr_assert_lt(index_of(&a, "--console-socket"), 0);
+  argv_free(&a);
+  argv_free(&b);
+}
+
+Test(backend, missing_runsc_is_an_error_naming_the_fix) {
+  struct cli cli = cli_for("runsc", NULL);
+  cli.config.runtime_path = xstrdup("/nonexistent/runsc");
+  struct backend b;
+  tg_error *err = NULL;
+  cr_assert_lt(backend_choose(&cli, &b, &err), 0);
+  cr_assert(strstr(err->msg, "make deps"), "%s", err->msg);
+  cr_assert(strstr(err->msg, "--runtime runc"), "%s", err->msg);
+  tg_error_free(&err);
+  host_config_free(&cli.config);
+}
+
+Test(backend, runtime_override_by_path) {
+  struct cli cli = cli_for("runsc", "/usr/sbin/runc");
+  struct backend b;
+  tg_error *err = NULL;
+  if (access("/usr/sbin/runc", X_OK) == 0) {
+    cr_assert_eq(backend_choose(&cli, &b, &err), 0);
+    cr_assert_eq(b.kind, BACKEND_RUNC);
+    backend_free(&b);
+  }
+  cli.runtime_override = "/bin/true";
+  cr_assert_lt(backend_choose(&cli, &b, &err), 0);
+  cr_assert(strstr(err->msg, "cannot tell"));
+  tg_error_free(&err);
+  cli.runtime_override = "crun";
+  cr_assert_lt(backend_choose(&cli, &b, &err), 0);
+  tg_error_free(&err);
+  host_config_free(&cli.config);
+}
+
+Test(backend, state_round_trip) {
+  struct backend b = {.kind = BACKEND_RUNSC, .name = xstrdup("runsc"),
+                      .path = xstrdup("/usr/bin/runsc"),
+                      .root = xstrdup("/r/backend/runsc"),
+                      .args = xcalloc(2, sizeof(char *))};
+  b.args[0] = xstrdup("--network=none");
+  json_t *s = json_new_object();
+  backend_to_state(&b, s);
+  struct backend c;
+  cr_assert_eq(backend_from_state(s, &c, NULL), 0);
+  cr_assert_eq(c.kind, BACKEND_RUNSC);
+  cr_assert_str_eq(c.path, "/usr/bin/runsc");
+  cr_assert_str_eq(c.root, "/r/backend/runsc");
+  cr_assert_str_eq(c.args[0], "--network=none");
+  cr_assert_null(c.args[1]);
+  backend_free(&b);
+  backend_free(&c);
+  json_free(s);
+}
+
+Test(backend, message_from_json_log_or_logrus_stderr) {
+  char *m = backend_message(
+      "{\"level\":\"info\",\"msg\":\"x\"}\n"
+      "{\"level\":\"error\",\"msg\":\"container does not exist\",\"time\":\"t\"}\n",
+      "ignored");
+  cr_assert_str_eq(m, "container does not exist");
+  free(m);
+  m = backend_message(NULL, "time=\"2026\" level=error msg=\"cannot \\\"x\\\" go\"\n\n");
+  cr_assert_str_eq(m, "cannot \"x\" go");
+  free(m);
+  m = backend_message("", "first\nsandbox is not running\n");
+  cr_assert_str_eq(m, "sandbox is not running");
+  free(m);
+  cr_assert_null(backend_message(NULL, "\n \n"));
+}
+
+Test(backend, messages_in_containerd_wording) {
+  char *m = backend_normalize_message("c1", "loading container \"c1\": file does not exist");
+  cr_assert_str_eq(m, "container c1 does not exist");
+  free(m);
+  m = backend_normalize_message("c1", "container does not exist");
+  cr_assert_str_eq(m, "container c1 does not exist");
+  free(m);
+  m = backend_normalize_message("c1", "sandbox is not running");
+  cr_assert(strstr(m, "container not running"));
+  free(m);
+  m = backend_normalize_message("c1", "cannot signal container \"c1\" in state stopped");
+  cr_assert(strstr(m, "container not running"));
+  free(m);
+  m = backend_normalize_message("c1", "connecting to control server at PID 7: connection refused");
+  cr_assert(strstr(m, "container not running"));
+  free(m);
+  m = backend_normalize_message("c1", "container not running");
+  cr_assert_str_eq(m, "container not running");
+  free(m);
+  m = backend_normalize_message("c1", "os: process already finished");
+  cr_assert_str_eq(m, "os: process already finished");
+  free(m);
+}

@@ -1,0 +1,162 @@
+/* The gate end to end without a container: echo and exec backends, rules,
+ * the hard cap counting every attempt, no policy, and the audit records. */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "governance/gate.h"
+#include "shim/util.h"
+
+static char dir[] = "/tmp/tg-gate-XXXXXX";
+
+static void setup(void) {
+  cr_assert_not_null(mkdtemp(dir));
+  chmod(dir, 0755); /* exec tools run as uid 65534 and must reach their program */
+}
+static void teardown(void) { remove_tree(dir, NULL); }
+
+TestSuite(gate, .init = setup, .fini = teardown);
+
+static void write_text(const char *name, const char *text, mode_t mode) {
+  cleanup_free char *p = xasprintf("%s/%s", dir, name);
+  FILE *f = fopen(p, "w");
+  cr_assert_not_null(f);
+  fputs(text, f);
+  fclose(f);
+  chmod(p, mode);
+}
+
+static struct gate *open_gate(const char *policy_text, const char *id) {
+  cleanup_free char *pp = NULL;
+  if (policy_text) {
+    write_text("policy.json", policy_text, 0644);
+    pp = xasprintf("%s/policy.json", dir);
+  }
+  cleanup_free char *audit = xasprintf("%s/audit", dir);
+  struct gate_config cfg = {.container_id = id, .policy_path = pp, .audit_dir = audit,
+                            .approval_timeout_ms = 200};
+  struct gate *g = NULL;
+  cleanup_error tg_error *err = NULL;
+  cr_assert_eq(gate_open(&cfg, &g, &err), 0, "%s", err ? err->msg : "");
+  return g;
+}
+
+static char *call(struct gate *g, const char *id, const char *req) {
+  cleanup_json json_t *r = req ? json_parse(req, strlen(req), NULL, NULL) : NULL;
+  return gate_handle(g, id, r, req ? NULL : "not JSON", NULL);
+}
+
+static const char *POLICY =
+    "{\"version\": 1, \"tools\": {"
+    " \"echo\": {\"backend\": {\"type\": \"builtin\", \"name\": \"echo\"},"
+    "   \"args\": {\"type\": \"object\", \"properties\": {\"msg\": {\"type\": \"string\"}}},"
+    "   \"rules\": [{\"if\": {\"arg\": \"msg\", \"op\": \"==\", \"value\": \"secret\"}, \"effect\": \"deny\", \"reason\": \"no secrets\"},"
+    "             {\"effect\": \"allow\"}]},"
+    " \"upper\": {\"backend\": {\"type\": \"exec\", \"argv\": [\"upper.sh\"]}, \"timeout\": 5,"
+    "   \"rules\": [{\"effect\": \"allow\"}]},"
+    " \"fail\": {\"backend\": {\"type\": \"exec\", \"argv\": [\"fail.sh\"]}, \"rules\": [{\"effect\": \"allow\"}]},"
+    " \"slow\": {\"backend\": {\"type\": \"exec\", \"argv\": [\"slow.sh\"]}, \"timeout\": 0.3, \"rules\": [{\"effect\": \"allow\"}]},"
+    " \"whoami\": {\"backend\": {\"type\": \"exec\", \"argv\": [\"whoami.sh\"]}, \"rules\": [{\"effect\": \"allow\"}]},"
+    " \"never\": {\"backend\": {\"type\": \"builtin\", \"name\": \"echo\"}, \"rules\": [{\"effect\": \"deny\", \"reason\": \"off limits\"}]}"
+    "}, \"budgets\": {\"max_tool_calls\": 12}}";
+
+static void write_tools(void) {
+  write_text("upper.sh", "#!/bin/sh\ntr a-z A-Z\n", 0755);
+  write_text("fail.sh", "#!/bin/sh\necho 'something broke' >&2\nexit 3\n", 0755);
+  write_text("slow.sh", "#!/bin/sh\nsleep 5\necho '{}'\n", 0755);
+  write_text("whoami.sh",
+             "#!/bin/sh\nprintf '{\"uid\":%s,\"caps\":\"%s\",\"path\":\"%s\",\"secret\":\"%s\"}' "
+             "\"$(id -u)\" \"$(grep CapEff /proc/self/status | cut -f2)\" \"$PATH\" \"${SECRET:-}\"\n",
+             0755);
+}
+
+Test(gate, echo_exec_deny_and_errors) {
+  write_tools();
+  setenv("SECRET", "leak", 1);
+  struct gate *g = open_gate(POLICY, "c1");
+  cleanup_free char *r1 = call(g, "a1", "{\"v\":1,\"tool\":\"echo\",\"args\":{\"msg\":\"hi\"}}");
+  cr_assert_str_eq(r1, "{\"v\":1,\"ok\":true,\"result\":{\"msg\":\"hi\"}}");
+  cleanup_free char *r2 = call(g, "a2", "{\"v\":1,\"tool\":\"echo\",\"args\":{\"msg\":\"secret\"}}");
+  cr_assert(strstr(r2, "\"code\":\"denied\"") && strstr(r2, "denied: no secrets"), "%s", r2);
+  cleanup_free char *r3 = call(g, "a3", "{\"v\":1,\"tool\":\"upper\",\"args\":{\"s\":\"abc\"}}");
+  cr_assert_str_eq(r3, "{\"v\":1,\"ok\":true,\"result\":{\"S\":\"ABC\"}}");
+  cleanup_free char *r4 = call(g, "a4", "{\"v\":1,\"tool\":\"fail\",\"args\":{}}");
+  cr_assert(strstr(r4, "\"tool_failed\"") && strstr(r4, "something broke") &&
+            strstr(r4, "status 3"), "%s", r4);
+  cleanup_free char *r5 = call(g, "a5", "{\"v\":1,\"tool\":\"slow\",\"args\":{}}");
+  cr_assert(strstr(r5, "\"tool_timeout\""), "%s", r5);
+  cleanup_free char *r6 = call(g, "a6", "{\"v\":1,\"tool\":\"nope\",\"args\":{}}");
+  cr_assert(strstr(r6, "\"unknown_tool\""), "%s", r6);
+  cleanup_free char *r7 = call(g, "a7", NULL);
+  cr_assert(strstr(r7, "\"bad_request\""), "%s", r7);
+  cleanup_free char *r8 = call(g, "a8", "{\"v\":1,\"tool\":\"echo\",\"args\":{\"msg\":5}}");
+  cr_assert(strstr(r8, "\"bad_request\"") && strstr(r8, "args.msg"), "%s", r8);
+  cleanup_free char *r9 = call(g, "a9", "{\"v\":1,\"tool\":\"whoami\",\"args\":{}}");
+  if (geteuid() == 0)
+    cr_assert(strstr(r9, "\"uid\":65534") && strstr(r9, "\"caps\":\"0000000000000000\""), "%s", r9);
+  cr_assert(strstr(r9, "\"secret\":\"\"") && strstr(r9, "/usr/local/bin:/usr/bin:/bin"), "%s", r9);
+  cleanup_free char *r10 = call(g, "a10", "{\"v\":1,\"tool\":\"never\",\"args\":{}}");
+  cr_assert(strstr(r10, "denied: off limits"), "%s", r10);
+  /* 10 attempts so far of a cap of 12: two more pass, then budget_exhausted */
+  cleanup_free char *r11 = call(g, "a11", "{\"v\":1,\"tool\":\"echo\",\"args\":{}}");
+  cleanup_free char *r12 = call(g, "a12", "{\"v\":1,\"tool\":\"nope\",\"args\":{}}");
+  cleanup_free char *r13 = call(g, "a13", "{\"v\":1,\"tool\":\"echo\",\"args\":{}}");
+  cr_assert(strstr(r11, "\"ok\":true"), "%s", r11);
+  cr_assert(strstr(r13, "\"budget_exhausted\"") && strstr(r13, "max_tool_calls"), "%s", r13);
+  cleanup_free char *logpath = xstrdup(gate_audit_path(g));
+  gate_close(g);
+  struct stat st;
+  cr_assert_eq(stat(logpath, &st), 0);
+  cr_assert_eq(st.st_mode & 0777, 0600);
+  cleanup_free char *log = NULL;
+  size_t len = 0;
+  cr_assert_eq(read_file(logpath, 1 << 20, &log, &len, NULL), 0);
+  int lines = 0;
+  for (size_t i = 0; i < len; i++)
+    lines += log[i] == '\n';
+  cr_assert_eq(lines, 15, "open + 13 calls + closed, got %d:\n%s", lines, log);
+  cr_assert(strstr(log, "\"event\":\"closed\""));
+  cr_assert(strstr(log, "\"call\":\"a5\"") && strstr(log, "\"outcome\":\"tool_timeout\""));
+}
+
+Test(gate, no_policy_denies_everything_and_still_caps) {
+  struct gate *g = open_gate(NULL, "c2");
+  for (int i = 0; i < 50; i++) {
+    cleanup_free char *id = xasprintf("n%d", i);
+    cleanup_free char *r = call(g, id, "{\"v\":1,\"tool\":\"echo\",\"args\":{}}");
+    cr_assert(strstr(r, "denied: no policy"), "%s", r);
+  }
+  cleanup_free char *r = call(g, "n50", "{\"v\":1,\"tool\":\"echo\",\"args\":{}}");
+  cr_assert(strstr(r, "\"budget_exhausted\""), "%s", r);
+  int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+  cr_assert_eq(gate_write_tools_json(g, dfd, "tools.json", NULL), 0);
+  cleanup_free char *tj = NULL;
+  cr_assert_eq(read_file_untrusted(dfd, "tools.json", 4096, &tj, NULL, NULL), 0);
+  cleanup_json json_t *v = json_parse(tj, strlen(tj), NULL, NULL);
+  cr_assert_eq(json_array_len(json_object_get(v, "tools")), 0, "%s", tj);
+  cr_assert(strstr(tj, "\"approval_timeout\": 0.2"), "%s", tj);
+  close(dfd);
+  gate_close(g);
+}
+
+Test(gate, tools_json_lists_tools_with_schema) {
+  write_tools();
+  struct gate *g = open_gate(POLICY, "c3");
+  int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+  cr_assert_eq(gate_write_tools_json(g, dfd, "tools.json", NULL), 0);
+  cleanup_free char *tj = NULL;
+  cr_assert_eq(read_file_untrusted(dfd, "tools.json", 65536, &tj, NULL, NULL), 0);
+  close(dfd);
+  cleanup_json json_t *v = json_parse(tj, strlen(tj), NULL, NULL);
+  cr_assert_not_null(v);
+  const json_t *tools = json_object_get(v, "tools");
+  cr_assert_eq(json_array_len(tools), 6);
+  const json_t *echo = json_array_get(tools, 0);
+  cr_assert_str_eq(json_string_value(json_object_get(echo, "name")), "echo");
+  cr_assert_not_null(json_get_path(echo, "args.properties.msg"));
+  gate_close(g);
+}

@@ -1,0 +1,143 @@
+/* Policy parsing: every bad fixture fails with its expected positioned
+ * messages; good policies load with their defaults; lookup is by hash. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "governance/policy.h"
+#include "shim/util.h"
+
+#define BAD "tests/fixtures/policies/bad"
+
+Test(policy, every_bad_fixture_fails_with_its_positioned_messages) {
+  DIR *d = opendir(BAD);
+  cr_assert_not_null(d, "run from the repository root");
+  struct dirent *de;
+  int checked = 0;
+  while ((de = readdir(d)) != NULL) {
+    size_t n = strlen(de->d_name);
+    if (n < 6 || strcmp(de->d_name + n - 5, ".json") != 0)
+      continue;
+    cleanup_free char *path = xasprintf("%s/%s", BAD, de->d_name);
+    cleanup_free char *expect_path = xasprintf("%s/%.*s.expect", BAD, (int)(n - 5), de->d_name);
+    cleanup_free char *expect = NULL;
+    cr_assert_eq(read_file(expect_path, 65536, &expect, NULL, NULL), 0, "no %s", expect_path);
+    struct policy *p = NULL;
+    cleanup_error tg_error *err = NULL;
+    cr_assert_eq(policy_load(path, &p, &err), -1, "%s loaded but should fail", path);
+    cr_assert_null(p);
+    /* Every expected line appears, positioned after the file name. */
+    char *save = NULL;
+    for (char *line = strtok_r(expect, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+      cr_assert(strstr(err->msg, line), "%s: expected\n  %s\nin\n%s", path, line, err->msg);
+    }
+    cr_assert(strncmp(err->msg, path, strlen(path)) == 0 && err->msg[strlen(path)] == ':',
+              "%s: message does not start with FILE:LINE:COL: %s", path, err->msg);
+    checked++;
+  }
+  closedir(d);
+  cr_assert_geq(checked, 20, "only %d bad fixtures", checked);
+}
+
+static struct policy *parse(const char *text) {
+  struct policy *p = NULL;
+  cleanup_error tg_error *err = NULL;
+  int r = policy_parse("/tmp/test-policy.json", text, strlen(text), &p, &err);
+  cr_assert_eq(r, 0, "%s", err ? err->msg : "");
+  return p;
+}
+
+Test(policy, defaults_and_fields) {
+  struct policy *p = parse(
+      "{\"version\": 1, \"tools\": {"
+      " \"echo\": {\"backend\": {\"type\": \"builtin\", \"name\": \"echo\"}, \"rules\": [{\"effect\": \"allow\"}]},"
+      " \"refund\": {\"backend\": {\"type\": \"exec\", \"argv\": [\"/bin/cat\", \"-\"]}, \"irreversible\": true,"
+      "   \"cost\": 1.5, \"timeout\": 2.5, \"max_calls\": 3, \"description\": \"Refund an order\","
+      "   \"rules\": [{\"if\": {\"arg\": \"amount\", \"op\": \"<=\", \"value\": 50}, \"effect\": \"allow\", \"reason\": \"small\"},"
+      "             {\"effect\": \"approve\", \"reason\": \"big\"}]},"
+      " \"agent\": {\"backend\": {\"type\": \"socket\", \"path\": \"/run/agent.sock\"}, \"rules\": [{\"effect\": \"deny\"}]}},"
+      " \"approval\": {\"timeout\": 5, \"hook\": [\"/bin/true\"]}}");
+  cr_assert_eq(p->ntools, 3);
+  cr_assert_eq(p->budgets.max_tool_calls, 50);
+  cr_assert(p->budgets.max_cost < 0);
+  cr_assert_eq(p->budgets.max_irreversible, -1);
+  cr_assert_eq(p->budgets.repeat_limit, -1);
+  cr_assert_eq(p->max_pending, 10);
+  cr_assert_eq(p->approval_timeout_ms, 5000);
+  cr_assert_str_eq(p->approval_hook[0], "/bin/true");
+  const struct tool *t = policy_find(p, "refund");
+  cr_assert_not_null(t);
+  cr_assert(t->irreversible);
+  cr_assert_eq(t->timeout_ms, 2500);
+  cr_assert_eq(t->max_calls, 3);
+  cr_assert_float_eq(t->cost, 1.5, 1e-9);
+  cr_assert_str_eq(t->backend.argv[0], "/bin/cat");
+  cr_assert_str_eq(t->backend.argv[1], "-");
+  cr_assert_null(t->backend.argv[2]);
+  cr_assert_eq(t->nrules, 2);
+  cr_assert_eq(t->rules[1].effect, EFFECT_APPROVE);
+  cr_assert_str_eq(policy_find(p, "echo")->description, "");
+  cr_assert_eq(policy_find(p, "echo")->timeout_ms, 30000);
+  cr_assert_str_eq(policy_find(p, "agent")->backend.path, "/run/agent.sock");
+  cr_assert_null(policy_find(p, "nope"));
+  policy_free(p);
+}
+
+Test(policy, relative_exec_path_resolves_against_the_policy_directory) {
+  char dir[] = "/tmp/tg-pol-XXXXXX";
+  cr_assert_not_null(mkdtemp(dir));
+  cleanup_free char *tools = xasprintf("%s/tools", dir);
+  cr_assert_eq(mkdir_p(tools, 0755, NULL), 0);
+  cleanup_free char *prog = xasprintf("%s/tools/t.sh", dir);
+  cleanup_free char *pol = xasprintf("%s/p.json", dir);
+  FILE *f = fopen(prog, "w");
+  fputs("#!/bin/sh\necho '{}'\n", f);
+  fclose(f);
+  chmod(prog, 0755);
+  f = fopen(pol, "w");
+  fputs("{\"version\": 1, \"tools\": {\"t\": {\"backend\": {\"type\": \"exec\", \"argv\": [\"tools/t.sh\"]}, \"rules\": [{\"effect\": \"allow\"}]}}}", f);
+  fclose(f);
+  struct policy *p = NULL;
+  cleanup_error tg_error *err = NULL;
+  cr_assert_eq(policy_load(pol, &p, &err), 0, "%s", err ? err->msg : "");
+  cr_assert_str_eq(policy_find(p, "t")->backend.argv[0], prog);
+  policy_free(p);
+  remove_tree(dir, NULL);
+}
+
+Test(policy, a_thousand_tools_are_all_found_by_hash) {
+  size_t cap = 1 << 20, len = 0;
+  char *buf = xmalloc(cap);
+  len += snprintf(buf + len, cap - len, "{\"version\": 1, \"tools\": {");
+  for (int i = 0; i < 1000; i++)
+    len += snprintf(buf + len, cap - len,
+                    "%s\"tool_%d\": {\"backend\": {\"type\": \"builtin\", \"name\": \"echo\"}, \"rules\": [{\"effect\": \"allow\"}]}",
+                    i ? "," : "", i);
+  len += snprintf(buf + len, cap - len, "}}");
+  struct policy *p = NULL;
+  cleanup_error tg_error *err = NULL;
+  cr_assert_eq(policy_parse("/tmp/big.json", buf, len, &p, &err), 0, "%s", err ? err->msg : "");
+  free(buf);
+  cr_assert_eq(p->ntools, 1000);
+  for (int i = 0; i < 1000; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "tool_%d", i);
+    const struct tool *t = policy_find(p, name);
+    cr_assert_not_null(t, "%s", name);
+    cr_assert_str_eq(t->name, name);
+  }
+  cr_assert_null(policy_find(p, "tool_1000"));
+  policy_free(p);
+}
+
+Test(policy, tool_names) {
+  cr_assert(tool_name_is_valid("get_order"));
+  cr_assert(tool_name_is_valid("files.read-v2"));
+  cr_assert_not(tool_name_is_valid(""));
+  cr_assert_not(tool_name_is_valid("1abc"));
+  cr_assert_not(tool_name_is_valid("../x"));
+  cr_assert_not(tool_name_is_valid("a b"));
+}

@@ -1,0 +1,95 @@
+/* Rule matching tables: every operator, all/any, missing arguments, and
+ * first match wins with default deny. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "governance/rules.h"
+#include "shim/util.h"
+
+static struct rule *parse(const char *text, size_t *n) {
+  struct json_parse_options o = {.track_positions = true};
+  cleanup_json json_t *src = json_parse(text, strlen(text), &o, NULL);
+  cr_assert_not_null(src, "%s", text);
+  struct policy_errors errs = {.file = "t"};
+  struct rule *r = NULL;
+  int problems = rules_parse(src, "rules", &r, n, &errs);
+  cr_assert_eq(problems, 0, "%s: %s", text, errs.len ? errs.msgs[0] : "");
+  policy_errors_free(&errs);
+  return r;
+}
+
+static bool holds(const char *cond, const char *args) {
+  cleanup_free char *rules = xasprintf("[{\"if\": %s, \"effect\": \"allow\"}]", cond);
+  size_t n;
+  struct rule *r = parse(rules, &n);
+  cleanup_json json_t *a = json_parse(args, strlen(args), NULL, NULL);
+  cr_assert_not_null(a);
+  const char *reason;
+  bool ok = rules_decide(r, n, a, &reason) == EFFECT_ALLOW;
+  rules_free(r, n);
+  return ok;
+}
+
+Test(rules, operator_table) {
+  static const struct {
+    const char *cond, *args;
+    bool want;
+  } table[] = {
+      {"{\"arg\": \"a\", \"op\": \"==\", \"value\": 1}", "{\"a\": 1}", true},
+      {"{\"arg\": \"a\", \"op\": \"==\", \"value\": 1}", "{\"a\": 1.0}", true},
+      {"{\"arg\": \"a\", \"op\": \"==\", \"value\": 1}", "{\"a\": \"1\"}", false},
+      {"{\"arg\": \"a\", \"op\": \"==\", \"value\": {\"x\": [1]}}", "{\"a\": {\"x\": [1]}}", true},
+      {"{\"arg\": \"a\", \"op\": \"!=\", \"value\": \"x\"}", "{\"a\": \"y\"}", true},
+      {"{\"arg\": \"a\", \"op\": \"!=\", \"value\": \"x\"}", "{\"a\": \"x\"}", false},
+      {"{\"arg\": \"a\", \"op\": \"!=\", \"value\": \"x\"}", "{}", false},
+      {"{\"arg\": \"a\", \"op\": \"<\", \"value\": 50}", "{\"a\": 49.9}", true},
+      {"{\"arg\": \"a\", \"op\": \"<\", \"value\": 50}", "{\"a\": 50}", false},
+      {"{\"arg\": \"a\", \"op\": \"<=\", \"value\": 50}", "{\"a\": 50}", true},
+      {"{\"arg\": \"a\", \"op\": \"<=\", \"value\": 50}", "{\"a\": 50.01}", false},
+      {"{\"arg\": \"a\", \"op\": \"<=\", \"value\": 50}", "{\"a\": \"10\"}", false},
+      {"{\"arg\": \"a\", \"op\": \">\", \"value\": 0}", "{\"a\": 1}", true},
+      {"{\"arg\": \"a\", \"op\": \">\", \"value\": 0}", "{\"a\": -1}", false},
+      {"{\"arg\": \"a\", \"op\": \">=\", \"value\": 0}", "{\"a\": 0}", true},
+      {"{\"arg\": \"a\", \"op\": \"in\", \"value\": [\"eu\", \"us\"]}", "{\"a\": \"us\"}", true},
+      {"{\"arg\": \"a\", \"op\": \"in\", \"value\": [\"eu\", \"us\"]}", "{\"a\": \"asia\"}", false},
+      {"{\"arg\": \"a\", \"op\": \"prefix\", \"value\": \"/data/\"}", "{\"a\": \"/data/x\"}", true},
+      {"{\"arg\": \"a\", \"op\": \"prefix\", \"value\": \"/data/\"}", "{\"a\": \"/etc/x\"}", false},
+      {"{\"arg\": \"a\", \"op\": \"prefix\", \"value\": \"/data/\"}", "{\"a\": 5}", false},
+      {"{\"arg\": \"a\", \"op\": \"exists\"}", "{\"a\": null}", true},
+      {"{\"arg\": \"a\", \"op\": \"exists\"}", "{}", false},
+      {"{\"arg\": \"a\", \"op\": \"exists\", \"value\": false}", "{}", true},
+      {"{\"arg\": \"c.id\", \"op\": \"==\", \"value\": 7}", "{\"c\": {\"id\": 7}}", true},
+      {"{\"all\": [{\"arg\": \"a\", \"op\": \">\", \"value\": 1}, {\"arg\": \"a\", \"op\": \"<\", \"value\": 3}]}",
+       "{\"a\": 2}", true},
+      {"{\"all\": [{\"arg\": \"a\", \"op\": \">\", \"value\": 1}, {\"arg\": \"a\", \"op\": \"<\", \"value\": 3}]}",
+       "{\"a\": 3}", false},
+      {"{\"any\": [{\"arg\": \"a\", \"op\": \"==\", \"value\": 1}, {\"arg\": \"b\", \"op\": \"exists\"}]}",
+       "{\"b\": 0}", true},
+      {"{\"any\": [{\"arg\": \"a\", \"op\": \"==\", \"value\": 1}, {\"arg\": \"b\", \"op\": \"exists\"}]}",
+       "{\"a\": 2}", false},
+  };
+  for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+    cr_assert_eq(holds(table[i].cond, table[i].args), table[i].want, "row %zu: %s with %s", i,
+                 table[i].cond, table[i].args);
+}
+
+Test(rules, first_match_wins_and_default_is_deny) {
+  size_t n;
+  struct rule *r = parse("[{\"if\": {\"arg\": \"amount\", \"op\": \"<=\", \"value\": 50}, \"effect\": \"allow\", \"reason\": \"small refund\"},"
+                         " {\"if\": {\"arg\": \"amount\", \"op\": \"<=\", \"value\": 1000}, \"effect\": \"approve\", \"reason\": \"needs a human\"}]",
+                         &n);
+  const char *reason;
+  cleanup_json json_t *a = json_parse("{\"amount\": 20}", 14, NULL, NULL);
+  cr_assert_eq(rules_decide(r, n, a, &reason), EFFECT_ALLOW);
+  cr_assert_str_eq(reason, "small refund");
+  cleanup_json json_t *b = json_parse("{\"amount\": 200}", 15, NULL, NULL);
+  cr_assert_eq(rules_decide(r, n, b, &reason), EFFECT_APPROVE);
+  cr_assert_str_eq(reason, "needs a human");
+  cleanup_json json_t *c = json_parse("{\"amount\": 5000}", 16, NULL, NULL);
+  cr_assert_eq(rules_decide(r, n, c, &reason), EFFECT_DENY);
+  cr_assert(strstr(reason, "default is deny"));
+  rules_free(r, n);
+  struct rule *none = parse("[]", &n);
+  cr_assert_eq(rules_decide(none, n, a, &reason), EFFECT_DENY);
+  rules_free(none, n);
+}
