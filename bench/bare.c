@@ -100,7 +100,7 @@ static void serve(const char *id) {
   if (fd < 0)
     return; /* already served by another worker after a rescan */
   static const char head[] = "{\"v\":1,\"ok\":true,\"result\":";
-  char *buf = malloc(sizeof head + MAX_BODY + 2);
+  char *buf = malloc(sizeof head + MAX_BODY + 3);
   if (!buf)
     die("malloc");
   memcpy(buf, head, sizeof head - 1);
@@ -110,9 +110,16 @@ static void serve(const char *id) {
          (r = read(fd, buf + len, sizeof head - 1 + MAX_BODY - len)) > 0)
     len += (size_t)r;
   close(fd);
-  /* The result is the request body itself: an echo without parsing it. */
-  while (len > sizeof head - 1 && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
-    len--;
+  /* The result is the text after "args": up to the body's closing brace:
+   * an echo without parsing (both shipped clients write the args last). */
+  buf[len] = '\0';
+  char *args = strstr(buf + sizeof head - 1, "\"args\":");
+  char *close_brace = strrchr(buf + sizeof head - 1, '}');
+  if (args && close_brace && close_brace > args) {
+    size_t alen = (size_t)(close_brace - (args + 7));
+    memmove(buf + sizeof head - 1, args + 7, alen);
+    len = sizeof head - 1 + alen;
+  }
   buf[len++] = '}';
   buf[len++] = '\n';
 

@@ -9,7 +9,12 @@
  * Every call's arguments differ ({"i":K,"msg":"..."}) so no repeat limit
  * of the governed path is hit, and every response is checked to be ok.
  *
- * Usage: callbench [-n N] [-c C] [-m M] [-w WARMUP] [-t TOOL] [-d CALLS_DIR]
+ * With -x X it first runs the shipped static client, tollgate-call, X times
+ * one after the other (a new process per call, as a shell script uses it):
+ *   {"phase":"tollgate-call","calls":X,...}
+ *
+ * Usage: callbench [-n N] [-c C] [-m M] [-w WARMUP] [-x X] [-t TOOL]
+ *                  [-d CALLS_DIR] [-X TOLLGATE_CALL]
  */
 #include <errno.h>
 #include <pthread.h>
@@ -18,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "bench/client_call.h"
@@ -83,6 +90,29 @@ static void report(const char *phase, int threads, double *lat, size_t n,
   fflush(stdout);
 }
 
+/* One run of the tollgate-call program; latency in µs or -1. */
+static double timed_cli_call(const char *prog) {
+  char args[96];
+  snprintf(args, sizeof args, "{\"i\":%lu,\"msg\":\"bench\"}",
+           (unsigned long)atomic_fetch_add(&next_arg, 1));
+  double t0 = now_us();
+  pid_t pid = fork();
+  if (pid < 0)
+    return -1;
+  if (pid == 0) {
+    int null = open("/dev/null", O_WRONLY);
+    if (null >= 0)
+      dup2(null, 1);
+    execl(prog, prog, tool, args, (char *)NULL);
+    _exit(127);
+  }
+  int status;
+  while (waitpid(pid, &status, 0) < 0)
+    ;
+  double t1 = now_us();
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? t1 - t0 : -1;
+}
+
 struct worker {
   pthread_t tid;
   int calls;
@@ -103,8 +133,9 @@ static void *run_worker(void *arg) {
 }
 
 int main(int argc, char **argv) {
-  int n = 5000, c = 8, m = 500, warmup = 50, opt;
-  while ((opt = getopt(argc, argv, "n:c:m:w:t:d:")) != -1) {
+  int n = 5000, c = 8, m = 500, warmup = 50, x = 0, opt;
+  const char *cli_prog = "/run/tollgate/tollgate-call";
+  while ((opt = getopt(argc, argv, "n:c:m:w:x:t:d:X:")) != -1) {
     switch (opt) {
     case 'n': n = atoi(optarg); break;
     case 'c': c = atoi(optarg); break;
@@ -112,12 +143,14 @@ int main(int argc, char **argv) {
     case 'w': warmup = atoi(optarg); break;
     case 't': tool = optarg; break;
     case 'd': calls_dir = optarg; break;
+    case 'x': x = atoi(optarg); break;
+    case 'X': cli_prog = optarg; break;
     default:
-      fprintf(stderr, "usage: callbench [-n N] [-c C] [-m M] [-w WARMUP] [-t TOOL] [-d DIR]\n");
+      fprintf(stderr, "usage: callbench [-n N] [-c C] [-m M] [-w WARMUP] [-x X] [-t TOOL] [-d DIR] [-X PROG]\n");
       return 2;
     }
   }
-  if (n < 0 || c < 0 || c > 256 || m < 0 || warmup < 0) {
+  if (n < 0 || c < 0 || c > 256 || m < 0 || warmup < 0 || x < 0) {
     fprintf(stderr, "callbench: counts must be >= 0 and at most 256 threads\n");
     return 2;
   }
@@ -130,6 +163,22 @@ int main(int argc, char **argv) {
     fprintf(stderr, "callbench: %zu of %d warm-up calls failed; is the bridge serving %s?\n",
             errors, warmup, calls_dir);
     return 1;
+  }
+
+  if (x > 0) {
+    double *lat = calloc((size_t)x, sizeof *lat);
+    size_t got = 0;
+    errors = 0;
+    double t0 = now_us();
+    for (int i = 0; i < x; i++) {
+      double l = timed_cli_call(cli_prog);
+      if (l < 0)
+        errors++;
+      else
+        lat[got++] = l;
+    }
+    report("tollgate-call", 1, lat, got, errors, now_us() - t0);
+    free(lat);
   }
 
   if (n > 0) {
