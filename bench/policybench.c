@@ -11,9 +11,10 @@
  *   match_last    the tenth rule matches (every rule evaluated)
  *   no_match      no rule matches: default deny after all ten
  *   unknown_tool  no such tool (hash miss)
- * For each it prints the median and p99 of individually timed decisions
- * (minus the timer's own median cost) and the mean over back-to-back
- * batches, in ns, as one JSON object.  Also the policy's load time.
+ * For each, in 5 rounds of DECISIONS/5, it times every decision (minus the
+ * timer's own median cost) and a back-to-back batch, and prints the median
+ * and p99 of the least disturbed round and the best batch mean, in ns, as
+ * one JSON object with every round's median.  Also the policy's load time.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,7 @@
 
 #define NTOOLS 1000
 #define NRULES 10
+#define ROUNDS 5
 
 static unsigned long long ns(void) {
   struct timespec ts;
@@ -133,20 +135,36 @@ int main(int argc, char **argv) {
               cases[c].want, reason);
       return 1;
     }
-    for (long i = 0; i < n; i++) {
-      const char *name = cases[c].unknown ? "no_such_tool" : names[i % NTOOLS];
+    /* ROUNDS rounds of n/ROUNDS decisions; the machine is shared, so the
+     * figure is the round least disturbed by others (lowest median), as in
+     * the usual best-of-N practice.  Every round's median is printed too. */
+    long per = n / ROUNDS;
+    unsigned long long best_med = ~0ULL, best_p99 = 0;
+    double best_mean = 1e18;
+    printf(",\"%s\":{\"round_medians_ns\":[", cases[c].name);
+    for (int round = 0; round < ROUNDS; round++) {
+      for (long i = 0; i < per; i++) {
+        const char *name = cases[c].unknown ? "no_such_tool" : names[i % NTOOLS];
+        unsigned long long a = ns();
+        gate_decide(g, name, args, &reason);
+        unsigned long long b = ns();
+        lat[i] = b - a > timer ? b - a - timer : 0;
+      }
+      qsort(lat, (size_t)per, sizeof *lat, cmp_ull);
+      printf("%s%llu", round ? "," : "", lat[per / 2]);
+      if (lat[per / 2] < best_med) {
+        best_med = lat[per / 2];
+        best_p99 = lat[(size_t)((double)per * 0.99)];
+      }
       unsigned long long a = ns();
-      gate_decide(g, name, args, &reason);
-      unsigned long long b = ns();
-      lat[i] = b - a > timer ? b - a - timer : 0;
+      for (long i = 0; i < per; i++)
+        gate_decide(g, cases[c].unknown ? "no_such_tool" : names[i % NTOOLS], args, &reason);
+      double mean = (double)(ns() - a) / (double)per;
+      if (mean < best_mean)
+        best_mean = mean;
     }
-    qsort(lat, (size_t)n, sizeof *lat, cmp_ull);
-    unsigned long long a = ns();
-    for (long i = 0; i < n; i++)
-      gate_decide(g, cases[c].unknown ? "no_such_tool" : names[i % NTOOLS], args, &reason);
-    double mean = (double)(ns() - a) / (double)n;
-    printf(",\"%s\":{\"median_ns\":%llu,\"p99_ns\":%llu,\"batch_mean_ns\":%.0f}",
-           cases[c].name, lat[n / 2], lat[(size_t)((double)n * 0.99)], mean);
+    printf("],\"median_ns\":%llu,\"p99_ns\":%llu,\"batch_mean_ns\":%.0f}", best_med,
+           best_p99, best_mean);
     json_free(args);
   }
   printf("}\n");

@@ -54,13 +54,12 @@ int main(int argc, char **argv) {
   }
   self[n] = '\0';
   char dir[PATH_MAX], name[NAME_MAX + 1];
-  snprintf(dir, sizeof dir, "%s", self);
-  snprintf(dir, sizeof dir, "%s", dirname(dir));
+  snprintf(dir, sizeof dir, "%s", dirname(self)); /* dirname edits self */
   char *base = strdup(argv[0]);
   snprintf(name, sizeof name, "%s", basename(base));
   free(base);
 
-  char real[PATH_MAX];
+  char real[PATH_MAX + NAME_MAX + 8];
   snprintf(real, sizeof real, "%s/real-%s", dir, name);
 
   /* The verb is the first argument that is not a global flag; the bundle
@@ -80,7 +79,7 @@ int main(int argc, char **argv) {
       bundle = argv[i] + 9;
   }
   if (verb && (!strcmp(verb, "create") || !strcmp(verb, "run"))) {
-    char from[PATH_MAX], to[PATH_MAX];
+    char from[PATH_MAX + 16], to[PATH_MAX + 16];
     snprintf(from, sizeof from, "%s/config.json", bundle);
     snprintf(to, sizeof to, "%s/effective.json", dir);
     copy_file(from, to);
@@ -103,7 +102,7 @@ int main(int argc, char **argv) {
   long long end = now_ns();
   int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 
-  char logpath[PATH_MAX];
+  char logpath[PATH_MAX + 8];
   snprintf(logpath, sizeof logpath, "%s/log", dir);
   FILE *log = fopen(logpath, "a");
   if (log) {
