@@ -427,7 +427,6 @@ static char *govern(struct call *c, const json_t *request, const char *bad_reaso
     c->reason = xstrdup("the request has no \"tool\" string");
     return finish_error(c, GATE_BAD_REQUEST, c->reason, len);
   }
-  call_update(g, c->idx, NULL, NULL, -1);
   if (c->idx >= 0) {
     pthread_mutex_lock(&g->mu);
     free(g->calls[c->idx].tool);
@@ -634,6 +633,8 @@ int gate_decide_pending(struct gate *g, const char *call_id, bool approve, const
                         const char *reason, tg_error **err) {
   return approvals_decide(g->approvals, call_id, approve, who, reason, err);
 }
+
+int gate_approval_timeout_ms(struct gate *g) { return g->approval_timeout_ms; }
 
 const char *gate_audit_path(struct gate *g) { return g->audit ? audit_path(g->audit) : NULL; }
 

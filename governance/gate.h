@@ -96,6 +96,11 @@ json_t *gate_pending_json(struct gate *g);
 int gate_decide_pending(struct gate *g, const char *call_id, bool approve, const char *who,
                         const char *reason, tg_error **err);
 
+/* The effective approval timeout (the policy's, else the host config's,
+ * else 60 s).  The clients' own timeout must exceed it, so the bridge
+ * should publish this value, not the host config's, in bridge.json. */
+int gate_approval_timeout_ms(struct gate *g);
+
 /* The audit log's path (borrowed). */
 const char *gate_audit_path(struct gate *g);
 

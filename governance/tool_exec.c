@@ -54,9 +54,8 @@ static void child_fail(int fd, const char *what) {
 /* In the child: become an unprivileged, capability-less process in its own
  * session, then exec.  Never returns. */
 static void child_exec(char *const argv[], char *const envp[], int in, int out, int errfd,
-                       int last_cap) {
+                       int last_cap, pid_t parent) {
   setsid();
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(errfd, 2) < 0)
     _exit(126);
   syscall(SYS_close_range, 3U, ~0U, 0U);
@@ -85,6 +84,11 @@ static void child_exec(char *const argv[], char *const envp[], int in, int out, 
   }
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
     child_fail(2, "no_new_privs");
+  /* Die with the gate.  Set after the id change, which clears it; and if
+   * the parent is already gone, the signal will never come: leave now. */
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent)
+    _exit(126);
   execve(argv[0], argv, envp);
   child_fail(2, "exec failed (is the program executable by uid 65534?)");
 }
@@ -136,6 +140,7 @@ int sandbox_run(char *const argv[], char *const extra_env[], const char *input,
   }
   char **env = build_env(extra_env);
   int last = cap_last_cap();
+  pid_t self = getpid();
   pid_t pid = fork();
   if (pid < 0) {
     int e = errno;
@@ -144,7 +149,7 @@ int sandbox_run(char *const argv[], char *const extra_env[], const char *input,
     return tg_error_set(err, e, "fork for %s", argv[0]);
   }
   if (pid == 0)
-    child_exec(argv, env, inp[0], outp[1], errp[1], last);
+    child_exec(argv, env, inp[0], outp[1], errp[1], last, self);
   free_env(env);
   close(inp[0]);
   close(outp[1]);
@@ -263,6 +268,7 @@ int sandbox_spawn(char *const argv[], pid_t *pid, int *to_child, int *from_child
   int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
   char **env = build_env(NULL);
   int last = cap_last_cap();
+  pid_t self = getpid();
   pid_t p = fork();
   if (p < 0) {
     int e = errno;
@@ -273,7 +279,7 @@ int sandbox_spawn(char *const argv[], pid_t *pid, int *to_child, int *from_child
     return tg_error_set(err, e, "fork for %s", argv[0]);
   }
   if (p == 0)
-    child_exec(argv, env, inp[0], outp[1], devnull, last);
+    child_exec(argv, env, inp[0], outp[1], devnull, last, self);
   free_env(env);
   close(inp[0]);
   close(outp[1]);

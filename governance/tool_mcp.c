@@ -69,7 +69,7 @@ static json_t *await_response(struct mcp_client *c, long long id, unsigned long 
   *timed_out = false;
   for (;;) {
     char *nl;
-    while ((nl = memchr(c->buf, '\n', c->len)) != NULL) {
+    while (c->len > 0 && (nl = memchr(c->buf, '\n', c->len)) != NULL) {
       size_t linelen = nl - c->buf;
       json_t *msg = linelen ? json_parse(c->buf, linelen, NULL, NULL) : NULL;
       memmove(c->buf, nl + 1, c->len - linelen - 1);

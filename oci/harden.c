@@ -1,21 +1,210 @@
-/* Temporary pass-through so the CLI can be built first; the hardening
- * issue replaces this file. */
+/* oci_harden(): choose the profile, refuse escape shapes, apply every
+ * axis, then prove the result is no looser than the input. */
 #include "oci/harden.h"
 
 #include <stdlib.h>
+#include <string.h>
 
+#include "oci/profile.h"
+#include "oci/seccomp.h"
+#include "oci/transform.h"
 #include "shim/util.h"
 
-int oci_harden(json_t *config, const struct harden_options *opts,
-               struct harden_result *res, tg_error **err) {
-  (void)config; (void)err;
-  res->profile = xstrdup(opts->profile ? opts->profile : "none");
+#define ANN_PROFILE "dev.tollgate.profile"
+#define ANN_APPLIED "dev.tollgate.profile-applied"
+
+/* Pick the profile: the host's, or the workload's annotation when that
+ * one is at least as strict.  Loosening is the host config's alone. */
+static int choose_profile(const json_t *config, const struct harden_options *opts, struct oci_profile *out,
+                          tg_error **err) {
+  const char *host_name = opts->profile ? opts->profile : "hardened";
+  struct oci_profile host;
+  if (profile_load(opts->profiles_dir, opts->seccomp_dir, host_name, &host, err) < 0)
+    return tg_error_wrap(err, "host profile");
+  if (host.passthrough && !opts->allow_passthrough) {
+    profile_free(&host);
+    return tg_error_set(err, 0, "the host config chooses profile %s, which applies no hardening, but allow_passthrough is false; set \"allow_passthrough\": true in the host config or choose another profile",
+                        host_name);
+  }
+  const char *want = json_string_value(json_object_get(json_object_get(config, "annotations"), ANN_PROFILE));
+  if (want == NULL || strcmp(want, host_name) == 0) {
+    *out = host;
+    return 0;
+  }
+  if (json_object_get(json_object_get(config, "annotations"), ANN_PROFILE) && want == NULL) {
+    profile_free(&host);
+    return tg_error_set(err, 0, "annotation " ANN_PROFILE " must be a string naming a profile");
+  }
+  struct oci_profile asked;
+  if (profile_load(opts->profiles_dir, opts->seccomp_dir, want, &asked, err) < 0) {
+    profile_free(&host);
+    return tg_error_wrap(err, "annotation " ANN_PROFILE "=%s", want);
+  }
+  cleanup_free char *why = NULL;
+  bool ok = profile_at_least_as_strict(&asked, &host, &why);
+  if (ok && asked.passthrough && !opts->allow_passthrough)
+    ok = false;
+  if (!ok) {
+    tg_error_set(err, 0, "annotation " ANN_PROFILE "=%s asks for a looser profile than the host's %s (%s); a workload can only tighten: remove the annotation, or choose the profile in the host config",
+                 want, host_name, why ? why : "passthrough is not allowed");
+    profile_free(&host);
+    profile_free(&asked);
+    return -1;
+  }
+  profile_free(&host);
+  *out = asked;
   return 0;
 }
 
-int oci_harden_process(json_t *process, const json_t *effective_config,
-                       tg_error **err) {
-  (void)process; (void)effective_config; (void)err;
+/* Every namespace a sandbox needs, new unless the input joins a
+ * non-host one (a pod sibling).  The network namespace is always new:
+ * it must hold only loopback, which oci_check_netns_loopback_only()
+ * verifies for runc. */
+static void namespaces_harden(json_t *config, const struct oci_profile *p) {
+  static const char *const need[] = {"pid", "ipc", "uts", "mount", "network"};
+  json_t *nss = json_object_ensure_array(json_object_ensure_object(config, "linux"), "namespaces");
+  for (size_t k = 0; k < sizeof need / sizeof need[0]; k++) {
+    bool is_net = strcmp(need[k], "network") == 0;
+    if (is_net && !p->network_none)
+      continue;
+    bool have = false;
+    for (size_t i = 0; i < json_array_len(nss); i++) {
+      json_t *ns = json_array_get(nss, i);
+      const char *type = json_string_value(json_object_get(ns, "type"));
+      if (type == NULL || strcmp(type, need[k]) != 0)
+        continue;
+      have = true;
+      if (is_net)
+        json_object_del(ns, "path");
+    }
+    if (!have) {
+      json_t *ns = json_new_object();
+      json_object_set(ns, "type", json_new_string(need[k]));
+      json_array_append(nss, ns);
+    }
+  }
+}
+
+static void annotations_harden(json_t *config) {
+  json_t *ann = json_object_get(config, "annotations");
+  if (!json_is(ann, JSON_OBJECT))
+    return;
+  /* dev.gvisor.* steer runsc itself (e.g. mounting host sockets or
+   * shared mounts into the sandbox): the workload does not get to. */
+  for (size_t i = ann->u.object.len; i-- > 0;)
+    if (strncmp(ann->u.object.keys[i], "dev.gvisor.", 11) == 0)
+      json_object_del(ann, ann->u.object.keys[i]);
+}
+
+static void record_profile(json_t *config, const char *name) {
+  json_t *ann = json_object_ensure_object(config, "annotations");
+  json_object_set(ann, ANN_APPLIED, json_new_string(name));
+}
+
+static int apply_profile(json_t *config, const struct oci_profile *p, const char *backend, tg_error **err) {
+  json_t *process = json_object_ensure_object(config, "process");
+  oci_caps_restrict(process, &p->caps);
+  if (p->no_new_privileges)
+    json_object_set(process, "noNewPrivileges", json_new_bool(true));
+  oci_user_harden(process, p);
+  oci_mounts_harden(config, p);
+  oci_limits_harden(config, p, backend);
+  namespaces_harden(config, p);
+  if (p->seccomp) {
+    json_t *linux = json_object_ensure_object(config, "linux");
+    json_t *sc = NULL;
+    if (oci_seccomp_intersect(p->seccomp, json_object_get(linux, "seccomp"), &sc, err) < 0)
+      return -1;
+    json_object_set(linux, "seccomp", sc);
+  }
+  annotations_harden(config);
+  return 0;
+}
+
+int oci_harden(json_t *config, const struct harden_options *opts, struct harden_result *res, tg_error **err) {
+  res->profile = NULL;
+  if (!json_is(config, JSON_OBJECT))
+    return tg_error_set(err, 0, "config.json must hold a JSON object");
+  if (opts->backend && strcmp(opts->backend, "runsc") != 0 && strcmp(opts->backend, "runc") != 0)
+    return tg_error_set(err, 0, "unknown backend \"%s\" for hardening (runsc or runc)", opts->backend);
+  struct oci_profile p;
+  if (choose_profile(config, opts, &p, err) < 0)
+    return -1;
+  int ret = 0;
+  if (!p.passthrough) {
+    cleanup_json json_t *before = json_copy(config);
+    ret = oci_refuse_escapes(config, &p, err);
+    if (ret == 0)
+      ret = apply_profile(config, &p, opts->backend, err);
+    /* Belt and braces: every step above only tightens by construction;
+     * this check makes a future mistake fail closed instead of quietly
+     * handing the backend a looser config. */
+    if (ret == 0 && oci_check_tighter(before, config, err) < 0)
+      ret = tg_error_wrap(err, "internal error: hardening with profile %s loosened the config; this is a tollgate bug", p.name);
+  }
+  if (ret == 0) {
+    record_profile(config, p.name);
+    res->profile = xstrdup(p.name);
+  }
+  profile_free(&p);
+  return ret;
+}
+
+int oci_harden_process(json_t *process, const json_t *effective_config, tg_error **err) {
+  if (!json_is(process, JSON_OBJECT))
+    return tg_error_set(err, 0, "the process spec must be a JSON object");
+  const json_t *limit = json_object_get(effective_config, "process");
+  const char *cwd = json_string_value(json_object_get(process, "cwd"));
+  if (oci_path_is_fd_escape(cwd))
+    return tg_error_set(err, 0, "process cwd %s is a file descriptor path under /proc (the CVE-2024-21626 shape); use a directory inside the container",
+                        cwd);
+  const char *applied = json_string_value(json_object_get(json_object_get(effective_config, "annotations"), ANN_APPLIED));
+  if (applied && strcmp(applied, "passthrough") == 0)
+    return 0;
+  /* An exec'd process gets nothing the container itself was denied. */
+  oci_caps_intersect(process, limit);
+  if (json_is_true(json_object_get(limit, "noNewPrivileges")))
+    json_object_set(process, "noNewPrivileges", json_new_bool(true));
+  long long cuid = 0, cgid = 0, uid = 0;
+  const json_t *cuser = json_object_get(limit, "user");
+  json_integer_value(json_object_get(cuser, "uid"), &cuid);
+  json_integer_value(json_object_get(cuser, "gid"), &cgid);
+  json_t *user = json_object_ensure_object(process, "user");
+  json_integer_value(json_object_get(user, "uid"), &uid);
+  if (cuid != 0 && uid == 0) {
+    /* The container was denied root: so is anything exec'd into it. */
+    json_object_set(user, "uid", json_new_integer(cuid));
+    json_object_set(user, "gid", json_new_integer(cgid));
+    json_object_del(user, "additionalGids");
+  }
+  /* rlimits no higher than the container's */
+  const json_t *crl = json_object_get(limit, "rlimits");
+  json_t *rl = json_object_ensure_array(process, "rlimits");
+  for (size_t k = 0; k < json_array_len(crl); k++) {
+    const json_t *c = json_array_get(crl, k);
+    const char *type = json_string_value(json_object_get(c, "type"));
+    long long chard = 0;
+    if (!type || !json_integer_value(json_object_get(c, "hard"), &chard))
+      continue;
+    json_t *mine = NULL;
+    for (size_t i = 0; i < json_array_len(rl); i++)
+      if (json_string_value(json_object_get(json_array_get(rl, i), "type")) &&
+          strcmp(json_string_value(json_object_get(json_array_get(rl, i), "type")), type) == 0)
+        mine = json_array_get(rl, i);
+    if (mine == NULL) {
+      json_array_append(rl, json_copy(c));
+      continue;
+    }
+    long long hard = -1, soft = -1;
+    json_integer_value(json_object_get(mine, "hard"), &hard);
+    json_integer_value(json_object_get(mine, "soft"), &soft);
+    if (hard < 0 || hard > chard)
+      hard = chard;
+    if (soft < 0 || soft > hard)
+      soft = hard;
+    json_object_set(mine, "hard", json_new_integer(hard));
+    json_object_set(mine, "soft", json_new_integer(soft));
+  }
   return 0;
 }
 

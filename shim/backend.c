@@ -238,25 +238,49 @@ void backend_exec_args(const struct backend *b, const struct exec_flags *f,
     argv_addf(out, "--preserve-fds=%ld", f->preserve_fds);
 }
 
-/* The msg of the last {"level":"error",...} line in a JSON log. */
+/* Length of the JSON object starting at s[0] == '{', or 0 if it does not
+ * end.  runsc writes its JSON log lines without a newline between them,
+ * so objects are found by brace matching (outside strings), not by line. */
+static size_t object_length(const char *s) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; s[i]; i++) {
+    char ch = s[i];
+    if (in_string) {
+      if (ch == '\\' && s[i + 1] != '\0')
+        i++;
+      else if (ch == '"')
+        in_string = false;
+    } else if (ch == '"') {
+      in_string = true;
+    } else if (ch == '{') {
+      depth++;
+    } else if (ch == '}' && --depth == 0) {
+      return i + 1;
+    }
+  }
+  return 0;
+}
+
+/* The msg of the last {"level":"error",...} object in a JSON log. */
 static char *last_json_error(const char *text) {
   char *found = NULL;
-  const char *line = text;
-  while (line && *line) {
-    const char *end = strchr(line, '\n');
-    size_t len = end ? (size_t)(end - line) : strlen(line);
-    if (len > 0 && line[0] == '{') {
-      json_t *v = json_parse(line, len, NULL, NULL);
-      const char *level = json_string_value(json_object_get(v, "level"));
-      const char *msg = json_string_value(json_object_get(v, "msg"));
-      if (level && msg && (strcmp(level, "error") == 0 ||
-                           strcmp(level, "fatal") == 0)) {
-        free(found);
-        found = xstrdup(msg);
-      }
-      json_free(v);
+  const char *p = text;
+  while ((p = strchr(p, '{')) != NULL) {
+    size_t len = object_length(p);
+    if (len == 0)
+      break;
+    json_t *v = json_parse(p, len, NULL, NULL);
+    size_t step = v ? len : 1;
+    const char *level = json_string_value(json_object_get(v, "level"));
+    const char *msg = json_string_value(json_object_get(v, "msg"));
+    if (level && msg &&
+        (strcmp(level, "error") == 0 || strcmp(level, "fatal") == 0)) {
+      free(found);
+      found = xstrdup(msg);
     }
-    line = end ? end + 1 : NULL;
+    json_free(v);
+    p += step;
   }
   return found;
 }

@@ -319,8 +319,14 @@ static int do_create(struct cli *cli, const struct create_request *req,
   c->state = json_copy(state);
   if (backend_from_state(state, &c->backend, err) < 0)
     return -1;
-  if (req->prepare_only)
-    return 0;
+  if (req->prepare_only) {
+    /* The caller's `runsc run` creates it next (and deletes it itself when
+     * the init exits): from here on it is no longer mid-create. */
+    json_object_set(state, "status", json_new_string("created"));
+    json_free(c->state);
+    c->state = json_copy(state);
+    return state_write_json(u->dir, "state.json", state, err);
+  }
   cleanup_free char *backend_pid = xasprintf("%s/backend.pid", u->dir);
   struct create_flags cf = {.bundle = bundle,
                             .pid_file = backend_pid,

@@ -51,6 +51,10 @@ for rt in $BACKENDS; do
     cmp -s "$b/config.json.orig" "$work/original-$rt.json"
   check "$rt: effective config is marked" grep -q dev.tollgate.effective "$b/config.json"
 
+  sidecar=$(json_get tollgate.sidecar_pid <<<"$state")
+  check_match "$rt: create started the bridge sidecar" '^[1-9][0-9]*$' "$sidecar"
+  check "$rt: the sidecar is alive" kill -0 "$sidecar"
+  check "$rt: the bridge area is mounted" grep -q " $TG_ROOT/$id/bridge " /proc/self/mounts
   check "$rt: start" tg start "$id"
   check_eq "$rt: running after start" running "$(wait_status "$id" running)"
   state=$(tg state "$id")
@@ -92,6 +96,10 @@ PY
   check_match "$rt: kill of a stopped container says so" 'container not running' "$err"
   check "$rt: delete" tg delete "$id"
   check_fails "$rt: state dir gone" test -e "$TG_ROOT/$id"
+  check_fails "$rt: no bridge mount left" grep -q " $TG_ROOT/$id/" /proc/self/mounts
+  gone=no
+  for i in $(seq 1 50); do kill -0 "$sidecar" 2>/dev/null || { gone=yes; break; }; sleep 0.1; done
+  check_eq "$rt: the sidecar has stopped" yes "$gone"
   check "$rt: delete keeps the effective config and the original" \
     cmp -s "$b/config.json.orig" "$work/original-$rt.json"
   err=$(tg delete "$id" 2>&1)

@@ -2,6 +2,7 @@
  * over the control socket while the call waits, the timeout denies, the
  * hook approves / denies / errs (counted as deny), the parking limit. */
 #include <criterion/criterion.h>
+#include <grp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +34,8 @@ static void write_file(const char *name, const char *text, mode_t mode) {
 
 static char *sock_path(void) { return xasprintf("%s/control.sock", dir); }
 
+static const char *approver_group;
+
 static struct gate *open_gate(const char *approval, int timeout_ms) {
   cleanup_free char *pol = xasprintf(
       "{\"version\": 1, \"tools\": {\"refund\": {\"backend\": {\"type\": \"builtin\", \"name\": \"echo\"},"
@@ -44,7 +47,8 @@ static struct gate *open_gate(const char *approval, int timeout_ms) {
   cleanup_free char *audit = xasprintf("%s/audit", dir);
   cleanup_free char *sock = sock_path();
   struct gate_config cfg = {.container_id = "ap", .policy_path = pp, .audit_dir = audit,
-                            .approval_timeout_ms = timeout_ms, .control_socket = sock};
+                            .approval_timeout_ms = timeout_ms, .control_socket = sock,
+                            .approver_group = approver_group};
   struct gate *g = NULL;
   cleanup_error tg_error *err = NULL;
   cr_assert_eq(gate_open(&cfg, &g, &err), 0, "%s", err ? err->msg : "");
@@ -215,4 +219,53 @@ Test(approval, only_root_or_the_group_may_decide) {
     cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "uid 65534 reached the control socket");
   }
   gate_close(g);
+}
+
+/* A member of the approver group may decide; SO_PEERCRED tells who it was. */
+static int decide_as(uid_t uid, gid_t gid, const char *verb, const char *call) {
+  cleanup_free char *sock = sock_path();
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (setgroups(0, NULL) < 0 || setgid(gid) < 0 || setuid(uid) < 0)
+      _exit(3);
+    cleanup_json json_t *req = json_new_object();
+    json_object_set(req, "verb", json_new_string(verb));
+    json_object_set(req, "call", json_new_string(call));
+    json_t *reply = NULL;
+    if (control_request(sock, req, 2000, &reply, NULL) < 0)
+      _exit(2); /* could not connect */
+    _exit(json_is_true(json_object_get(reply, "ok")) ? 0 : 1);
+  }
+  int status;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+Test(approval, the_approver_group_may_decide_others_may_not) {
+  if (getuid() != 0 || getgrnam("nogroup") == NULL)
+    cr_skip_test("needs root and the nogroup group");
+  approver_group = "nogroup";
+  struct gate *g = open_gate(NULL, 60000);
+  approver_group = NULL;
+  cleanup_free char *sock = sock_path();
+  struct stat st;
+  cr_assert_eq(stat(sock, &st), 0);
+  cr_assert_eq(st.st_mode & 0777, 0660);
+  cr_assert_eq(st.st_gid, getgrnam("nogroup")->gr_gid);
+  struct waiter w = {g, "grp", BIG, NULL};
+  pthread_t t;
+  pthread_create(&t, NULL, wait_call, &w);
+  wait_pending("grp");
+  /* uid 1 (daemon) in group 1: the socket's mode keeps it out entirely */
+  cr_assert_eq(decide_as(1, 1, "approve", "grp"), 2);
+  /* uid 65534 in nogroup: connects and decides */
+  cr_assert_eq(decide_as(65534, getgrnam("nogroup")->gr_gid, "approve", "grp"), 0);
+  pthread_join(t, NULL);
+  cr_assert(strstr(w.resp, "\"ok\":true"), "%s", w.resp);
+  free(w.resp);
+  cleanup_free char *log = xstrdup(gate_audit_path(g));
+  gate_close(g);
+  cleanup_free char *text = NULL;
+  read_file(log, 1 << 20, &text, NULL, NULL);
+  cr_assert(strstr(text, "\"approver\":\"uid:65534\""), "%s", text);
 }

@@ -192,6 +192,12 @@ Test(backend, message_from_json_log_or_logrus_stderr) {
       "ignored");
   cr_assert_str_eq(m, "container does not exist");
   free(m);
+  /* runsc: objects back to back, no newline; braces inside strings */
+  m = backend_message("{\"msg\":\"a {x\",\"level\":\"error\"}"
+                      "{\"msg\":\"creating container: EOF\",\"level\":\"error\"}",
+                      NULL);
+  cr_assert_str_eq(m, "creating container: EOF");
+  free(m);
   m = backend_message(NULL, "time=\"2026\" level=error msg=\"cannot \\\"x\\\" go\"\n\n");
   cr_assert_str_eq(m, "cannot \"x\" go");
   free(m);

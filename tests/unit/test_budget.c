@@ -2,6 +2,7 @@
  * unknown calls; max_cost, max_irreversible, per-tool max_calls and the
  * repeat limit deny with budget_exhausted and never run the tool. */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,4 +115,45 @@ Test(budget, canonical_json_sorts_keys) {
   cleanup_json json_t *v = json_parse(a, strlen(a), NULL, NULL);
   cleanup_free char *s = json_canonical(v, NULL);
   cr_assert_str_eq(s, "{\"a\":{\"c\":null,\"d\":[{\"y\":2,\"z\":1}]},\"b\":1}");
+}
+
+/* Many threads at once (the bridge's worker pool): the cap admits exactly
+ * max_tool_calls calls, never one more. */
+struct hammer {
+  struct gate *g;
+  int ok, exhausted;
+};
+
+static void *hammer_main(void *arg) {
+  struct hammer *h = arg;
+  const char *req = "{\"v\":1,\"tool\":\"echo\",\"args\":{}}";
+  cleanup_json json_t *r = json_parse(req, strlen(req), NULL, NULL);
+  for (int i = 0; i < 200; i++) {
+    cleanup_free char *resp = gate_handle(h->g, "t", r, NULL, NULL);
+    if (strstr(resp, "\"ok\":true"))
+      h->ok++;
+    else if (strstr(resp, "budget_exhausted"))
+      h->exhausted++;
+  }
+  return NULL;
+}
+
+Test(budget, the_cap_holds_under_concurrency) {
+  cleanup_free char *pol = xasprintf("{\"version\": 1, \"tools\": {%s}, \"budgets\": {\"max_tool_calls\": 1000}}", TOOLS);
+  struct gate *g = open_gate(pol);
+  struct hammer h[8];
+  pthread_t t[8];
+  for (int i = 0; i < 8; i++) {
+    h[i] = (struct hammer){.g = g};
+    pthread_create(&t[i], NULL, hammer_main, &h[i]);
+  }
+  int ok = 0, exhausted = 0;
+  for (int i = 0; i < 8; i++) {
+    pthread_join(t[i], NULL);
+    ok += h[i].ok;
+    exhausted += h[i].exhausted;
+  }
+  cr_assert_eq(ok, 1000);
+  cr_assert_eq(exhausted, 600);
+  gate_close(g);
 }

@@ -1,0 +1,262 @@
+/* Refusal of known escape shapes.  Each check runs on the config as it
+ * came in, before any rewrite, so the error names what the user wrote. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "oci/transform.h"
+#include "shim/util.h"
+
+/* Lexically clean an absolute path: collapse "//", drop ".", resolve
+ * "..".  Owned result. */
+static char *path_clean(const char *path) {
+  size_t len = strlen(path);
+  char *out = xmalloc(len + 2);
+  size_t o = 0;
+  const char *p = path;
+  while (*p) {
+    while (*p == '/')
+      p++;
+    const char *start = p;
+    while (*p && *p != '/')
+      p++;
+    size_t n = (size_t)(p - start);
+    if (n == 0 || (n == 1 && start[0] == '.'))
+      continue;
+    if (n == 2 && start[0] == '.' && start[1] == '.') {
+      while (o > 0 && out[o - 1] != '/')
+        o--;
+      if (o > 0)
+        o--;
+      continue;
+    }
+    out[o++] = '/';
+    memcpy(out + o, start, n);
+    o += n;
+  }
+  if (o == 0)
+    out[o++] = '/';
+  out[o] = '\0';
+  return out;
+}
+
+static bool all_digits(const char *s, size_t n) {
+  if (n == 0)
+    return false;
+  for (size_t i = 0; i < n; i++)
+    if (!isdigit((unsigned char)s[i]))
+      return false;
+  return true;
+}
+
+/* Does the component at *p equal word or (digits) a number?  Advances. */
+static bool take(const char **p, const char *word) {
+  const char *s = *p;
+  if (*s != '/')
+    return false;
+  s++;
+  const char *e = strchrnul(s, '/');
+  size_t n = (size_t)(e - s);
+  bool ok = word ? (strlen(word) == n && memcmp(s, word, n) == 0) : all_digits(s, n);
+  if (ok)
+    *p = e;
+  return ok;
+}
+
+bool oci_path_is_fd_escape(const char *path) {
+  if (path == NULL)
+    return false;
+  cleanup_free char *c = path_clean(path);
+  const char *p = c;
+  /* /dev/fd and /dev/std* are links into /proc/self/fd. */
+  if (take(&p, "dev")) {
+    const char *q = p;
+    return take(&q, "fd") || take(&p, "stdin") || take(&p, "stdout") || take(&p, "stderr");
+  }
+  p = c;
+  if (!take(&p, "proc"))
+    return false;
+  /* /proc/self, /proc/thread-self, /proc/<pid>, optionally /task/<tid> */
+  if (!take(&p, "self") && !take(&p, "thread-self") && !take(&p, NULL))
+    return false;
+  const char *q = p;
+  if (take(&q, "task") && take(&q, NULL))
+    p = q;
+  return take(&p, "fd");
+}
+
+/* The host's own namespace of a kind, by device and inode. */
+static bool same_as_host(const char *nspath, const char *kind, int *why_errno) {
+  struct stat target, host;
+  if (stat(nspath, &target) < 0) {
+    *why_errno = errno;
+    return true; /* cannot check it: treat it as the host's (fail closed) */
+  }
+  const char *refs[] = {"/proc/1/ns/", "/proc/self/ns/"};
+  for (size_t i = 0; i < 2; i++) {
+    cleanup_free char *ref = xasprintf("%s%s", refs[i], kind);
+    if (stat(ref, &host) == 0 && host.st_dev == target.st_dev && host.st_ino == target.st_ino)
+      return true;
+  }
+  return false;
+}
+
+static const char *ns_proc_name(const char *type) {
+  static const char *const map[][2] = {{"pid", "pid"},   {"network", "net"}, {"mount", "mnt"},
+                                       {"ipc", "ipc"},   {"uts", "uts"},     {"user", "user"},
+                                       {"cgroup", "cgroup"}, {"time", "time"}};
+  for (size_t i = 0; type && i < sizeof map / sizeof map[0]; i++)
+    if (strcmp(map[i][0], type) == 0)
+      return map[i][1];
+  return NULL;
+}
+
+static int check_namespaces(const json_t *config, tg_error **err) {
+  const json_t *nss = json_get_path(config, "linux.namespaces");
+  for (size_t i = 0; i < json_array_len(nss); i++) {
+    const json_t *ns = json_array_get(nss, i);
+    const char *type = json_string_value(json_object_get(ns, "type"));
+    const char *path = json_string_value(json_object_get(ns, "path"));
+    if (path == NULL || path[0] == '\0')
+      continue;
+    const char *kind = ns_proc_name(type);
+    if (kind == NULL)
+      return tg_error_set(err, 0, "linux.namespaces[%zu]: unknown namespace type \"%s\"", i, type ? type : "");
+    int e = 0;
+    /* Joining the host's namespace is what "privileged" containers do to
+     * see host processes, mounts or network; nothing a sandbox needs. */
+    if (same_as_host(path, kind, &e)) {
+      if (e)
+        return tg_error_set(err, e, "linux.namespaces[%zu]: cannot check %s namespace path %s; remove \"path\" so the container gets a new namespace",
+                            i, type, path);
+      return tg_error_set(err, 0, "linux.namespaces[%zu]: %s is the host's %s namespace; remove \"path\" so the container gets a new namespace",
+                          i, path, type);
+    }
+  }
+  return 0;
+}
+
+/* Host paths that must never be bind-mounted, nor any directory above
+ * them (a directory exposes every socket below it). */
+static const char *const sensitive[] = {
+    "/var/run/docker.sock", "/run/docker.sock", "/run/containerd", "/var/run/containerd",
+    "/run/crio", "/var/run/crio", "/run/podman", "/run/dbus", "/var/run/dbus", "/run/systemd",
+    "/var/lib/docker", "/var/lib/containerd", "/var/lib/kubelet", "/etc/shadow", "/root",
+    "/etc/tollgate",
+};
+/* Host trees that must never be bind-mounted, nor anything inside. */
+static const char *const sensitive_trees[] = {"/proc", "/sys", "/dev", "/boot", "/lib/modules", "/usr/lib/modules"};
+
+static bool is_under(const char *path, const char *tree) {
+  if (strcmp(tree, "/") == 0)
+    return true;
+  size_t n = strlen(tree);
+  return strncmp(path, tree, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+static bool is_bind(const json_t *m) {
+  const char *type = json_string_value(json_object_get(m, "type"));
+  const json_t *opts = json_object_get(m, "options");
+  return (type && strcmp(type, "bind") == 0) || json_array_has_string(opts, "bind") ||
+         json_array_has_string(opts, "rbind");
+}
+
+static const char *const allowed_fs[] = {"bind", "tmpfs", "proc", "sysfs", "cgroup", "cgroup2", "mqueue", "devpts", "none"};
+
+static int check_mount(const json_t *m, size_t i, tg_error **err) {
+  const char *src = json_string_value(json_object_get(m, "source"));
+  const char *dst = json_string_value(json_object_get(m, "destination"));
+  const char *type = json_string_value(json_object_get(m, "type"));
+  if (oci_path_is_fd_escape(src))
+    return tg_error_set(err, 0, "mounts[%zu]: source %s is a file descriptor path under /proc (the CVE-2024-21626 shape); use a real host path",
+                        i, src);
+  if (!is_bind(m)) {
+    bool ok = type == NULL;
+    for (size_t k = 0; type && k < sizeof allowed_fs / sizeof allowed_fs[0]; k++)
+      ok |= strcmp(type, allowed_fs[k]) == 0;
+    if (!ok)
+      return tg_error_set(err, 0, "mounts[%zu] (%s): filesystem type %s gives the container a host device or filesystem; use a bind mount of a directory instead",
+                          i, dst ? dst : "?", type);
+    return 0;
+  }
+  if (src == NULL)
+    return tg_error_set(err, 0, "mounts[%zu]: a bind mount needs a source", i);
+  cleanup_free char *clean = path_clean(src);
+  cleanup_free char *real = realpath(src, NULL);
+  const char *cands[] = {clean, real};
+  for (size_t c = 0; c < 2; c++) {
+    const char *p = cands[c];
+    if (p == NULL)
+      continue;
+    size_t n = strlen(p);
+    /* A socket gives the container a host service to talk to (the
+     * docker.sock shape): root on the host in one request. */
+    if ((n > 5 && strcmp(p + n - 5, ".sock") == 0) || (n > 7 && strcmp(p + n - 7, ".socket") == 0))
+      return tg_error_set(err, 0, "mounts[%zu]: %s looks like a host socket; host sockets are never mounted into a container", i, src);
+    for (size_t k = 0; k < sizeof sensitive / sizeof sensitive[0]; k++)
+      if (is_under(sensitive[k], p))
+        return tg_error_set(err, 0, "mounts[%zu]: bind mount of %s would expose %s from the host; mount a narrower directory", i,
+                            src, sensitive[k]);
+    for (size_t k = 0; k < sizeof sensitive_trees / sizeof sensitive_trees[0]; k++)
+      if (is_under(p, sensitive_trees[k]))
+        return tg_error_set(err, 0, "mounts[%zu]: bind mount of %s exposes the host's %s; remove it", i, src, sensitive_trees[k]);
+  }
+  struct stat st;
+  if (stat(src, &st) == 0 && S_ISSOCK(st.st_mode))
+    return tg_error_set(err, 0, "mounts[%zu]: %s is a host socket; host sockets are never mounted into a container", i, src);
+  return 0;
+}
+
+static int check_devices(const json_t *config, const struct oci_profile *p, tg_error **err) {
+  const json_t *devs = json_get_path(config, "linux.devices");
+  for (size_t i = 0; i < json_array_len(devs); i++) {
+    const json_t *d = json_array_get(devs, i);
+    const char *path = json_string_value(json_object_get(d, "path"));
+    const char *type = json_string_value(json_object_get(d, "type"));
+    const char *name = path && strncmp(path, "/dev/", 5) == 0 ? path + 5 : NULL;
+    const struct std_device *sd = profile_std_device(name);
+    long long major = -1, minor = -1;
+    json_integer_value(json_object_get(d, "major"), &major);
+    json_integer_value(json_object_get(d, "minor"), &minor);
+    if (sd == NULL || !namelist_has(&p->devices, name))
+      return tg_error_set(err, 0, "linux.devices[%zu]: %s is not allowed by profile %s (only /dev/null, zero, full, random, urandom, tty); remove it",
+                          i, path ? path : "(no path)", p->name);
+    /* The name is not enough: /dev/null with a disk's numbers is a disk. */
+    if (type == NULL || type[0] != sd->type || type[1] || major != sd->major || minor != sd->minor)
+      return tg_error_set(err, 0, "linux.devices[%zu]: %s must be a character device %lld:%lld; fix its type and numbers or remove it",
+                          i, path, sd->major, sd->minor);
+  }
+  return 0;
+}
+
+static int check_sysctls(const json_t *config, const struct oci_profile *p, tg_error **err) {
+  const json_t *s = json_get_path(config, "linux.sysctl");
+  if (!json_is(s, JSON_OBJECT))
+    return 0;
+  for (size_t i = 0; i < s->u.object.len; i++)
+    if (!namelist_has(&p->sysctls, s->u.object.keys[i]))
+      return tg_error_set(err, 0, "linux.sysctl: %s is not on profile %s's safe list (see docs/hardening.md); remove it",
+                          s->u.object.keys[i], p->name);
+  return 0;
+}
+
+int oci_refuse_escapes(const json_t *config, const struct oci_profile *p, tg_error **err) {
+  const char *cwd = json_string_value(json_get_path(config, "process.cwd"));
+  /* CVE-2024-21626: a cwd under /proc/self/fd/N resolves through a file
+   * descriptor the runtime leaked from the host, outside the rootfs. */
+  if (oci_path_is_fd_escape(cwd))
+    return tg_error_set(err, 0, "process.cwd %s is a file descriptor path under /proc (the CVE-2024-21626 shape); use a directory inside the container",
+                        cwd);
+  const char *root = json_string_value(json_get_path(config, "root.path"));
+  if (oci_path_is_fd_escape(root))
+    return tg_error_set(err, 0, "root.path %s is a file descriptor path; use the rootfs directory", root);
+  const json_t *mounts = json_object_get(config, "mounts");
+  for (size_t i = 0; i < json_array_len(mounts); i++)
+    if (check_mount(json_array_get(mounts, i), i, err) < 0)
+      return -1;
+  if (check_namespaces(config, err) < 0 || check_devices(config, p, err) < 0 || check_sysctls(config, p, err) < 0)
+    return -1;
+  return 0;
+}

@@ -1,0 +1,113 @@
+/* Resource limits: rlimits and the cgroup memory, pids and cpu limits.
+ * Each is lowered to the profile's value; a tighter input value stays. */
+#include <string.h>
+
+#include "oci/transform.h"
+#include "shim/util.h"
+
+static long long get_ll(const json_t *v, long long fallback) {
+  long long x;
+  return json_integer_value(v, &x) ? x : fallback;
+}
+
+/* Under runsc (ptrace platform) each guest process costs the sandbox
+ * about five host tasks and two MiB of host memory (measured with the
+ * probe: 100 guest processes -> 563 tasks in the sandbox's pids cgroup;
+ * 255 -> 514 MiB).  The cgroup limits bind the whole sandbox, Sentry
+ * included, so a guest-sized pids limit there would crash the Sentry at a
+ * few dozen processes.  Instead the guest limit goes to RLIMIT_NPROC,
+ * which gVisor enforces inside the sandbox (a clean EAGAIN), at half the
+ * profile's pids so that even a full process table stays well inside the
+ * memory limit; the cgroup gets a ceiling sized for the Sentry's tasks. */
+#define RUNSC_GUEST_PIDS(p) ((p) / 2)
+#define RUNSC_HOST_TASKS_PER_GUEST 8
+
+static void rlimit_lower(json_t *rls, const char *type, long long value) {
+  json_t *found = NULL;
+  for (size_t i = 0; i < json_array_len(rls); i++) {
+    const char *t = json_string_value(json_object_get(json_array_get(rls, i), "type"));
+    if (t && strcmp(t, type) == 0)
+      found = json_array_get(rls, i);
+  }
+  if (found == NULL) {
+    found = json_new_object();
+    json_object_set(found, "type", json_new_string(type));
+    json_array_append(rls, found);
+  }
+  /* rlimit values are unsigned 64-bit; a huge or negative-looking value
+   * means "unlimited" to the runtime, so treat it as looser. */
+  long long hard = get_ll(json_object_get(found, "hard"), -1);
+  long long soft = get_ll(json_object_get(found, "soft"), -1);
+  if (hard < 0 || hard > value)
+    hard = value;
+  if (soft < 0 || soft > hard)
+    soft = hard;
+  json_object_set(found, "hard", json_new_integer(hard));
+  json_object_set(found, "soft", json_new_integer(soft));
+}
+
+static void rlimits_harden(json_t *process, const struct oci_profile *p, bool runsc) {
+  json_t *rls = json_object_ensure_array(process, "rlimits");
+  for (size_t k = 0; k < p->n_rlimits; k++)
+    rlimit_lower(rls, p->rlimits[k].type, p->rlimits[k].value);
+  if (runsc && p->pids > 0)
+    rlimit_lower(rls, "RLIMIT_NPROC", RUNSC_GUEST_PIDS(p->pids));
+}
+
+/* min() where <= 0 (or missing) means unlimited. */
+static long long tighter(long long have, long long want) {
+  if (want <= 0)
+    return have;
+  if (have <= 0 || have > want)
+    return want;
+  return have;
+}
+
+long long oci_cpu_millis(const json_t *config) {
+  const json_t *cpu = json_get_path(config, "linux.resources.cpu");
+  long long quota = get_ll(json_object_get(cpu, "quota"), 0);
+  long long period = get_ll(json_object_get(cpu, "period"), 100000);
+  if (quota <= 0 || period <= 0)
+    return 0;
+  return quota * 1000 / period;
+}
+
+void oci_limits_harden(json_t *config, const struct oci_profile *p, const char *backend) {
+  bool runsc = backend == NULL || strcmp(backend, "runsc") == 0;
+  rlimits_harden(json_object_ensure_object(config, "process"), p, runsc);
+  json_t *res = json_object_ensure_object(json_object_ensure_object(config, "linux"), "resources");
+
+  json_t *mem = json_object_ensure_object(res, "memory");
+  long long limit = tighter(get_ll(json_object_get(mem, "limit"), 0), p->memory_bytes);
+  if (limit > 0) {
+    json_object_set(mem, "limit", json_new_integer(limit));
+    /* memory+swap equal to memory: no swap, so a hog meets the OOM killer
+     * instead of dragging the host into swapping. */
+    json_object_set(mem, "swap", json_new_integer(limit));
+  }
+  /* With the OOM killer off, a container at its limit hangs forever
+   * instead of being killed. */
+  if (json_is_true(json_object_get(mem, "disableOOMKiller")))
+    json_object_set(mem, "disableOOMKiller", json_new_bool(false));
+  if (mem->u.object.len == 0)
+    json_object_del(res, "memory");
+
+  long long pids = tighter(get_ll(json_get_path(res, "pids.limit"), 0),
+                           runsc ? RUNSC_GUEST_PIDS(p->pids) * RUNSC_HOST_TASKS_PER_GUEST : p->pids);
+  if (pids > 0)
+    json_object_set(json_object_ensure_object(res, "pids"), "limit", json_new_integer(pids));
+
+  long long have = oci_cpu_millis(config);
+  if (p->cpu_millis > 0 && (have == 0 || have > p->cpu_millis)) {
+    json_t *cpu = json_object_ensure_object(res, "cpu");
+    json_object_set(cpu, "period", json_new_integer(100000));
+    json_object_set(cpu, "quota", json_new_integer(p->cpu_millis * 100));
+  }
+
+  /* A negative score shields the container from the OOM killer at the
+   * host's expense. */
+  json_t *process = json_object_get(config, "process");
+  long long adj;
+  if (json_integer_value(json_object_get(process, "oomScoreAdj"), &adj) && adj < 0)
+    json_object_set(process, "oomScoreAdj", json_new_integer(0));
+}

@@ -1,0 +1,217 @@
+/* The "only tighter" property, checked on the result: for every axis,
+ * what the output permits, the input permitted too. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "oci/seccomp.h"
+#include "oci/transform.h"
+#include "shim/util.h"
+
+static long long get_ll(const json_t *v, long long fallback) {
+  long long x;
+  return json_integer_value(v, &x) ? x : fallback;
+}
+
+static int caps_tighter(const json_t *in, const json_t *out, tg_error **err) {
+  static const char *const sets[] = {"bounding", "effective", "permitted", "inheritable", "ambient"};
+  for (size_t s = 0; s < 5; s++) {
+    const json_t *o = json_get_path(out, "process.capabilities");
+    const json_t *i = json_get_path(in, "process.capabilities");
+    const json_t *oa = json_object_get(o, sets[s]), *ia = json_object_get(i, sets[s]);
+    for (size_t k = 0; k < json_array_len(oa); k++) {
+      const char *c = json_string_value(json_array_get(oa, k));
+      if (c && !json_array_has_string(ia, c))
+        return tg_error_set(err, 0, "capabilities: %s set gained %s", sets[s], c);
+    }
+  }
+  return 0;
+}
+
+static int flags_tighter(const json_t *in, const json_t *out, tg_error **err) {
+  if (json_is_true(json_get_path(in, "process.noNewPrivileges")) && !json_is_true(json_get_path(out, "process.noNewPrivileges")))
+    return tg_error_set(err, 0, "process.noNewPrivileges was turned off");
+  if (json_is_true(json_get_path(in, "root.readonly")) && !json_is_true(json_get_path(out, "root.readonly")))
+    return tg_error_set(err, 0, "root.readonly was turned off");
+  long long iu = get_ll(json_get_path(in, "process.user.uid"), 0), ou = get_ll(json_get_path(out, "process.user.uid"), 0);
+  long long ig = get_ll(json_get_path(in, "process.user.gid"), 0), og = get_ll(json_get_path(out, "process.user.gid"), 0);
+  if ((ou == 0 && iu != 0) || (og == 0 && ig != 0))
+    return tg_error_set(err, 0, "process.user became root");
+  long long ia = get_ll(json_get_path(in, "process.oomScoreAdj"), 0), oa = get_ll(json_get_path(out, "process.oomScoreAdj"), 0);
+  if (oa < ia)
+    return tg_error_set(err, 0, "process.oomScoreAdj was lowered");
+  return 0;
+}
+
+static const json_t *find_ns(const json_t *cfg, const char *type) {
+  const json_t *nss = json_get_path(cfg, "linux.namespaces");
+  for (size_t i = 0; i < json_array_len(nss); i++) {
+    const char *t = json_string_value(json_object_get(json_array_get(nss, i), "type"));
+    if (t && strcmp(t, type) == 0)
+      return json_array_get(nss, i);
+  }
+  return NULL;
+}
+
+static int namespaces_tighter(const json_t *in, const json_t *out, tg_error **err) {
+  const json_t *nss = json_get_path(in, "linux.namespaces");
+  for (size_t i = 0; i < json_array_len(nss); i++) {
+    const char *t = json_string_value(json_object_get(json_array_get(nss, i), "type"));
+    if (t && find_ns(out, t) == NULL)
+      return tg_error_set(err, 0, "namespaces: the %s namespace was dropped (the host's would be shared)", t);
+  }
+  nss = json_get_path(out, "linux.namespaces");
+  for (size_t i = 0; i < json_array_len(nss); i++) {
+    const json_t *ns = json_array_get(nss, i);
+    const char *t = json_string_value(json_object_get(ns, "type"));
+    const char *path = json_string_value(json_object_get(ns, "path"));
+    if (path == NULL || t == NULL)
+      continue;
+    const char *ipath = json_string_value(json_object_get(find_ns(in, t), "path"));
+    if (ipath == NULL || strcmp(ipath, path) != 0)
+      return tg_error_set(err, 0, "namespaces: %s namespace path %s was added", t, path);
+  }
+  return 0;
+}
+
+static bool mount_is_bind(const json_t *m) {
+  const char *type = json_string_value(json_object_get(m, "type"));
+  const json_t *opts = json_object_get(m, "options");
+  return (type && strcmp(type, "bind") == 0) || json_array_has_string(opts, "bind") || json_array_has_string(opts, "rbind");
+}
+
+static bool str_eq(const char *a, const char *b) { return a && b && strcmp(a, b) == 0; }
+
+static int mounts_tighter(const json_t *in, const json_t *out, tg_error **err) {
+  static const char *const protective[] = {"ro", "nosuid", "nodev", "noexec"};
+  const json_t *om = json_object_get(out, "mounts"), *im = json_object_get(in, "mounts");
+  for (size_t i = 0; i < json_array_len(om); i++) {
+    const json_t *m = json_array_get(om, i);
+    const char *dst = json_string_value(json_object_get(m, "destination"));
+    const char *src = json_string_value(json_object_get(m, "source"));
+    const char *type = json_string_value(json_object_get(m, "type"));
+    const json_t *match = NULL;
+    for (size_t k = 0; k < json_array_len(im) && !match; k++) {
+      const json_t *c = json_array_get(im, k);
+      if (str_eq(json_string_value(json_object_get(c, "destination")), dst) &&
+          mount_is_bind(c) == mount_is_bind(m) &&
+          (!mount_is_bind(m) || str_eq(json_string_value(json_object_get(c, "source")), src)))
+        match = c;
+    }
+    if (mount_is_bind(m) && match == NULL)
+      return tg_error_set(err, 0, "mounts: bind mount of %s at %s was added", src ? src : "?", dst ? dst : "?");
+    if (match == NULL)
+      continue; /* a new pseudo or tmpfs mount hides, it does not expose */
+    for (size_t k = 0; k < 4; k++)
+      if (json_array_has_string(json_object_get(match, "options"), protective[k]) &&
+          !json_array_has_string(json_object_get(m, "options"), protective[k]))
+        return tg_error_set(err, 0, "mounts: %s lost option %s", dst, protective[k]);
+    if (str_eq(type, "tmpfs")) {
+      long long isz = oci_tmpfs_size(match), osz = oci_tmpfs_size(m);
+      if (isz > 0 && (osz <= 0 || osz > isz))
+        return tg_error_set(err, 0, "mounts: tmpfs %s grew", dst);
+    }
+  }
+  return 0;
+}
+
+static int superset(const json_t *in, const json_t *out, const char *path, tg_error **err) {
+  const json_t *ia = json_get_path(in, path), *oa = json_get_path(out, path);
+  for (size_t i = 0; i < json_array_len(ia); i++) {
+    const char *s = json_string_value(json_array_get(ia, i));
+    if (s && !json_array_has_string(oa, s))
+      return tg_error_set(err, 0, "%s: %s was removed", path, s);
+  }
+  return 0;
+}
+
+static int devices_tighter(const json_t *in, const json_t *out, tg_error **err) {
+  const json_t *od = json_get_path(out, "linux.devices"), *id = json_get_path(in, "linux.devices");
+  for (size_t i = 0; i < json_array_len(od); i++) {
+    const json_t *d = json_array_get(od, i);
+    bool found = false;
+    for (size_t k = 0; k < json_array_len(id) && !found; k++)
+      found = json_equal(d, json_array_get(id, k));
+    if (!found)
+      return tg_error_set(err, 0, "linux.devices: %s was added or changed",
+                          json_string_value(json_object_get(d, "path")) ?: "?");
+  }
+  return 0;
+}
+
+static int rlimits_tighter(const json_t *in, const json_t *out, tg_error **err) {
+  const json_t *ir = json_get_path(in, "process.rlimits"), *orl = json_get_path(out, "process.rlimits");
+  for (size_t i = 0; i < json_array_len(ir); i++) {
+    const json_t *r = json_array_get(ir, i);
+    const char *type = json_string_value(json_object_get(r, "type"));
+    long long ih = get_ll(json_object_get(r, "hard"), -1), is = get_ll(json_object_get(r, "soft"), -1);
+    bool found = false;
+    for (size_t k = 0; k < json_array_len(orl); k++) {
+      const json_t *o = json_array_get(orl, k);
+      if (!str_eq(json_string_value(json_object_get(o, "type")), type))
+        continue;
+      found = true;
+      long long oh = get_ll(json_object_get(o, "hard"), -1), os = get_ll(json_object_get(o, "soft"), -1);
+      if ((ih >= 0 && (oh < 0 || oh > ih)) || (is >= 0 && (os < 0 || os > is)))
+        return tg_error_set(err, 0, "rlimits: %s was raised", type);
+    }
+    if (!found)
+      return tg_error_set(err, 0, "rlimits: %s was removed", type);
+  }
+  return 0;
+}
+
+/* a <= b where <= 0 means unlimited. */
+static bool limit_le(long long a, long long b) { return b <= 0 || (a > 0 && a <= b); }
+
+static int resources_tighter(const json_t *in, const json_t *out, tg_error **err) {
+  if (!limit_le(get_ll(json_get_path(out, "linux.resources.memory.limit"), 0),
+                get_ll(json_get_path(in, "linux.resources.memory.limit"), 0)))
+    return tg_error_set(err, 0, "linux.resources.memory.limit was raised");
+  if (!limit_le(get_ll(json_get_path(out, "linux.resources.pids.limit"), 0),
+                get_ll(json_get_path(in, "linux.resources.pids.limit"), 0)))
+    return tg_error_set(err, 0, "linux.resources.pids.limit was raised");
+  if (!limit_le(oci_cpu_millis(out), oci_cpu_millis(in)))
+    return tg_error_set(err, 0, "linux.resources.cpu quota was raised");
+  if (json_is_true(json_get_path(out, "linux.resources.memory.disableOOMKiller")) &&
+      !json_is_true(json_get_path(in, "linux.resources.memory.disableOOMKiller")))
+    return tg_error_set(err, 0, "linux.resources.memory.disableOOMKiller was turned on");
+  return 0;
+}
+
+static int sysctl_tighter(const json_t *in, const json_t *out, tg_error **err) {
+  const json_t *os = json_get_path(out, "linux.sysctl"), *is = json_get_path(in, "linux.sysctl");
+  if (!json_is(os, JSON_OBJECT))
+    return 0;
+  for (size_t i = 0; i < os->u.object.len; i++) {
+    const json_t *v = json_object_get(is, os->u.object.keys[i]);
+    if (v == NULL || !json_equal(v, os->u.object.values[i]))
+      return tg_error_set(err, 0, "linux.sysctl: %s was added or changed", os->u.object.keys[i]);
+  }
+  return 0;
+}
+
+static int hooks_tighter(const json_t *in, const json_t *out, tg_error **err) {
+  const json_t *oh = json_object_get(out, "hooks");
+  if (!json_is(oh, JSON_OBJECT))
+    return 0;
+  for (size_t i = 0; i < oh->u.object.len; i++)
+    if (!json_equal(oh->u.object.values[i], json_get_path(json_object_get(in, "hooks"), oh->u.object.keys[i])))
+      return tg_error_set(err, 0, "hooks: %s hooks were changed", oh->u.object.keys[i]);
+  return 0;
+}
+
+int oci_check_tighter(const json_t *in, const json_t *out, tg_error **err) {
+  if (caps_tighter(in, out, err) < 0 || flags_tighter(in, out, err) < 0 || namespaces_tighter(in, out, err) < 0 ||
+      mounts_tighter(in, out, err) < 0 || superset(in, out, "linux.maskedPaths", err) < 0 ||
+      superset(in, out, "linux.readonlyPaths", err) < 0 || devices_tighter(in, out, err) < 0 ||
+      rlimits_tighter(in, out, err) < 0 || resources_tighter(in, out, err) < 0 ||
+      sysctl_tighter(in, out, err) < 0 || hooks_tighter(in, out, err) < 0)
+    return -1;
+  char *why = NULL;
+  if (!oci_seccomp_subset(json_get_path(out, "linux.seccomp"), json_get_path(in, "linux.seccomp"), &why)) {
+    tg_error_set(err, 0, "linux.seccomp: %s", why);
+    free(why);
+    return -1;
+  }
+  return 0;
+}

@@ -1,0 +1,70 @@
+/* The per-axis steps of oci_harden(), one file per concern:
+ *   escape.c  refusals of known escape shapes (checked on the input)
+ *   caps.c    capability sets, noNewPrivileges, user
+ *   mounts.c  root, mounts, tmpfs, masked/read-only paths, device rules
+ *   limits.c  rlimits, cgroup memory/pids/cpu, oomScoreAdj
+ *   tighter.c the after-the-fact check that the output is no looser
+ * harden.c orders them and handles profiles, namespaces, seccomp and
+ * annotations.  Internal to oci/: only harden.h is public.
+ */
+#ifndef TOLLGATE_OCI_TRANSFORM_H
+#define TOLLGATE_OCI_TRANSFORM_H
+
+#include <stdbool.h>
+
+#include "oci/profile.h"
+#include "shim/error.h"
+#include "shim/json.h"
+
+/* Refuse a config that carries a known escape shape: cwd, root or a mount
+ * source under /proc/<pid|self|thread-self>/fd (or /dev/fd); a namespace
+ * path that is the host's own (or cannot be checked); a bind mount of a
+ * host socket or of a path holding one; a mount of a filesystem type that
+ * is not a pseudo filesystem or bind; a device outside p->devices; a
+ * sysctl outside p->sysctls.  0 or -1 with *err naming the field and fix. */
+int oci_refuse_escapes(const json_t *config, const struct oci_profile *p,
+                       tg_error **err);
+
+/* true when path (after lexical clean-up) lies under a /proc/.../fd
+ * directory or /dev/fd, the CVE-2024-21626 shape. */
+bool oci_path_is_fd_escape(const char *path);
+
+/* Reduce the five capability sets of process to the keep-list (missing
+ * sets become empty arrays). */
+void oci_caps_restrict(json_t *process, const struct namelist *keep);
+
+/* Reduce every capability set of process to the same set in limit (a
+ * process object); a set missing in limit counts as empty. */
+void oci_caps_intersect(json_t *process, const json_t *limit);
+
+/* Replace uid/gid 0 by the profile's, drop gid 0 from additionalGids,
+ * unless p->allow_root. */
+void oci_user_harden(json_t *process, const struct oci_profile *p);
+
+/* Root read-only, tmpfs per profile, nosuid/nodev/noexec/ro on the pseudo
+ * and bind mounts, tmpfs sizes capped, masked and read-only path lists
+ * extended, device cgroup rules reduced to the profile's devices. */
+void oci_mounts_harden(json_t *config, const struct oci_profile *p);
+
+/* Parse a tmpfs "size=" value (bytes, or with k/m/g suffix).  -1 when
+ * absent or not understood (a percentage, say). */
+long long oci_tmpfs_size(const json_t *mount);
+
+/* rlimits, linux.resources memory (no swap), pids, cpu, and
+ * disableOOMKiller/oomScoreAdj, each lowered to the profile's value when
+ * the input is looser or unset.  For runsc the process limit is applied
+ * inside the sandbox (RLIMIT_NPROC, which gVisor enforces per sandbox)
+ * and the cgroup pids limit becomes a host-side ceiling scaled for
+ * gVisor's own tasks (see docs/hardening.md). */
+void oci_limits_harden(json_t *config, const struct oci_profile *p,
+                       const char *backend);
+
+/* CPU limit of a config in thousandths of a CPU; 0 when unlimited. */
+long long oci_cpu_millis(const json_t *config);
+
+/* 0 when out is nowhere more permissive than in (capabilities, privileges,
+ * root, user, namespaces, mounts, paths, devices, rlimits, resources,
+ * seccomp, sysctls, hooks); -1 with *err naming the first looser axis. */
+int oci_check_tighter(const json_t *in, const json_t *out, tg_error **err);
+
+#endif

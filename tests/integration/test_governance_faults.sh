@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Governance under faults, with real containers under runsc and runc:
+# - the sidecar is killed with SIGKILL right after an irreversible call's
+#   intent record reached the disk: the log shows the intent without an
+#   outcome, verifies up to that point (--open), and plain verify reports
+#   the missing closed record; the tool's process dies with the sidecar;
+# - the audit directory is a tiny tmpfs that fills up: calls fail closed
+#   with audit_unavailable (exit 10) and nothing runs unaudited.
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/lib.sh"
+
+chmod 755 "$TG_ROOT"
+POL=$TG_ROOT/pol
+mkdir -p "$POL"
+cp "$here/governance/refund.py" "$POL/"
+chmod -R a+rX "$POL"
+cat > "$POL/p.json" <<'P'
+{"version": 1,
+ "tools": {
+   "echo": {"backend": {"type": "builtin", "name": "echo"}, "rules": [{"effect": "allow"}]},
+   "refund": {"backend": {"type": "exec", "argv": ["refund.py"]}, "irreversible": true,
+              "timeout": 120, "rules": [{"effect": "allow", "reason": "test refunds"}]}},
+ "budgets": {"max_tool_calls": 200}}
+P
+
+state_field() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
+
+for rt in $BACKENDS; do
+  # --- kill -9 of the sidecar right after the intent record ---
+  id=kill-$rt
+  log=$TG_ROOT/audit/$id.jsonl
+  make_bundle "$TG_ROOT/bundles/$id" sh -c \
+    '/run/tollgate/tollgate-call --timeout 300 refund "{\"amount\":5,\"order\":\"K-1\",\"sleep\":300}"; echo rc=$?'
+  if tg --runtime "$rt" create --policy "$POL/p.json" -b "$TG_ROOT/bundles/$id" "$id" >/dev/null 2>&1; then
+    on_exit "tg delete --force $id"
+    tg start "$id"
+    for _ in $(seq 1 600); do grep -q '"event":"intent"' "$log" 2>/dev/null && break; sleep 0.05; done
+    sidecar=$(state_field "$TG_ROOT/$id/state.json" sidecar_pid)
+    check "$rt: the intent record is on disk before the tool finishes" grep -q '"event":"intent"' "$log"
+    check "$rt: kill -9 the sidecar" kill -9 "$sidecar"
+    for _ in $(seq 1 200); do kill -0 "$sidecar" 2>/dev/null || break; sleep 0.05; done
+    check_eq "$rt: the log has the intent and no outcome" "1 0" \
+      "$(grep -c '"event":"intent"' "$log") $(grep -c '"event":"outcome"' "$log")"
+    check "$rt: the log verifies up to the intent (--open)" tg audit verify --open "$log"
+    out=$(tg audit verify "$log" 2>&1); rc=$?
+    check_eq "$rt: plain verify fails: no closed record" 1 "$rc"
+    check_match "$rt: verify names the truncation" "without a closed record" "$out"
+    for _ in $(seq 1 100); do pgrep -f "$POL/refund.py" >/dev/null || break; sleep 0.05; done
+    check_fails "$rt: the tool's process died with the sidecar" pgrep -f "$POL/refund.py"
+    check "$rt: delete after the sidecar died" tg delete --force "$id"
+  else
+    echo "FAIL - $rt: create $id"
+  fi
+
+  # --- a full audit disk fails closed ---
+  tiny=$TG_ROOT/tiny-$rt
+  mkdir -p "$tiny"
+  mount -t tmpfs -o size=64k,mode=0700 tmpfs "$tiny"
+  on_exit "umount -l $tiny"
+  write_config "audit_dir=\"$tiny\""
+  # Leave exactly one free page, which the log's first records take.
+  dd if=/dev/zero of="$tiny/slack" bs=4096 count=1 status=none
+  dd if=/dev/zero of="$tiny/filler" bs=4096 status=none 2>/dev/null || true
+  rm -f "$tiny/slack"
+  make_bundle "$TG_ROOT/bundles/full-$rt" sh -c '
+    C=/run/tollgate/tollgate-call
+    for i in $(seq 1 40); do $C echo "{\"i\":$i}" >/dev/null 2>&1; printf "%s " $?; done; echo
+    $C refund "{\"amount\":1}" >/dev/null 2>&1; echo "refund=$?"'
+  out=$(tg --runtime "$rt" run --policy "$POL/p.json" -b "$TG_ROOT/bundles/full-$rt" "full-$rt" 2>&1)
+  seq=$(echo "$out" | head -1)
+  check_match "$rt: calls succeed while the log has room" "^0 " "$seq"
+  check_match "$rt: then fail closed with audit_unavailable (exit 10)" "0 10 " "$seq"
+  check_fails "$rt: no call succeeds after the first refusal" bash -c "echo '$seq' | grep -q ' 10 .* 0 '"
+  check_match "$rt: the irreversible tool is refused, not run" "refund=10" "$out"
+  check "$rt: what reached the full disk still verifies" tg audit verify --open "$tiny/full-$rt.jsonl"
+  write_config
+  umount -l "$tiny"
+done

@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Hardening, proven from inside real containers: the probe under runsc and
+# runc with the hardened profile (every line asserted), the same under
+# passthrough (the difference), the pids/memory/tmpfs limits, `tollgate
+# spec` followed by `tollgate run`, and escape shapes refused by the CLI.
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/lib.sh"
+PROBE=$BUILD/tollgate-probe
+EXPECT="python3 $here/probe_expect.py"
+
+# probe_bundle DIR ARGS...: a bundle from `runc spec` (make_bundle) whose
+# rootfs is a private copy of the busybox tree with the probe in /bin.
+probe_bundle() {
+  local dir=$1; shift
+  make_bundle "$dir" "$@"
+  rm -rf "$dir/rootfs"
+  cp -a "$BUSYBOX_ROOTFS" "$dir/rootfs"
+  cp "$PROBE" "$dir/rootfs/bin/tollgate-probe"
+  python3 - "$dir/config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["root"]["path"] = "rootfs"
+json.dump(c, open(sys.argv[1], "w"), indent=2)
+PY
+}
+
+# Bundles live in their own directory: <root>/<id> is a container's state.
+B=$TG_ROOT/bundles/probe
+tg_quiet() { tg "$@" >/dev/null; }
+probe_bundle "$B" /bin/tollgate-probe
+cp "$B/config.json" "$TG_ROOT/runc-spec.json"
+fresh() { cp "$TG_ROOT/runc-spec.json" "$B/config.json"; rm -f "$B/config.json.orig"; }
+# set_args ARGS...: the same bundle running another command
+set_args() {
+  fresh
+  python3 - "$B/config.json" "$@" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1])); c["process"]["args"] = sys.argv[2:]
+json.dump(c, open(sys.argv[1], "w"), indent=2)
+PY
+}
+
+for be in $BACKENDS; do
+  # --- the probe under the hardened profile -------------------------------
+  write_config
+  fresh
+  out=$TG_ROOT/probe-$be.json
+  tg --runtime "$be" run --bundle "$B" "hp-$be" >"$out" 2>"$TG_ROOT/err"
+  rc=$?
+  check_eq "$be: hardened probe exits 0" 0 "$rc"
+  [ "$rc" -eq 0 ] || sed 's/^/# /' "$TG_ROOT/err"
+  $EXPECT "$be" hardened "$out" "$be/hardened"
+  check_eq "$be: effective config records the profile" hardened \
+    "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["annotations"]["dev.tollgate.profile-applied"])' "$B/config.json")"
+  check "$be: the user's config is kept beside it" cmp -s "$TG_ROOT/runc-spec.json" "$B/config.json.orig"
+
+  # --- the same probe under passthrough: the difference --------------------
+  write_config allow_passthrough=true 'profile="passthrough"'
+  fresh
+  out=$TG_ROOT/probe-$be-pt.json
+  tg --runtime "$be" run --bundle "$B" "pt-$be" >"$out" 2>"$TG_ROOT/err"
+  rc=$?
+  check_eq "$be: passthrough probe exits 0" 0 "$rc"
+  [ "$rc" -eq 0 ] || sed 's/^/# /' "$TG_ROOT/err"
+  $EXPECT "$be" passthrough "$out" "$be/passthrough"
+  write_config
+
+  # --- limits ---------------------------------------------------------------
+  # A fork bomb meets the process limit: fork fails with EAGAIN at the
+  # limit (runc: the pids cgroup, 256 with init; runsc: RLIMIT_NPROC
+  # inside the sandbox, 128).
+  set_args /bin/tollgate-probe fork 2000
+  got=$(tg --runtime "$be" run --bundle "$B" "fork-$be" 2>"$TG_ROOT/err")
+  if [ "$be" = runc ]; then want='{"started": 255, "error": "EAGAIN"}'; else want='{"started": 127, "error": "EAGAIN"}'; fi
+  check_eq "$be: fork bomb stops at the process limit" "$want" "$got"
+  # ... and the host is still fine: a host command and tollgate itself run.
+  check "$be: host still runs commands after the fork bomb" sh -c 'ls / >/dev/null'
+  check "$be: tollgate still answers after the fork bomb" tg_quiet list -q
+
+  # A memory hog is OOM-killed (SIGKILL, 137) at the 512 MiB limit.
+  set_args /bin/tollgate-probe hog 2048
+  got=$(tg --runtime "$be" run --bundle "$B" "hog-$be" 2>"$TG_ROOT/err")
+  check_eq "$be: memory hog is OOM-killed" 137 "$?"
+  check_match "$be: memory hog never finished" '^hog: allocating 2048 MiB$' "$got"
+
+  # Filling /tmp stops at its 64 MiB size.
+  set_args /bin/tollgate-probe fill /tmp/fill
+  got=$(tg --runtime "$be" run --bundle "$B" "fill-$be" 2>"$TG_ROOT/err")
+  check_eq "$be: filling /tmp stops at 64 MiB" '{"written": 67108864, "error": "ENOSPC"}' "$got"
+
+  # --- tollgate spec, then tollgate run --------------------------------------
+  S=$TG_ROOT/bundles/spec-$be
+  mkdir -p "$S"
+  cp -a "$B/rootfs" "$S/rootfs"
+  check "$be: spec writes a config" tg --runtime "$be" spec --bundle "$S" --args /bin/tollgate-probe
+  msg=$(tg --runtime "$be" spec --bundle "$S" --args /bin/tollgate-probe 2>&1)
+  check "$be: spec refuses to overwrite" test $? -ne 0
+  check_match "$be: spec says how to overwrite" 'already exists.*--force' "$msg"
+  check "$be: spec --force overwrites" tg --runtime "$be" spec --bundle "$S" --force --args /bin/tollgate-probe
+  out=$TG_ROOT/spec-probe-$be.json
+  tg --runtime "$be" run --bundle "$S" "spec-$be" >"$out" 2>"$TG_ROOT/err"
+  rc=$?
+  check_eq "$be: spec + run exits 0" 0 "$rc"
+  [ "$rc" -eq 0 ] || sed 's/^/# /' "$TG_ROOT/err"
+  $EXPECT "$be" hardened "$out" "$be/spec+run"
+done
+
+# --- escape shapes refused before any backend runs --------------------------
+refused() { # NAME PATCH-PYTHON EXPECTED-TEXT
+  local name=$1 patch=$2 want=$3
+  fresh
+  python3 - "$B/config.json" "$patch" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1])); exec(sys.argv[2])
+json.dump(c, open(sys.argv[1], "w"), indent=2)
+PY
+  local msg
+  msg=$(tg run --bundle "$B" "esc" 2>&1 >/dev/null)
+  local rc=$?
+  check "refused: $name (exit status)" test "$rc" -ne 0
+  check_match "refused: $name (message)" "$want" "$msg"
+  check_eq "refused: $name leaves no container" "" "$(tg list -q)"
+}
+refused "cwd under /proc/self/fd" 'c["process"]["cwd"] = "/proc/self/fd/7"' 'CVE-2024-21626'
+refused "docker.sock mount" 'c["mounts"].append({"destination": "/var/run/docker.sock", "type": "bind", "source": "/var/run/docker.sock", "options": ["rbind"]})' 'host socket'
+refused "host network namespace" 'c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"] if n["type"] != "network"] + [{"type": "network", "path": "/proc/self/ns/net"}]' "namespace"
+refused "unsafe sysctl" 'c["linux"]["sysctl"] = {"kernel.core_pattern": "|/tmp/x"}' 'kernel.core_pattern'
+refused "workload asks for a looser profile" 'c.setdefault("annotations", {})["dev.tollgate.profile"] = "relaxed"' 'looser profile'
+write_config 'profile="passthrough"'
+refused "passthrough without allow_passthrough" 'pass' 'allow_passthrough'
+write_config
