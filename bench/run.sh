@@ -98,6 +98,10 @@ fail() {
   failures=$((failures + 1))
 }
 now_us() { local t=${EPOCHREALTIME/./}; echo $((10#$t)); }
+# capture FILE CMD...: CMD's stdout and stderr into FILE through a pipe, and
+# CMD's status.  A pipe, not the file itself: gVisor writes the container's
+# stdout at its own offset, so it would overwrite what others wrote there.
+capture() { local f=$1; shift; "$@" 2>&1 | cat >"$f"; return "${PIPESTATUS[0]}"; }
 tg() { "$TG" --root "$TG_ROOT" --config "$W/config.json" "$@"; }
 
 # ---------------------------------------------------------------- build
@@ -148,7 +152,7 @@ fi
 make_bundle() {
   local dir=$1 rootfs=$2; shift 2
   mkdir -p "$dir"
-  rm -f "$dir/config.json"
+  rm -f "$dir/config.json" "$dir"/config.json.*
   (cd "$dir" && runc spec)
   python3 - "$dir/config.json" "$rootfs" "$BUILD/bench" "$@" <<'PY'
 import json, sys
@@ -243,12 +247,15 @@ start_bare() {
 }
 stop_bare() { kill "$BARE_PID" 2>/dev/null; wait "$BARE_PID" 2>/dev/null; }
 
-# run_bare BACKEND BUNDLE ID: the backend's own run, with tollgate's flags.
+# run_bare BACKEND BUNDLE ID: the backend's own run, with the flags tollgate
+# gave it (GLOBALS[BACKEND], set by note_globals after a spied run).
+declare -A GLOBALS
+note_globals() { GLOBALS[$1]=$(backend_globals "$1"); }
 run_bare() {
   local b=$1 bundle=$2 id=$3
   mkdir -p "$W/bare-root/$b"
-  # shellcheck disable=SC2046
-  "$b" --root "$W/bare-root/$b" $(backend_globals "$b") run --bundle "$bundle" "$id"
+  # shellcheck disable=SC2086
+  "$b" --root "$W/bare-root/$b" ${GLOBALS[$b]:-} run --bundle "$bundle" "$id"
 }
 
 # phases FILE: keep the JSON result lines a client printed.
@@ -269,7 +276,7 @@ bench_bridge() {
   local spy
   spy=$(spy_dir "$b")
   say "bridge ($b): governed, $SEQ sequential + $CONC x $PER concurrent calls"
-  if ! tg --runtime "$spy/$b" run --policy "$W/policies/echo.json" -b "$W/bundles/bridge-$b" "$id" >"$out.gov" 2>&1; then
+  if ! capture "$out.gov" tg --runtime "$spy/$b" run --policy "$W/policies/echo.json" -b "$W/bundles/bridge-$b" "$id"; then
     fail bridge "$b" "governed run failed: $(tail -3 "$out.gov" | tr '\n' ' ')"; return
   fi
   local line
@@ -282,13 +289,14 @@ bench_bridge() {
     emit bridge "$b" governed-audit "{\"audit_call_records\":$calls}"
   fi
   cp "$spy/effective.json" "$W/effective-bridge-$b.json"
+  note_globals "$b"
 
   say "bridge ($b): bare responder, same effective config"
   local area
   area=$(bare_area "$b")
   bare_bundle "$W/effective-bridge-$b.json" "$W/bundles/bare-bridge-$b" "$area" "bb-$b"
   if ! start_bare "$area"; then fail bridge "$b" "bench-bare did not start"; return; fi
-  if ! run_bare "$b" "$W/bundles/bare-bridge-$b" "bb-$b" >"$out.bare" 2>&1; then
+  if ! capture "$out.bare" run_bare "$b" "$W/bundles/bare-bridge-$b" "bb-$b"; then
     stop_bare; fail bridge "$b" "bare run failed: $(tail -3 "$out.bare" | tr '\n' ' ')"; return
   fi
   stop_bare
@@ -307,18 +315,19 @@ bench_python() {
   local spy
   spy=$(spy_dir "$b")
   say "python ($b): governed, $PY_SEQ sequential calls through tollgate.py"
-  if ! tg --runtime "$spy/$b" run --policy "$W/policies/echo.json" -b "$W/bundles/py-$b" "$id" >"$out.gov" 2>&1; then
+  if ! capture "$out.gov" tg --runtime "$spy/$b" run --policy "$W/policies/echo.json" -b "$W/bundles/py-$b" "$id"; then
     fail python "$b" "governed run failed: $(tail -3 "$out.gov" | tr '\n' ' ')"; return
   fi
   local line
   while read -r line; do emit python "$b" governed "$line"; done < <(phases "$out.gov")
   cp "$spy/effective.json" "$W/effective-py-$b.json"
+  note_globals "$b"
   say "python ($b): bare responder"
   local area
   area=$(bare_area "$b")
   bare_bundle "$W/effective-py-$b.json" "$W/bundles/bare-py-$b" "$area" "bp-$b"
   if ! start_bare "$area"; then fail python "$b" "bench-bare did not start"; return; fi
-  if ! run_bare "$b" "$W/bundles/bare-py-$b" "bp-$b" >"$out.bare" 2>&1; then
+  if ! capture "$out.bare" run_bare "$b" "$W/bundles/bare-py-$b" "bp-$b"; then
     stop_bare; fail python "$b" "bare run failed: $(tail -3 "$out.bare" | tr '\n' ' ')"; return
   fi
   stop_bare
@@ -341,9 +350,14 @@ bench_startup() {
   if ! tg --runtime "$spy/$b" run --policy "$W/policies/echo.json" -b "$W/bundles/true-$b" "st-spy-$b" >"$W/log/startup-$b" 2>&1; then
     fail startup "$b" "tollgate run of /bin/true failed: $(tail -3 "$W/log/startup-$b" | tr '\n' ' ')"; return
   fi
+  note_globals "$b"
   local area
   area=$(bare_area "$b")
   bare_bundle "$spy/effective.json" "$W/bundles/bare-true-$b" "$area" "bt-$b"
+  # One untimed run of each first: page cache, the backend's root directory.
+  tg --runtime "$b" run --policy "$W/policies/echo.json" -b "$W/bundles/true-$b" "st-$b-warm" >>"$W/log/startup-$b" 2>&1
+  run_bare "$b" "$W/bundles/bare-true-$b" "bt-$b-warm" >>"$W/log/startup-$b" 2>&1 \
+    || { fail startup "$b" "bare run failed: $(tail -2 "$W/log/startup-$b" | tr '\n' ' ')"; return; }
   local tgt=() bare=()
   for i in $(seq "$START_REPS"); do
     t0=$(now_us)
@@ -472,7 +486,7 @@ PY
   sleep 0.5
   local rest=($(rss "$sidecar"))
   local bk_rest=($(sum_rss $(backend_pids "$b" "$id")))
-  tg start "$id" >>"$out" 2>&1 || { tg delete --force "$id" >/dev/null 2>&1; fail memory "$b" "start failed"; return; }
+  tg start "$id" >"$out.start" 2>&1 || { tg delete --force "$id" >/dev/null 2>&1; fail memory "$b" "start failed"; return; }
   # Sample while the calls run; the backend's processes every fourth time
   # (finding them costs more than reading the sidecar's status).
   local peak=0 samples=0 sum=0 r i bk bk_load=(0 0) pids_list=""
