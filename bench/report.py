@@ -196,12 +196,14 @@ def print_table(doc):
                           ", ".join("%s %d" % kv for kv in bd["backend_calls"].items()),
                           bd["tollgate_own_median_us"], bd["before_backend_median_us"],
                           bd["between_backend_calls_median_us"], bd["after_backend_median_us"]))
-            ip = r.get("in-process")
-            if ip:
-                print("       in process (median): parse+harden %s, gate open %s, bridge mounts %s, "
-                      "sidecar spawn %s, teardown %s" % tuple(
-                          fmt(ip.get(k + "_median_us")) for k in
-                          ("parse_harden", "gate_open", "bridge_prepare", "sidecar_spawn", "teardown")))
+            for key, label in (("in-process", "audit on disk"), ("in-process-audit-tmpfs", "audit on tmpfs")):
+                ip = r.get(key)
+                if ip:
+                    print("       in process, %s (median): parse+harden %s, gate open+close %s, bridge mounts %s, "
+                          "sidecar spawn %s, sidecar stop+unmount %s, run's bridge start %s, stop %s" % ((label,) + tuple(
+                              fmt(ip.get(k + "_median_us")) for k in
+                              ("parse_harden", "gate_open", "bridge_prepare", "sidecar_spawn", "teardown",
+                               "serve_in_process", "stop_in_process"))))
 
     pol = res["policy"].get("decision")
     if pol:

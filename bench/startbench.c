@@ -11,6 +11,9 @@
  *   sidecar_spawn  bridge_spawn_sidecar() until the sidecar reports ready
  *                  (watching a sleeping child as the container init)
  *   teardown       bridge_teardown(): sidecar stop, unmount, remove
+ *   serve_in_process  bridge_serve_in_process(): what `tollgate run` starts
+ *                  instead of a sidecar (gate open, bridge threads)
+ *   stop_in_process   bridge_stop_in_process(): its end (gate close)
  * and prints one JSON object with the median and mean of each, in µs.
  */
 #include <errno.h>
@@ -29,9 +32,10 @@
 #include "shim/json.h"
 #include "shim/util.h"
 
-enum { PARSE, GATE, PREPARE, SPAWN, TEARDOWN, NSTEPS };
+enum { PARSE, GATE, PREPARE, SPAWN, TEARDOWN, SERVE, STOP, NSTEPS };
 static const char *step_names[NSTEPS] = {"parse_harden", "gate_open", "bridge_prepare",
-                                         "sidecar_spawn", "teardown"};
+                                         "sidecar_spawn", "teardown", "serve_in_process",
+                                         "stop_in_process"};
 
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -139,6 +143,22 @@ int main(int argc, char **argv) {
       fail("bridge_teardown", err);
     t1 = monotonic_ns();
     t[TEARDOWN][r] = (double)(t1 - t0) / 1e3;
+
+    /* The `tollgate run` path: the bridge served in process. */
+    if (bridge_prepare(&setup, config, &err) < 0)
+      fail("bridge_prepare", err);
+    struct bridge_server *server = NULL;
+    t0 = monotonic_ns();
+    if (bridge_serve_in_process(&setup, &server, &err) < 0)
+      fail("bridge_serve_in_process", err);
+    t1 = monotonic_ns();
+    t[SERVE][r] = (double)(t1 - t0) / 1e3;
+    t0 = monotonic_ns();
+    bridge_stop_in_process(server);
+    t1 = monotonic_ns();
+    t[STOP][r] = (double)(t1 - t0) / 1e3;
+    if (bridge_teardown(state_dir, &err) < 0)
+      fail("bridge_teardown", err);
     remove_tree(state_dir, NULL);
     free(state_dir);
     json_free(config);
