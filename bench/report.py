@@ -60,7 +60,8 @@ def ratio(a, b):
 def main():
     src, out, mode, elapsed, build, counts = sys.argv[1:7]
     rows = [json.loads(line) for line in open(src) if line.strip()]
-    res = {"bridge": {}, "python": {}, "startup": {}, "memory": {}, "policy": {}, "audit": {}}
+    res = {"bridge": {}, "python": {}, "bridge-host": {}, "startup": {}, "memory": {}, "policy": {},
+           "audit": {}}
     skipped, failed = [], []
     for r in rows:
         sec, be = r.get("section"), r.get("backend") or ""
@@ -72,8 +73,10 @@ def main():
             continue
         var = r.get("variant")
         body = {k: v for k, v in r.items() if k not in ("section", "backend", "variant")}
-        if sec in ("bridge", "python"):
+        if sec in ("bridge", "python", "bridge-host"):
             key = body.pop("phase", var)
+            if sec == "bridge-host":
+                be = "host"
             res[sec].setdefault(be, {}).setdefault(var, {})[key] = body
         elif sec in ("startup", "memory"):
             res[sec].setdefault(be, {})[var] = body
@@ -91,6 +94,15 @@ def main():
             "sequential_p99": ratio(s_g.get("p99_us"), s_b.get("p99_us")),
             "sequential_throughput": ratio(s_b.get("calls_per_s"), s_g.get("calls_per_s")),
             "concurrent_throughput": ratio(c_b.get("calls_per_s"), c_g.get("calls_per_s")),
+        }
+    for be, v in res["bridge-host"].items():
+        g, b = v.get("governed", {}), v.get("bare", {})
+        ratios["bridge_host"] = {
+            "sequential_p50": ratio(g.get("sequential", {}).get("p50_us"), b.get("sequential", {}).get("p50_us")),
+            "concurrent_throughput": ratio(b.get("concurrent", {}).get("calls_per_s"),
+                                           g.get("concurrent", {}).get("calls_per_s")),
+            "cpu_per_call": ratio(v.get("governed-cpu", {}).get("governed-cpu", {}).get("responder_cpu_us_per_call"),
+                                  v.get("bare-cpu", {}).get("bare-cpu", {}).get("responder_cpu_us_per_call")),
         }
     for be, v in res["python"].items():
         g, b = v.get("governed", {}).get("python", {}), v.get("bare", {}).get("python", {})
@@ -164,7 +176,7 @@ def print_table(doc):
     print("\n-- bridge round trip (echo, allow policy, audit on), latencies in us")
     print("%-7s %-9s %-14s %7s %8s %8s %8s %8s %9s" % ("backend", "variant", "client", "calls", "p50",
                                                         "p90", "p99", "mean", "calls/s"))
-    for sec in ("bridge", "python"):
+    for sec in ("bridge", "python", "bridge-host"):
         for be, vs in res[sec].items():
             for var in ("governed", "bare"):
                 for phase, r in vs.get(var, {}).items():
@@ -179,6 +191,12 @@ def print_table(doc):
     for k, r in ratios.items():
         if k.startswith(("bridge_", "python_")):
             print("   ratio governed/bare %-13s %s" % (k, "  ".join("%s=%s" % (a, fmt(b, 2)) for a, b in r.items())))
+
+    h = res["bridge-host"].get("host", {})
+    if h:
+        print("   host side (client on the host, no container): responder CPU per call: sidecar %s us, bare %s us" % (
+            h.get("governed-cpu", {}).get("governed-cpu", {}).get("responder_cpu_us_per_call"),
+            h.get("bare-cpu", {}).get("bare-cpu", {}).get("responder_cpu_us_per_call")))
 
     if res["startup"]:
         print("\n-- start-up of a /bin/true bundle (median wall time, us)")

@@ -305,6 +305,50 @@ bench_bridge() {
   done < <(phases "$out.bare")
 }
 
+# ---------------------------------------------------------------- bridge, host side
+# The same client on the host against a created container's sidecar and
+# against the bare responder: the bridge without the container runtime or
+# the profile's CPU limit in the way, and the host CPU each side spends per
+# call (utime+stime of the responder process, so other load does not count).
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+bench_bridge_host() {
+  local b=runc id=host-runc out=$W/log/bridge-host
+  command -v runc >/dev/null || b=runsc
+  if [ $tg_ok = 0 ]; then skip bridge-host "" "tollgate is not built"; return; fi
+  if ! have callbench; then skip bridge-host "" "callbench did not build"; return; fi
+  local calls=$((WARMUP + SEQ + CONC * PER)) tck
+  tck=$(getconf CLK_TCK)
+  make_bundle "$W/bundles/host" "$BUILD/rootfs/busybox" sleep 3600
+  say "bridge (host side): $SEQ sequential + $CONC x $PER concurrent calls from the host, sidecar and bare"
+  if ! tg --runtime "$b" create --policy "$W/policies/echo.json" -b "$W/bundles/host" "$id" >"$out.create" 2>&1; then
+    fail bridge-host "" "create failed: $(tail -3 "$out.create" | tr '\n' ' ')"; return
+  fi
+  local sidecar c0 c1
+  sidecar=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("sidecar_pid") or "")' "$TG_ROOT/$id/state.json" 2>/dev/null)
+  c0=$(cpu_ticks "$sidecar")
+  capture "$out.gov" "$BUILD/bench/callbench" -d "$TG_ROOT/$id/bridge/calls" -w "$WARMUP" -n "$SEQ" -c "$CONC" -m "$PER"
+  local rc=$?
+  c1=$(cpu_ticks "$sidecar")
+  tg delete --force "$id" >/dev/null 2>&1
+  if [ $rc != 0 ]; then fail bridge-host "" "calls to the sidecar failed: $(tail -3 "$out.gov" | tr '\n' ' ')"; return; fi
+  local line
+  while read -r line; do emit bridge-host "" governed "$line"; done < <(phases "$out.gov")
+  emit bridge-host "" governed-cpu "{\"responder_cpu_us_per_call\":$(( (c1 - c0) * 1000000 / tck / calls ))}"
+
+  mkdir -p "$W/host-bare"
+  mount -t tmpfs -o size=16m,mode=0755,nosuid,nodev,noexec tmpfs "$W/host-bare"
+  mkdir -p "$W/host-bare/calls"
+  if ! start_bare "$W/host-bare"; then fail bridge-host "" "bench-bare did not start"; return; fi
+  c0=$(cpu_ticks "$BARE_PID")
+  capture "$out.bare" "$BUILD/bench/callbench" -d "$W/host-bare/calls" -w "$WARMUP" -n "$SEQ" -c "$CONC" -m "$PER"
+  rc=$?
+  c1=$(cpu_ticks "$BARE_PID")
+  stop_bare
+  if [ $rc != 0 ]; then fail bridge-host "" "calls to bench-bare failed"; return; fi
+  while read -r line; do emit bridge-host "" bare "$line"; done < <(phases "$out.bare")
+  emit bridge-host "" bare-cpu "{\"responder_cpu_us_per_call\":$(( (c1 - c0) * 1000000 / tck / calls ))}"
+}
+
 # ---------------------------------------------------------------- python
 bench_python() {
   local b=$1 id=py-$b out=$W/log/python-$b
@@ -573,6 +617,7 @@ for b in $BACKENDS; do
   bench_startup "$b"
   bench_memory "$b"
 done
+bench_bridge_host
 bench_policy
 bench_audit
 
