@@ -192,7 +192,7 @@ static char *exe_dir(void) {
 char *bridge_client_path(const struct host_config *host, const char *name,
                          tg_error **err) {
   cleanup_free char *dir = exe_dir();
-  char *cand[6] = {0};
+  char *cand[8] = {0};
   int n = 0;
   if (host && host->data_dir)
     cand[n++] = xasprintf("%s/client/%s", host->data_dir, name);
@@ -202,6 +202,9 @@ char *bridge_client_path(const struct host_config *host, const char *name,
     cand[n++] = xasprintf("%s/../%s", dir, name);
     cand[n++] = xasprintf("%s/../bridge/client/%s", dir, name);
     cand[n++] = xasprintf("%s/../../bridge/client/%s", dir, name);
+    /* build/<variant>/tests/ (make asan) */
+    cand[n++] = xasprintf("%s/../../%s", dir, name);
+    cand[n++] = xasprintf("%s/../../../bridge/client/%s", dir, name);
   }
   char *found = NULL;
   for (int i = 0; i < n; i++) {

@@ -22,8 +22,10 @@ int bridge_seccomp_confine_watcher(tg_error **err) {
       SCMP_SYS(madvise), SCMP_SYS(clock_gettime), SCMP_SYS(gettimeofday),
       SCMP_SYS(time), SCMP_SYS(rt_sigprocmask), SCMP_SYS(rt_sigreturn),
       SCMP_SYS(restart_syscall), SCMP_SYS(sched_yield), SCMP_SYS(exit),
+      SCMP_SYS(exit_group),
       SCMP_SYS(getpid), SCMP_SYS(gettid), SCMP_SYS(tgkill),
       SCMP_SYS(rt_sigaction), /* abort() on a failed allocation */
+      SCMP_SYS(sigaltstack), /* thread exit under sanitizers */
       SCMP_SYS(write), /* the stderr of a dying process only; fds are ours */
   };
   int rc = 0;

@@ -167,6 +167,14 @@ int audit_open(const char *dir, const char *container_id, const char *key_path,
     tg_error_set(err, errno, "open audit log %s", a->path);
     goto fail;
   }
+  {
+    /* The new file's directory entry must survive a crash too. */
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+      fsync(dfd);
+      close(dfd);
+    }
+  }
   if (fchmod(a->fd, 0600) < 0) {
     tg_error_set(err, errno, "chmod 0600 %s", a->path);
     goto fail;

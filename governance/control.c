@@ -53,6 +53,29 @@ static bool may_decide(const struct control *c, const struct ucred *cred) {
   return false;
 }
 
+/* Fill sa for path.  A path longer than sun_path (a long --root or
+ * container id) is reached through its directory: /proc/self/fd/N/NAME,
+ * with *dirfd holding the directory open until the bind or connect is
+ * done. */
+static int socket_address(const char *path, struct sockaddr_un *sa, int *dirfd, tg_error **err) {
+  *dirfd = -1;
+  memset(sa, 0, sizeof *sa);
+  sa->sun_family = AF_UNIX;
+  if (strlen(path) < sizeof sa->sun_path) {
+    strcpy(sa->sun_path, path);
+    return 0;
+  }
+  const char *slash = strrchr(path, '/');
+  if (slash == NULL || strlen(slash + 1) + 32 >= sizeof sa->sun_path)
+    return tg_error_set(err, ENAMETOOLONG, "control socket path %s", path);
+  cleanup_free char *dir = slash == path ? xstrdup("/") : xstrndup(path, slash - path);
+  *dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (*dirfd < 0)
+    return tg_error_set(err, errno, "open %s", dir);
+  snprintf(sa->sun_path, sizeof sa->sun_path, "/proc/self/fd/%d/%s", *dirfd, slash + 1);
+  return 0;
+}
+
 static void serve_one(struct control *c, int fd) {
   struct ucred cred;
   socklen_t clen = sizeof cred;
@@ -122,11 +145,10 @@ static void *control_main(void *arg) {
 int control_start(const char *path, const char *approver_group, control_handler handler,
                   void *ctx, struct control **out, tg_error **err) {
   *out = NULL;
-  struct sockaddr_un sa = {.sun_family = AF_UNIX};
-  if (strlen(path) >= sizeof sa.sun_path)
-    return tg_error_set(err, 0, "control socket path %s is too long (at most %zu bytes); use a shorter --root",
-                        path, sizeof sa.sun_path - 1);
-  strcpy(sa.sun_path, path);
+  struct sockaddr_un sa;
+  cleanup_close int dirfd = -1;
+  if (socket_address(path, &sa, &dirfd, err) < 0)
+    return -1;
   gid_t gid = 0;
   bool has_group = approver_group && *approver_group;
   if (has_group) {
@@ -206,10 +228,10 @@ void control_stop(struct control *c) {
 int control_request(const char *path, const json_t *req, int timeout_ms, json_t **reply,
                     tg_error **err) {
   *reply = NULL;
-  struct sockaddr_un sa = {.sun_family = AF_UNIX};
-  if (strlen(path) >= sizeof sa.sun_path)
-    return tg_error_set(err, 0, "control socket path %s is too long", path);
-  strcpy(sa.sun_path, path);
+  struct sockaddr_un sa;
+  cleanup_close int dirfd = -1;
+  if (socket_address(path, &sa, &dirfd, err) < 0)
+    return -1;
   cleanup_close int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0)
     return tg_error_set(err, errno, "socket");

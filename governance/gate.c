@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "governance/approval.h"
 #include "governance/audit.h"
@@ -255,6 +256,11 @@ int gate_open(const struct gate_config *cfg, struct gate **out, tg_error **err) 
   if (g->policy && g->policy->approval_hook) {
     g->hook = g->policy->approval_hook;
   } else if (cfg->approval_hook && *cfg->approval_hook) {
+    if (cfg->approval_hook[0] != '/' || access(cfg->approval_hook, X_OK) != 0) {
+      tg_error_set(err, 0, "approval_hook %s in the host config must be the absolute path of an executable program",
+                   cfg->approval_hook);
+      goto fail;
+    }
     g->host_hook[0] = xstrdup(cfg->approval_hook);
     g->hook = g->host_hook;
   }
@@ -288,6 +294,9 @@ int gate_write_tools_json(struct gate *g, int dirfd, const char *name, tg_error 
   json_t *o = json_new_object();
   json_object_set(o, "v", json_new_integer(1));
   json_object_set(o, "approval_timeout", seconds_json(g->approval_timeout_ms));
+  /* The effective value (the policy may override the host config): the
+   * clients size their own timeout from it. */
+  json_object_set(o, "approval_timeout_ms", json_new_integer(g->approval_timeout_ms));
   json_t *arr = json_new_array();
   for (size_t i = 0; g->policy && i < g->policy->ntools; i++) {
     const struct tool *t = g->policy->tools[i];

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "shim/util.h"
@@ -167,15 +168,51 @@ static char *resolve_program(struct ctx *c, const char *prog) {
   return xasprintf("%s/%s", c->p->dir, prog);
 }
 
+/* Tools, hooks and MCP servers run as uid/gid 65534 (see tools.h).  When
+ * tollgate runs as root, a program that uid cannot reach fails only at the
+ * first call, deep inside a container run; say so at policy check time.
+ * Every directory on the way needs search permission and the file read
+ * and execute permission for "other" (or for 65534 as owner or group). */
+static const char *unreachable_by_nobody(const char *path) {
+  if (geteuid() != 0)
+    return NULL;
+  char buf[PATH_MAX];
+  if (realpath(path, buf) == NULL)
+    return NULL; /* access() reports a missing file */
+  for (char *slash = buf;;) {
+    char *next = strchr(slash + 1, '/');
+    bool last = next == NULL;
+    if (!last)
+      *next = '\0';
+    struct stat st;
+    if (stat(buf[0] ? buf : "/", &st) < 0)
+      return NULL;
+    mode_t need = last ? 05 : 01; /* r-x for the file, --x for directories */
+    mode_t have = st.st_uid == 65534 ? (st.st_mode >> 6) & 07
+                : st.st_gid == 65534 ? (st.st_mode >> 3) & 07
+                                     : st.st_mode & 07;
+    if ((have & need) != need)
+      return last ? "the program is not readable and executable by uid 65534, which runs it (chmod o+rx)"
+                  : "a directory on its path is not searchable by uid 65534, which runs it (chmod o+x)";
+    if (last)
+      return NULL;
+    *next = '/';
+    slash = next;
+  }
+}
+
 /* Parse an argv array (or, when allow_string, a single program string). */
 static char **parse_argv(struct ctx *c, const json_t *v, const char *path,
                          bool allow_string) {
   if (allow_string && json_is(v, JSON_STRING) && json_string_value(v)[0]) {
     char **argv = xcalloc(2, sizeof *argv);
     argv[0] = resolve_program(c, json_string_value(v));
+    const char *why;
     if (access(argv[0], X_OK) != 0)
       policy_error_add(&c->errs, v, path, "%s is not an executable file (%s); fix the path (relative paths start at the policy's directory)",
                        argv[0], strerror(errno));
+    else if ((why = unreachable_by_nobody(argv[0])) != NULL)
+      policy_error_add(&c->errs, v, path, "%s: %s", argv[0], why);
     return argv;
   }
   if (!json_is(v, JSON_ARRAY) || json_array_len(v) == 0) {
@@ -196,11 +233,15 @@ static char **parse_argv(struct ctx *c, const json_t *v, const char *path,
     }
     argv[i] = i == 0 ? resolve_program(c, json_string_value(a)) : xstrdup(json_string_value(a));
   }
+  const char *why;
   if (argv[0][0] && access(argv[0], X_OK) != 0) {
     cleanup_free char *ip = xasprintf("%s[0]", path);
     policy_error_add(&c->errs, json_array_get(v, 0), ip,
                      "%s is not an executable file (%s); fix the path (relative paths start at the policy's directory)",
                      argv[0], strerror(errno));
+  } else if (argv[0][0] && (why = unreachable_by_nobody(argv[0])) != NULL) {
+    cleanup_free char *ip = xasprintf("%s[0]", path);
+    policy_error_add(&c->errs, json_array_get(v, 0), ip, "%s: %s", argv[0], why);
   }
   return argv;
 }

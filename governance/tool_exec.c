@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,7 +59,9 @@ static void child_exec(char *const argv[], char *const envp[], int in, int out, 
   setsid();
   if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(errfd, 2) < 0)
     _exit(126);
-  syscall(SYS_close_range, 3U, ~0U, 0U);
+  if (syscall(SYS_close_range, 3U, ~0U, 0U) < 0)
+    for (int fd = 3; fd < 4096; fd++) /* kernels before 5.9 */
+      close(fd);
   sigset_t all;
   sigemptyset(&all);
   sigprocmask(SIG_SETMASK, &all, NULL);
@@ -91,6 +94,26 @@ static void child_exec(char *const argv[], char *const envp[], int in, int out, 
     _exit(126);
   execve(argv[0], argv, envp);
   child_fail(2, "exec failed (is the program executable by uid 65534?)");
+}
+
+void sigpipe_block(struct sigpipe_guard *g) {
+  sigset_t pipe;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe, &g->old);
+  g->blocked_before = sigismember(&g->old, SIGPIPE);
+}
+
+void sigpipe_unblock(struct sigpipe_guard *g) {
+  if (g->blocked_before)
+    return;
+  sigset_t pipe;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  struct timespec zero = {0, 0};
+  while (sigtimedwait(&pipe, NULL, &zero) > 0)
+    ;
+  pthread_sigmask(SIG_SETMASK, &g->old, NULL);
 }
 
 static char **build_env(char *const extra[]) {
@@ -166,6 +189,8 @@ int sandbox_run(char *const argv[], char *const extra_env[], const char *input,
     fds[0] = -1;
   }
   unsigned long long deadline = monotonic_ns() + (unsigned long long)timeout_ms * 1000000ULL;
+  struct sigpipe_guard guard;
+  sigpipe_block(&guard);
   while (fds[1] >= 0 || fds[2] >= 0) {
     struct pollfd p[3];
     for (int i = 0; i < 3; i++)
@@ -229,6 +254,7 @@ int sandbox_run(char *const argv[], char *const extra_env[], const char *input,
   for (int i = 0; i < 3; i++)
     if (fds[i] >= 0)
       close(fds[i]);
+  sigpipe_unblock(&guard);
   if (out->timed_out || out->too_big)
     kill(-pid, SIGKILL); /* the whole group: helpers the tool forked too */
   /* stdout closed: the tool is exiting; wait for it, but never past the

@@ -43,21 +43,28 @@ static int send_msg(struct mcp_client *c, json_t *msg, unsigned long long deadli
   s = xrealloc(s, len + 1);
   s[len++] = '\n';
   size_t off = 0;
+  struct sigpipe_guard guard;
+  sigpipe_block(&guard);
   while (off < len) {
     struct pollfd p = {.fd = c->to, .events = POLLOUT};
     int left = ms_until(deadline);
-    if (left == 0)
+    if (left == 0) {
+      sigpipe_unblock(&guard);
       return tg_error_set(err, ETIMEDOUT, "MCP server %s does not read its stdin", c->name);
+    }
     if (poll(&p, 1, left) <= 0)
       continue;
     ssize_t n = write(c->to, s + off, len - off);
     if (n < 0 && errno != EAGAIN && errno != EINTR) {
+      int e = errno;
+      sigpipe_unblock(&guard);
       c->dead = true;
-      return tg_error_set(err, errno, "write to MCP server %s", c->name);
+      return tg_error_set(err, e, "write to MCP server %s", c->name);
     }
     if (n > 0)
       off += n;
   }
+  sigpipe_unblock(&guard);
   return 0;
 }
 

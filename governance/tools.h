@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <signal.h>
 #include <sys/types.h>
 
 #include "governance/policy.h"
@@ -53,6 +54,17 @@ void sandbox_output_clear(struct sandbox_output *o);
  * dies (PR_SET_PDEATHSIG). */
 int sandbox_spawn(char *const argv[], pid_t *pid, int *to_child, int *from_child,
                   tg_error **err);
+
+/* Writing to a child's stdin after it exited raises SIGPIPE, which would
+ * kill the whole gate.  Block it on this thread around such writes, then
+ * consume a SIGPIPE that arrived, without touching the process's signal
+ * dispositions (the bridge owns those). */
+struct sigpipe_guard {
+  bool blocked_before;
+  sigset_t old;
+};
+void sigpipe_block(struct sigpipe_guard *g);
+void sigpipe_unblock(struct sigpipe_guard *g);
 
 /* --- backends ------------------------------------------------------------ */
 

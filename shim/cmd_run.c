@@ -11,9 +11,10 @@
  * known to the runsc process that is the sandbox's parent (`runsc wait`
  * after a detached create answers "exit status is unavailable"), so
  * tollgate prepares everything as create does, then runs `runsc run` in
- * the foreground and forwards signals to it (runsc passes them into the
- * sandbox).  tollgate must not be a subreaper here: runsc waits for its
- * sandbox process to disappear, and an unreaped zombie never does. */
+ * the foreground, passing signals on with `runsc kill` (runsc run does
+ * not forward them).  tollgate must not be a subreaper here: runsc waits
+ * for its sandbox process to disappear, and an unreaped zombie never
+ * does. */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -29,7 +30,9 @@
 #include "shim/backend.h"
 #include "shim/cli_parse.h"
 #include "shim/commands.h"
+#include "shim/console.h"
 #include "shim/container.h"
+#include "shim/state.h"
 #include "shim/util.h"
 
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
@@ -41,8 +44,10 @@ static int pidfd_open_(pid_t pid) {
 }
 
 /* Poll until pidfd is readable (the process exited), forwarding every
- * signal read from sfd to pidfd's process. */
-static int forward_until_exit(int pidfd, int sfd, tg_error **err) {
+ * signal read from sfd: through `runsc kill` when c is given (runsc run
+ * does not pass signals on into the sandbox), else to pidfd's process. */
+static int forward_until_exit(struct cli *cli, const struct container *c,
+                              int pidfd, int sfd, tg_error **err) {
   for (;;) {
     struct pollfd p[2] = {{.fd = pidfd, .events = POLLIN},
                           {.fd = sfd, .events = POLLIN}};
@@ -53,10 +58,25 @@ static int forward_until_exit(int pidfd, int sfd, tg_error **err) {
     }
     if (p[1].revents & POLLIN) {
       struct signalfd_siginfo si;
-      if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
+      if (read(sfd, &si, sizeof si) != (ssize_t)sizeof si)
+        continue;
+      if (c != NULL) {
+        char num[16];
+        snprintf(num, sizeof num, "%d", (int)si.ssi_signo);
+        char *after[] = {num, NULL};
+        struct proc_opts quiet = {.capture_stdout = true,
+                                  .capture_stderr = true};
+        struct proc_result res = {0};
+        tg_error *e = NULL;
+        /* Not yet started, or already gone: nothing to signal. */
+        container_call(cli, c, "kill", NULL, after, &quiet, &res, &e);
+        tg_error_free(&e);
+        proc_result_free(&res);
+      } else {
         /* The pidfd names exactly that process: a recycled pid cannot be
          * hit by mistake. */
         syscall(SYS_pidfd_send_signal, pidfd, (int)si.ssi_signo, NULL, 0);
+      }
     }
     if (p[0].revents & POLLIN)
       return 0;
@@ -76,7 +96,7 @@ static int run_runc(struct cli *cli, struct created *c, int sfd,
   proc_result_free(&res);
   if (r < 0)
     return -1;
-  if (forward_until_exit(pidfd, sfd, err) < 0)
+  if (forward_until_exit(cli, NULL, pidfd, sfd, err) < 0)
     return -1;
   int ws = 0;
   pid_t w;
@@ -112,7 +132,7 @@ static int run_runsc(struct cli *cli, struct created *c,
     return -1;
   cleanup_close int pidfd = pidfd_open_(child.pid);
   if (pidfd >= 0)
-    forward_until_exit(pidfd, sfd, err);
+    forward_until_exit(cli, &c->container, pidfd, sfd, err);
   struct proc_result res = {0};
   int st = container_finish(&c->container, &child, &passthrough, &res, err);
   if (st < 0)
@@ -180,8 +200,41 @@ int cmd_run(struct cli *cli, int argc, char **argv, tg_error **err) {
   }
   req.create.in_process_bridge = true;
   req.create.prepare_only = !runc;
+  /* runc's detached create needs a console socket for a terminal; with
+   * none given, tollgate is the console (runsc run makes its own). */
+  cleanup_close int console_fd = -1;
+  cleanup_free char *console_path = NULL;
+  if (runc && req.create.console_socket == NULL &&
+      console_bundle_wants_terminal(req.create.bundle)) {
+    if (state_check_id(req.create.id, err) < 0 || mkdir_p(cli->root, 0711, err) < 0) {
+      sigprocmask(SIG_SETMASK, &old, NULL);
+      return -1;
+    }
+    console_path = xasprintf("%s/console-%s.sock", cli->root, req.create.id);
+    console_fd = console_listen(console_path, err);
+    if (console_fd < 0) {
+      sigprocmask(SIG_SETMASK, &old, NULL);
+      return -1;
+    }
+    req.create.console_socket = console_path;
+  }
   struct created c;
-  if (container_create(cli, &req.create, &c, err) < 0) {
+  int cr = container_create(cli, &req.create, &c, err);
+  struct console_relay *relay = NULL;
+  if (cr == 0 && console_fd >= 0) {
+    int master = console_receive(console_fd, err);
+    if (master < 0 || console_relay_start(master, &relay, err) < 0)
+      cr = -1;
+  }
+  if (console_path != NULL)
+    unlink(console_path);
+  if (cr < 0) {
+    if (c.dir != NULL) { /* created, but the console failed */
+      tg_error *e = NULL;
+      container_delete(cli, req.create.id, true, &e);
+      tg_error_free(&e);
+      created_free(&c);
+    }
     reap_children();
     sigprocmask(SIG_SETMASK, &old, NULL);
     return -1;
@@ -193,6 +246,7 @@ int cmd_run(struct cli *cli, int argc, char **argv, tg_error **err) {
                   : run_runsc(cli, &c, &req.create, sfd, err);
     bridge_stop_in_process(server);
   }
+  console_relay_stop(relay);
   if (!req.keep || status < 0) {
     tg_error *e = NULL;
     if (container_delete(cli, req.create.id, true, &e) < 0 && status >= 0) {

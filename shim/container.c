@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "shim/log.h"
 #include "shim/state.h"
 #include "shim/util.h"
 
@@ -73,6 +74,16 @@ int container_spawn(const struct cli *cli, const struct container *c,
   argv_add(&argv, c->id);
   for (size_t i = 0; after_id && after_id[i]; i++)
     argv_add(&argv, after_id[i]);
+  if (cli->debug) {
+    /* --debug: say exactly what the backend was asked, in --log. */
+    cleanup_free char *line = xstrdup("running:");
+    for (size_t i = 0; i < argv.len; i++) {
+      char *l = xasprintf("%s %s", line, argv.v[i]);
+      free(line);
+      line = l;
+    }
+    log_line(cli->log_path, cli->log_json, "debug", line);
+  }
   log_offset = file_size(log_path);
   int r = proc_spawn(argv.v, opts, p, err);
   argv_free(&argv);
@@ -140,6 +151,12 @@ int container_delete(struct cli *cli, const char *id, bool force,
       if (bridge_teardown(dir, err) < 0)
         return -1;
       return remove_tree(dir, err);
+    }
+    /* runc: `delete --force` of an id that does not exist succeeds, and
+     * containerd's cleanup after a failed create relies on it. */
+    if (force && strstr(load_err->msg, "does not exist") != NULL) {
+      tg_error_free(&load_err);
+      return 0;
     }
     *err = load_err;
     return -1;

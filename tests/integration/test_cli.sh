@@ -114,6 +114,115 @@ PY
     "$(command "$rt" --root "$TG_ROOT/backend/$rt" list -q 2>/dev/null | grep -v '^ID' || true)"
 done
 
+for rt in $BACKENDS; do
+  # --- no helper process keeps the caller's stdio open ------------------
+  # The container's stdout is create's; once the container exits, the
+  # reader must see EOF while the container still exists (not deleted), so
+  # neither tollgate nor the sidecar holds a copy.
+  b=$work/stdio-$rt id=stdio-$rt
+  make_bundle "$b" sh -c 'echo through the pipe'
+  ( tg --runtime "$rt" create --bundle "$b" "$id" </dev/null 2>/dev/null | cat >"$work/stdio-$rt.out" ) &
+  reader=$!
+  wait_status "$id" created >/dev/null
+  tg start "$id"
+  for i in $(seq 1 100); do kill -0 "$reader" 2>/dev/null || break; sleep 0.1; done
+  check_fails "$rt: the caller's stdout reaches EOF when the container exits" kill -0 "$reader"
+  check_eq "$rt: the container's output came through create's stdout" "through the pipe" \
+    "$(cat "$work/stdio-$rt.out")"
+  tg delete --force "$id"
+  wait "$reader" 2>/dev/null
+
+  # --- pause / resume / update ------------------------------------------
+  b=$work/pr-$rt id=pr-$rt
+  make_bundle "$b" sleep 60
+  tg --runtime "$rt" create --bundle "$b" "$id" </dev/null >/dev/null 2>&1
+  tg start "$id"
+  check "$rt: pause" tg pause "$id"
+  check_eq "$rt: paused" paused "$(wait_status "$id" paused)"
+  check "$rt: resume" tg resume "$id"
+  check_eq "$rt: running again" running "$(wait_status "$id" running)"
+  if [ "$rt" = runc ]; then
+    check "runc: update --pids-limit" tg update --pids-limit 100 "$id"
+  else
+    check_match "runsc: update is refused with the reason" 'runsc .* cannot change the limits' \
+      "$(tg update --pids-limit 100 "$id" 2>&1)"
+  fi
+  check "$rt: delete --force of a running container" tg delete --force "$id"
+
+  # --- the console socket's fd reaches the caller before create returns --
+  b=$work/tty-$rt id=tty-$rt
+  make_bundle "$b" sleep 60
+  python3 - "$b/config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1])); c["process"]["terminal"] = True
+json.dump(c, open(sys.argv[1], "w"))
+PY
+  sock=$work/console-$rt.sock
+  # The listener holds the pty master until told to let go: runsc's
+  # sandbox fails to start if the console's other end is closed under it.
+  python3 - "$sock" "$work/console-$rt.got" "$work/console-$rt.release" <<'PY' &
+import os, socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(sys.argv[1]); s.listen(1); s.settimeout(30)
+c, _ = s.accept()
+msg, fds, flags, addr = socket.recv_fds(c, 4096, 4)
+open(sys.argv[2], "w").write("%d" % len(fds))
+for _ in range(300):
+    if os.path.exists(sys.argv[3]):
+        break
+    time.sleep(0.1)
+PY
+  listener=$!
+  for i in $(seq 1 50); do [ -S "$sock" ] && break; sleep 0.1; done
+  tg --runtime "$rt" create --bundle "$b" --console-socket "$sock" "$id" </dev/null >/dev/null 2>"$work/tty-$rt.err"
+  check_eq "$rt: create with --console-socket" "0:" "$?:$(cat "$work/tty-$rt.err")"
+  check_eq "$rt: the pty master fd was received before create returned" 1 \
+    "$(cat "$work/console-$rt.got" 2>/dev/null)"
+  touch "$work/console-$rt.release"
+  wait "$listener"
+  tg delete --force "$id"
+
+  # --- run forwards signals to the container ----------------------------
+  b=$work/sig-$rt id=sig-$rt
+  make_bundle "$b" sh -c 'trap "exit 42" TERM; while :; do sleep 0.1; done'
+  # not through tg(): $! must be tollgate itself, not a subshell
+  "$TG" --root "$TG_ROOT" --config "$TG_CONFIG" --runtime "$rt" run --bundle "$b" "$id" \
+    </dev/null >/dev/null 2>&1 &
+  runner=$!
+  wait_status "$id" running >/dev/null
+  sleep 0.3 # let the shell install its trap
+  kill -TERM "$runner"
+  wait "$runner"
+  check_eq "$rt: run forwards TERM and exits with the container's status" 42 "$?"
+  check_eq "$rt: run cleaned up after the signal" "" "$(tg list -q)"
+done
+
+# --- run gives a terminal container a console of its own (runc needs a
+# console socket for a detached create; runsc run makes its own) ---------
+make_bundle "$work/term" sh -c 'tty; exit 4'
+python3 - "$work/term/config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1])); c["process"]["terminal"] = True
+json.dump(c, open(sys.argv[1], "w"))
+PY
+out=$(tg --runtime runc run --bundle "$work/term" term </dev/null 2>&1)
+rc=$?
+check_match "runc: run with a terminal relays the pty" '^/dev/pts/[0-9]+' "$out"
+check_eq "runc: run with a terminal keeps the exit status" 4 "$rc"
+check_fails "runc: the console socket is gone" test -e "$TG_ROOT/console-term.sock"
+
+# --- later verbs use the backend recorded at create, whatever the config --
+write_config runtime='"runc"'
+make_bundle "$work/rec" sleep 60
+tg create --bundle "$work/rec" rec </dev/null >/dev/null 2>&1
+write_config runtime_path='"/nonexistent"'
+check "recorded backend: start after the config changed" tg start rec
+check_eq "recorded backend: still runc" runc "$(tg state rec | json_get tollgate.backend)"
+check "recorded backend: kill" tg kill rec KILL
+wait_status rec stopped >/dev/null
+check "recorded backend: delete" tg delete rec
+write_config
+
 # --- containerd's exact argv (runsc: the default backend, no --config) ----
 b=$work/ctrd id=ctrd-1
 make_bundle "$b" sleep 60

@@ -42,6 +42,7 @@ expect_error "invalid id" 'invalid container id "\.\./x"' tg create --bundle "$w
 expect_error "invalid id in state" 'invalid container id' tg state 'a/b'
 expect_error "reserved id" 'reserved' tg create --bundle "$work/good" backend
 expect_error "delete of an unknown id" 'container nosuch does not exist' tg delete nosuch
+check "delete --force of an unknown id succeeds, as runc's does" tg delete --force nosuch
 expect_error "state of an unknown id" 'container nosuch does not exist' tg state nosuch
 expect_error "kill of an unknown id" 'container nosuch does not exist' tg kill nosuch KILL
 expect_error "unknown signal" 'unknown signal "BOGUS"' tg kill x BOGUS

@@ -54,6 +54,25 @@ for be in $BACKENDS; do
     "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["annotations"]["dev.tollgate.profile-applied"])' "$B/config.json")"
   check "$be: the user's config is kept beside it" cmp -s "$TG_ROOT/runc-spec.json" "$B/config.json.orig"
 
+  # --- a config as containerd's `ctr run` writes it comes out hardened -----
+  fresh
+  python3 - "$here/../unit/fixtures/ctr-run-config.json" "$B/config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["process"]["args"] = ["/bin/tollgate-probe"]
+# containerd's "/default/<id>" would leave an empty /default cgroup behind
+c["linux"].pop("cgroupsPath")
+json.dump(c, open(sys.argv[2], "w"), indent=2)
+PY
+  out=$TG_ROOT/probe-$be-ctr.json
+  tg --runtime "$be" run --bundle "$B" "ctr-$be" >"$out" 2>"$TG_ROOT/err"
+  rc=$?
+  check_eq "$be: ctr-run config runs" 0 "$rc"
+  [ "$rc" -eq 0 ] || sed 's/^/# /' "$TG_ROOT/err"
+  $EXPECT "$be" hardened "$out" "$be/ctr-run-config"
+  check_eq "$be: ctr-run config loses its dev.gvisor annotation" "" \
+    "$(python3 -c 'import json,sys; print(" ".join(k for k in json.load(open(sys.argv[1]))["annotations"] if k.startswith("dev.gvisor.")))' "$B/config.json")"
+
   # --- the same probe under passthrough: the difference --------------------
   write_config allow_passthrough=true 'profile="passthrough"'
   fresh

@@ -269,3 +269,26 @@ Test(approval, the_approver_group_may_decide_others_may_not) {
   read_file(log, 1 << 20, &text, NULL, NULL);
   cr_assert(strstr(text, "\"approver\":\"uid:65534\""), "%s", text);
 }
+
+/* A container id of 128 characters under a long root makes the socket path
+ * longer than sun_path; it is bound and reached through its directory. */
+Test(approval, a_socket_path_longer_than_sun_path_works) {
+  cleanup_free char *deep = xasprintf("%s/%0100d", dir, 0);
+  cr_assert_eq(mkdir_p(deep, 0700, NULL), 0);
+  cleanup_free char *sock = xasprintf("%s/control.sock", deep);
+  cr_assert_gt(strlen(sock), 108);
+  write_file("policy.json", "{\"version\": 1, \"tools\": {}}", 0644);
+  cleanup_free char *pp = xasprintf("%s/policy.json", dir);
+  cleanup_free char *audit = xasprintf("%s/audit", dir);
+  struct gate_config cfg = {.container_id = "long", .policy_path = pp, .audit_dir = audit,
+                            .control_socket = sock};
+  struct gate *g = NULL;
+  cleanup_error tg_error *err = NULL;
+  cr_assert_eq(gate_open(&cfg, &g, &err), 0, "%s", err ? err->msg : "");
+  cleanup_json json_t *req = json_new_object();
+  json_object_set(req, "verb", json_new_string("calls"));
+  cleanup_json json_t *reply = NULL;
+  cr_assert_eq(control_request(sock, req, 2000, &reply, &err), 0, "%s", err ? err->msg : "");
+  cr_assert(json_is_true(json_object_get(reply, "ok")));
+  gate_close(g);
+}

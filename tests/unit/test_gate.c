@@ -160,3 +160,23 @@ Test(gate, tools_json_lists_tools_with_schema) {
   cr_assert_not_null(json_get_path(echo, "args.properties.msg"));
   gate_close(g);
 }
+
+/* A tool that exits without reading its (larger than a pipe) input must not
+ * take the gate down with SIGPIPE. */
+Test(gate, a_tool_that_ignores_its_stdin_does_not_kill_the_gate) {
+  write_text("quick.sh", "#!/bin/sh\necho '{\"quick\":true}'\n", 0755);
+  struct gate *g = open_gate(
+      "{\"version\": 1, \"tools\": {\"quick\": {\"backend\": {\"type\": \"exec\", \"argv\": [\"quick.sh\"]},"
+      " \"rules\": [{\"effect\": \"allow\"}]}}}", "c4");
+  size_t n = 300000;
+  char *req = xmalloc(n + 64);
+  int len = sprintf(req, "{\"v\":1,\"tool\":\"quick\",\"args\":{\"pad\":\"");
+  memset(req + len, 'x', n);
+  strcpy(req + len + n, "\"}}");
+  for (int i = 0; i < 3; i++) {
+    cleanup_free char *r = call(g, "q", req);
+    cr_assert(strstr(r, "\"quick\":true"), "%.200s", r);
+  }
+  free(req);
+  gate_close(g);
+}

@@ -101,3 +101,59 @@ Test(protocol, error_body) {
   cr_assert_eq(len, strlen(b));
   free(b);
 }
+
+/* ---- the watcher's seccomp filter ---- */
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bridge/seccomp.h"
+
+/* Run fn in a confined child; return its wait status. */
+static int confined(int (*fn)(void)) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (bridge_seccomp_confine_watcher(NULL) < 0)
+      _exit(100);
+    _exit(fn());
+  }
+  int status;
+  waitpid(pid, &status, 0);
+  return status;
+}
+
+static int reads_a_file(void) {
+  int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+  char buf[64];
+  return fd >= 0 && read(fd, buf, sizeof buf) > 0 ? 0 : 1;
+}
+static int creates_a_file(void) {
+  open("/tmp/tg-seccomp-should-not-exist", O_WRONLY | O_CREAT, 0600);
+  return 0;
+}
+static int execs(void) {
+  char *argv[] = {"/bin/true", NULL};
+  execv("/bin/true", argv);
+  return 0;
+}
+static int opens_a_socket(void) {
+  socket(AF_INET, SOCK_STREAM, 0);
+  return 0;
+}
+static int forks(void) {
+  fork();
+  return 0;
+}
+
+Test(seccomp, watcher_filter_allows_reading_and_kills_the_rest) {
+  int st = confined(reads_a_file);
+  cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %x", st);
+  int (*bad[])(void) = {creates_a_file, execs, opens_a_socket, forks};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    st = confined(bad[i]);
+    cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS, "case %zu: status %x", i, st);
+  }
+  cr_assert_neq(access("/tmp/tg-seccomp-should-not-exist", F_OK), 0);
+}
