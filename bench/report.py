@@ -1,6 +1,8 @@
 """Turn the benchmark's result lines into bench/results.json and a table.
 
 Usage: report.py RESULTS.jsonl OUT.json MODE ELAPSED_S BUILD_DIR COUNTS
+       report.py --markdown RESULTS.json   (the table and the targets again,
+                                            as Markdown for docs/performance.md)
 
 Every figure is kept as measured; the ratios and the targets of issue 8 are
 computed here from figures of the same run.  Exits non-zero only when the
@@ -265,5 +267,31 @@ def print_table(doc):
         print("   FAILED %s %s: %s" % (s["part"], s["backend"], s["why"]))
 
 
+def markdown(path):
+    doc = json.load(open(path))
+    import contextlib
+    import io
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        print_table(doc)
+    table = buf.getvalue().split("\n-- targets")[0].strip("\n")
+    print("Run of %s (%s mode, %d s), counts: %s.\n" % (
+        doc["date"], doc["mode"], doc["elapsed_s"], ", ".join("%s=%s" % kv for kv in doc["counts"].items())))
+    print("```\n%s\n```\n" % table)
+    print("| Target | Figure | Limit | Verdict |\n|---|---|---|---|")
+    for t in doc["targets"]:
+        fig = t["figure"]
+        fig = "-" if fig is None else (("%.2f" % fig) if isinstance(fig, float) else str(fig))
+        verdict = "not measured" if t["met"] is None else ("met" if t["met"] else "**missed**")
+        print("| %s | %s %s | %s %s | %s |" % (t["target"], fig, t["unit"], t["limit"], t["unit"], verdict))
+    for s in doc["skipped"]:
+        print("\nSkipped: %s %s: %s" % (s["part"], s["backend"], s["why"]))
+    for s in doc["failed"]:
+        print("\nFailed: %s %s: %s" % (s["part"], s["backend"], s["why"]))
+
+
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) == 3 and sys.argv[1] == "--markdown":
+        markdown(sys.argv[2])
+    else:
+        main()
