@@ -261,9 +261,9 @@ run_bare() {
 # phases FILE: keep the JSON result lines a client printed.
 phases() { grep -E '^\{"phase":' "$1"; }
 
-tg_ok=0
+tg_ok=0 tg_why="$TG is not built (make all)"
 if [ "$(id -u)" != 0 ]; then
-  say "not root: the container parts (tollgate run, the bare backend, tmpfs mounts) are skipped"
+  tg_why="not root: containers and tmpfs mounts need root"
 elif [ -x "$TG" ] && "$TG" --help >/dev/null 2>&1 && ! "$TG" run --help 2>&1 | grep -q "not built yet"; then
   tg_ok=1
 fi
@@ -272,7 +272,7 @@ fi
 bench_bridge() {
   local b=$1 id=gb-$b out=$W/log/bridge-$b
   local args=(/bench/callbench -w "$WARMUP" -n "$SEQ" -c "$CONC" -m "$PER" -x "$CLI_CALLS")
-  if [ $tg_ok = 0 ]; then skip bridge "$b" "tollgate run is not built"; return; fi
+  if [ $tg_ok = 0 ]; then skip bridge "$b" "$tg_why"; return; fi
   if ! have callbench; then skip bridge "$b" "callbench did not build"; return; fi
   make_bundle "$W/bundles/bridge-$b" "$BUILD/rootfs/busybox" "${args[@]}"
   local spy
@@ -316,7 +316,7 @@ cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 bench_bridge_host() {
   local b=runc id=host-runc out=$W/log/bridge-host
   command -v runc >/dev/null || b=runsc
-  if [ $tg_ok = 0 ]; then skip bridge-host "" "tollgate is not built"; return; fi
+  if [ $tg_ok = 0 ]; then skip bridge-host "" "$tg_why"; return; fi
   if ! have callbench; then skip bridge-host "" "callbench did not build"; return; fi
   local calls=$((WARMUP + SEQ + CONC * PER)) tck
   tck=$(getconf CLK_TCK)
@@ -354,7 +354,7 @@ bench_bridge_host() {
 # ---------------------------------------------------------------- python
 bench_python() {
   local b=$1 id=py-$b out=$W/log/python-$b
-  if [ $tg_ok = 0 ]; then skip python "$b" "tollgate run is not built"; return; fi
+  if [ $tg_ok = 0 ]; then skip python "$b" "$tg_why"; return; fi
   if [ -z "$PY_ROOTFS" ]; then skip python "$b" "no Python rootfs (bundles/rootfs/python.sh)"; return; fi
   if [ ! -f bridge/client/tollgate.py ]; then skip python "$b" "no bridge/client/tollgate.py"; return; fi
   make_bundle "$W/bundles/py-$b" "$PY_ROOTFS" python3 /bench/pybench.py "$PY_SEQ" "$WARMUP"
@@ -386,7 +386,7 @@ stats() { python3 -c 'import sys,statistics as s; v=[int(x) for x in sys.argv[1:
 
 bench_startup() {
   local b=$1
-  if [ $tg_ok = 0 ]; then skip startup "$b" "tollgate run is not built"; return; fi
+  if [ $tg_ok = 0 ]; then skip startup "$b" "$tg_why"; return; fi
   make_bundle "$W/bundles/true-$b" "$BUILD/rootfs/busybox" /bin/true
   local spy i t0 t1
   spy=$(spy_dir "$b")
@@ -514,7 +514,7 @@ sum_rss() { local t_r=0 t_p=0 pid r; for pid in "$@"; do r=($(rss "$pid")); t_r=
 
 bench_memory() {
   local b=$1 id=mem-$b out=$W/log/memory-$b
-  if [ $tg_ok = 0 ]; then skip memory "$b" "tollgate is not built"; return; fi
+  if [ $tg_ok = 0 ]; then skip memory "$b" "$tg_why"; return; fi
   make_bundle "$W/bundles/mem-$b" "$BUILD/rootfs/busybox" sh -c \
     "/bench/callbench -w 10 -n 0 -c $CONC -m $MEM_PER; echo load-done; exec sleep 3600"
   say "memory ($b): sidecar at rest, under $CONC x $MEM_PER calls, and the backend's footprint"
@@ -596,7 +596,7 @@ bench_audit() {
   log=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["log"])' "$r")
   bytes=$(stat -c %s "$log")
   cat "$log" >/dev/null # page cache warm: verify speed, not disk speed
-  if [ $tg_ok = 0 ]; then skip audit-verify "" "tollgate is not built"; return; fi
+  if [ $tg_ok = 0 ]; then skip audit-verify "" "$tg_why"; return; fi
   local best_wall=0 best_cpu=0 i t
   for i in 1 2 3; do
     # Wall and CPU (user+sys) time of the verifier, from bash's own timer.
