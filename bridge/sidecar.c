@@ -11,12 +11,14 @@
 #include <cap-ng.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -140,10 +142,34 @@ static int take_lock(const char *state_dir, tg_error **err) {
   return fd; /* held for the life of the process */
 }
 
+/* Let go of the code pages create's work faulted in (much of libcrypto,
+ * the CLI's own code): they are shared page cache, come back on demand,
+ * and otherwise count as this long-lived process's resident memory. */
+static void drop_clean_file_pages(void) {
+  FILE *f = fopen("/proc/self/maps", "re");
+  if (f == NULL)
+    return;
+  char line[512];
+  while (fgets(line, sizeof line, f)) {
+    unsigned long start, end;
+    char perms[5];
+    if (sscanf(line, "%lx-%lx %4s", &start, &end, perms) != 3)
+      continue;
+    /* Code only: a read-only data mapping may be RELRO, written by the
+     * dynamic loader before it was sealed, and must not be dropped. */
+    if (strcmp(perms, "r-xp") != 0 || strchr(line, '/') == NULL)
+      continue;
+    madvise((void *)start, end - start, MADV_DONTNEED);
+  }
+  fclose(f);
+}
+
 __attribute__((noreturn)) static void sidecar_main(const struct bridge_setup *setup,
                                                    pid_t init_pid, int ready) {
   tg_error *err = NULL;
   prctl(PR_SET_NAME, "tollgate-bridge");
+  /* One malloc arena per thread would cost each worker its own heap. */
+  mallopt(M_ARENA_MAX, 2);
   if (chdir("/") < 0) {
     /* "/" always exists */
   }
@@ -191,6 +217,9 @@ __attribute__((noreturn)) static void sidecar_main(const struct bridge_setup *se
     report(ready, "error: %s", err->msg);
     _exit(1);
   }
+  /* Small at rest: the heap inherited from create is garbage here. */
+  malloc_trim(0);
+  drop_clean_file_pages();
   report(ready, "ready %d\n", (int)getpid());
   close(ready);
   bridge_service_wait(svc);

@@ -2,6 +2,7 @@
 #include "governance/approval.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@ enum park_state { PARK_WAITING, PARK_APPROVED, PARK_DENIED };
 struct parked {
   const struct approval_request *req;
   bool hook_running;
+  pid_t hook_pid; /* while the hook runs; guarded by the approvals mutex */
   enum park_state state;
   char *approver, *reason;
   unsigned long long since_ns;
@@ -80,7 +82,23 @@ static char *first_line(const char *s) {
   return n ? xstrndup(s, n) : NULL;
 }
 
-static void run_hook(const struct approval_request *req, struct approval_decision *d) {
+struct hook_watch {
+  struct approvals *a;
+  struct parked *p;
+};
+
+static void hook_pid(void *ctx, pid_t pid) {
+  struct hook_watch *w = ctx;
+  pthread_mutex_lock(&w->a->mu);
+  w->p->hook_pid = pid;
+  /* Stopped before the hook even started: end it now. */
+  if (pid > 0 && w->a->stopped)
+    kill(-pid, SIGKILL);
+  pthread_mutex_unlock(&w->a->mu);
+}
+
+static void run_hook(struct approvals *a, struct parked *p, const struct approval_request *req,
+                     struct approval_decision *d) {
   json_t *call = json_new_object();
   json_object_set(call, "container", json_new_string(req->container_id ? req->container_id : ""));
   json_object_set(call, "call", json_new_string(req->call_id));
@@ -93,7 +111,9 @@ static void run_hook(const struct approval_request *req, struct approval_decisio
   d->approver = hook_name(req->hook);
   struct sandbox_output o;
   cleanup_error tg_error *err = NULL;
-  if (sandbox_run(req->hook, NULL, input, len, req->timeout_ms, &o, &err) < 0) {
+  struct hook_watch hw = {a, p};
+  struct sandbox_watch watch = {hook_pid, &hw};
+  if (sandbox_run(req->hook, NULL, input, len, req->timeout_ms, &watch, &o, &err) < 0) {
     d->outcome = APPROVAL_DENIED;
     d->reason = xasprintf("approval hook error (counted as a deny): %s", err->msg);
     return;
@@ -146,9 +166,15 @@ void approval_request(struct approvals *a, const struct approval_request *req,
   a->count++;
   if (req->hook) {
     pthread_mutex_unlock(&a->mu);
-    run_hook(req, d);
+    run_hook(a, &p, req, d);
     pthread_mutex_lock(&a->mu);
     unlink_parked(a, &p);
+    if (a->stopped && d->outcome != APPROVAL_APPROVED) {
+      /* The hook was killed because the container stopped. */
+      approval_decision_clear(d);
+      d->outcome = APPROVAL_STOPPED;
+      d->approver = xstrdup("stopped");
+    }
     pthread_mutex_unlock(&a->mu);
     return;
   }
@@ -231,6 +257,11 @@ json_t *approvals_pending_json(struct approvals *a) {
 void approvals_stop(struct approvals *a) {
   pthread_mutex_lock(&a->mu);
   a->stopped = true;
+  /* A hook deciding for a container that is gone has nothing to decide:
+   * end it (its group, while it is still ours: see sandbox_watch). */
+  for (struct parked *p = a->list; p; p = p->next)
+    if (p->hook_running && p->hook_pid > 0)
+      kill(-p->hook_pid, SIGKILL);
   pthread_cond_broadcast(&a->cond);
   pthread_mutex_unlock(&a->mu);
 }

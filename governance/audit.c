@@ -114,7 +114,10 @@ static int load_tail(struct audit *a, int rfd, bool *moved, tg_error **err) {
     return tg_error_set(err, errno, "stat %s", a->path);
   if (st.st_size == 0)
     return 0;
-  size_t want = st.st_size < 65536 ? (size_t)st.st_size : 65536;
+  /* Enough for the longest record (arguments up to the bridge's request
+   * cap, which is configurable) with room to spare. */
+  size_t cap = 16u << 20;
+  size_t want = (size_t)st.st_size < cap ? (size_t)st.st_size : cap;
   cleanup_free char *buf = xmalloc(want + 1);
   ssize_t n = pread(rfd, buf, want, st.st_size - want);
   if (n != (ssize_t)want)

@@ -148,7 +148,8 @@ static long long ms_left(unsigned long long deadline_ns) {
 }
 
 int sandbox_run(char *const argv[], char *const extra_env[], const char *input,
-                size_t inlen, int timeout_ms, struct sandbox_output *out, tg_error **err) {
+                size_t inlen, int timeout_ms, const struct sandbox_watch *watch,
+                struct sandbox_output *out, tg_error **err) {
   memset(out, 0, sizeof *out);
   int inp[2], outp[2], errp[2];
   if (pipe2(inp, O_CLOEXEC) < 0)
@@ -174,6 +175,8 @@ int sandbox_run(char *const argv[], char *const extra_env[], const char *input,
   if (pid == 0)
     child_exec(argv, env, inp[0], outp[1], errp[1], last, self);
   free_env(env);
+  if (watch)
+    watch->pid(watch->ctx, pid);
   close(inp[0]);
   close(outp[1]);
   close(errp[1]);
@@ -261,11 +264,21 @@ int sandbox_run(char *const argv[], char *const extra_env[], const char *input,
    * deadline (a tool that closed stdout and then hangs still times out). */
   int status = 0;
   for (;;) {
-    pid_t w = waitpid(pid, &status, WNOHANG);
-    if (w == pid)
+    /* Peek first: WNOWAIT keeps the exited tool a zombie, so its pid and
+     * process group stay ours while we kill what it left behind in the
+     * group and tell the watcher; only then reap. */
+    siginfo_t si = {0};
+    int r = waitid(P_PID, pid, &si, WEXITED | WNOHANG | WNOWAIT);
+    if (r < 0 && errno != EINTR)
+      break; /* not our child any more: nothing left to wait for */
+    if (r == 0 && si.si_pid == pid) {
+      kill(-pid, SIGKILL);
+      if (watch)
+        watch->pid(watch->ctx, 0);
+      while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
       break;
-    if (w < 0 && errno != EINTR)
-      break;
+    }
     if (!out->timed_out && ms_left(deadline) == 0) {
       out->timed_out = true;
       kill(-pid, SIGKILL);
@@ -273,7 +286,6 @@ int sandbox_run(char *const argv[], char *const extra_env[], const char *input,
     struct timespec ts = {0, 2000000};
     nanosleep(&ts, NULL);
   }
-  kill(-pid, SIGKILL); /* stragglers left in the group */
   buf[len] = '\0';
   out->out = buf;
   out->outlen = len;
@@ -344,7 +356,7 @@ void tool_exec_run(const struct tool *t, const json_t *args, const char *call_id
   char *extra[] = {env_call, env_tool, NULL};
   struct sandbox_output o;
   cleanup_error tg_error *err = NULL;
-  if (sandbox_run(t->backend.argv, extra, input, inlen, t->timeout_ms, &o, &err) < 0) {
+  if (sandbox_run(t->backend.argv, extra, input, inlen, t->timeout_ms, NULL, &o, &err) < 0) {
     r->code = GATE_TOOL_FAILED;
     r->message = xstrdup(err->msg);
     return;

@@ -180,8 +180,12 @@ int mcp_start(const struct mcp_server_config *cfg, struct mcp_client **out, tg_e
   json_object_set(info, "version", json_new_string("0.1"));
   json_object_set(params, "clientInfo", info);
   cleanup_json json_t *init = request(c, "initialize", params, cfg->timeout_ms, &to, err);
-  if (init == NULL)
+  if (init == NULL) {
+    tg_error_wrap(err, "MCP server %s (%s) did not complete initialize; it runs as uid 65534 with "
+                       "stdin/stdout for JSON-RPC and stderr discarded: run it by hand that way to see why",
+                  cfg->name, cfg->argv[0]);
     goto fail;
+  }
   if (json_object_get(init, "result") == NULL) {
     tg_error_set(err, 0, "MCP server %s refused initialize: %s", cfg->name, rpc_error_message(init));
     goto fail;

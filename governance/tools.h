@@ -30,6 +30,13 @@ void tool_result_clear(struct tool_result *r);
 #define TOOL_OUTPUT_MAX (1u << 20)
 #define STDERR_TAIL 2048
 
+/* Told the child's pid once it runs, and 0 just before it is reaped, so
+ * that a holder of the pid never signals a recycled one.  Optional. */
+struct sandbox_watch {
+  void (*pid)(void *ctx, pid_t pid);
+  void *ctx;
+};
+
 struct sandbox_output {
   char *out; /* stdout, NUL-terminated, owned */
   size_t outlen;
@@ -46,7 +53,8 @@ struct sandbox_output {
  * Returns 0 when the child ran (whatever its exit status), -1 with *err
  * when it could not be started. */
 int sandbox_run(char *const argv[], char *const extra_env[], const char *input,
-                size_t inlen, int timeout_ms, struct sandbox_output *out, tg_error **err);
+                size_t inlen, int timeout_ms, const struct sandbox_watch *watch,
+                struct sandbox_output *out, tg_error **err);
 void sandbox_output_clear(struct sandbox_output *o);
 
 /* Start argv sandboxed as above but long-lived, with pipes for stdin and

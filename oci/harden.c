@@ -26,14 +26,15 @@ static int choose_profile(const json_t *config, const struct harden_options *opt
     return tg_error_set(err, 0, "the host config chooses profile %s, which applies no hardening, but allow_passthrough is false; set \"allow_passthrough\": true in the host config or choose another profile",
                         host_name);
   }
-  const char *want = json_string_value(json_object_get(json_object_get(config, "annotations"), ANN_PROFILE));
+  const json_t *ann = json_object_get(json_object_get(config, "annotations"), ANN_PROFILE);
+  const char *want = json_string_value(ann);
+  if (ann != NULL && want == NULL) {
+    profile_free(&host);
+    return tg_error_set(err, 0, "annotation " ANN_PROFILE " must be a string naming a profile");
+  }
   if (want == NULL || strcmp(want, host_name) == 0) {
     *out = host;
     return 0;
-  }
-  if (json_object_get(json_object_get(config, "annotations"), ANN_PROFILE) && want == NULL) {
-    profile_free(&host);
-    return tg_error_set(err, 0, "annotation " ANN_PROFILE " must be a string naming a profile");
   }
   struct oci_profile asked;
   if (profile_load(opts->profiles_dir, opts->seccomp_dir, want, &asked, err) < 0) {

@@ -41,11 +41,15 @@ static const char *native_arch_name(void) {
 }
 
 static const char *const allow_actions[] = {"SCMP_ACT_ALLOW", "SCMP_ACT_LOG"};
-/* Denials whose outcome we know.  TRACE and NOTIFY hand the decision to
- * another process, which may well allow the call: they are neither
- * allowed nor known denials, and an allowlist may not use them. */
+/* Denials.  TRACE counts as one: with no tracer attached the call fails
+ * with ENOSYS (Linux and gVisor alike), and a tracer cannot be attached
+ * from inside the container, where ptrace is denied; only host root could
+ * attach one.  The allowlist uses it for clone3 because runsc ignores
+ * errnoRet (gVisor issue 14688), so ERRNO/38 would reach glibc as EPERM.
+ * NOTIFY hands the decision to an agent process that may allow the call:
+ * it is neither, and an allowlist may not use it. */
 static const char *const deny_actions[] = {"SCMP_ACT_ERRNO", "SCMP_ACT_KILL", "SCMP_ACT_KILL_PROCESS",
-                                           "SCMP_ACT_KILL_THREAD", "SCMP_ACT_TRAP"};
+                                           "SCMP_ACT_KILL_THREAD", "SCMP_ACT_TRAP", "SCMP_ACT_TRACE"};
 static const char *const ops[] = {"SCMP_CMP_NE", "SCMP_CMP_LT", "SCMP_CMP_LE", "SCMP_CMP_EQ",
                                   "SCMP_CMP_GE", "SCMP_CMP_GT", "SCMP_CMP_MASKED_EQ"};
 
@@ -401,6 +405,9 @@ int oci_seccomp_intersect(const json_t *ours, const json_t *input, json_t **out,
   if (input == NULL) {
     json_t *c = json_copy(ours);
     json_object_del(c, "comment");
+    json_t *rules = json_object_get(c, "syscalls");
+    for (size_t i = 0; i < json_array_len(rules); i++)
+      json_object_del(json_array_get(rules, i), "comment");
     *out = c;
     return 0;
   }

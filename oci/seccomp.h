@@ -4,9 +4,11 @@
  * Both are OCI linux.seccomp objects.  A syscall's verdict under a profile
  * is one of: denied, allowed, or allowed under argument conditions (a list
  * of rules, each an AND of comparisons; the rules are ORed).  Actions
- * SCMP_ACT_ALLOW and SCMP_ACT_LOG allow; every other action (ERRNO, KILL,
- * TRAP, TRACE, NOTIFY) counts as a denial, since its outcome is not ours
- * to predict.
+ * SCMP_ACT_ALLOW and SCMP_ACT_LOG allow; every other action counts as a
+ * denial: ERRNO, KILL*, TRAP, and TRACE (ENOSYS when no tracer is
+ * attached, and none can be from inside the container) deny; NOTIFY hands
+ * the call to an agent that may allow it, so an input's NOTIFY rule is
+ * treated as a denial and an allowlist may not use NOTIFY at all.
  */
 #ifndef TOLLGATE_OCI_SECCOMP_H
 #define TOLLGATE_OCI_SECCOMP_H

@@ -135,15 +135,18 @@ int backend_choose(const struct cli *cli, struct backend *b, tg_error **err) {
   b->name = xstrdup(name);
   b->root = xasprintf("%s/backend/%s", cli->root, name);
   struct argv args = {0};
-  if (b->kind == BACKEND_RUNSC) {
-    /* No network at all, and config.json's seccomp enforced inside the
-     * sandbox too; the platform from the host config (kvm hangs here). */
-    argv_add(&args, "--network=none");
-    argv_add(&args, "--oci-seccomp");
+  if (b->kind == BACKEND_RUNSC)
+    /* The platform from the host config (kvm hangs on these machines). */
     argv_addf(&args, "--platform=%s", cfg->platform ? cfg->platform : "ptrace");
-  }
   for (size_t i = 0; cfg->runtime_args && cfg->runtime_args[i]; i++)
     argv_add(&args, cfg->runtime_args[i]);
+  if (b->kind == BACKEND_RUNSC) {
+    /* No network at all, and config.json's seccomp enforced inside the
+     * sandbox too.  Last, because runsc's flag parser keeps the last
+     * value: no runtime_args entry can turn them off. */
+    argv_add(&args, "--network=none");
+    argv_add(&args, "--oci-seccomp");
+  }
   if (args.v == NULL)
     args.v = xcalloc(1, sizeof *args.v);
   b->args = args.v;

@@ -139,12 +139,15 @@ int container_delete(struct cli *cli, const char *id, bool force,
                      tg_error **err) {
   if (state_check_id(id, err) < 0)
     return -1;
+  /* A create of this id still in flight finishes (or undoes itself)
+   * before delete looks: no delete ever sees half a container. */
+  cleanup_free char *dir = xasprintf("%s/%s", cli->root, id);
+  cleanup_close int lock = state_lock(dir);
   struct container c;
   tg_error *load_err = NULL;
   if (container_load(cli, id, &c, &load_err) < 0) {
     /* A state directory without a usable state.json is what an
      * interrupted create leaves; --force clears it. */
-    cleanup_free char *dir = xasprintf("%s/%s", cli->root, id);
     struct stat st;
     if (force && stat(dir, &st) == 0 && S_ISDIR(st.st_mode)) {
       tg_error_free(&load_err);

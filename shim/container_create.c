@@ -33,6 +33,7 @@ struct undo {
   bool wrote_orig;
   char *dir;             /* state directory, once claimed */
   bool backend_called;
+  int lock_fd;           /* the state directory's lock, or -1 */
 };
 
 static void undo_all(struct cli *cli, struct undo *u, const char *id) {
@@ -241,6 +242,8 @@ static int do_create(struct cli *cli, const struct create_request *req,
     json_free(state);
     return -1;
   }
+  /* Held until create (or its undo) is over: a delete of this id waits. */
+  u->lock_fd = state_lock(u->dir);
   cleanup_json json_t *state_owner = state;
 
   /* Policy (from the user's config, before hardening touches it). */
@@ -382,12 +385,14 @@ static int do_create(struct cli *cli, const struct create_request *req,
 int container_create(struct cli *cli, const struct create_request *req,
                      struct created *out, tg_error **err) {
   memset(out, 0, sizeof *out);
-  struct undo u = {.bundle_fd = -1};
+  struct undo u = {.bundle_fd = -1, .lock_fd = -1};
   int r = do_create(cli, req, out, &u, err);
   if (r < 0) {
     undo_all(cli, &u, req->id);
     created_free(out);
   }
+  if (u.lock_fd >= 0)
+    close(u.lock_fd);
   if (u.bundle_fd >= 0)
     close(u.bundle_fd);
   free(u.config_before);

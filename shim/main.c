@@ -18,13 +18,12 @@ int main(int argc, char **argv) {
   int v = cli_parse_global(argc, argv, &cli, &help, &version, &err);
   if (v < 0)
     goto fail;
-  if (version) {
-    char *args[] = {"version", NULL};
-    v = argc;
-    status = cmd_version(&cli, 1, args, &err);
-    goto done;
-  }
-  if (help || v >= argc) {
+  char *version_argv[] = {"version", NULL};
+  if (version) { /* --version is the version verb */
+    argc = 1;
+    argv = version_argv;
+    v = 0;
+  } else if (help || v >= argc) {
     help_print(stdout, NULL);
     return v >= argc && !help ? 1 : 0;
   }
@@ -57,7 +56,6 @@ int main(int argc, char **argv) {
   }
   status = entry->fn(&cli, argc - v, argv + v, &err);
   host_config_free(&cli.config);
-done:
   if (status >= 0 && err == NULL)
     return status;
 fail:

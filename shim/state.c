@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -47,6 +48,23 @@ int state_create_dir(const char *root, const char *id, char **dir,
   }
   *dir = d;
   return 0;
+}
+
+int state_lock(const char *dir) {
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0)
+    return -1;
+  int r;
+  do
+    r = flock(fd, LOCK_EX);
+  while (r < 0 && errno == EINTR);
+  if (r < 0) {
+    int e = errno;
+    close(fd);
+    errno = e;
+    return -1;
+  }
+  return fd;
 }
 
 json_t *state_read_json(const char *dir, const char *name, tg_error **err) {

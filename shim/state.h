@@ -23,6 +23,12 @@ int state_check_id(const char *id, tg_error **err);
 int state_create_dir(const char *root, const char *id, char **dir,
                      tg_error **err);
 
+/* Take the container's lock: flock(LOCK_EX) on its state directory,
+ * waiting while another create or delete of the same id runs.  Returns
+ * the fd that holds it (close it to release; O_CLOEXEC, so backends never
+ * inherit it), or -1 with errno (ENOENT: no such container). */
+int state_lock(const char *dir);
+
 /* Load <root>/<id>/state.json.  A missing directory is "container <id>
  * does not exist" (runc's wording, which containerd matches).  *state and
  * *dir are owned by the caller. */

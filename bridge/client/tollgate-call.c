@@ -1,6 +1,6 @@
 /* tollgate-call: call a host tool from inside a tollgate container.
  *
- *   tollgate-call [--timeout SECONDS] TOOL [ARGS-JSON | -]
+ *   tollgate-call [--timeout S] [--repeat N [--concurrency C]] TOOL [ARGS-JSON | -]
  *
  * Prints the tool's result JSON on stdout.  Each error class has its own
  * exit status (see usage()), and the error message goes to stderr.  Static
@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -55,9 +56,11 @@ static const struct {
 };
 
 static void usage(void) {
-  fputs("usage: tollgate-call [--timeout SECONDS] TOOL [ARGS-JSON | -]\n"
+  fputs("usage: tollgate-call [--timeout S] [--repeat N [--concurrency C]] TOOL [ARGS-JSON | -]\n"
         "Calls TOOL on the host through the tollgate bridge and prints its\n"
         "result JSON.  ARGS-JSON is an object (default {}); - reads it from stdin.\n"
+        "--repeat N makes N calls (C threads at once) and prints one JSON line of\n"
+        "latency percentiles and calls/s instead of results (for benchmarks).\n"
         "Environment: TOLLGATE_DIR (default /run/tollgate), TOLLGATE_TIMEOUT.\n"
         "Exit status: 0 ok, 1 usage or local error, 2 bad_request, 3 denied,\n"
         "4 approval_timeout, 5 budget_exhausted, 6 unknown_tool, 7 tool_failed,\n"
@@ -356,6 +359,201 @@ static bool tool_name_ok(const char *s) {
   return true;
 }
 
+struct call_ctx {
+  int rq, rs;
+  const char *tool, *args, *resp_dir;
+  size_t args_len;
+  double timeout;
+};
+
+/* One call: write the request, wait for the answer, print it (unless
+ * quiet).  Returns the exit status for its outcome.  Reentrant: the
+ * benchmark runs it from several threads. */
+static int call_once(const struct call_ctx *c, bool quiet) {
+  unsigned char rnd[16];
+  if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
+    return fail_local("getrandom", errno);
+  char id[33];
+  for (int k = 0; k < 16; k++)
+    snprintf(id + 2 * k, 3, "%02x", rnd[k]);
+
+  /* The body: {"v":1,"tool":TOOL,"args":ARGS}.  The tool name needs no
+   * escaping (checked above); ARGS is passed through as written. */
+  size_t blen = strlen(c->tool) + c->args_len + 64;
+  char *body = malloc(blen);
+  int n = snprintf(body, blen, "{\"v\":1,\"tool\":\"%s\",\"args\":%.*s}", c->tool,
+                   (int)c->args_len, c->args);
+  char tmp[64], name[64], marker[64];
+  snprintf(tmp, sizeof tmp, ".%s.tmp", id);
+  snprintf(name, sizeof name, "%s.json", id);
+  snprintf(marker, sizeof marker, "%s.done", id);
+  int fd = openat(c->rq, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return fail_local("create the request", errno);
+  ssize_t w = 0;
+  for (size_t off = 0; off < (size_t)n; off += (size_t)w) {
+    w = write(fd, body + off, (size_t)n - off);
+    if (w < 0 && errno == EINTR) {
+      w = 0;
+      continue;
+    }
+    if (w <= 0) {
+      int e = w < 0 ? errno : EIO;
+      close(fd);
+      unlinkat(c->rq, tmp, 0);
+      free(body);
+      return fail_local("write the request", e);
+    }
+  }
+  free(body);
+  body = NULL;
+  if (close(fd) < 0 || renameat(c->rq, tmp, c->rq, name) < 0) {
+    int e = errno;
+    unlinkat(c->rq, tmp, 0);
+    return fail_local("write the request", e);
+  }
+  fd = openat(c->rq, marker, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    int e = errno;
+    unlinkat(c->rq, name, 0);
+    return fail_local("mark the request ready", e);
+  }
+  close(fd);
+
+  /* Poll for the response marker with adaptive back-off: inotify inside
+   * gVisor does not see the host's writes.  A few immediate checks catch
+   * the fast answers; then the wait grows by half from 5 us up to 2 ms. */
+  double deadline = now_s() + c->timeout;
+  long wait_ns = 5000;
+  struct stat st;
+  for (int k = 0;; k++) {
+    if (fstatat(c->rs, marker, &st, AT_SYMLINK_NOFOLLOW) == 0)
+      break;
+    if (now_s() > deadline) {
+      unlinkat(c->rq, name, 0);
+      unlinkat(c->rq, marker, 0);
+      fprintf(stderr, "tollgate-call: no answer from the tollgate bridge within "
+              "%.0f s: the host side is not running (container stopping, or "
+              "the sidecar died); the call may or may not have run\n", c->timeout);
+      return EXIT_NO_ANSWER;
+    }
+    if (k < 3) {
+      sched_yield();
+      continue;
+    }
+    struct timespec ts = {0, wait_ns};
+    nanosleep(&ts, NULL);
+    if (wait_ns < 2000000)
+      wait_ns += wait_ns / 2;
+  }
+  size_t rlen = 0;
+  char rpath[4200];
+  snprintf(rpath, sizeof rpath, "%s/%s", c->resp_dir, name);
+  char *resp = read_path(rpath, 1u << 30, &rlen);
+  int e = errno;
+  unlinkat(c->rs, name, 0);
+  unlinkat(c->rs, marker, 0);
+  if (resp == NULL) {
+    fprintf(stderr, "tollgate-call: read the response %s: %s\n", rpath, strerror(e));
+    return EXIT_PROTOCOL;
+  }
+  const char *end = resp + rlen, *ok = find_key(resp, end, "ok");
+  if (ok && strncmp(ok, "true", 4) == 0) {
+    const char *res = find_key(resp, end, "result");
+    const char *rend = res ? skip_value(res, end, 0) : NULL;
+    if (rend == NULL) {
+      if (!quiet)
+        fputs("null\n", stdout);
+    } else if (!quiet) {
+      fwrite(res, 1, (size_t)(rend - res), stdout);
+      fputc('\n', stdout);
+    }
+    free(resp);
+    free(body);
+    return quiet || fflush(stdout) == 0 ? EXIT_OK : EXIT_USAGE;
+  }
+  const char *err = ok ? find_key(resp, end, "error") : NULL;
+  const char *cv = err ? find_key(err, end, "code") : NULL;
+  const char *m = err ? find_key(err, end, "message") : NULL;
+  char *code = cv ? decode_string(cv, end) : NULL;
+  char *msg = m ? decode_string(m, end) : NULL;
+  if (code == NULL) {
+    fprintf(stderr, "tollgate-call: unreadable response: %.200s\n", resp);
+    return EXIT_PROTOCOL;
+  }
+  if (!quiet)
+    fprintf(stderr, "tollgate-call: %s: %s\n", code, msg ? msg : "");
+  free(resp);
+  free(body);
+  free(msg);
+  int status = EXIT_PROTOCOL;
+  for (size_t k = 0; k < sizeof codes / sizeof codes[0]; k++)
+    if (strcmp(codes[k].code, code) == 0)
+      status = codes[k].status;
+  free(code);
+  return status;
+}
+
+/* ---- --repeat N [--concurrency C]: measure the round trip ---- */
+
+struct bench_worker {
+  const struct call_ctx *ctx;
+  long n;
+  double *lat;
+  int failures;
+  pthread_t thread;
+};
+
+static void *bench_main(void *arg) {
+  struct bench_worker *w = arg;
+  for (long k = 0; k < w->n; k++) {
+    double t0 = now_s();
+    if (call_once(w->ctx, true) != EXIT_OK)
+      w->failures++;
+    w->lat[k] = now_s() - t0;
+  }
+  return NULL;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Prints one JSON line on stdout: calls, concurrency, seconds, calls/s and
+ * the latency percentiles in microseconds. */
+static int bench(const struct call_ctx *ctx, long repeat, long concurrency) {
+  struct bench_worker *w = calloc((size_t)concurrency, sizeof *w);
+  double *lat = calloc((size_t)repeat, sizeof *lat);
+  if (w == NULL || lat == NULL)
+    return fail_local("allocate", ENOMEM);
+  long off = 0;
+  double t0 = now_s();
+  for (long k = 0; k < concurrency; k++) {
+    w[k].ctx = ctx;
+    w[k].n = repeat / concurrency + (k < repeat % concurrency);
+    w[k].lat = lat + off;
+    off += w[k].n;
+    if (pthread_create(&w[k].thread, NULL, bench_main, &w[k]) != 0)
+      return fail_local("start a thread", errno);
+  }
+  int failures = 0;
+  for (long k = 0; k < concurrency; k++) {
+    pthread_join(w[k].thread, NULL);
+    failures += w[k].failures;
+  }
+  double secs = now_s() - t0;
+  qsort(lat, (size_t)repeat, sizeof *lat, cmp_double);
+#define PCT(p) (repeat ? lat[(size_t)((repeat - 1) * (p))] * 1e6 : 0.0)
+  printf("{\"calls\":%ld,\"concurrency\":%ld,\"failures\":%d,\"seconds\":%.3f,"
+         "\"calls_per_s\":%.0f,\"p50_us\":%.1f,\"p90_us\":%.1f,\"p99_us\":%.1f}\n",
+         repeat, concurrency, failures, secs, secs > 0 ? repeat / secs : 0.0,
+         PCT(0.50), PCT(0.90), PCT(0.99));
+  free(lat);
+  free(w);
+  return failures ? EXIT_PROTOCOL : EXIT_OK;
+}
+
 int main(int argc, char **argv) {
   double timeout = 0;
   int i = 1;
@@ -363,9 +561,21 @@ int main(int argc, char **argv) {
     usage();
     return EXIT_OK;
   }
-  if (i + 1 < argc && strcmp(argv[i], "--timeout") == 0) {
-    timeout = strtod(argv[i + 1], NULL);
+  long repeat = 0, concurrency = 1;
+  while (i + 1 < argc && strncmp(argv[i], "--", 2) == 0) {
+    if (strcmp(argv[i], "--timeout") == 0)
+      timeout = strtod(argv[i + 1], NULL);
+    else if (strcmp(argv[i], "--repeat") == 0)
+      repeat = strtol(argv[i + 1], NULL, 10);
+    else if (strcmp(argv[i], "--concurrency") == 0)
+      concurrency = strtol(argv[i + 1], NULL, 10);
+    else
+      break;
     i += 2;
+  }
+  if (repeat < 0 || concurrency < 1 || concurrency > 256) {
+    usage();
+    return EXIT_USAGE;
   }
   if (argc - i < 1 || argc - i > 2) {
     usage();
@@ -404,13 +614,6 @@ int main(int argc, char **argv) {
   /* Short sleeps while polling should be short. */
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
 
-  unsigned char rnd[16];
-  if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
-    return fail_local("getrandom", errno);
-  char id[33];
-  for (int k = 0; k < 16; k++)
-    snprintf(id + 2 * k, 3, "%02x", rnd[k]);
-
   char req_dir[4096], resp_dir[4096];
   snprintf(req_dir, sizeof req_dir, "%s/calls/req", dir);
   snprintf(resp_dir, sizeof resp_dir, "%s/calls/resp", dir);
@@ -422,107 +625,10 @@ int main(int argc, char **argv) {
     return EXIT_USAGE;
   }
 
-  /* The body: {"v":1,"tool":TOOL,"args":ARGS}.  The tool name needs no
-   * escaping (checked above); ARGS is passed through as written. */
-  size_t blen = strlen(tool) + (size_t)(aend - a) + 64;
-  char *body = malloc(blen);
-  int n = snprintf(body, blen, "{\"v\":1,\"tool\":\"%s\",\"args\":%.*s}", tool,
-                   (int)(after - a), a);
-  char tmp[64], name[64], marker[64];
-  snprintf(tmp, sizeof tmp, ".%s.tmp", id);
-  snprintf(name, sizeof name, "%s.json", id);
-  snprintf(marker, sizeof marker, "%s.done", id);
-  int fd = openat(rq, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0)
-    return fail_local("create the request", errno);
-  ssize_t w = 0;
-  for (size_t off = 0; off < (size_t)n; off += (size_t)w) {
-    w = write(fd, body + off, (size_t)n - off);
-    if (w < 0 && errno == EINTR) {
-      w = 0;
-      continue;
-    }
-    if (w <= 0) {
-      int e = w < 0 ? errno : EIO;
-      close(fd);
-      unlinkat(rq, tmp, 0);
-      return fail_local("write the request", e);
-    }
-  }
-  if (close(fd) < 0 || renameat(rq, tmp, rq, name) < 0) {
-    int e = errno;
-    unlinkat(rq, tmp, 0);
-    return fail_local("write the request", e);
-  }
-  fd = openat(rq, marker, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    int e = errno;
-    unlinkat(rq, name, 0);
-    return fail_local("mark the request ready", e);
-  }
-  close(fd);
-
-  /* Poll for the response marker with adaptive back-off: inotify inside
-   * gVisor does not see the host's writes.  A few immediate checks catch
-   * the fast answers; then the wait doubles from 5 us up to 2 ms. */
-  double deadline = now_s() + timeout;
-  long wait_ns = 5000;
-  struct stat st;
-  for (int k = 0;; k++) {
-    if (fstatat(rs, marker, &st, AT_SYMLINK_NOFOLLOW) == 0)
-      break;
-    if (now_s() > deadline) {
-      unlinkat(rq, name, 0);
-      unlinkat(rq, marker, 0);
-      fprintf(stderr, "tollgate-call: no answer from the tollgate bridge within "
-              "%.0f s: the host side is not running (container stopping, or "
-              "the sidecar died); the call may or may not have run\n", timeout);
-      return EXIT_NO_ANSWER;
-    }
-    if (k < 3) {
-      sched_yield();
-      continue;
-    }
-    struct timespec ts = {0, wait_ns};
-    nanosleep(&ts, NULL);
-    if (wait_ns < 2000000)
-      wait_ns *= 2;
-  }
-  size_t rlen = 0;
-  char rpath[4200];
-  snprintf(rpath, sizeof rpath, "%s/%s", resp_dir, name);
-  char *resp = read_path(rpath, 1u << 30, &rlen);
-  int e = errno;
-  unlinkat(rs, name, 0);
-  unlinkat(rs, marker, 0);
-  if (resp == NULL) {
-    fprintf(stderr, "tollgate-call: read the response %s: %s\n", rpath, strerror(e));
-    return EXIT_PROTOCOL;
-  }
-  const char *end = resp + rlen, *ok = find_key(resp, end, "ok");
-  if (ok && strncmp(ok, "true", 4) == 0) {
-    const char *res = find_key(resp, end, "result");
-    const char *rend = res ? skip_value(res, end, 0) : NULL;
-    if (rend == NULL) {
-      fputs("null\n", stdout);
-    } else {
-      fwrite(res, 1, (size_t)(rend - res), stdout);
-      fputc('\n', stdout);
-    }
-    return fflush(stdout) == 0 ? EXIT_OK : EXIT_USAGE;
-  }
-  const char *err = ok ? find_key(resp, end, "error") : NULL;
-  const char *c = err ? find_key(err, end, "code") : NULL;
-  const char *m = err ? find_key(err, end, "message") : NULL;
-  char *code = c ? decode_string(c, end) : NULL;
-  char *msg = m ? decode_string(m, end) : NULL;
-  if (code == NULL) {
-    fprintf(stderr, "tollgate-call: unreadable response: %.200s\n", resp);
-    return EXIT_PROTOCOL;
-  }
-  fprintf(stderr, "tollgate-call: %s: %s\n", code, msg ? msg : "");
-  for (size_t k = 0; k < sizeof codes / sizeof codes[0]; k++)
-    if (strcmp(codes[k].code, code) == 0)
-      return codes[k].status;
-  return EXIT_PROTOCOL;
+  struct call_ctx ctx = {.rq = rq, .rs = rs, .tool = tool, .args = a,
+                         .args_len = (size_t)(after - a), .timeout = timeout,
+                         .resp_dir = resp_dir};
+  if (repeat > 0)
+    return bench(&ctx, repeat, concurrency);
+  return call_once(&ctx, false);
 }

@@ -206,12 +206,13 @@ def _write_request(call_id, data):
         raise
 
 
-def call(name, _timeout=None, **args):
+def call(name, /, *, _timeout=None, **args):
     """Call the host tool `name` with keyword arguments; return its result.
 
     Raises a TollgateError subclass when the call is refused or fails, and
     BridgeTimeout when no answer arrives within _timeout seconds (default:
-    the approval timeout plus the tool's timeout plus 10 s)."""
+    the approval timeout plus the tool's timeout plus 10 s).  `name` is
+    positional-only, so a tool may itself take an argument called name."""
     call_id = os.urandom(16).hex()
     data = json.dumps({"v": 1, "tool": name, "args": args}, ensure_ascii=False,
                       separators=(",", ":")).encode("utf-8")

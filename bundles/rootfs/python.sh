@@ -42,7 +42,7 @@ ln -s python3.11 "$tmp/usr/bin/python3"
 ln -s python3.11 "$tmp/usr/bin/python"
 
 # The standard library, without what a sandboxed program never imports.
-tar -C /usr/lib -cf - \
+tar -C /usr/lib -cpf - \
     --exclude='python3.11/test' --exclude='python3.11/*/test' --exclude='python3.11/*/tests' \
     --exclude='python3.11/idlelib' --exclude='python3.11/tkinter' \
     --exclude='python3.11/turtledemo' --exclude='python3.11/ensurepip' \
@@ -89,7 +89,9 @@ if [ "$size_kib" -ge "$limit_kib" ]; then
   exit 1
 fi
 echo "$stamp" > "$tmp/.tollgate-rootfs"
-find "$tmp" -exec touch -h -d @0 {} +
+# Timestamps are kept as installed: the .pyc files record their source's
+# mtime, and a changed one makes every start recompile (and try to write
+# into the read-only root).
 rm -rf "$dest"
 mv "$tmp" "$dest"
 trap - EXIT

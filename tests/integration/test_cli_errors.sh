@@ -108,3 +108,37 @@ expect_error "duplicate id" 'container with id exists: dup' tg create --bundle "
 check_eq "duplicate id: the first is intact" created \
   "$(tg state dup | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])')"
 check "duplicate id: delete" tg delete dup
+
+# help, version and features: no backend needed.
+check_match "help lists every lifecycle verb" 'create.*start.*run.*state.*kill.*delete.*exec.*ps.*list.*pause.*resume.*update.*features' \
+  "$(tg help | tr '\n' ' ')"
+check_match "--help" 'usage: tollgate' "$(tg --help)"
+check_match "create --help" 'usage: tollgate .*create .*--bundle' "$(tg create --help)"
+check_match "version" '^tollgate version [0-9.]+' "$(tg version)"
+check_match "--version names the spec" 'spec: 1\.0' "$(tg --version)"
+check "features is the runtime-spec features JSON" python3 -c '
+import json, sys
+f = json.load(sys.stdin)
+assert f["ociVersionMin"] and f["ociVersionMax"]
+assert "CAP_SYS_ADMIN" in f["linux"]["capabilities"]
+assert "SCMP_ACT_ERRNO" in f["linux"]["seccomp"]["actions"]
+assert "network" in f["linux"]["namespaces"]
+' < <(tg features)
+
+# create racing delete --force on one id: the delete waits for the create
+# (or finds nothing), so the end is a whole container or none, never half.
+for i in 1 2 3; do
+  tg create --bundle "$work/good" race </dev/null >/dev/null 2>&1 &
+  creator=$!
+  tg delete --force race 2>/dev/null
+  wait "$creator"
+  if tg state race >/dev/null 2>&1; then
+    check_eq "race $i: a whole container" created \
+      "$(tg state race | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])')"
+    tg delete --force race
+  else
+    check_fails "race $i: no container and no state directory" test -e "$TG_ROOT/race"
+  fi
+  check_fails "race $i: no mount left" grep -q " $TG_ROOT/race/" /proc/self/mounts
+done
+check_eq "race: the backend has no container" "" "$(runsc --root "$TG_ROOT/backend/runsc" list -q 2>/dev/null)"

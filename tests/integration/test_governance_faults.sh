@@ -12,11 +12,13 @@ source "$here/lib.sh"
 chmod 755 "$TG_ROOT"
 POL=$TG_ROOT/pol
 mkdir -p "$POL"
-cp "$here/governance/refund.py" "$POL/"
+cp "$here/governance/refund.py" "$here/governance/who.sh" "$POL/"
+mkdir -p "$TG_ROOT/out" && chmod 1777 "$TG_ROOT/out"
 chmod -R a+rX "$POL"
-cat > "$POL/p.json" <<'P'
+cat > "$POL/p.json" <<P
 {"version": 1,
  "tools": {
+   "who": {"backend": {"type": "exec", "argv": ["who.sh", "$TG_ROOT/out/who"]}, "rules": [{"effect": "allow"}]},
    "echo": {"backend": {"type": "builtin", "name": "echo"}, "rules": [{"effect": "allow"}]},
    "refund": {"backend": {"type": "exec", "argv": ["refund.py"]}, "irreversible": true,
               "timeout": 120, "rules": [{"effect": "allow", "reason": "test refunds"}]}},
@@ -30,13 +32,19 @@ for rt in $BACKENDS; do
   id=kill-$rt
   log=$TG_ROOT/audit/$id.jsonl
   make_bundle "$TG_ROOT/bundles/$id" sh -c \
-    '/run/tollgate/tollgate-call --timeout 300 refund "{\"amount\":5,\"order\":\"K-1\",\"sleep\":300}"; echo rc=$?'
+    '/run/tollgate/tollgate-call who "{}"; /run/tollgate/tollgate-call --timeout 300 refund "{\"amount\":5,\"order\":\"K-1\",\"sleep\":300}"; echo rc=$?'
   if tg --runtime "$rt" create --policy "$POL/p.json" -b "$TG_ROOT/bundles/$id" "$id" >/dev/null 2>&1; then
     on_exit "tg delete --force $id"
     tg start "$id"
     for _ in $(seq 1 600); do grep -q '"event":"intent"' "$log" 2>/dev/null && break; sleep 0.05; done
     sidecar=$(state_field "$TG_ROOT/$id/state.json" sidecar_pid)
     check "$rt: the intent record is on disk before the tool finishes" grep -q '"event":"intent"' "$log"
+    who=$(cat "$TG_ROOT/out/who" 2>/dev/null)
+    check_match "$rt: sidecar exec tools run as uid/gid 65534 without groups" "uid=65534 gid=65534 groups=65534" "$who"
+    check_match "$rt: ... with no capabilities" "CapPrm: 0000000000000000.*CapEff: 0000000000000000.*CapAmb: 0000000000000000" "$(echo $who)"
+    check_match "$rt: ... with no_new_privs" "NoNewPrivs: 1" "$who"
+    check_match "$rt: ... and a scrubbed environment" "env=HOME=/ LANG=C.UTF-8 PATH=/usr/local/bin:/usr/bin:/bin PWD=/ TOLLGATE_CALL_ID=[0-9a-f]+ TOLLGATE_TOOL=who $" "$who"
+    rm -f "$TG_ROOT/out/who"
     check "$rt: kill -9 the sidecar" kill -9 "$sidecar"
     for _ in $(seq 1 200); do kill -0 "$sidecar" 2>/dev/null || break; sleep 0.05; done
     check_eq "$rt: the log has the intent and no outcome" "1 0" \

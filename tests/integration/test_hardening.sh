@@ -53,6 +53,15 @@ for be in $BACKENDS; do
   check_eq "$be: effective config records the profile" hardened \
     "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["annotations"]["dev.tollgate.profile-applied"])' "$B/config.json")"
   check "$be: the user's config is kept beside it" cmp -s "$TG_ROOT/runc-spec.json" "$B/config.json.orig"
+  # `tollgate state` names the profile (created, never started).
+  fresh
+  if tg --runtime "$be" create --bundle "$B" "st-$be" 2>"$TG_ROOT/err"; then
+    check_match "$be: state names the profile" '"profile": "hardened"' "$(tg state "st-$be")"
+    tg delete --force "st-$be"
+  else
+    check "$be: create for state" false
+    sed 's/^/# /' "$TG_ROOT/err"
+  fi
 
   # --- a config as containerd's `ctr run` writes it comes out hardened -----
   fresh
@@ -148,3 +157,28 @@ refused "workload asks for a looser profile" 'c.setdefault("annotations", {})["d
 write_config 'profile="passthrough"'
 refused "passthrough without allow_passthrough" 'pass' 'allow_passthrough'
 write_config
+
+# --- the loopback-only check, through the CLI ---------------------------------
+# Hardening always gives runc a fresh network namespace, so only an
+# unhardened (passthrough) config can reach the check with the host's: the
+# process is created, found in the host namespace over rtnetlink, and the
+# container is removed before it ever starts.
+case " $BACKENDS " in *" runc "*)
+  write_config allow_passthrough=true 'profile="passthrough"'
+  set_args sh -c 'echo should-not-run'
+  python3 - "$B/config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"] if n["type"] != "network"]
+json.dump(c, open(sys.argv[1], "w"), indent=2)
+PY
+  msg=$(tg --runtime runc run --bundle "$B" netcheck 2>&1)
+  rc=$?
+  check "netcheck: runc container in the host network namespace is refused" test "$rc" -ne 0
+  check_match "netcheck: says why" 'shares the host network namespace' "$msg"
+  check "netcheck: the process never ran" test "${msg#*should-not-run}" = "$msg"
+  check_eq "netcheck: no container left" "" "$(tg list -q)"
+  check_eq "netcheck: nothing left in runc" "" "$(runc --root "$TG_ROOT/backend/runc" list -q 2>/dev/null)"
+  write_config
+  ;;
+esac

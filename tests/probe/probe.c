@@ -19,6 +19,7 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -125,6 +126,19 @@ static int try_mkfifo(void) {
   unlink("/tmp/probe-fifo");
   errno = e;
   return r;
+}
+static void *thread_main(void *arg) { return arg; }
+/* glibc creates threads with clone3 and falls back to clone only on
+ * ENOSYS: this fails if the seccomp filter answers clone3 with EPERM. */
+static int try_thread(void) {
+  pthread_t t;
+  int r = pthread_create(&t, NULL, thread_main, NULL);
+  if (r != 0) {
+    errno = r;
+    return -1;
+  }
+  pthread_join(t, NULL);
+  return 0;
 }
 static int try_init_module(void) { return (int)syscall(SYS_init_module, NULL, 0, ""); }
 static int try_bpf(void) { return (int)syscall(SYS_bpf, 0, NULL, 0); }
@@ -302,6 +316,7 @@ static int report(void) {
   str("setuid_root", in_child(try_setuid_root));
   str("mknod", in_child(try_mknod));
   str("mkfifo", in_child(try_mkfifo));
+  str("thread", in_child(try_thread));
   str("dev_mem", result(try_dev_mem()));
   interfaces();
   rlimit("rlimit_nofile", RLIMIT_NOFILE);

@@ -292,3 +292,26 @@ Test(approval, a_socket_path_longer_than_sun_path_works) {
   cr_assert(json_is_true(json_object_get(reply, "ok")));
   gate_close(g);
 }
+
+/* The container stops while the hook is still thinking: the hook is
+ * killed and the call ends container_stopped, long before the timeout. */
+Test(approval, stopping_the_container_ends_a_running_hook) {
+  write_file("slow.sh", "#!/bin/sh\nsleep 120\nexit 0\n", 0755);
+  struct gate *g = open_gate("{\"hook\": \"slow.sh\"}", 200000);
+  struct waiter w = {g, "slowhook", BIG, NULL};
+  pthread_t t;
+  pthread_create(&t, NULL, wait_call, &w);
+  for (;;) { /* until the hook is running */
+    cleanup_json json_t *r = control("pending", NULL, NULL);
+    const json_t *first = json_array_get(json_object_get(r, "pending"), 0);
+    if (first && strcmp(json_string_value(json_object_get(first, "decider")), "hook") == 0)
+      break;
+    struct timespec ts = {0, 5000000};
+    nanosleep(&ts, NULL);
+  }
+  gate_container_stopped(g);
+  pthread_join(t, NULL);
+  cr_assert(strstr(w.resp, "\"code\":\"container_stopped\""), "%s", w.resp);
+  free(w.resp);
+  gate_close(g);
+}

@@ -75,6 +75,23 @@ Test(backend, configured_platform_and_extra_args) {
   host_config_free(&cli.config);
 }
 
+Test(backend, runtime_args_cannot_turn_the_network_back_on) {
+  struct cli cli = cli_for("runsc", NULL);
+  cli.config.runtime_args = xcalloc(3, sizeof(char *));
+  cli.config.runtime_args[0] = xstrdup("--network=host");
+  cli.config.runtime_args[1] = xstrdup("--oci-seccomp=false");
+  struct backend b;
+  cr_assert_eq(backend_choose(&cli, &b, NULL), 0);
+  struct argv a = {0};
+  backend_argv(&b, NULL, "create", &a);
+  /* runsc keeps a flag's last value: ours must come after the host's */
+  cr_assert_gt(index_of(&a, "--network=none"), index_of(&a, "--network=host"));
+  cr_assert_gt(index_of(&a, "--oci-seccomp"), index_of(&a, "--oci-seccomp=false"));
+  argv_free(&a);
+  backend_free(&b);
+  host_config_free(&cli.config);
+}
+
 Test(backend, runc_gets_no_runsc_flags) {
   struct cli cli = cli_for("runsc", "runc");
   struct backend b;

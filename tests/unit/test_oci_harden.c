@@ -442,6 +442,8 @@ static const struct hcase cases[] = {
     {"annotation path traversal", NULL, "{\"annotations\":{\"dev.tollgate.profile\":\"../../etc/passwd\"}}", "runc", NULL, false, "not a plain name", NULL, NULL},
     {"annotation unknown profile", NULL, "{\"annotations\":{\"dev.tollgate.profile\":\"nosuch\"}}", "runc", NULL, false, "nosuch", NULL, NULL},
     {"annotation stricter than relaxed host", NULL, "{\"annotations\":{\"dev.tollgate.profile\":\"hardened\"}}", "runc", "relaxed", false, NULL, defaults_runc, "hardened"},
+    {"annotation not a string", NULL, "{\"annotations\":{\"dev.tollgate.profile\":7}}", "runc", NULL, false, "must be a string", NULL, NULL},
+    {"annotation hardens a passthrough host", NULL, "{\"annotations\":{\"dev.tollgate.profile\":\"hardened\"}}", "runc", "passthrough", true, NULL, defaults_runc, "hardened"},
     {"workload forges profile-applied", NULL, "{\"annotations\":{\"dev.tollgate.profile-applied\":\"passthrough\"}}", "runc", NULL, false, NULL, defaults_runc, "hardened"},
     {"gvisor annotations stripped", NULL, "{\"annotations\":{\"dev.gvisor.spec.mount.x.source\":\"/var/run\",\"dev.gvisor.internal.nvproxy\":\"true\"}}", "runsc", NULL, false, NULL, defaults_runsc, "hardened"},
     {"passthrough host profile", "ctr-run-config.json", NULL, "runc", "passthrough", true, NULL, passthrough_untouched, "passthrough"},

@@ -157,3 +157,78 @@ Test(seccomp, watcher_filter_allows_reading_and_kills_the_rest) {
   }
   cr_assert_neq(access("/tmp/tg-seccomp-should-not-exist", F_OK), 0);
 }
+
+/* ---- the mounts and the owner bridge_prepare adds to config.json ---- */
+#include "bridge/area.h"
+
+static json_t *parse(const char *s) {
+  json_t *v = json_parse(s, strlen(s), NULL, NULL);
+  cr_assert_not_null(v, "%s", s);
+  return v;
+}
+
+Test(area, owner_follows_process_user_and_uid_mappings) {
+  uid_t u;
+  gid_t g;
+  json_t *c = parse("{\"process\":{\"user\":{\"uid\":65534,\"gid\":65534}}}");
+  cr_assert_eq(bridge_container_owner(c, &u, &g, NULL), 0);
+  cr_assert_eq(u, 65534u);
+  cr_assert_eq(g, 65534u);
+  json_free(c);
+  c = parse("{\"process\":{\"user\":{\"uid\":1000,\"gid\":5}},\"linux\":{"
+            "\"uidMappings\":[{\"containerID\":0,\"hostID\":100000,\"size\":65536}],"
+            "\"gidMappings\":[{\"containerID\":0,\"hostID\":200000,\"size\":65536}]}}");
+  cr_assert_eq(bridge_container_owner(c, &u, &g, NULL), 0);
+  cr_assert_eq(u, 101000u);
+  cr_assert_eq(g, 200005u);
+  json_free(c);
+  c = parse("{\"process\":{\"user\":{\"uid\":70000}},\"linux\":{"
+            "\"uidMappings\":[{\"containerID\":0,\"hostID\":100000,\"size\":65536}]}}");
+  tg_error *err = NULL;
+  cr_assert_eq(bridge_container_owner(c, &u, &g, &err), -1);
+  cr_assert(strstr(err->msg, "not mapped") != NULL, "%s", err->msg);
+  tg_error_free(&err);
+  json_free(c);
+  c = parse("{\"process\":{\"user\":{\"uid\":-1}}}");
+  cr_assert_eq(bridge_container_owner(c, &u, &g, NULL), -1);
+  json_free(c);
+  c = parse("{\"process\":{}}"); /* no user: root */
+  cr_assert_eq(bridge_container_owner(c, &u, &g, NULL), 0);
+  cr_assert_eq(u, 0u);
+  json_free(c);
+}
+
+Test(area, mounts_replace_anything_at_run_tollgate) {
+  json_t *c = parse(
+      "{\"process\":{\"env\":[\"PATH=/bin\",\"PYTHONPATH=/app\"]},\"mounts\":["
+      "{\"destination\":\"/proc\",\"type\":\"proc\",\"source\":\"proc\"},"
+      "{\"destination\":\"/run/tollgate/calls\",\"type\":\"bind\",\"source\":\"/etc\"},"
+      "{\"destination\":\"/run/tollgate\",\"type\":\"bind\",\"source\":\"/\"},"
+      "{\"destination\":\"/run/tollgatex\",\"type\":\"tmpfs\",\"source\":\"t\"}]}");
+  cr_assert_eq(bridge_add_mounts(c, "/state/x", "/usr/lib/tollgate/tollgate-call", NULL), 0);
+  /* twice: an effective config hardened again stays the same */
+  cr_assert_eq(bridge_add_mounts(c, "/state/x", "/usr/lib/tollgate/tollgate-call", NULL), 0);
+  json_t *m = json_object_get(c, "mounts");
+  cr_assert_eq(json_array_len(m), 5);
+  cr_assert_str_eq(json_string_value(json_object_get(json_array_get(m, 0), "destination")), "/proc");
+  cr_assert_str_eq(json_string_value(json_object_get(json_array_get(m, 1), "destination")), "/run/tollgatex");
+  json_t *ro = json_array_get(m, 2), *rw = json_array_get(m, 3), *cl = json_array_get(m, 4);
+  cr_assert_str_eq(json_string_value(json_object_get(ro, "destination")), "/run/tollgate");
+  cr_assert_str_eq(json_string_value(json_object_get(ro, "source")), "/state/x/bridge");
+  char *ros = json_dump(json_object_get(ro, "options"), false, NULL);
+  cr_assert_str_eq(ros, "[\"bind\",\"ro\",\"nosuid\",\"nodev\",\"noexec\"]");
+  free(ros);
+  cr_assert_str_eq(json_string_value(json_object_get(rw, "source")), "/state/x/bridge/calls");
+  char *rws = json_dump(json_object_get(rw, "options"), false, NULL);
+  cr_assert_str_eq(rws, "[\"bind\",\"rw\",\"nosuid\",\"nodev\",\"noexec\"]");
+  free(rws);
+  cr_assert_str_eq(json_string_value(json_object_get(cl, "destination")), "/run/tollgate/tollgate-call");
+  char *cls = json_dump(json_object_get(cl, "options"), false, NULL);
+  cr_assert_str_eq(cls, "[\"bind\",\"ro\",\"nosuid\",\"nodev\"]");
+  free(cls);
+  json_t *env = json_get_path(c, "process.env");
+  char *envs = json_dump(env, false, NULL);
+  cr_assert_str_eq(envs, "[\"PATH=/bin\",\"PYTHONPATH=/app:/run/tollgate\",\"TOLLGATE_DIR=/run/tollgate\"]");
+  free(envs);
+  json_free(c);
+}

@@ -14,8 +14,8 @@ r = echo(text="héllo ✓ 🚀")
 check("py: echo round-trips unicode", r == {"text": "héllo ✓ 🚀"}, r)
 r = upper(text="abc é")
 check("py: exec tool upper", r.get("upper") == "ABC É", r)
-r = tollgate.call("echo", n=1, nested={"a": [1, 2, None]})
-check("py: tollgate.call", r == {"n": 1, "nested": {"a": [1, 2, None]}}, r)
+r = tollgate.call("echo", n=1, name="x", nested={"a": [1, 2, None]})
+check("py: tollgate.call", r == {"n": 1, "name": "x", "nested": {"a": [1, 2, None]}}, r)
 check("py: generated docstring", "Upper-case a text" in (upper.__doc__ or ""), upper.__doc__)
 
 try:

@@ -79,7 +79,10 @@ check("symlink body: host file content not leaked", SECRET not in json.dumps(r o
 # A symlink as the marker.
 cid = new_id()
 body(cid, b'{"v":1,"tool":"echo","args":{"via":"marker-link"}}')
-os.symlink(SECRET, os.path.join(REQ, cid + ".done"))
+try:
+    os.symlink(SECRET, os.path.join(REQ, cid + ".done"))
+except FileNotFoundError:
+    pass  # gVisor's gofer looks the new link up again; the host may have consumed it already
 r = response(cid)
 check("symlink marker: only a marker, call answered", r and r.get("ok"), r)
 # A symlink planted where the response will be written.
