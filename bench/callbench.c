@@ -115,9 +115,10 @@ static double timed_cli_call(const char *prog) {
 
 /* One concurrent caller: a child process making m calls, writing its
  * latencies (or -1 for an error) into its slice of a shared mapping.
- * Processes rather than threads: under runsc the hardened seccomp profile
- * makes clone3 fail with EPERM instead of ENOSYS, so glibc cannot create
- * threads there (see docs/performance.md), while fork uses clone. */
+ * Processes rather than threads, like separate agents in one container;
+ * the shipped tollgate-call --repeat --concurrency (threads) is timed beside
+ * it.  (Processes also kept working when a seccomp profile made glibc's
+ * thread creation fail under runsc: docs/performance.md, finding 5.) */
 static void run_caller(double *slot, int m) {
   for (int i = 0; i < m; i++)
     slot[i] = timed_call();

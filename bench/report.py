@@ -186,10 +186,13 @@ def print_table(doc):
                         continue
                     client = {"sequential": "C, 1 caller", "concurrent": "C, %s callers" % r.get("threads"),
                               "tollgate-call": "tollgate-call", "python": "tollgate.py"}.get(phase, phase)
+                    if phase.startswith("tollgate-call-repeat-"):
+                        client = "t-c --repeat, %s" % phase.rsplit("-", 1)[1]
                     print("%-7s %-9s %-14s %7s %8s %8s %8s %8s %9s%s" % (
                         be, var, client, r.get("calls"), fmt(r.get("p50_us"), 1), fmt(r.get("p90_us"), 1),
                         fmt(r.get("p99_us"), 1), fmt(r.get("mean_us"), 1), r.get("calls_per_s"),
-                        "  (%d errors)" % r["errors"] if r.get("errors") else ""))
+                        "  (%d errors)" % r["errors"] if r.get("errors") else
+                        "  (%d failures)" % r["failures"] if r.get("failures") else ""))
     for k, r in ratios.items():
         if k.startswith(("bridge_", "python_")):
             print("   ratio governed/bare %-13s %s" % (k, "  ".join("%s=%s" % (a, fmt(b, 2)) for a, b in r.items())))
