@@ -1,9 +1,10 @@
 /* The client side of one bridge call, step for step as the shipped static
- * client (bridge/client/tollgate-call.c) takes it: a random 128-bit id,
- * req/.<id>.tmp written with O_EXCL and renamed to req/<id>.json, then the
- * req/<id>.done marker; resp/<id>.done polled with fstatat on the directory
- * fd (three immediate checks, then sleeps growing by half from 5 us to 2 ms,
- * timer slack 1 ns); resp/<id>.json read; both response files removed.
+ * client (bridge/client/tollgate-call.c, call_once) takes it: a random
+ * 128-bit id, req/<id>.json written with O_EXCL, then the req/<id>.done
+ * marker; resp/<id>.done polled with fstatat on the directory fd (three
+ * immediate checks, then sleeps growing by half from 5 us to 2 ms and never
+ * shorter than twice a check, timer slack 1 ns); resp/<id>.json read; both
+ * response files removed.
  *
  * Why a copy: tollgate-call is a program, not a library.  Its own
  * --repeat/--concurrency mode is timed too (bench/run.sh); callbench adds
@@ -64,8 +65,9 @@ int bench_client_call(const char *dir, const char *tool, const char *args, char 
   for (int i = 0; i < 16; i++)
     snprintf(id + 2 * i, 3, "%02x", rnd[i]);
 
-  char tmp[64], name[64], marker[64];
-  snprintf(tmp, sizeof tmp, ".%s.tmp", id);
+  /* The body goes straight to <id>.json (the host reads it only once the
+   * marker exists), then the marker. */
+  char name[64], marker[64];
   snprintf(name, sizeof name, "%s.json", id);
   snprintf(marker, sizeof marker, "%s.done", id);
   size_t cap = strlen(tool) + strlen(args) + 64;
@@ -73,15 +75,15 @@ int bench_client_call(const char *dir, const char *tool, const char *args, char 
   if (!body)
     return -ENOMEM;
   int len = snprintf(body, cap, "{\"v\":1,\"tool\":\"%s\",\"args\":%s}", tool, args);
-  int fd = openat(req_dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  int fd = openat(req_dir, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) {
     free(body);
     return -errno;
   }
   ssize_t w = write(fd, body, (size_t)len);
   free(body);
-  if (w != len || close(fd) < 0 || renameat(req_dir, tmp, req_dir, name) < 0) {
-    unlinkat(req_dir, tmp, 0);
+  if (w != len || close(fd) < 0) {
+    unlinkat(req_dir, name, 0);
     return -EIO;
   }
   fd = openat(req_dir, marker, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -90,12 +92,17 @@ int bench_client_call(const char *dir, const char *tool, const char *args, char 
   close(fd);
 
   /* The same back-off as tollgate-call: three immediate checks, then sleeps
-   * growing by half from 5 us up to 2 ms. */
+   * growing by half from 5 us up to 2 ms, never shorter than twice what one
+   * check costs. */
   unsigned long long deadline = mono_ns() + TIMEOUT_NS;
   long wait_ns = 5000;
   struct stat st;
-  for (int k = 0; fstatat(resp_dir, marker, &st, AT_SYMLINK_NOFOLLOW) != 0; k++) {
-    if (mono_ns() > deadline) {
+  for (int k = 0;; k++) {
+    unsigned long long t0 = mono_ns();
+    if (fstatat(resp_dir, marker, &st, AT_SYMLINK_NOFOLLOW) == 0)
+      break;
+    unsigned long long t1 = mono_ns();
+    if (t1 > deadline) {
       unlinkat(req_dir, name, 0);
       unlinkat(req_dir, marker, 0);
       return -ETIMEDOUT;
@@ -104,10 +111,14 @@ int bench_client_call(const char *dir, const char *tool, const char *args, char 
       sched_yield();
       continue;
     }
+    long check_ns = (long)(t1 - t0);
+    if (wait_ns < 2 * check_ns)
+      wait_ns = 2 * check_ns;
+    if (wait_ns > 2000000)
+      wait_ns = 2000000;
     struct timespec ts = {0, wait_ns};
     nanosleep(&ts, NULL);
-    if (wait_ns < 2000000)
-      wait_ns += wait_ns / 2;
+    wait_ns += wait_ns / 2;
   }
   fd = openat(resp_dir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0)
