@@ -1,0 +1,300 @@
+"""Turn the benchmark's result lines into bench/results.json and a table.
+
+Usage: report.py RESULTS.jsonl OUT.json MODE ELAPSED_S BUILD_DIR COUNTS
+       report.py --markdown RESULTS.json   (the table and the targets again,
+                                            as Markdown for docs/performance.md)
+
+Every figure is kept as measured; the ratios and the targets of issue 8 are
+computed here from figures of the same run.  Exits non-zero only when the
+input cannot be read.
+"""
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+
+
+def sh(*argv):
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def machine():
+    cpu = ""
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem_kib = 0
+    try:
+        for line in open("/proc/meminfo"):
+            if line.startswith("MemTotal:"):
+                mem_kib = int(line.split()[1])
+    except OSError:
+        pass
+    return {"cpu": cpu, "cores": os.cpu_count(), "memory_mib": mem_kib // 1024,
+            "kernel": platform.release(), "virtualization": sh("systemd-detect-virt") or "unknown",
+            "load_average_at_end": list(os.getloadavg())}
+
+
+def versions(build):
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return {"runsc": sh("runsc", "--version").splitlines()[0] if sh("runsc", "--version") else None,
+            "runc": sh("runc", "--version").splitlines()[0] if sh("runc", "--version") else None,
+            "tollgate": sh(os.path.join(build, "tollgate"), "--version").splitlines()[0]
+            if sh(os.path.join(build, "tollgate"), "--version") else None,
+            "git": sh("git", "-C", repo, "describe", "--always", "--dirty"),
+            "python_in_container": sh("/usr/bin/python3.11", "--version"),
+            "cc": sh("cc", "--version").splitlines()[0] if sh("cc", "--version") else None}
+
+
+def ratio(a, b):
+    return round(a / b, 3) if a and b else None
+
+
+def main():
+    src, out, mode, elapsed, build, counts = sys.argv[1:7]
+    rows = [json.loads(line) for line in open(src) if line.strip()]
+    res = {"bridge": {}, "python": {}, "bridge-host": {}, "startup": {}, "memory": {}, "policy": {},
+           "audit": {}}
+    skipped, failed = [], []
+    for r in rows:
+        sec, be = r.get("section"), r.get("backend") or ""
+        if "skipped" in r:
+            skipped.append({"part": sec, "backend": be, "why": r["skipped"]})
+            continue
+        if "failed" in r:
+            failed.append({"part": sec, "backend": be, "why": r["failed"]})
+            continue
+        var = r.get("variant")
+        body = {k: v for k, v in r.items() if k not in ("section", "backend", "variant")}
+        if sec in ("bridge", "python", "bridge-host"):
+            key = body.pop("phase", var)
+            if sec == "bridge-host":
+                be = "host"
+            res[sec].setdefault(be, {}).setdefault(var, {})[key] = body
+        elif sec in ("startup", "memory"):
+            res[sec].setdefault(be, {})[var] = body
+        else:
+            res[sec][var] = body
+
+    # Ratios, each from two figures of this run.
+    ratios = {}
+    for be, v in res["bridge"].items():
+        g, b = v.get("governed", {}), v.get("bare", {})
+        s_g, s_b = g.get("sequential", {}), b.get("sequential", {})
+        c_g, c_b = g.get("concurrent", {}), b.get("concurrent", {})
+        ratios["bridge_" + be] = {
+            "sequential_p50": ratio(s_g.get("p50_us"), s_b.get("p50_us")),
+            "sequential_p99": ratio(s_g.get("p99_us"), s_b.get("p99_us")),
+            "sequential_throughput": ratio(s_b.get("calls_per_s"), s_g.get("calls_per_s")),
+            "concurrent_throughput": ratio(c_b.get("calls_per_s"), c_g.get("calls_per_s")),
+        }
+    for be, v in res["bridge-host"].items():
+        g, b = v.get("governed", {}), v.get("bare", {})
+        ratios["bridge_host"] = {
+            "sequential_p50": ratio(g.get("sequential", {}).get("p50_us"), b.get("sequential", {}).get("p50_us")),
+            "concurrent_throughput": ratio(b.get("concurrent", {}).get("calls_per_s"),
+                                           g.get("concurrent", {}).get("calls_per_s")),
+            "cpu_per_call": ratio(v.get("governed-cpu", {}).get("governed-cpu", {}).get("responder_cpu_us_per_call"),
+                                  v.get("bare-cpu", {}).get("bare-cpu", {}).get("responder_cpu_us_per_call")),
+        }
+    for be, v in res["python"].items():
+        g, b = v.get("governed", {}).get("python", {}), v.get("bare", {}).get("python", {})
+        ratios["python_" + be] = {"p50": ratio(g.get("p50_us"), b.get("p50_us"))}
+    for be, v in res["startup"].items():
+        r = v.get("ratio", {})
+        if r:
+            ratios["startup_" + be] = {
+                "median": ratio(r.get("tollgate_median_us"), r.get("bare_median_us")),
+                "overhead_pct": round(100.0 * (r["tollgate_median_us"] - r["bare_median_us"])
+                                      / r["bare_median_us"], 1) if r.get("bare_median_us") else None}
+
+    # The targets of issue 8.
+    targets = []
+
+    def target(name, figure, limit, ok, unit=""):
+        targets.append({"target": name, "figure": figure, "limit": limit, "unit": unit,
+                        "met": None if figure is None else bool(ok)})
+
+    for be in ("runsc", "runc"):
+        rb = ratios.get("bridge_" + be, {})
+        worst = max([x for x in (rb.get("sequential_p50"), rb.get("concurrent_throughput")) if x is not None],
+                    default=None)
+        target("bridge governed/bare <= 1.25 (%s; worse of sequential p50 and 8-caller calls/s)" % be,
+               worst, 1.25, worst is not None and worst <= 1.25)
+    py = res["python"].get("runc", {}).get("governed", {}).get("python", {})
+    target("Python client p50 under runc <= 250 us", py.get("p50_us"), 250,
+           py.get("p50_us") is not None and py["p50_us"] <= 250, "us")
+    st = ratios.get("startup_runsc", {})
+    target("start-up overhead vs bare runsc <= 5%", st.get("overhead_pct"), 5,
+           st.get("overhead_pct") is not None and st["overhead_pct"] <= 5, "%")
+    pol = res["policy"].get("decision", {})
+    meds = [pol[c]["median_ns"] for c in ("match_first", "match_last", "no_match") if c in pol]
+    target("policy decision median <= 1 us (worst case of matching/non-matching)",
+           max(meds) if meds else None, 1000, meds and max(meds) <= 1000, "ns")
+    rests = [v["sidecar"]["sidecar_rest_rss_kib"] for v in res["memory"].values() if "sidecar" in v]
+    target("sidecar RSS at rest <= 4 MiB", max(rests) if rests else None, 4096,
+           rests and max(rests) <= 4096, "KiB")
+    cg = res["bridge"].get("runc", {}).get("governed", {}).get("concurrent", {})
+    target(">= 10,000 governed calls/s under runc, 8 callers", cg.get("calls_per_s"), 10000,
+           cg.get("calls_per_s") is not None and cg["calls_per_s"] >= 10000, "calls/s")
+
+    doc = {"mode": mode, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+           "elapsed_s": int(elapsed), "counts": dict(kv.split("=", 1) for kv in counts.split()),
+           "machine": machine(), "versions": versions(build), "results": res, "ratios": ratios,
+           "targets": targets, "skipped": skipped, "failed": failed}
+    with open(out + ".tmp", "w") as f:
+        json.dump(doc, f, indent=2)
+        f.write("\n")
+    os.replace(out + ".tmp", out)
+    print_table(doc)
+    print("\nresults: %s (%s run, %d s)" % (out, mode, int(elapsed)))
+
+
+def fmt(v, nd=0):
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return ("%%.%df" % nd) % v
+    return str(v)
+
+
+def print_table(doc):
+    res, ratios = doc["results"], doc["ratios"]
+    m = doc["machine"]
+    print("\n== tollgate benchmarks (%s) on %s, %s cores, %s MiB, kernel %s (%s)" % (
+        doc["mode"], m["cpu"], m["cores"], m["memory_mib"], m["kernel"], m["virtualization"]))
+    v = doc["versions"]
+    print("   %s | %s | tollgate %s" % (v.get("runsc"), v.get("runc"), v.get("git")))
+
+    print("\n-- bridge round trip (echo, allow policy, audit on), latencies in us")
+    print("%-7s %-9s %-14s %7s %8s %8s %8s %8s %9s" % ("backend", "variant", "client", "calls", "p50",
+                                                        "p90", "p99", "mean", "calls/s"))
+    for sec in ("bridge", "python", "bridge-host"):
+        for be, vs in res[sec].items():
+            for var in ("governed", "bare"):
+                for phase, r in vs.get(var, {}).items():
+                    if not isinstance(r, dict) or "p50_us" not in r:
+                        continue
+                    client = {"sequential": "C, 1 caller", "concurrent": "C, %s callers" % r.get("threads"),
+                              "tollgate-call": "tollgate-call", "python": "tollgate.py"}.get(phase, phase)
+                    if phase.startswith("tollgate-call-repeat-"):
+                        client = "t-c --repeat, %s" % phase.rsplit("-", 1)[1]
+                    print("%-7s %-9s %-14s %7s %8s %8s %8s %8s %9s%s" % (
+                        be, var, client, r.get("calls"), fmt(r.get("p50_us"), 1), fmt(r.get("p90_us"), 1),
+                        fmt(r.get("p99_us"), 1), fmt(r.get("mean_us"), 1), r.get("calls_per_s"),
+                        "  (%d errors)" % r["errors"] if r.get("errors") else
+                        "  (%d failures)" % r["failures"] if r.get("failures") else ""))
+    for k, r in ratios.items():
+        if k.startswith(("bridge_", "python_")):
+            print("   ratio governed/bare %-13s %s" % (k, "  ".join("%s=%s" % (a, fmt(b, 2)) for a, b in r.items())))
+
+    h = res["bridge-host"].get("host", {})
+    if h:
+        print("   host side (client on the host, no container): responder CPU per call: sidecar %s us, bare %s us" % (
+            h.get("governed-cpu", {}).get("governed-cpu", {}).get("responder_cpu_us_per_call"),
+            h.get("bare-cpu", {}).get("bare-cpu", {}).get("responder_cpu_us_per_call")))
+
+    if res["startup"]:
+        print("\n-- start-up of a /bin/true bundle (median wall time, us)")
+        for be, r in res["startup"].items():
+            q = r.get("ratio")
+            if q:
+                print("%-6s tollgate run %8d   bare %s run %8d   ratio %s   overhead %s%%  (%d runs each)" % (
+                    be, q["tollgate_median_us"], be, q["bare_median_us"], fmt(ratios["startup_" + be]["median"], 3),
+                    fmt(ratios["startup_" + be]["overhead_pct"], 1), q["runs"]))
+            bd = r.get("breakdown")
+            if bd:
+                print("       spied: total %d = backend %d (%s) + tollgate's own %d "
+                      "(before the backend %d, between calls %d, after %d)" % (
+                          bd["total_median_us"], bd["backend_median_us"],
+                          ", ".join("%s %d" % kv for kv in bd["backend_calls"].items()),
+                          bd["tollgate_own_median_us"], bd["before_backend_median_us"],
+                          bd["between_backend_calls_median_us"], bd["after_backend_median_us"]))
+            for key, label in (("in-process", "audit on disk"), ("in-process-audit-tmpfs", "audit on tmpfs")):
+                ip = r.get(key)
+                if ip:
+                    print("       in process, %s (median): parse+harden %s, gate open+close %s, bridge mounts %s, "
+                          "sidecar spawn %s, sidecar stop+unmount %s, run's bridge start %s, stop %s" % ((label,) + tuple(
+                              fmt(ip.get(k + "_median_us")) for k in
+                              ("parse_harden", "gate_open", "bridge_prepare", "sidecar_spawn", "teardown",
+                               "serve_in_process", "stop_in_process"))))
+
+    pol = res["policy"].get("decision")
+    if pol:
+        print("\n-- policy decision, %d tools x %d rules, %d decisions per case (ns; policy load %.1f ms)" % (
+            pol["tools"], pol["rules_per_tool"], pol["decisions"], pol["load_ms"]))
+        for c in ("match_first", "match_last", "no_match", "unknown_tool"):
+            if c in pol:
+                print("   %-13s median %6d   p99 %6d   batch mean %6s" % (
+                    c, pol[c]["median_ns"], pol[c]["p99_ns"], fmt(pol[c]["batch_mean_ns"])))
+
+    au = res["audit"]
+    if au.get("write"):
+        w = au["write"]
+        print("\n-- audit: %d records: %s records/s (1 writer), %s records/s (8 writers); "
+              "synced intent p50 %s us, p99 %s us" % (
+                  w["records"], w["records_per_s_1_thread"], w["records_per_s_8_threads"],
+                  fmt(w["intent_p50_us"], 1), fmt(w["intent_p99_us"], 1)))
+    if au.get("verify"):
+        vv = au["verify"]
+        print("   audit verify: %.1f MB in %d us: %s MB/s wall, %s MB/s of CPU" % (
+            vv["bytes"] / 1e6, vv["wall_us"], vv["mb_per_s"], vv["mb_per_cpu_s"]))
+
+    if res["memory"]:
+        print("\n-- memory (KiB)")
+        for be, r in res["memory"].items():
+            s = r.get("sidecar")
+            if s:
+                print("%-6s sidecar RSS at rest %d (PSS %d), under load peak %d (HWM %d), after %d; "
+                      "backend per container RSS %d (PSS %d) at rest, %d (PSS %d) under load" % (
+                          be, s["sidecar_rest_rss_kib"], s["sidecar_rest_pss_kib"], s["sidecar_load_peak_rss_kib"],
+                          s["sidecar_hwm_kib"], s["sidecar_after_load_rss_kib"], s["backend_rest_rss_kib"],
+                          s["backend_rest_pss_kib"], s["backend_load_rss_kib"], s["backend_load_pss_kib"]))
+
+    print("\n-- targets")
+    for t in doc["targets"]:
+        state = "n/a " if t["met"] is None else ("MET " if t["met"] else "MISS")
+        print("   %s  %-80s %s %s" % (state, t["target"], fmt(t["figure"], 2 if isinstance(t["figure"], float) else 0), t["unit"]))
+    for s in doc["skipped"]:
+        print("   SKIPPED %s %s: %s" % (s["part"], s["backend"], s["why"]))
+    for s in doc["failed"]:
+        print("   FAILED %s %s: %s" % (s["part"], s["backend"], s["why"]))
+
+
+def markdown(path):
+    doc = json.load(open(path))
+    import contextlib
+    import io
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        print_table(doc)
+    table = buf.getvalue().split("\n-- targets")[0].strip("\n")
+    print("Run of %s (%s mode, %d s), counts: %s.\n" % (
+        doc["date"], doc["mode"], doc["elapsed_s"], ", ".join("%s=%s" % kv for kv in doc["counts"].items())))
+    print("```\n%s\n```\n" % table)
+    print("| Target | Figure | Limit | Verdict |\n|---|---|---|---|")
+    for t in doc["targets"]:
+        fig = t["figure"]
+        fig = "-" if fig is None else (("%.2f" % fig) if isinstance(fig, float) else str(fig))
+        verdict = "not measured" if t["met"] is None else ("met" if t["met"] else "**missed**")
+        print("| %s | %s %s | %s %s | %s |" % (t["target"], fig, t["unit"], t["limit"], t["unit"], verdict))
+    for s in doc["skipped"]:
+        print("\nSkipped: %s %s: %s" % (s["part"], s["backend"], s["why"]))
+    for s in doc["failed"]:
+        print("\nFailed: %s %s: %s" % (s["part"], s["backend"], s["why"]))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--markdown":
+        markdown(sys.argv[2])
+    else:
+        main()
