@@ -176,22 +176,9 @@ int bridge_container_owner(const json_t *config, uid_t *uid, gid_t *gid,
   return 0;
 }
 
-static char *exe_dir(void) {
-  char buf[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0)
-    return NULL;
-  buf[n] = '\0';
-  char *slash = strrchr(buf, '/');
-  if (slash == NULL)
-    return NULL;
-  *slash = '\0';
-  return xstrdup(buf);
-}
-
 char *bridge_client_path(const struct host_config *host, const char *name,
                          tg_error **err) {
-  cleanup_free char *dir = exe_dir();
+  cleanup_free char *dir = executable_dir();
   char *cand[8] = {0};
   int n = 0;
   if (host && host->data_dir)

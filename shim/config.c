@@ -216,19 +216,6 @@ void host_config_free(struct host_config *cfg) {
   memset(cfg, 0, sizeof *cfg);
 }
 
-static char *exe_dir(void) {
-  char buf[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0)
-    return NULL;
-  buf[n] = '\0';
-  char *slash = strrchr(buf, '/');
-  if (slash == NULL)
-    return NULL;
-  *slash = '\0';
-  return xstrdup(buf);
-}
-
 char *host_config_data_path(const struct host_config *cfg, const char *rel,
                             tg_error **err) {
   /* rel is always a constant chosen by tollgate's own code, never input. */
@@ -244,7 +231,7 @@ char *host_config_data_path(const struct host_config *cfg, const char *rel,
     free(p);
     return NULL;
   }
-  cleanup_free char *dir = exe_dir();
+  cleanup_free char *dir = executable_dir();
   if (dir == NULL) {
     tg_error_set(err, errno, "cannot find tollgate's own binary to locate %s",
                  rel);

@@ -1,6 +1,7 @@
 #include "shim/util.h"
 
 #include <dirent.h>
+#include <limits.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -301,4 +302,17 @@ unsigned long long monotonic_ns(void) {
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (unsigned long long)ts.tv_sec * 1000000000ull +
          (unsigned long long)ts.tv_nsec;
+}
+
+char *executable_dir(void) {
+  char buf[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0)
+    return NULL;
+  buf[n] = '\0';
+  char *slash = strrchr(buf, '/');
+  if (slash == NULL)
+    return NULL;
+  *slash = '\0';
+  return xstrdup(buf);
 }

@@ -67,6 +67,10 @@ bool container_id_is_valid(const char *id);
  * "2026-12-02T16:21:10.123456789Z".  buf must hold 40 bytes. */
 void rfc3339_now(char *buf, size_t size);
 
+/* The directory holding the running binary (from /proc/self/exe), owned,
+ * or NULL.  Data files shipped beside tollgate are found from here. */
+char *executable_dir(void);
+
 /* Monotonic clock in nanoseconds. */
 unsigned long long monotonic_ns(void);
 
