@@ -238,6 +238,29 @@ static int do_create(struct cli *cli, const struct create_request *req,
   }
   cleanup_json json_t *config_owner = config;
 
+  /* Check the rootfs here: runsc reports a missing one only as "cannot read
+   * client sync file", which names neither the problem nor the fix. */
+  {
+    cleanup_free char *rootfs = rootfs_path(bundle, config);
+    struct stat rst;
+    int e = 0;
+    if (rootfs[0] == '\0') {
+      json_free(state);
+      return tg_error_set(err, 0, "bundle %s: config.json has no root.path: "
+                          "set it to the container's root filesystem", bundle);
+    }
+    if (stat(rootfs, &rst) < 0)
+      e = errno;
+    else if (!S_ISDIR(rst.st_mode))
+      e = ENOTDIR;
+    if (e != 0) {
+      json_free(state);
+      return tg_error_set(err, e, "bundle %s: root.path %s is not a usable "
+                          "directory (build the rootfs first, or fix root.path "
+                          "in config.json)", bundle, rootfs);
+    }
+  }
+
   if (state_create_dir(cli->root, id, &u->dir, err) < 0) {
     json_free(state);
     return -1;

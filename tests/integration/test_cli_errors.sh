@@ -34,6 +34,17 @@ expect_error "bad JSON" 'config.json: .*line 2, column [0-9]+.*fix the JSON' \
   tg create --bundle "$work/badjson" e1
 check "bad JSON: config.json untouched" cmp -s "$work/badjson/config.json" "$work/badjson.before"
 check_fails "bad JSON: no original written" test -e "$work/badjson/config.json.orig"
+make_bundle "$work/norootfs"
+python3 - "$work/norootfs/config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1])); c["root"]["path"] = "/nonexistent/rootfs"
+json.dump(c, open(sys.argv[1], "w"))
+PY
+cp "$work/norootfs/config.json" "$work/norootfs.before"
+expect_error "missing rootfs" 'root.path /nonexistent/rootfs is not a usable directory \(build the rootfs' \
+  tg create --bundle "$work/norootfs" e1
+check "missing rootfs: config.json untouched" cmp -s "$work/norootfs/config.json" "$work/norootfs.before"
+check_fails "missing rootfs: no state left" test -e "$TG_ROOT/e1"
 expect_error "unknown command" 'unknown command "frobnicate".*tollgate help' tg frobnicate
 expect_error "unknown flag" 'create: unknown flag --frob.*tollgate help create' \
   tg create --frob --bundle "$work/good" e1
@@ -78,21 +89,19 @@ for line in open(sys.argv[1]):
     assert "container nosuch does not exist" in v["msg"], v
 PY
 
-# A create that fails in the backend leaves nothing behind.
+# A create that fails in the backend leaves nothing behind.  The backend is
+# made to fail by a global flag it does not know (a missing rootfs would now
+# be caught by tollgate itself, before the backend runs).
 for rt in $BACKENDS; do
   b=$work/broken-$rt
   make_bundle "$b"
-  python3 - "$b/config.json" <<'PY'
-import json, sys
-c = json.load(open(sys.argv[1]))
-c["root"]["path"] = "/nonexistent-rootfs"
-json.dump(c, open(sys.argv[1], "w"), indent=2)
-PY
+  write_config 'runtime_args=["--no-such-flag"]'
   cp "$b/config.json" "$work/broken-$rt.before"
   tg --runtime "$rt" create --bundle "$b" --pid-file "$work/broken-$rt.pid" "broken-$rt" \
     </dev/null >"$work/broken-$rt.out" 2>&1
   check_fails "$rt: failed create exits non-zero" test $? -eq 0
-  check_match "$rt: failed create names the backend" "$rt create: " "$(tail -n1 "$work/broken-$rt.out")"
+  write_config
+  check_match "$rt: failed create names the backend" "$rt create" "$(tail -n1 "$work/broken-$rt.out")"
   check_fails "$rt: no state directory" test -e "$TG_ROOT/broken-$rt"
   check_fails "$rt: no pid file" test -e "$work/broken-$rt.pid"
   check "$rt: config.json restored" cmp -s "$b/config.json" "$work/broken-$rt.before"
