@@ -29,7 +29,7 @@ UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 DEB_PACKAGES := build-essential pkg-config libyajl-dev libseccomp-dev libcap-ng-dev \
                 libmnl-dev libcriterion-dev libssl-dev runsc runc busybox-static \
                 containerd clang libclang-rt-14-dev python3 python3-yaml iproute2 \
-                umoci
+                python3-grpcio python3-grpc-tools
 
 .PHONY: all deps check unit integration asan fuzz fuzz-smoke install clean \
         demo demo-interactive demo-agent bench bench-smoke
@@ -101,9 +101,20 @@ bench: all
 bench-smoke: all
 	@if [ -f bench/run.sh ]; then bash bench/run.sh smoke; else echo "bench-smoke: not written yet"; fi
 
+# The main job: the orders-reconciliation program under gVisor with governed tools.
 demo: deps
 	$(MAKE) all
-	@BUILD=$(abspath $(BUILD)) RUNTIME=$(RUNTIME) bash bundles/examples/demo.sh
+	@BUILD=$(abspath $(BUILD)) RUNTIME=$(RUNTIME) bash bundles/examples/orders/demo.sh
+
+# The large refund waits for `tollgate approve` from another terminal.
+demo-interactive: deps
+	$(MAKE) all
+	@BUILD=$(abspath $(BUILD)) RUNTIME=$(RUNTIME) bash bundles/examples/orders/demo.sh --interactive
+
+# The reference agent harness: a failed attempt, its stderr fed back, a retry.
+demo-agent: deps
+	$(MAKE) all
+	@BUILD=$(abspath $(BUILD)) RUNTIME=$(RUNTIME) bash bundles/examples/agent/run.sh
 
 install: all
 	install -D -m 0755 $(BUILD)/tollgate $(DESTDIR)$(PREFIX)/bin/tollgate

@@ -1,14 +1,24 @@
 /* How tollgate treats the CRI annotations that containerd's CRI plugin
- * puts on each container of a pod (io.kubernetes.cri.container-type,
- * io.kubernetes.cri.sandbox-id).  Decided and documented by the
- * containerd/Kubernetes issue; called by create right after oci_harden(). */
+ * (and CRI-O) put on each container of a pod: every container gets a
+ * gVisor sandbox of its own, and the pause container is hardened like any
+ * other.  The reasons are in oci/cri.c and docs/kubernetes.md ("Pods").
+ * Called by create right after oci_harden(). */
 #ifndef TOLLGATE_OCI_CRI_H
 #define TOLLGATE_OCI_CRI_H
 
 #include "shim/error.h"
 #include "shim/json.h"
 
-/* Apply tollgate's pod policy to config in place.  0 or -1 with *err. */
+/* Apply tollgate's pod policy to config in place: remove
+ * io.kubernetes.cri.container-type / io.kubernetes.cri.sandbox-id (and
+ * CRI-O's ContainerType / SandboxID), so no backend joins another
+ * container's sandbox, and record what was asked as dev.tollgate.cri.role
+ * ("sandbox" or "container") and dev.tollgate.cri.pod (the sandbox id),
+ * after dropping any dev.tollgate.cri.* the workload set itself (the only
+ * change to a config without CRI annotations).  Touches nothing outside
+ * "annotations".  0, or -1 with *err for an unknown container type, a sandbox
+ * id that is not id-shaped, two managers' annotations that disagree, or
+ * annotations that are not an object of strings. */
 int oci_apply_cri_policy(json_t *config, tg_error **err);
 
 #endif

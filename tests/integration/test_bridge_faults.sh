@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Faults, under runsc and runc, with the detached sidecar (create/start):
 #  - kill -9 of the sidecar mid-call: the client gets a clear error within
-#    its own timeout, and delete still cleans everything up;
+#    its own timeout, the running tool dies with the sidecar, and delete
+#    still cleans everything up;
 #  - the container killed mid-call: the sidecar notices through its pidfd
 #    and exits; after delete nothing is left (process, mount, state).
 here=$(cd "$(dirname "$0")" && pwd)
@@ -47,10 +48,7 @@ for rt in $BACKENDS; do
   check "$rt: client gave up within its timeout" wait_for 15 grep -q '^rc=' "$out"
   check_eq "$rt: client exit status: no answer (12)" "rc=12" "$(grep '^rc=' "$out")"
   check_match "$rt: client error names the dead bridge" "no answer from the tollgate bridge" "$(cat "$out")"
-  # The exec backend's tool outlives a SIGKILLed sidecar until its own
-  # timeout (its PR_SET_PDEATHSIG is cleared by the later setresuid; see
-  # the bridge report), so wait for it before the next case looks.
-  wait_for 20 tool_gone
+  check "$rt: the running tool died with the sidecar" wait_for 5 tool_gone
   check "$rt: delete after a dead sidecar" tg delete --force "$id"
   check "$rt: no mount left after delete" no_mounts "$id"
   check "$rt: no state left after delete" test ! -e "$TG_ROOT/$id"

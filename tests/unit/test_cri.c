@@ -1,0 +1,191 @@
+/* The CRI pod policy (oci/cri.c) on configs annotated the way containerd's
+ * CRI plugin and CRI-O annotate a pod's pause and app containers. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "oci/cri.h"
+#include "shim/json.h"
+#include "shim/util.h"
+
+#define POD "5f2b1d9c0e7a4b3f8d6c2a1e9b7f4d3c5a8e1b2c3d4f5a6b7c8d9e0f1a2b3c4d"
+
+/* A config like the ones containerd writes, cut to what the policy may
+ * touch and what it must leave alone. */
+static json_t *config_with(const char *annotations_json) {
+  cleanup_free char *text = xasprintf(
+      "{\"ociVersion\":\"1.0.2\","
+      "\"process\":{\"args\":[\"/pause\"],\"user\":{\"uid\":65535,\"gid\":65535},"
+      "\"noNewPrivileges\":true,\"capabilities\":{\"bounding\":[]}},"
+      "\"root\":{\"path\":\"rootfs\",\"readonly\":true},"
+      "\"linux\":{\"namespaces\":[{\"type\":\"pid\"},"
+      "{\"type\":\"network\",\"path\":\"/proc/4242/ns/net\"}]}%s%s}",
+      annotations_json ? ",\"annotations\":" : "", annotations_json ? annotations_json : "");
+  cleanup_error tg_error *err = NULL;
+  json_t *c = json_parse(text, strlen(text), NULL, &err);
+  cr_assert_not_null(c, "%s", err ? err->msg : "");
+  return c;
+}
+
+static const char *ann(const json_t *config, const char *key) {
+  return json_string_value(json_object_get(json_object_get(config, "annotations"), key));
+}
+
+/* Everything outside "annotations" must come out exactly as it went in:
+ * the policy never loosens (or otherwise edits) the hardened config. */
+static void assert_only_annotations_changed(const json_t *before, const json_t *after) {
+  cleanup_json json_t *b = json_copy(before);
+  cleanup_json json_t *a = json_copy(after);
+  json_object_del(b, "annotations");
+  json_object_del(a, "annotations");
+  cr_assert(json_equal(a, b), "the policy changed more than the annotations");
+}
+
+static void apply_ok(json_t *c) {
+  cleanup_error tg_error *err = NULL;
+  cr_assert_eq(oci_apply_cri_policy(c, &err), 0, "%s", err ? err->msg : "");
+}
+
+static void apply_fails(json_t *c, const char *needle) {
+  cleanup_error tg_error *err = NULL;
+  cr_assert_eq(oci_apply_cri_policy(c, &err), -1);
+  cr_assert_not_null(err);
+  cr_assert_not_null(strstr(err->msg, needle), "message: %s", err->msg);
+}
+
+Test(cri, plain_container_is_untouched) {
+  cleanup_json json_t *c = config_with("{\"dev.tollgate.policy\":\"orders\"}");
+  cleanup_json json_t *before = json_copy(c);
+  apply_ok(c);
+  cr_assert(json_equal(c, before));
+}
+
+Test(cri, config_without_annotations_is_fine) {
+  cleanup_json json_t *c = config_with(NULL);
+  apply_ok(c);
+  cr_assert_null(json_object_get(c, "annotations"));
+}
+
+Test(cri, app_container_gets_its_own_sandbox) {
+  cleanup_json json_t *c = config_with(
+      "{\"io.kubernetes.cri.container-type\":\"container\","
+      "\"io.kubernetes.cri.sandbox-id\":\"" POD "\","
+      "\"io.kubernetes.cri.container-name\":\"agent\","
+      "\"dev.tollgate.policy\":\"orders\"}");
+  cleanup_json json_t *before = json_copy(c);
+  apply_ok(c);
+  /* runsc would join the sandbox for "container"; with neither type nor
+   * id it starts a new sandbox named after this container. */
+  cr_assert_null(ann(c, "io.kubernetes.cri.container-type"));
+  cr_assert_null(ann(c, "io.kubernetes.cri.sandbox-id"));
+  cr_assert_str_eq(ann(c, "dev.tollgate.cri.role"), "container");
+  cr_assert_str_eq(ann(c, "dev.tollgate.cri.pod"), POD);
+  /* An app container keeps its policy, and so its bridge. */
+  cr_assert_str_eq(ann(c, "dev.tollgate.policy"), "orders");
+  cr_assert_str_eq(ann(c, "io.kubernetes.cri.container-name"), "agent");
+  assert_only_annotations_changed(before, c);
+}
+
+Test(cri, pause_container_stays_hardened) {
+  cleanup_json json_t *c = config_with(
+      "{\"io.kubernetes.cri.container-type\":\"sandbox\","
+      "\"io.kubernetes.cri.sandbox-id\":\"" POD "\","
+      "\"dev.tollgate.policy\":\"orders\"}");
+  cleanup_json json_t *before = json_copy(c);
+  apply_ok(c);
+  cr_assert_null(ann(c, "io.kubernetes.cri.container-type"));
+  cr_assert_null(ann(c, "io.kubernetes.cri.sandbox-id"));
+  cr_assert_str_eq(ann(c, "dev.tollgate.cri.role"), "sandbox");
+  cr_assert_str_eq(ann(c, "dev.tollgate.cri.pod"), POD);
+  /* Governed like any container of the pod: the policy stays. */
+  cr_assert_str_eq(ann(c, "dev.tollgate.policy"), "orders");
+  /* user, capabilities, noNewPrivileges, readonly root, namespaces: same. */
+  assert_only_annotations_changed(before, c);
+}
+
+Test(cri, crio_annotations_get_the_same_treatment) {
+  cleanup_json json_t *c = config_with(
+      "{\"io.kubernetes.cri-o.ContainerType\":\"container\","
+      "\"io.kubernetes.cri-o.SandboxID\":\"" POD "\"}");
+  apply_ok(c);
+  cr_assert_null(ann(c, "io.kubernetes.cri-o.ContainerType"));
+  cr_assert_null(ann(c, "io.kubernetes.cri-o.SandboxID"));
+  cr_assert_str_eq(ann(c, "dev.tollgate.cri.role"), "container");
+  cr_assert_str_eq(ann(c, "dev.tollgate.cri.pod"), POD);
+}
+
+Test(cri, sandbox_id_alone_is_removed) {
+  /* No type: runsc already treats it as a root container, but the id
+   * still must not survive to name a sandbox. */
+  cleanup_json json_t *c = config_with("{\"io.kubernetes.cri.sandbox-id\":\"" POD "\"}");
+  apply_ok(c);
+  cr_assert_null(ann(c, "io.kubernetes.cri.sandbox-id"));
+  cr_assert_null(ann(c, "io.kubernetes.cri.container-type"));
+  cr_assert_str_eq(ann(c, "dev.tollgate.cri.pod"), POD);
+}
+
+Test(cri, forged_records_are_dropped) {
+  cleanup_json json_t *c = config_with(
+      "{\"dev.tollgate.cri.role\":\"sandbox\",\"dev.tollgate.cri.pod\":\"other\","
+      "\"dev.tollgate.cri.anything\":\"x\",\"keep\":\"me\"}");
+  apply_ok(c);
+  cr_assert_null(ann(c, "dev.tollgate.cri.role"));
+  cr_assert_null(ann(c, "dev.tollgate.cri.pod"));
+  cr_assert_null(ann(c, "dev.tollgate.cri.anything"));
+  cr_assert_str_eq(ann(c, "keep"), "me");
+}
+
+Test(cri, forged_records_are_replaced_by_the_real_ones) {
+  cleanup_json json_t *c = config_with(
+      "{\"dev.tollgate.cri.pod\":\"forged\",\"io.kubernetes.cri.container-type\":\"container\","
+      "\"io.kubernetes.cri.sandbox-id\":\"" POD "\"}");
+  apply_ok(c);
+  cr_assert_str_eq(ann(c, "dev.tollgate.cri.pod"), POD);
+}
+
+Test(cri, unknown_type_is_refused) {
+  cleanup_json json_t *c = config_with("{\"io.kubernetes.cri.container-type\":\"podman\"}");
+  apply_fails(c, "expected \"sandbox\" or \"container\"");
+}
+
+Test(cri, non_string_type_is_refused) {
+  cleanup_json json_t *c = config_with("{\"io.kubernetes.cri.container-type\":1}");
+  apply_fails(c, "not a string");
+}
+
+Test(cri, sandbox_id_shaped_like_a_path_is_refused) {
+  cleanup_json json_t *c = config_with(
+      "{\"io.kubernetes.cri.container-type\":\"container\","
+      "\"io.kubernetes.cri.sandbox-id\":\"../../run/other\"}");
+  apply_fails(c, "not a valid sandbox id");
+}
+
+Test(cri, disagreeing_managers_are_refused) {
+  cleanup_json json_t *c = config_with(
+      "{\"io.kubernetes.cri.container-type\":\"sandbox\","
+      "\"io.kubernetes.cri-o.ContainerType\":\"container\"}");
+  apply_fails(c, "disagree");
+  cleanup_json json_t *d = config_with(
+      "{\"io.kubernetes.cri.sandbox-id\":\"a1\",\"io.kubernetes.cri-o.SandboxID\":\"b2\"}");
+  apply_fails(d, "different sandboxes");
+}
+
+Test(cri, annotations_that_are_not_an_object_are_refused) {
+  cleanup_json json_t *c = config_with("[\"io.kubernetes.cri.container-type\"]");
+  apply_fails(c, "not an object");
+}
+
+Test(cri, a_second_pass_never_reopens_anything) {
+  /* A second pass over an effective config finds no CRI keys: it cannot
+   * rebuild the records (and drops them, as it would drop forged ones),
+   * but it must not bring back a sandbox to join or touch anything else. */
+  cleanup_json json_t *c = config_with(
+      "{\"io.kubernetes.cri.container-type\":\"container\","
+      "\"io.kubernetes.cri.sandbox-id\":\"" POD "\",\"dev.tollgate.policy\":\"orders\"}");
+  apply_ok(c);
+  cleanup_json json_t *once = json_copy(c);
+  apply_ok(c);
+  cr_assert_null(ann(c, "io.kubernetes.cri.container-type"));
+  cr_assert_null(ann(c, "io.kubernetes.cri.sandbox-id"));
+  cr_assert_str_eq(ann(c, "dev.tollgate.policy"), "orders");
+  assert_only_annotations_changed(once, c);
+}
