@@ -1,5 +1,5 @@
-/* The bridge server: one watcher thread reads untrusted requests, a fixed
- * pool of workers governs and answers them.  See server.h. */
+/* The bridge server: one watcher thread reads untrusted requests, a pool
+ * of workers that grows on demand governs and answers them.  See server.h. */
 #include "bridge/server.h"
 
 #include <dirent.h>
@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -51,11 +53,19 @@ struct bridge_service {
   int inotify_fd, epoll_fd, wake_fd;
   pthread_t watcher;
   bool watcher_joined;
-  pthread_t *workers;
-  unsigned nworkers;
+  pthread_t *workers;   /* room for opt.workers */
+  unsigned nworkers;    /* started so far; grows under mu, see worker_main */
+  unsigned idle;        /* workers waiting for a job; under mu */
+  pthread_attr_t attr;  /* for workers started later */
 
   pthread_mutex_t mu;
-  pthread_cond_t not_empty, not_full;
+  /* One token per queued job, plus one per worker when closing.  A
+   * semaphore rather than a condition variable: a woken condvar waiter
+   * takes the mutex back marked contended, which cost a futex wake on
+   * every call (strace -c); sem_post makes no system call when no worker
+   * waits, and the mutex is then never contended on the sequential path. */
+  sem_t jobs;
+  pthread_cond_t not_full;
   struct job *queue[QUEUE_CAP];
   size_t head, count;
   bool closing;    /* workers: drain the queue and exit */
@@ -138,8 +148,8 @@ static bool queue_push(struct bridge_service *s, struct job *j) {
   }
   s->queue[(s->head + s->count) % QUEUE_CAP] = j;
   s->count++;
-  pthread_cond_signal(&s->not_empty);
   pthread_mutex_unlock(&s->mu);
+  sem_post(&s->jobs); /* after the unlock: the woken worker takes mu next */
   return true;
 }
 
@@ -226,23 +236,22 @@ static void process_marker(struct bridge_service *s, const char *id) {
   char marker[BRIDGE_ID_MAX + 8], body[BRIDGE_ID_MAX + 8];
   snprintf(marker, sizeof marker, "%s.done", id);
   snprintf(body, sizeof body, "%s.json", id);
-  struct stat st;
-  /* The same marker can be reported twice (inotify plus a rescan); one that
-   * is already gone was handled. */
-  if (fstatat(s->opt.req_fd, marker, &st, AT_SYMLINK_NOFOLLOW) < 0)
+  /* The same marker can be reported twice (inotify plus a rescan): the
+   * one call that removes it handles it.  Removing it first (the body is
+   * read after) saves the stat that used to ask whether it was still
+   * there. */
+  if (!remove_entry(s->opt.req_fd, marker, 0))
     return;
   if (seen_contains(&s->seen, id)) {
     /* Answered once already: never answer again (the first caller may not
      * have read its response yet), but count and audit the attempt. */
     remove_entry(s->opt.req_fd, body, 0);
-    remove_entry(s->opt.req_fd, marker, 0);
     atomic_fetch_add(&s->st.replays, 1);
     post_unanswerable(s, xasprintf("replayed call id %s", id));
     return;
   }
   if (!seen_add(&s->seen, id)) {
     remove_entry(s->opt.req_fd, body, 0);
-    remove_entry(s->opt.req_fd, marker, 0);
     post_unanswerable(s, xasprintf("call id %s: too many calls for one "
                                    "container run", id));
     return;
@@ -262,7 +271,6 @@ static void process_marker(struct bridge_service *s, const char *id) {
     free(buf);
   }
   remove_entry(s->opt.req_fd, body, 0);
-  remove_entry(s->opt.req_fd, marker, 0);
   atomic_fetch_add(&s->st.requests, 1);
   if (j->request == NULL)
     atomic_fetch_add(&s->st.bad, 1);
@@ -357,12 +365,15 @@ static void rescan(struct bridge_service *s, bool gc, bool final) {
   }
 }
 
+/* One read per wake-up: the epoll registration is level-triggered, so
+ * events left over (more than a buffer's worth) wake the next epoll_wait
+ * at once.  Reading until EAGAIN cost a second read on nearly every call. */
 static void drain_inotify(struct bridge_service *s) {
   char buf[64 * 1024] __attribute__((aligned(__alignof__(struct inotify_event))));
-  for (;;) {
+  {
     ssize_t n = read(s->inotify_fd, buf, sizeof buf);
     if (n <= 0)
-      return; /* EAGAIN: drained */
+      return; /* EAGAIN: nothing (yet) */
     bool overflow = false;
     for (char *p = buf; p < buf + n;) {
       struct inotify_event *ev = (struct inotify_event *)p;
@@ -436,24 +447,49 @@ static int create_marker(int dirfd, const char *name) {
   return -1;
 }
 
+/* Write the response body straight to resp/<id>.json.  The client reads
+ * it only once the marker exists, which is created after the body is
+ * complete, so a temporary name and a rename add nothing (they cost two
+ * system calls per call: getpid for the name, and renameat).  O_EXCL with
+ * O_NOFOLLOW: whatever the container planted at that name (a file, a
+ * symlink, a directory) is removed, never written through.  A body that
+ * could not be written whole is removed. */
+static int write_body(int dirfd, const char *name, const char *body, size_t len) {
+  for (int attempt = 0; attempt < 3; attempt++) {
+    int fd = openat(dirfd, name,
+                    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      if (errno != EEXIST)
+        return -1;
+      remove_entry(dirfd, name, 0);
+      continue;
+    }
+    if (write_all(fd, body, len) < 0) {
+      int e = errno;
+      close(fd);
+      unlinkat(dirfd, name, 0);
+      errno = e;
+      return -1;
+    }
+    if (close(fd) < 0) {
+      int e = errno;
+      unlinkat(dirfd, name, 0);
+      errno = e;
+      return -1;
+    }
+    return 0;
+  }
+  errno = EEXIST;
+  return -1;
+}
+
 static int write_response_once(struct bridge_service *s, const char *id,
                                const char *body, size_t len) {
   char name[BRIDGE_ID_MAX + 8], marker[BRIDGE_ID_MAX + 8];
   snprintf(name, sizeof name, "%s.json", id);
   snprintf(marker, sizeof marker, "%s.done", id);
-  int e = 0;
-  for (int attempt = 0; attempt < 3; attempt++) {
-    tg_error *err = NULL;
-    int r = write_file_atomic(s->opt.resp_fd, name, body, len, 0644, false, &err);
-    e = r < 0 ? (err ? err->errnum : EIO) : 0;
-    tg_error_free(&err);
-    if (e != EEXIST) /* a planted temp name: try the next one */
-      break;
-  }
-  if (e != 0) {
-    errno = e;
+  if (write_body(s->opt.resp_fd, name, body, len) < 0)
     return -1;
-  }
   return create_marker(s->opt.resp_fd, marker);
 }
 
@@ -529,13 +565,32 @@ static void run_job(struct bridge_service *s, struct job *j) {
   }
 }
 
+static void *worker_main(void *arg);
+
+/* Start one more worker; with mu held.  A failure only means fewer
+ * workers than asked (at least one is always running). */
+static void add_worker(struct bridge_service *s) {
+  if (pthread_create(&s->workers[s->nworkers], &s->attr, worker_main, s) == 0)
+    s->nworkers++;
+}
+
+/* The pool starts with one worker and grows to opt.workers: a worker that
+ * takes a job while none is left waiting starts another first, so a job
+ * that blocks (an approval, a slow exec tool) never holds up the next one
+ * while the pool has room.  Calls that are answered at once keep using
+ * one or two threads: with 8 started up front, every call woke a
+ * different, cold thread (docs/performance.md, finding 1). */
 static void *worker_main(void *arg) {
   struct bridge_service *s = arg;
   for (;;) {
     pthread_mutex_lock(&s->mu);
-    while (s->count == 0 && !s->closing)
-      pthread_cond_wait(&s->not_empty, &s->mu);
-    if (s->count == 0) {
+    s->idle++;
+    pthread_mutex_unlock(&s->mu);
+    while (sem_wait(&s->jobs) < 0)
+      ; /* EINTR */
+    pthread_mutex_lock(&s->mu);
+    s->idle--;
+    if (s->count == 0) { /* a closing token: the queue is drained */
       pthread_mutex_unlock(&s->mu);
       return NULL;
     }
@@ -543,6 +598,8 @@ static void *worker_main(void *arg) {
     s->head = (s->head + 1) % QUEUE_CAP;
     s->count--;
     pthread_cond_signal(&s->not_full);
+    if (s->idle == 0 && s->nworkers < s->opt.workers && !s->closing)
+      add_worker(s);
     pthread_mutex_unlock(&s->mu);
     run_job(s, j);
     job_free(j);
@@ -558,18 +615,53 @@ static int epoll_add(int epfd, int fd, tg_error **err) {
   return 0;
 }
 
+/* Close the inotify descriptor without waiting for the kernel to free its
+ * watch.  The last close of an inotify descriptor that had a watch waits
+ * for an SRCU grace period (7-15 ms on the test machine, measured with
+ * strace -T: most of tollgate's own time in a `tollgate run` of /bin/true,
+ * and it delays the sidecar's exit, which `delete` waits for).  A child
+ * takes the last reference and pays that wait after we have moved on;
+ * nobody waits for it (the sidecar's or run's parent reaps it, or init
+ * once we have exited).  If there can be no child, close here. */
+static void close_inotify_off_path(int fd) {
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) < 0) {
+    close(fd);
+    return;
+  }
+  pid_t pid = fork();
+  if (pid == 0) {
+    /* Async-signal-safe calls only (we may have other threads): keep the
+     * inotify descriptor and the pipe's read end, wait for EOF, exit. */
+    int lo = fd < p[0] ? fd : p[0], hi = fd < p[0] ? p[0] : fd;
+    if (lo > 0)
+      syscall(SYS_close_range, 0U, (unsigned)lo - 1, 0U);
+    if (hi > lo + 1)
+      syscall(SYS_close_range, (unsigned)lo + 1, (unsigned)hi - 1, 0U);
+    syscall(SYS_close_range, (unsigned)hi + 1, ~0U, 0U);
+    char c;
+    while (read(p[0], &c, 1) > 0)
+      ;
+    _exit(0);
+  }
+  close(fd); /* fast while the child holds a reference */
+  close(p[0]);
+  close(p[1]); /* EOF: the child exits and drops the last reference */
+}
+
 static void server_free(struct bridge_service *s) {
   if (s->inotify_fd >= 0)
-    close(s->inotify_fd);
+    close_inotify_off_path(s->inotify_fd);
   if (s->epoll_fd >= 0)
     close(s->epoll_fd);
   if (s->wake_fd >= 0)
     close(s->wake_fd);
   pthread_mutex_destroy(&s->mu);
   pthread_mutex_destroy(&s->reserve_mu);
-  pthread_cond_destroy(&s->not_empty);
+  sem_destroy(&s->jobs);
   pthread_cond_destroy(&s->not_full);
   seen_free(&s->seen);
+  pthread_attr_destroy(&s->attr);
   free(s->workers);
   free(s);
 }
@@ -587,8 +679,10 @@ int bridge_service_start(const struct bridge_service_options *opts,
   s->inotify_fd = s->epoll_fd = s->wake_fd = -1;
   pthread_mutex_init(&s->mu, NULL);
   pthread_mutex_init(&s->reserve_mu, NULL);
-  pthread_cond_init(&s->not_empty, NULL);
+  sem_init(&s->jobs, 0, 0);
   pthread_cond_init(&s->not_full, NULL);
+  pthread_attr_init(&s->attr);
+  pthread_attr_setstacksize(&s->attr, WORKER_STACK);
 
   s->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   if (s->inotify_fd < 0) {
@@ -619,33 +713,27 @@ int bridge_service_start(const struct bridge_service_options *opts,
   }
   make_reserve(s);
 
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setstacksize(&attr, WORKER_STACK);
   s->workers = xcalloc(s->opt.workers, sizeof *s->workers);
-  for (unsigned i = 0; i < s->opt.workers; i++) {
-    int r = pthread_create(&s->workers[i], &attr, worker_main, s);
+  { /* one worker to begin with; worker_main adds more when needed */
+    pthread_mutex_lock(&s->mu);
+    int r = pthread_create(&s->workers[0], &s->attr, worker_main, s);
+    if (r == 0)
+      s->nworkers++;
+    pthread_mutex_unlock(&s->mu);
     if (r != 0) {
-      pthread_attr_destroy(&attr);
-      pthread_mutex_lock(&s->mu);
-      s->closing = true;
-      pthread_cond_broadcast(&s->not_empty);
-      pthread_mutex_unlock(&s->mu);
-      for (unsigned k = 0; k < s->nworkers; k++)
-        pthread_join(s->workers[k], NULL);
       server_free(s);
       return tg_error_set(err, r, "bridge: start worker thread");
     }
-    s->nworkers++;
   }
-  int r = pthread_create(&s->watcher, &attr, watcher_main, s);
-  pthread_attr_destroy(&attr);
+  int r = pthread_create(&s->watcher, &s->attr, watcher_main, s);
   if (r != 0) {
     pthread_mutex_lock(&s->mu);
-    s->closing = true;
-    pthread_cond_broadcast(&s->not_empty);
+    s->closing = true; /* no worker is added after this */
+    unsigned n = s->nworkers;
+    for (unsigned k = 0; k < n; k++)
+      sem_post(&s->jobs);
     pthread_mutex_unlock(&s->mu);
-    for (unsigned k = 0; k < s->nworkers; k++)
+    for (unsigned k = 0; k < n; k++)
       pthread_join(s->workers[k], NULL);
     server_free(s);
     return tg_error_set(err, r, "bridge: start watcher thread");
@@ -677,10 +765,12 @@ void bridge_service_stop(struct bridge_service *s) {
    * gate, which knows the container stopped. */
   gate_container_stopped(s->opt.gate);
   pthread_mutex_lock(&s->mu);
-  s->closing = true;
-  pthread_cond_broadcast(&s->not_empty);
+  s->closing = true; /* no worker is added after this */
+  unsigned n = s->nworkers;
+  for (unsigned k = 0; k < n; k++)
+    sem_post(&s->jobs);
   pthread_mutex_unlock(&s->mu);
-  for (unsigned k = 0; k < s->nworkers; k++)
+  for (unsigned k = 0; k < n; k++)
     pthread_join(s->workers[k], NULL);
   server_free(s);
 }

@@ -4,7 +4,8 @@
  * waits on inotify (IN_CREATE/IN_MOVED_TO on calls/req; a rescan covers
  * queue overflow and files that were there before the watch), reads each
  * ready request without trusting it, parses and validates it, and hands
- * the parsed tree to a fixed pool of worker threads.  The watcher runs
+ * the parsed tree to a pool of worker threads (one at first, more, up to
+ * `workers`, whenever every started worker is busy).  The watcher runs
  * under a seccomp filter (seccomp.c) that allows only what it uses.  The
  * workers pass every attempt through the gate and write the response.
  * Each call id is answered at most once; a replayed id is rejected and
@@ -24,7 +25,7 @@ struct bridge_service_options {
   int req_fd, resp_fd;      /* calls/req and calls/resp; borrowed */
   struct gate *gate;        /* borrowed; the caller closes it after stop */
   size_t request_max_bytes; /* 0: BRIDGE_DEFAULT_REQUEST_MAX */
-  unsigned workers;         /* 0: 8 */
+  unsigned workers;         /* most worker threads; 0: 8 */
   unsigned gc_seconds;      /* age after which leftovers are removed; 0: 300 */
   int stop_fd;              /* readable means stop (a pidfd or a signalfd);
                                -1: none, only bridge_service_stop stops it */

@@ -89,6 +89,12 @@ void created_free(struct created *c);
 int container_delete(struct cli *cli, const char *id, bool force,
                      tg_error **err);
 
+/* delete --force after the backend's own `run` returned: the same, except
+ * that the backend's delete is skipped when the backend keeps nothing for
+ * the id any more (runsc run destroys its container when it ends). */
+int container_delete_after_run(struct cli *cli, const char *id,
+                               tg_error **err);
+
 
 
 /* The container's state as runc prints it (ociVersion, id, pid, status,
