@@ -77,13 +77,16 @@ unit: $(UNIT_BINS)
 integration: all
 	@BUILD=$(abspath $(BUILD)) bash tests/integration/run.sh
 
+# The last line is the whole run's count: unit suites, integration checks
+# and the final leak checks.
 check: deps
+	@rm -f $(BUILD)/check-counts
 	$(MAKE) all
-	$(MAKE) unit
-	$(MAKE) integration
+	COUNTS_FILE=$(abspath $(BUILD))/check-counts $(MAKE) unit
+	COUNTS_FILE=$(abspath $(BUILD))/check-counts $(MAKE) integration
 	$(MAKE) fuzz-smoke
 	$(MAKE) bench-smoke
-	@if [ -f tests/leaks.sh ]; then bash tests/leaks.sh; fi
+	@COUNTS_FILE=$(abspath $(BUILD))/check-counts bash tests/leaks.sh
 
 # Sanitizer build in its own directory so it never mixes with the normal one.
 asan:

@@ -13,4 +13,5 @@ for bin in "$@"; do
 done
 [ -n "$failing" ] && echo "failing suites:$failing"
 echo "unit: $passed passed, $failed failed"
+[ -n "${COUNTS_FILE:-}" ] && echo "unit $passed $failed" >>"$COUNTS_FILE"
 [ "$failed" -eq 0 ]

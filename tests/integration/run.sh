@@ -29,4 +29,5 @@ done
 rm -rf "$log_dir"
 [ -n "$failing" ] && echo "failing scripts:$failing"
 echo "integration: $total_pass passed, $total_fail failed"
+[ -n "${COUNTS_FILE:-}" ] && echo "integration $total_pass $total_fail" >>"$COUNTS_FILE"
 [ "$total_fail" -eq 0 ]

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The last step of `make check`: nothing the tests started may outlive them
+# (no container, sandbox, mount, process or test root), then the run's one
+# closing line "check: N passed, N failed" adds up every step's counts.
+set -u
+pass=0 fail=0
+leak() { echo "FAIL - leak: $*"; fail=$((fail + 1)); }
+ok() { pass=$((pass + 1)); }
+
+# Test roots are /tmp/tollgate-root.* (lib.sh) and the runners' own temp dirs.
+m=$(grep -E ' /tmp/(tollgate-|tg-)' /proc/self/mounts | awk '{print $2}')
+[ -z "$m" ] && ok || leak "mounts left under test roots: $m"
+m=$(grep -E ' /run/tollgate' /proc/self/mounts | awk '{print $2}')
+[ -z "$m" ] && ok || leak "mounts left under /run/tollgate: $m"
+for rt in runsc runc; do
+  ids=$("$rt" list 2>/dev/null | awk 'NR > 1 {print $1}')
+  [ -z "$ids" ] && ok || leak "$rt list (default root) shows: $ids"
+done
+p=$(pgrep -af 'runsc-(sandbox|gofer)|tollgate' | grep -E '/tmp/(tollgate-|tg-)' | grep -v pgrep)
+[ -z "$p" ] && ok || leak "processes left from test roots: $p"
+d=$(ls -d /tmp/tollgate-root.* 2>/dev/null)
+[ -z "$d" ] && ok || leak "test roots left: $d"
+echo "leaks: $pass passed, $fail failed"
+
+if [ -n "${COUNTS_FILE:-}" ] && [ -f "$COUNTS_FILE" ]; then
+  read -r tp tf < <(awk -v p="$pass" -v f="$fail" '{p += $2; f += $3} END {print p, f}' "$COUNTS_FILE")
+  echo "check: $tp passed, $tf failed"
+fi
+[ "$fail" -eq 0 ]
