@@ -167,3 +167,29 @@ int args_parse_signal(const char *s, tg_error **err) {
                       "KILL, or a number from 1 to %d",
                       s, SIGRTMAX);
 }
+
+int args_parse_id_and_format(const char *what, int argc, char **argv,
+                             const char **id, bool *json, tg_error **err) {
+  const char *format = "table";
+  const struct opt opts[] = {{"format", 'f', OPT_STRING, &format}, {0}};
+  *id = NULL;
+  /* args_parse stops at the first positional; resume after it so that
+   * `calls ID --format json` works as well as `calls --format json ID`. */
+  for (int i = 1; i < argc; i++) {
+    i = args_parse(what, argc, argv, i, opts, err);
+    if (i < 0)
+      return -1;
+    if (i >= argc)
+      break;
+    if (*id != NULL)
+      return tg_error_set(err, 0, "%s: one container id at most (got \"%s\" "
+                          "and \"%s\"): see 'tollgate help %s'",
+                          what, *id, argv[i], what);
+    *id = argv[i];
+  }
+  *json = strcmp(format, "json") == 0;
+  if (!*json && strcmp(format, "table") != 0)
+    return tg_error_set(err, 0, "%s: --format %s: give table or json", what,
+                        format);
+  return 0;
+}

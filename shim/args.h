@@ -43,6 +43,13 @@ struct opt {
 int args_parse(const char *what, int argc, char **argv, int start,
                const struct opt *opts, tg_error **err);
 
+/* The form of the read-only governance verbs (`calls ID`, `pending [ID]`):
+ * at most one positional id and --format table|json, flags before or after
+ * the id.  *id is NULL when none was given; *json is true for json.  The
+ * id is only checked for presence here, not validated. */
+int args_parse_id_and_format(const char *what, int argc, char **argv,
+                             const char **id, bool *json, tg_error **err);
+
 /* Parse a signal given by name ("KILL", "SIGKILL", "sigterm") or number.
  * Returns the number, or -1 with *err. */
 int args_parse_signal(const char *s, tg_error **err);

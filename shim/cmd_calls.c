@@ -8,6 +8,7 @@
 #include "governance/control.h"
 #include "governance/policy.h"
 #include "governance/verify.h"
+#include "shim/args.h"
 #include "shim/commands.h"
 #include "shim/util.h"
 
@@ -112,25 +113,14 @@ static void print_used(const char *name, const json_t *b) {
 }
 
 int cmd_calls(struct cli *cli, int argc, char **argv, tg_error **err) {
-  const char *id = NULL, *format = "table";
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--format") == 0 && i + 1 < argc)
-      format = argv[++i];
-    else if (strncmp(argv[i], "--format=", 9) == 0)
-      format = argv[i] + 9;
-    else if (argv[i][0] == '-')
-      return tg_error_set(err, 0, "calls: unknown flag %s", argv[i]);
-    else if (id == NULL)
-      id = argv[i];
-    else
-      return tg_error_set(err, 0, "usage: tollgate calls CONTAINER-ID [--format json]");
-  }
+  const char *id = NULL;
+  bool json = false;
+  if (args_parse_id_and_format("calls", argc, argv, &id, &json, err) < 0)
+    return -1;
   if (id == NULL)
     return tg_error_set(err, 0, "usage: tollgate calls CONTAINER-ID [--format json]");
   if (!container_id_is_valid(id))
     return tg_error_set(err, 0, "calls: invalid container id \"%s\"", id);
-  if (strcmp(format, "table") != 0 && strcmp(format, "json") != 0)
-    return tg_error_set(err, 0, "calls: --format is table or json");
   cleanup_free char *sock = xasprintf("%s/%s/control.sock", cli->root, id);
   cleanup_json json_t *req = json_new_object();
   json_object_set(req, "verb", json_new_string("calls"));
@@ -145,7 +135,7 @@ int cmd_calls(struct cli *cli, int argc, char **argv, tg_error **err) {
       return tg_error_set(err, 0, "calls %s: no live gate (%s) and no audit log (%s)", id, qerr->msg,
                           lerr->msg);
   }
-  if (strcmp(format, "json") == 0) {
+  if (json) {
     cleanup_free char *s = json_dump(reply, true, NULL);
     printf("%s\n", s);
     return 0;

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "governance/control.h"
+#include "shim/args.h"
 #include "shim/commands.h"
 #include "shim/util.h"
 
@@ -32,21 +33,10 @@ static int query(const struct cli *cli, const char *id, json_t *out, bool quiet,
 }
 
 int cmd_pending(struct cli *cli, int argc, char **argv, tg_error **err) {
-  const char *id = NULL, *format = "table";
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--format") == 0 && i + 1 < argc)
-      format = argv[++i];
-    else if (strncmp(argv[i], "--format=", 9) == 0)
-      format = argv[i] + 9;
-    else if (argv[i][0] == '-')
-      return tg_error_set(err, 0, "pending: unknown flag %s", argv[i]);
-    else if (id == NULL)
-      id = argv[i];
-    else
-      return tg_error_set(err, 0, "usage: tollgate pending [CONTAINER-ID] [--format json]");
-  }
-  if (strcmp(format, "table") != 0 && strcmp(format, "json") != 0)
-    return tg_error_set(err, 0, "pending: --format is table or json");
+  const char *id = NULL;
+  bool json = false;
+  if (args_parse_id_and_format("pending", argc, argv, &id, &json, err) < 0)
+    return -1;
   cleanup_json json_t *all = json_new_array();
   if (id) {
     if (!container_id_is_valid(id))
@@ -67,7 +57,7 @@ int cmd_pending(struct cli *cli, int argc, char **argv, tg_error **err) {
     if (d)
       closedir(d);
   }
-  if (strcmp(format, "json") == 0) {
+  if (json) {
     cleanup_free char *s = json_dump(all, true, NULL);
     printf("%s\n", s);
     return 0;

@@ -248,3 +248,33 @@ Test(cli, container_ids) {
   cr_assert_lt(state_check_id(long_id, &err), 0);
   tg_error_free(&err);
 }
+
+/* `calls ID --format json`, `calls --format json ID` and `pending` with no
+ * id all parse; two ids or an unknown format are errors. */
+Test(args, id_and_format_in_either_order) {
+  const char *id = NULL;
+  bool json = false;
+  tg_error *err = NULL;
+  char *a1[] = {"calls", "c1", "--format", "json"};
+  cr_assert_eq(args_parse_id_and_format("calls", 4, a1, &id, &json, &err), 0);
+  cr_assert_str_eq(id, "c1");
+  cr_assert(json);
+  char *a2[] = {"calls", "--format=table", "c2"};
+  cr_assert_eq(args_parse_id_and_format("calls", 3, a2, &id, &json, &err), 0);
+  cr_assert_str_eq(id, "c2");
+  cr_assert_not(json);
+  char *a3[] = {"pending"};
+  cr_assert_eq(args_parse_id_and_format("pending", 1, a3, &id, &json, &err), 0);
+  cr_assert_null(id);
+  char *a4[] = {"calls", "c1", "c2"};
+  cr_assert_lt(args_parse_id_and_format("calls", 3, a4, &id, &json, &err), 0);
+  cr_assert_not_null(strstr(err->msg, "one container id at most"), "%s", err->msg);
+  tg_error_free(&err);
+  char *a5[] = {"calls", "c1", "--format", "xml"};
+  cr_assert_lt(args_parse_id_and_format("calls", 4, a5, &id, &json, &err), 0);
+  cr_assert_not_null(strstr(err->msg, "give table or json"), "%s", err->msg);
+  tg_error_free(&err);
+  char *a6[] = {"calls", "c1", "--frob"};
+  cr_assert_lt(args_parse_id_and_format("calls", 3, a6, &id, &json, &err), 0);
+  tg_error_free(&err);
+}
