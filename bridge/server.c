@@ -7,7 +7,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
-#include <semaphore.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,15 +55,12 @@ struct bridge_service {
   pthread_t *workers;   /* room for opt.workers */
   unsigned nworkers;    /* started so far; grows under mu, see worker_main */
   unsigned idle;        /* workers waiting for a job; under mu */
+  unsigned running;     /* workers running a job that has not said it may
+                           block; under mu, at most opt.run_limit */
   pthread_attr_t attr;  /* for workers started later */
 
   pthread_mutex_t mu;
-  /* One token per queued job, plus one per worker when closing.  A
-   * semaphore rather than a condition variable: a woken condvar waiter
-   * takes the mutex back marked contended, which cost a futex wake on
-   * every call (strace -c); sem_post makes no system call when no worker
-   * waits, and the mutex is then never contended on the sequential path. */
-  sem_t jobs;
+  pthread_cond_t work;  /* a job was queued, or a running slot came free */
   pthread_cond_t not_full;
   struct job *queue[QUEUE_CAP];
   size_t head, count;
@@ -135,6 +131,32 @@ static void seen_free(struct seen_set *set) {
 
 /* ---- the job queue ---- */
 
+static void add_worker(struct bridge_service *s);
+
+/* A job is queued (or a running slot came free): decide, with mu held, who
+ * takes it.  Nobody while run_limit workers are already running jobs that
+ * do not block: one of them takes it when it finishes, without sleeping in
+ * between.  Else an idle worker (true: the caller signals `work` after
+ * unlocking), else, when may_spawn, a new worker while the pool has room.
+ * The watcher never spawns (its seccomp filter has no clone): when it finds
+ * no idle worker, a running one takes the job next, and a worker that
+ * blocks leaves an idle spare behind (worker_may_block).
+ *
+ * Why a limit: every job handed to a sleeping worker costs a futex wake
+ * and a context switch, on a core the callers need too.  With the pool at
+ * 8 workers and 8 callers, every call woke a different, cold thread and
+ * the sidecar spent ~150 us of CPU per call against ~100 us with the
+ * running workers capped at the number of CPUs (docs/performance.md). */
+static bool offer_job(struct bridge_service *s, bool may_spawn) {
+  if (s->count == 0 || (s->running >= s->opt.run_limit && !s->closing))
+    return false;
+  if (s->idle > 0)
+    return true;
+  if (may_spawn && s->nworkers < s->opt.workers && !s->closing)
+    add_worker(s);
+  return false;
+}
+
 /* Blocks while the queue is full (back-pressure on the watcher; inotify
  * may overflow meanwhile, and the rescan then catches up).  Returns false
  * when the server is stopping and the job was not queued. */
@@ -148,8 +170,10 @@ static bool queue_push(struct bridge_service *s, struct job *j) {
   }
   s->queue[(s->head + s->count) % QUEUE_CAP] = j;
   s->count++;
+  bool wake = offer_job(s, false);
   pthread_mutex_unlock(&s->mu);
-  sem_post(&s->jobs); /* after the unlock: the woken worker takes mu next */
+  if (wake)
+    pthread_cond_signal(&s->work); /* after the unlock: the woken worker takes mu next */
   return true;
 }
 
@@ -574,36 +598,67 @@ static void add_worker(struct bridge_service *s) {
     s->nworkers++;
 }
 
-/* The pool starts with one worker and grows to opt.workers: a worker that
- * takes a job while none is left waiting starts another first, so a job
- * that blocks (an approval, a slow exec tool) never holds up the next one
- * while the pool has room.  Calls that are answered at once keep using
- * one or two threads: with 8 started up front, every call woke a
- * different, cold thread (docs/performance.md, finding 1). */
+/* Whether the job this worker thread runs has said it may block. */
+static __thread bool worker_blocked;
+
+/* The gate's block hook (gate_set_block_hook): the job on this worker is
+ * about to wait (for a person, a tool that is not builtin, a synced intent
+ * record).  It stops counting toward run_limit, so the next job is taken
+ * by another worker (started if none is idle) instead of waiting behind
+ * it: a blocked call never holds up the calls after it while the pool has
+ * room. */
+static void worker_may_block(void *arg) {
+  struct bridge_service *s = arg;
+  if (worker_blocked)
+    return;
+  worker_blocked = true;
+  pthread_mutex_lock(&s->mu);
+  s->running--;
+  bool wake = offer_job(s, true);
+  /* Keep a spare: jobs queued while every worker waits would otherwise
+   * wait too (the watcher cannot start a worker). */
+  if (s->idle == 0 && s->nworkers < s->opt.workers && !s->closing)
+    add_worker(s);
+  pthread_mutex_unlock(&s->mu);
+  if (wake)
+    pthread_cond_signal(&s->work);
+}
+
+/* The pool starts with one worker and grows to opt.workers, but at most
+ * opt.run_limit of them run jobs that do not block at once (offer_job says
+ * why).  A worker that finishes a job takes the next queued one before it
+ * sleeps, so under load the same warm threads keep the queue moving. */
 static void *worker_main(void *arg) {
   struct bridge_service *s = arg;
+  pthread_mutex_lock(&s->mu);
   for (;;) {
-    pthread_mutex_lock(&s->mu);
-    s->idle++;
-    pthread_mutex_unlock(&s->mu);
-    while (sem_wait(&s->jobs) < 0)
-      ; /* EINTR */
-    pthread_mutex_lock(&s->mu);
-    s->idle--;
-    if (s->count == 0) { /* a closing token: the queue is drained */
+    if (s->count > 0 && (s->running < s->opt.run_limit || s->closing)) {
+      struct job *j = s->queue[s->head];
+      s->head = (s->head + 1) % QUEUE_CAP;
+      s->count--;
+      s->running++;
+      pthread_cond_signal(&s->not_full);
+      /* More queued than running, and a slot left: bring in a helper. */
+      bool wake = offer_job(s, true);
       pthread_mutex_unlock(&s->mu);
-      return NULL;
+      if (wake)
+        pthread_cond_signal(&s->work);
+      worker_blocked = false;
+      run_job(s, j);
+      job_free(j);
+      pthread_mutex_lock(&s->mu);
+      if (!worker_blocked)
+        s->running--;
+      continue;
     }
-    struct job *j = s->queue[s->head];
-    s->head = (s->head + 1) % QUEUE_CAP;
-    s->count--;
-    pthread_cond_signal(&s->not_full);
-    if (s->idle == 0 && s->nworkers < s->opt.workers && !s->closing)
-      add_worker(s);
-    pthread_mutex_unlock(&s->mu);
-    run_job(s, j);
-    job_free(j);
+    if (s->closing && s->count == 0)
+      break; /* the queue is drained */
+    s->idle++;
+    pthread_cond_wait(&s->work, &s->mu);
+    s->idle--;
   }
+  pthread_mutex_unlock(&s->mu);
+  return NULL;
 }
 
 /* ---- lifecycle ---- */
@@ -658,7 +713,7 @@ static void server_free(struct bridge_service *s) {
     close(s->wake_fd);
   pthread_mutex_destroy(&s->mu);
   pthread_mutex_destroy(&s->reserve_mu);
-  sem_destroy(&s->jobs);
+  pthread_cond_destroy(&s->work);
   pthread_cond_destroy(&s->not_full);
   seen_free(&s->seen);
   pthread_attr_destroy(&s->attr);
@@ -676,10 +731,16 @@ int bridge_service_start(const struct bridge_service_options *opts,
     s->opt.workers = 8;
   if (s->opt.gc_seconds == 0)
     s->opt.gc_seconds = 300;
+  if (s->opt.run_limit == 0) {
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    s->opt.run_limit = cpus > 0 ? (unsigned)cpus : 1;
+  }
+  if (s->opt.run_limit > s->opt.workers)
+    s->opt.run_limit = s->opt.workers;
   s->inotify_fd = s->epoll_fd = s->wake_fd = -1;
   pthread_mutex_init(&s->mu, NULL);
   pthread_mutex_init(&s->reserve_mu, NULL);
-  sem_init(&s->jobs, 0, 0);
+  pthread_cond_init(&s->work, NULL);
   pthread_cond_init(&s->not_full, NULL);
   pthread_attr_init(&s->attr);
   pthread_attr_setstacksize(&s->attr, WORKER_STACK);
@@ -712,6 +773,7 @@ int bridge_service_start(const struct bridge_service_options *opts,
     return -1;
   }
   make_reserve(s);
+  gate_set_block_hook(s->opt.gate, worker_may_block, s);
 
   s->workers = xcalloc(s->opt.workers, sizeof *s->workers);
   { /* one worker to begin with; worker_main adds more when needed */
@@ -721,6 +783,7 @@ int bridge_service_start(const struct bridge_service_options *opts,
       s->nworkers++;
     pthread_mutex_unlock(&s->mu);
     if (r != 0) {
+      gate_set_block_hook(s->opt.gate, NULL, NULL);
       server_free(s);
       return tg_error_set(err, r, "bridge: start worker thread");
     }
@@ -730,11 +793,11 @@ int bridge_service_start(const struct bridge_service_options *opts,
     pthread_mutex_lock(&s->mu);
     s->closing = true; /* no worker is added after this */
     unsigned n = s->nworkers;
-    for (unsigned k = 0; k < n; k++)
-      sem_post(&s->jobs);
+    pthread_cond_broadcast(&s->work);
     pthread_mutex_unlock(&s->mu);
     for (unsigned k = 0; k < n; k++)
       pthread_join(s->workers[k], NULL);
+    gate_set_block_hook(s->opt.gate, NULL, NULL);
     server_free(s);
     return tg_error_set(err, r, "bridge: start watcher thread");
   }
@@ -767,11 +830,11 @@ void bridge_service_stop(struct bridge_service *s) {
   pthread_mutex_lock(&s->mu);
   s->closing = true; /* no worker is added after this */
   unsigned n = s->nworkers;
-  for (unsigned k = 0; k < n; k++)
-    sem_post(&s->jobs);
+  pthread_cond_broadcast(&s->work);
   pthread_mutex_unlock(&s->mu);
   for (unsigned k = 0; k < n; k++)
     pthread_join(s->workers[k], NULL);
+  gate_set_block_hook(s->opt.gate, NULL, NULL);
   server_free(s);
 }
 

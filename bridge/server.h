@@ -5,7 +5,8 @@
  * queue overflow and files that were there before the watch), reads each
  * ready request without trusting it, parses and validates it, and hands
  * the parsed tree to a pool of worker threads (one at first, more, up to
- * `workers`, whenever every started worker is busy).  The watcher runs
+ * `workers`, whenever every started worker is busy; at most `run_limit`
+ * of them run calls that do not block at the same time).  The watcher runs
  * under a seccomp filter (seccomp.c) that allows only what it uses.  The
  * workers pass every attempt through the gate and write the response.
  * Each call id is answered at most once; a replayed id is rejected and
@@ -26,6 +27,8 @@ struct bridge_service_options {
   struct gate *gate;        /* borrowed; the caller closes it after stop */
   size_t request_max_bytes; /* 0: BRIDGE_DEFAULT_REQUEST_MAX */
   unsigned workers;         /* most worker threads; 0: 8 */
+  unsigned run_limit;       /* most workers running calls that do not block
+                               (builtin tools) at once; 0: online CPUs */
   unsigned gc_seconds;      /* age after which leftovers are removed; 0: 300 */
   int stop_fd;              /* readable means stop (a pidfd or a signalfd);
                                -1: none, only bridge_service_stop stops it */

@@ -55,7 +55,19 @@ struct gate {
   bool stopped;
   struct call_entry *calls;
   size_t ncalls;
+  void (*block_hook)(void *ctx); /* see gate_set_block_hook */
+  void *block_ctx;
 };
+
+void gate_set_block_hook(struct gate *g, void (*fn)(void *ctx), void *ctx) {
+  g->block_hook = fn;
+  g->block_ctx = ctx;
+}
+
+static void may_block(struct gate *g) {
+  if (g->block_hook)
+    g->block_hook(g->block_ctx);
+}
 
 static const char *errcode_or_ok(const char *code) { return code ? code : "ok"; }
 
@@ -370,6 +382,7 @@ static bool audit_ready(struct gate *g) {
     return true;
   struct audit_record rec = {.event = "resumed", .duration_ms = -1,
                              .reason = "the audit log is writable again after a failure"};
+  may_block(g); /* a synced record */
   return audit_append(g->audit, &rec, true, NULL) == 0;
 }
 
@@ -487,6 +500,7 @@ static char *govern(struct call *c, const json_t *request, const char *bad_reaso
     return finish_error(c, GATE_BUDGET_EXHAUSTED, why, len);
   }
   if (e == EFFECT_APPROVE) {
+    may_block(g);
     struct approval_request req = {.container_id = g->container_id, .call_id = c->id,
                                    .tool = t->name, .args = args, .reason = rule_reason,
                                    .hook = g->hook, .timeout_ms = g->approval_timeout_ms};
@@ -551,6 +565,7 @@ static char *govern(struct call *c, const json_t *request, const char *bad_reaso
     struct audit_record intent = {.event = "intent", .call_id = c->id, .tool = t->name,
                                   .args = args, .decision = "allow", .reason = c->reason,
                                   .approver = c->approver, .duration_ms = elapsed_ms(c)};
+    may_block(g); /* the intent is synced */
     if (audit_append(g->audit, &intent, true, &err) < 0) {
       pthread_mutex_lock(&g->mu);
       budget_release(g->budget, t);
@@ -562,6 +577,8 @@ static char *govern(struct call *c, const json_t *request, const char *bad_reaso
     }
   }
   call_update(g, c->idx, "allow", "running", -1);
+  if (t->backend.type != BACKEND_BUILTIN)
+    may_block(g); /* a process, a socket or an MCP server: no bound on its time */
   struct tool_result r;
   run_backend(g, t, args, c->id, &r);
   long long ms = elapsed_ms(c);

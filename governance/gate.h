@@ -64,6 +64,13 @@ void gate_record_unanswerable(struct gate *g, const char *what);
  * container_stopped.  Called before gate_close. */
 void gate_container_stopped(struct gate *g);
 
+/* fn(ctx) is called on the thread running gate_handle just before the call
+ * may block: waiting for an approval, running a tool that is not builtin,
+ * syncing an irreversible call's intent record.  The bridge's worker pool
+ * uses it to let another worker take the next call.  NULL: none.  Set it
+ * only while no gate_handle runs. */
+void gate_set_block_hook(struct gate *g, void (*fn)(void *ctx), void *ctx);
+
 /* Write the closing audit record and free everything.  No gate_handle may
  * be running or start once gate_close is called. */
 void gate_close(struct gate *g);

@@ -349,6 +349,56 @@ Test(bridge, many_concurrent_calls_answered_exactly_once) {
   cr_assert_eq(stats().answered, 1600);
 }
 
+/* ---- a call that blocks does not hold up the calls behind it ---- */
+
+/* One running slot (run_limit 1), so only the block hook can let the echo
+ * call past the slow one: the slow tool is an exec tool (sleep 3), and the
+ * echo call sent after it must be answered while it still runs. */
+static void blocking_setup(void) {
+  make_area(0);
+  tg_error *err = NULL;
+  char *audit = xasprintf("%s/audit", state);
+  mkdir(audit, 0700);
+  char *policy = xasprintf("%s/policy.json", state);
+  const char *text =
+      "{\"version\": 1, \"budgets\": {\"max_tool_calls\": 100},"
+      " \"tools\": {\"slow\": {\"backend\": {\"type\": \"exec\", \"argv\": [\"/bin/sleep\", \"3\"]},"
+      "                        \"timeout\": 10, \"rules\": [{\"effect\": \"allow\"}]},"
+      "            \"echo\": {\"backend\": {\"type\": \"builtin\", \"name\": \"echo\"},"
+      "                        \"rules\": [{\"effect\": \"allow\"}]}}}";
+  cr_assert_eq(write_file_atomic(AT_FDCWD, policy, text, strlen(text), 0600, false, &err), 0,
+               "%s", err ? err->msg : "");
+  struct gate_config gc = {.container_id = "unit", .audit_dir = audit, .policy_path = policy};
+  cr_assert_eq(gate_open(&gc, &gate, &err), 0, "%s", err ? err->msg : "");
+  struct bridge_service_options o = {.area_fd = afd, .req_fd = rfd, .resp_fd = qfd,
+                                     .gate = gate, .stop_fd = -1, .stop_fd2 = -1,
+                                     .seccomp = true, .run_limit = 1};
+  cr_assert_eq(bridge_service_start(&o, &svc, &err), 0, "%s", err ? err->msg : "");
+  free(audit);
+  free(policy);
+}
+
+TestSuite(bridge_pool, .init = blocking_setup, .fini = teardown, .timeout = 60);
+
+Test(bridge_pool, a_slow_tool_does_not_hold_up_the_next_call) {
+  put_request("slow1", "{\"v\":1,\"tool\":\"slow\",\"args\":{}}", true);
+  /* Let the slow call reach its tool before the next one arrives. */
+  struct timespec ts = {0, 300 * 1000000L};
+  nanosleep(&ts, NULL);
+  put_request("fast1", "{\"v\":1,\"tool\":\"echo\",\"args\":{\"n\":1}}", true);
+  char *fast = get_response("fast1", 2000);
+  cr_assert_not_null(fast, "the echo call waited behind the slow exec tool");
+  cr_assert(strstr(fast, "\"ok\":true") != NULL, "%s", fast);
+  char marker[64];
+  snprintf(marker, sizeof marker, "slow1.done");
+  struct stat st;
+  cr_assert_neq(fstatat(qfd, marker, &st, 0), 0, "the slow call was answered first");
+  free(fast);
+  char *slow = get_response("slow1", 10000);
+  cr_assert_not_null(slow, "the slow call was never answered");
+  free(slow);
+}
+
 /* ---- a full bridge area ---- */
 
 static void small_setup(void) {
