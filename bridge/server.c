@@ -38,6 +38,7 @@ struct job {
   enum job_kind kind;
   char id[BRIDGE_ID_MAX + 1];
   json_t *request;   /* JOB_CALL: parsed request or NULL */
+  bool remove_body;  /* JOB_CALL: req/<id>.json is still there */
   char *reason;      /* JOB_CALL: why request is NULL; JOB_UNANSWERABLE: what */
 };
 
@@ -294,7 +295,10 @@ static void process_marker(struct bridge_service *s, const char *id) {
     j->request = bridge_parse_request(buf, len, &j->reason);
     free(buf);
   }
-  remove_entry(s->opt.req_fd, body, 0);
+  /* The body is removed by the worker once the response is out (run_job):
+   * off the watcher, which every call passes through, and after the part
+   * the caller waits for.  A rescan leaves bodies alone until they are old. */
+  j->remove_body = true;
   atomic_fetch_add(&s->st.requests, 1);
   if (j->request == NULL)
     atomic_fetch_add(&s->st.bad, 1);
@@ -456,13 +460,12 @@ static void *watcher_main(void *arg) {
 
 static int create_marker(int dirfd, const char *name) {
   for (int attempt = 0; attempt < 2; attempt++) {
-    /* O_EXCL never follows a link the container may have planted. */
-    int fd = openat(dirfd, name,
-                    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd >= 0) {
-      close(fd);
+    /* mknodat creates the empty file in one system call (openat plus
+     * close was two) and, like O_EXCL, fails on any name that exists,
+     * including a symlink the container may have planted: nothing is
+     * followed. */
+    if (mknodat(dirfd, name, S_IFREG | 0644, 0) == 0)
       return 0;
-    }
     if (errno != EEXIST)
       return -1;
     remove_entry(dirfd, name, 0);
@@ -578,6 +581,11 @@ static void run_job(struct bridge_service *s, struct job *j) {
     if (body != NULL)
       write_response(s, j->id, body, len);
     free(body);
+    if (j->remove_body) {
+      char name[BRIDGE_ID_MAX + 8];
+      snprintf(name, sizeof name, "%s.json", j->id);
+      remove_entry(s->opt.req_fd, name, 0);
+    }
     break;
   }
   case JOB_UNANSWERABLE:
