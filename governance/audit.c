@@ -313,11 +313,7 @@ fail:
 #define HASH_LEN (9 + AUDIT_HASH_HEX + 3)
 
 /* Append ,"key":"value" (or null). */
-static void member_str(struct json_buf *b, const char *key_sep, size_t n, const char *v) {
-  json_buf_raw(b, key_sep, n);
-  json_buf_cstr(b, v);
-}
-#define MEMBER_STR(b, lit, v) member_str(b, lit, sizeof lit - 1, v)
+#define MEMBER_STR(b, key_sep, v) (json_buf_lit(b, key_sep), json_buf_cstr(b, v))
 
 static size_t format_ll(char *out, long long v) {
   char tmp[24];
@@ -348,25 +344,25 @@ static void record_text(struct json_buf *b, const struct audit *a, const struct 
   MEMBER_STR(b, ",\"event\":", r->event);
   MEMBER_STR(b, ",\"call\":", r->call_id);
   MEMBER_STR(b, ",\"tool\":", r->tool);
-  json_buf_raw(b, ",\"args\":", 8);
+  json_buf_lit(b, ",\"args\":");
   json_buf_value(b, r->args);
   MEMBER_STR(b, ",\"decision\":", r->decision);
   MEMBER_STR(b, ",\"reason\":", r->reason);
   MEMBER_STR(b, ",\"approver\":", r->approver);
-  json_buf_raw(b, ",\"duration_ms\":", 15);
+  json_buf_lit(b, ",\"duration_ms\":");
   if (r->duration_ms >= 0) {
     char num[24];
     json_buf_raw(b, num, format_ll(num, r->duration_ms));
   } else {
-    json_buf_raw(b, "null", 4);
+    json_buf_lit(b, "null");
   }
   MEMBER_STR(b, ",\"outcome\":", r->outcome);
   MEMBER_STR(b, ",\"message\":", r->message);
   if (r->extra && r->extra->type == JSON_OBJECT)
     for (size_t i = 0; i < r->extra->u.object.len; i++) {
-      json_buf_raw(b, ",", 1);
+      json_buf_lit(b, ",");
       json_buf_cstr(b, r->extra->u.object.keys[i]);
-      json_buf_raw(b, ":", 1);
+      json_buf_lit(b, ":");
       json_buf_value(b, r->extra->u.object.values[i]);
     }
   json_buf_reserve(b, PREV_LEN + HASH_LEN);

@@ -136,6 +136,8 @@ struct json_buf {
 void json_buf_reserve(struct json_buf *b, size_t n);
 /* Append n bytes verbatim (JSON syntax the caller vouches for). */
 void json_buf_raw(struct json_buf *b, const char *s, size_t n);
+/* json_buf_raw of a string literal, its length counted by the compiler. */
+#define json_buf_lit(b, lit) json_buf_raw((b), "" lit, sizeof(lit) - 1)
 /* Append a JSON string literal of s[0..n), quoted and escaped. */
 void json_buf_string(struct json_buf *b, const char *s, size_t n);
 /* json_buf_string of a C string, or null when s is NULL. */
