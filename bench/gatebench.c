@@ -6,7 +6,8 @@
  * bench/profile-sidecar.sh drive through a real sidecar), then parses and
  * answers CALLS requests the way the bridge does (json_parse + gate_handle,
  * an audit record each), split over THREADS threads (default 1).  Prints
- * one JSON object with the process CPU time per call: the sidecar's cost
+ * one JSON object with the process CPU time per call (and its user and
+ * system parts, from getrusage's coarser clock): the sidecar's cost
  * without the container, the file protocol or the scheduler, so before and
  * after of a change in the gate or the audit log compare in seconds.
  */
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "governance/gate.h"
@@ -26,6 +28,13 @@ static const char POLICY[] =
     " \"tools\": {\"echo\": {\"backend\": {\"type\": \"builtin\", \"name\": \"echo\"},\n"
     "                      \"args\": {\"type\": \"object\"}, \"rules\": [{\"effect\": \"allow\"}]}},\n"
     " \"budgets\": {\"max_tool_calls\": 100000000}}\n";
+
+static void usage_us(double *user, double *sys) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  *user = (double)ru.ru_utime.tv_sec * 1e6 + (double)ru.ru_utime.tv_usec;
+  *sys = (double)ru.ru_stime.tv_sec * 1e6 + (double)ru.ru_stime.tv_usec;
+}
 
 static double now(clockid_t c) {
   struct timespec ts;
@@ -89,6 +98,8 @@ int main(int argc, char **argv) {
 
   struct worker *w = xcalloc((size_t)threads, sizeof *w);
   long per = calls / threads;
+  double u0, s0, u1, s1;
+  usage_us(&u0, &s0);
   double c0 = now(CLOCK_PROCESS_CPUTIME_ID), t0 = now(CLOCK_MONOTONIC);
   for (int t = 0; t < threads; t++) {
     w[t] = (struct worker){.g = g, .first = warm.count + per * t, .count = per};
@@ -97,10 +108,13 @@ int main(int argc, char **argv) {
   for (int t = 0; t < threads; t++)
     pthread_join(w[t].tid, NULL);
   double c1 = now(CLOCK_PROCESS_CPUTIME_ID), t1 = now(CLOCK_MONOTONIC);
+  usage_us(&u1, &s1);
   gate_close(g);
   long done = per * threads;
-  printf("{\"calls\":%ld,\"threads\":%d,\"cpu_us_per_call\":%.2f,\"calls_per_s\":%.0f}\n", done,
-         threads, (c1 - c0) * 1e6 / (double)done, (double)done / (t1 - t0));
+  printf("{\"calls\":%ld,\"threads\":%d,\"cpu_us_per_call\":%.2f,\"user_us_per_call\":%.2f,"
+         "\"sys_us_per_call\":%.2f,\"calls_per_s\":%.0f}\n",
+         done, threads, (c1 - c0) * 1e6 / (double)done, (u1 - u0) / (double)done,
+         (s1 - s0) / (double)done, (double)done / (t1 - t0));
   free(w);
   return 0;
 }

@@ -337,7 +337,9 @@ static size_t format_ll(char *out, long long v) {
 static void record_text(struct json_buf *b, const struct audit *a, const struct audit_record *r) {
   char now[40];
   rfc3339_now(now, sizeof now);
-  json_buf_reserve(b, 512);
+  /* One allocation for a typical record (~450 bytes) with its seq, prev
+   * and hash, under 1 KiB (see json_buf_reserve). */
+  json_buf_reserve(b, SEQ_ROOM + 720 + PREV_LEN + HASH_LEN);
   b->len = SEQ_ROOM;
   MEMBER_STR(b, ",\"time\":", now);
   MEMBER_STR(b, ",\"container\":", a->container_id);

@@ -567,7 +567,10 @@ bool json_equal(const json_t *a, const json_t *b) {
 void json_buf_reserve(struct json_buf *b, size_t n) {
   if (b->cap - b->len > n)
     return;
-  size_t cap = b->cap ? b->cap : 256;
+  /* The first allocation is the size asked for (at least 64), so that a
+   * caller can keep it below 1 KiB, where glibc's malloc would otherwise
+   * consolidate its fast bins; it doubles from there. */
+  size_t cap = b->cap ? b->cap : (n + 1 > 64 ? n + 1 : 64);
   while (cap - b->len <= n)
     cap *= 2;
   b->s = xrealloc(b->s, cap);
