@@ -1,6 +1,7 @@
 /* gatebench: the user-space CPU of one governed call, in process.
  *
  * Usage: gatebench DIR CALLS [THREADS]
+ * (built by bench/run.sh as build/bench/gatebench; not part of its runs)
  *
  * Opens a gate with the echo allow policy (the one bench/run.sh and
  * bench/profile-sidecar.sh drive through a real sidecar), then parses and
