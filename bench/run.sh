@@ -119,7 +119,7 @@ cp bench/pybench.py "$BUILD/bench/pybench.py"
 # there yet is skipped, with the linker's reason.
 # startbench sits next to build/tollgate so that it finds the data files
 # (profiles, seccomp lists, clients) the way tollgate does.
-for prog in policybench auditbench startbench; do
+for prog in policybench auditbench startbench gatebench; do
   dest=$BUILD/bench/$prog
   [ $prog = startbench ] && dest=$BUILD/tollgate-startbench
   rm -f "$dest"

@@ -53,45 +53,53 @@ bool budget_count_attempt(struct budget *b, const char **why) {
   return true;
 }
 
-/* Sort an object's keys in place, recursively (on a private copy). */
+/* The canonical form is written straight into a buffer, each object's
+ * members in key order through a sorted index: no copy of the arguments'
+ * tree and no yajl generator per call. */
 static int key_cmp(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
+  return strcmp(**(char **const *)a, **(char **const *)b);
 }
 
-static void sort_keys(json_t *v) {
+static void canonical_value(struct json_buf *b, const json_t *v) {
   if (v->type == JSON_ARRAY) {
-    for (size_t i = 0; i < v->u.array.len; i++)
-      sort_keys(v->u.array.items[i]);
+    json_buf_lit(b, "[");
+    for (size_t i = 0; i < v->u.array.len; i++) {
+      if (i)
+        json_buf_lit(b, ",");
+      canonical_value(b, v->u.array.items[i]);
+    }
+    json_buf_lit(b, "]");
     return;
   }
-  if (v->type != JSON_OBJECT)
+  if (v->type != JSON_OBJECT) {
+    json_buf_value(b, v);
     return;
+  }
   size_t n = v->u.object.len;
-  /* Sort an index by key, then permute keys and values together. */
-  char **keys = xmalloc(n * sizeof *keys);
-  memcpy(keys, v->u.object.keys, n * sizeof *keys);
-  qsort(keys, n, sizeof *keys, key_cmp);
-  json_t **values = xmalloc(n * sizeof *values);
+  /* Pointers into the key array: sorted, each one's offset from the start
+   * is the member's index. */
+  cleanup_free char ***order = xmalloc((n ? n : 1) * sizeof *order);
+  for (size_t i = 0; i < n; i++)
+    order[i] = &v->u.object.keys[i];
+  qsort(order, n, sizeof *order, key_cmp);
+  json_buf_lit(b, "{");
   for (size_t i = 0; i < n; i++) {
-    for (size_t j = 0; j < n; j++)
-      if (v->u.object.keys[j] == keys[i]) {
-        values[i] = v->u.object.values[j];
-        break;
-      }
-    sort_keys(values[i]);
+    size_t k = (size_t)(order[i] - v->u.object.keys);
+    if (i)
+      json_buf_lit(b, ",");
+    json_buf_cstr(b, v->u.object.keys[k]);
+    json_buf_lit(b, ":");
+    canonical_value(b, v->u.object.values[k]);
   }
-  memcpy(v->u.object.keys, keys, n * sizeof *keys);
-  memcpy(v->u.object.values, values, n * sizeof *values);
-  free(keys);
-  free(values);
+  json_buf_lit(b, "}");
 }
 
 char *json_canonical(const json_t *v, size_t *len) {
-  json_t *copy = json_copy(v);
-  sort_keys(copy);
-  char *s = json_dump(copy, false, len);
-  json_free(copy);
-  return s;
+  struct json_buf b = {0};
+  canonical_value(&b, v);
+  if (len)
+    *len = b.len;
+  return b.s;
 }
 
 static void digest_call(const struct tool *t, const json_t *args, unsigned char out[32]) {

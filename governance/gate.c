@@ -71,27 +71,28 @@ static void may_block(struct gate *g) {
 
 static const char *errcode_or_ok(const char *code) { return code ? code : "ok"; }
 
+/* The answers are written straight into one buffer (json_buf), not built
+ * as a tree and dumped: they are made once per call. */
 static char *response_error(const char *code, const char *message, size_t *len) {
-  json_t *o = json_new_object();
-  json_object_set(o, "v", json_new_integer(1));
-  json_object_set(o, "ok", json_new_bool(false));
-  json_t *e = json_new_object();
-  json_object_set(e, "code", json_new_string(code));
-  json_object_set(e, "message", json_new_string(message));
-  json_object_set(o, "error", e);
-  char *s = json_dump(o, false, len);
-  json_free(o);
-  return s;
+  struct json_buf b = {0};
+  json_buf_lit(&b, "{\"v\":1,\"ok\":false,\"error\":{\"code\":");
+  json_buf_cstr(&b, code);
+  json_buf_lit(&b, ",\"message\":");
+  json_buf_cstr(&b, message);
+  json_buf_lit(&b, "}}");
+  if (len)
+    *len = b.len;
+  return b.s;
 }
 
 static char *response_ok(const json_t *result, size_t *len) {
-  json_t *o = json_new_object();
-  json_object_set(o, "v", json_new_integer(1));
-  json_object_set(o, "ok", json_new_bool(true));
-  json_object_set(o, "result", result ? json_copy(result) : json_new_null());
-  char *s = json_dump(o, false, len);
-  json_free(o);
-  return s;
+  struct json_buf b = {0};
+  json_buf_lit(&b, "{\"v\":1,\"ok\":true,\"result\":");
+  json_buf_value(&b, result);
+  json_buf_lit(&b, "}");
+  if (len)
+    *len = b.len;
+  return b.s;
 }
 
 /* --- the calls list (for `tollgate calls`) ------------------------------- */

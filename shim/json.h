@@ -116,6 +116,35 @@ const char *json_type_name(enum json_type t);
  * its length.  pretty indents with two spaces. */
 char *json_dump(const json_t *v, bool pretty, size_t *len);
 
+/* Direct serialization, without a tree or yajl: for text built per call
+ * (the bridge's responses, audit records) where json_dump's tree and
+ * generator cost more than the bytes.  For valid UTF-8 the output is byte
+ * for byte what json_dump(v, false) writes: quotes, backslashes and control
+ * characters escaped (\b \f \n \r \t, others \u00XX), '/' and DEL and
+ * UTF-8 kept as they are.  Where json_dump's generator would refuse a string
+ * that is not UTF-8 (and leave broken JSON behind), each byte that does
+ * not start a well-formed sequence becomes \ufffd: the output is always one
+ * valid JSON value, whatever bytes a tool or a container supplied.
+ *
+ * A json_buf starts zeroed ({0}); its text is always NUL-terminated once
+ * anything was appended.  The caller owns b->s (free it, or take it). */
+struct json_buf {
+  char *s;
+  size_t len, cap;
+};
+/* Make room for n more bytes (plus the NUL) without appending them. */
+void json_buf_reserve(struct json_buf *b, size_t n);
+/* Append n bytes verbatim (JSON syntax the caller vouches for). */
+void json_buf_raw(struct json_buf *b, const char *s, size_t n);
+/* json_buf_raw of a string literal, its length counted by the compiler. */
+#define json_buf_lit(b, lit) json_buf_raw((b), "" lit, sizeof(lit) - 1)
+/* Append a JSON string literal of s[0..n), quoted and escaped. */
+void json_buf_string(struct json_buf *b, const char *s, size_t n);
+/* json_buf_string of a C string, or null when s is NULL. */
+void json_buf_cstr(struct json_buf *b, const char *s);
+/* Append v compactly (NULL appends null). */
+void json_buf_value(struct json_buf *b, const json_t *v);
+
 /* Deep equality (object key order ignored, numbers by value). */
 bool json_equal(const json_t *a, const json_t *b);
 

@@ -66,6 +66,9 @@ bool container_id_is_valid(const char *id);
 /* Wall clock as RFC 3339 UTC with nanoseconds, e.g.
  * "2026-12-02T16:21:10.123456789Z".  buf must hold 40 bytes. */
 void rfc3339_now(char *buf, size_t size);
+/* The same for a given time. */
+struct timespec;
+void rfc3339_time(const struct timespec *ts, char *buf, size_t size);
 
 /* The directory holding the running binary (from /proc/self/exe), owned,
  * or NULL.  Data files shipped beside tollgate are found from here. */

@@ -5,6 +5,8 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,6 +127,115 @@ Test(audit, clean_log_verifies_and_has_every_field) {
   struct stat st;
   stat(path, &st);
   cr_assert_eq(st.st_mode & 0777, 0600);
+}
+
+/* audit_append writes each record directly, not through a tree and
+ * json_dump: every line must still be exactly what json_dump writes for
+ * the same members in docs/audit.md's order (so logs written before and
+ * after that change read and verify alike), hostile strings included. */
+Test(audit, records_are_byte_for_byte_what_json_dump_writes) {
+  cleanup_free char *ad = xasprintf("%s/direct", dir);
+  for (int keyed = 0; keyed < 2; keyed++) {
+    cleanup_free char *key = keyed ? key_path() : NULL;
+    const char *id = keyed ? "direct-k" : "direct";
+    struct audit *a = NULL;
+    cleanup_error tg_error *err = NULL;
+    cr_assert_eq(audit_open(ad, id, key, "/etc/p\"olicy.json", &a, &err), 0, "%s",
+                 err ? err->msg : "");
+    const char *args_text =
+        "{\"s\":\"q\\\"uote\\\\back\\/slash\\u0000nul\\u001f\\n\\t\\u00e9\\ud83d\\ude00\","
+        "\"n\":[1.50,-0,1e400,12345678901234567890],\"o\":{\"\\\"},\\\"hash\\\":\\\"\":null},"
+        "\"b\":true}";
+    cleanup_json json_t *args = json_parse(args_text, strlen(args_text), NULL, &err);
+    cr_assert_not_null(args, "%s", err ? err->msg : "");
+    struct audit_record recs[] = {
+        {.event = "call", .call_id = "c1", .tool = "echo", .args = args, .decision = "allow",
+         .reason = "rule 0: allow", .approver = "policy", .duration_ms = 0, .outcome = "ok"},
+        {.event = "call", .call_id = "c2", .tool = "t\nool\x7f", .args = NULL, .decision = "deny",
+         .reason = "\"quoted\" (approver said: \\no\\)", .approver = "uid:0",
+         .duration_ms = 1234567890123LL, .outcome = "denied", .message = "line1\r\nline2\b\f"},
+        {.event = "unanswerable", .duration_ms = -1, .message = "x"},
+    };
+    for (size_t i = 0; i < sizeof recs / sizeof *recs; i++)
+      cr_assert_eq(audit_append(a, &recs[i], i == 0, &err), 0, "%s", err ? err->msg : "");
+    audit_close(a);
+
+    cleanup_free char *path = audit_log_path(ad, id);
+    size_t len, st[16];
+    cleanup_free char *buf = slurp(path, &len);
+    size_t n = split(buf, len, st);
+    cr_assert_eq(n, 5, "open, 3 records, closed: %zu lines", n);
+    for (size_t i = 0; i < n; i++) {
+      size_t ll = st[i + 1] - st[i] - 1;
+      cleanup_json json_t *rec = json_parse(buf + st[i], ll, NULL, &err);
+      cr_assert_not_null(rec, "line %zu: %s", i + 1, err ? err->msg : "");
+      size_t dl = 0;
+      cleanup_free char *dumped = json_dump(rec, false, &dl);
+      cr_assert_eq(dl, ll, "line %zu: %.*s\nvs json_dump's\n%s", i + 1, (int)ll, buf + st[i], dumped);
+      cr_assert_eq(memcmp(dumped, buf + st[i], ll), 0, "line %zu differs from json_dump's", i + 1);
+      static const char *order[] = {"seq", "time", "container", "event", "call", "tool", "args",
+                                    "decision", "reason", "approver", "duration_ms", "outcome",
+                                    "message"};
+      for (size_t k = 0; k < sizeof order / sizeof *order; k++)
+        cr_assert_str_eq(rec->u.object.keys[k], order[k], "line %zu key %zu", i + 1, k);
+      cr_assert_str_eq(rec->u.object.keys[rec->u.object.len - 2], "prev");
+      cr_assert_str_eq(rec->u.object.keys[rec->u.object.len - 1], "hash");
+    }
+    cr_assert(strstr(buf, "\"alg\":\"hmac-sha256\"") || !keyed);
+    cr_assert(strstr(buf, "\"policy\":\"/etc/p\\\"olicy.json\",\"pid\":"));
+    struct audit_verify_result r = verify(path, key, false);
+    cr_assert(r.ok, "%s", r.message);
+    cr_assert_eq(r.records, 5);
+    audit_verify_result_clear(&r);
+  }
+}
+
+/* A tool's stderr need not be UTF-8: the record stays valid JSON (the bad
+ * bytes become U+FFFD) and the chain verifies, where yajl's generator
+ * dropped the string and shifted every later member. */
+Test(audit, a_message_that_is_not_utf8_keeps_the_record_valid) {
+  cleanup_free char *ad = xasprintf("%s/bad", dir);
+  struct audit *a = NULL;
+  cleanup_error tg_error *err = NULL;
+  cr_assert_eq(audit_open(ad, "bad", NULL, NULL, &a, &err), 0);
+  struct audit_record rec = {.event = "call", .call_id = "c1", .tool = "t", .duration_ms = 1,
+                             .outcome = "tool_failed", .message = "stderr: \xff\xfe\xc3"};
+  cr_assert_eq(audit_append(a, &rec, false, &err), 0);
+  audit_close(a);
+  cleanup_free char *path = audit_log_path(ad, "bad");
+  size_t len, st[8];
+  cleanup_free char *buf = slurp(path, &len);
+  cr_assert_eq(split(buf, len, st), 3);
+  cleanup_json json_t *r2 = json_parse(buf + st[1], st[2] - st[1] - 1, NULL, NULL);
+  cr_assert_not_null(r2);
+  cr_assert_str_eq(json_string_value(json_object_get(r2, "message")),
+                   "stderr: \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+  struct audit_verify_result r = verify(path, NULL, false);
+  cr_assert(r.ok, "%s", r.message);
+  audit_verify_result_clear(&r);
+}
+
+/* The incremental hash is the documented one: SHA-256 or HMAC-SHA-256 of
+ * prev, a newline and the body, as one-shot OpenSSL computes it. */
+Test(audit, chain_hash_is_the_documented_digest) {
+  const char *prev = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+  const char *body = "{\"seq\":1,\"x\":\"y\"}";
+  char in[256];
+  int n = snprintf(in, sizeof in, "%s\n%s", prev, body);
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int ml = 0;
+  char want[65], got[65];
+  const unsigned char key[] = "0123456789abcdef0123";
+  for (int keyed = 0; keyed < 2; keyed++) {
+    if (keyed)
+      HMAC(EVP_sha256(), key, 20, (const unsigned char *)in, (size_t)n, md, &ml);
+    else
+      EVP_Digest(in, (size_t)n, md, &ml, EVP_sha256(), NULL);
+    for (unsigned i = 0; i < ml; i++)
+      sprintf(want + 2 * i, "%02x", md[i]);
+    audit_chain_hash(keyed ? key : NULL, keyed ? 20 : 0, prev, body, strlen(body), got);
+    cr_assert_str_eq(got, want, "keyed %d", keyed);
+  }
 }
 
 Test(audit, every_single_byte_edit_is_detected) {

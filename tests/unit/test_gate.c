@@ -180,3 +180,43 @@ Test(gate, a_tool_that_ignores_its_stdin_does_not_kill_the_gate) {
   free(req);
   gate_close(g);
 }
+
+/* The answers are written directly (json_buf), not dumped from a tree: they
+ * must be exactly what json_dump writes for them, hostile strings
+ * included, and valid JSON even when a tool's stderr is not UTF-8. */
+Test(gate, answers_are_exact_json_even_for_hostile_text) {
+  write_text("bad.sh", "#!/bin/sh\nprintf '\\377\\376 \"quoted\" back\\\\slash \\001\\n' >&2\nexit 3\n", 0755);
+  const char *policy =
+      "{\"version\": 1, \"tools\": {"
+      " \"echo\": {\"backend\": {\"type\": \"builtin\", \"name\": \"echo\"}, \"rules\": [{\"effect\": \"allow\"}]},"
+      " \"bad\": {\"backend\": {\"type\": \"exec\", \"argv\": [\"bad.sh\"]}, \"rules\": [{\"effect\": \"allow\"}]},"
+      " \"no\": {\"backend\": {\"type\": \"builtin\", \"name\": \"echo\"},"
+      "        \"rules\": [{\"effect\": \"deny\", \"reason\": \"not \\\"this\\\"\\n\\u00e9\"}]}}}";
+  struct gate *g = open_gate(policy, "hostile");
+  const char *reqs[] = {
+      "{\"v\":1,\"tool\":\"echo\",\"args\":{\"s\":\"\\u0000\\u001f\\\"\\\\/\\ud83d\\ude00\",\"n\":[1.50,-0,{}]}}",
+      "{\"v\":1,\"tool\":\"no\",\"args\":{}}",
+      "{\"v\":1,\"tool\":\"nope\\\"\\n\",\"args\":{}}",
+  };
+  for (size_t i = 0; i < sizeof reqs / sizeof *reqs; i++) {
+    size_t len = 0;
+    cleanup_json json_t *req = json_parse(reqs[i], strlen(reqs[i]), NULL, NULL);
+    cr_assert_not_null(req);
+    cleanup_free char *id = xasprintf("h%zu", i);
+    cleanup_free char *resp = gate_handle(g, id, req, NULL, &len);
+    cr_assert_eq(len, strlen(resp));
+    cleanup_json json_t *back = json_parse(resp, len, NULL, NULL);
+    cr_assert_not_null(back, "%s", resp);
+    cleanup_free char *dumped = json_dump(back, false, NULL);
+    cr_assert_str_eq(resp, dumped);
+  }
+  size_t len = 0;
+  cleanup_json json_t *req = json_parse("{\"v\":1,\"tool\":\"bad\",\"args\":{}}", 30, NULL, NULL);
+  cleanup_free char *resp = gate_handle(g, "h9", req, NULL, &len);
+  cleanup_json json_t *back = json_parse(resp, len, NULL, NULL);
+  cr_assert_not_null(back, "not JSON: %s", resp);
+  const char *msg = json_string_value(json_get_path(back, "error.message"));
+  cr_assert_not_null(msg, "%s", resp);
+  cr_assert_not_null(strstr(msg, "\xef\xbf\xbd\xef\xbf\xbd \"quoted\" back\\slash \x01"), "%s", resp);
+  gate_close(g);
+}

@@ -74,3 +74,129 @@ Test(json, edit_object_and_array) {
   cleanup_json json_t *c = json_copy(o);
   cr_assert(json_equal(o, c));
 }
+
+/* ---- json_buf: the direct serializer must write exactly json_dump's bytes
+ * for anything json_dump can write, and valid JSON for anything else. ---- */
+
+static char *buf_string(const char *s, size_t n, size_t *len) {
+  struct json_buf b = {0};
+  json_buf_string(&b, s, n);
+  *len = b.len;
+  return b.s;
+}
+
+static void assert_same_as_dump(const char *s, size_t n) {
+  cleanup_json json_t *v = json_new_stringn(s, n);
+  size_t dl = 0, bl = 0;
+  cleanup_free char *d = json_dump(v, false, &dl);
+  cleanup_free char *b = buf_string(s, n, &bl);
+  cr_assert_eq(bl, dl, "length %zu vs json_dump's %zu: %s vs %s", bl, dl, b, d);
+  cr_assert_eq(memcmp(b, d, dl), 0, "%s vs json_dump's %s", b, d);
+  cr_assert_eq(b[bl], '\0');
+  /* and it reads back as the same bytes */
+  cleanup_json json_t *back = json_parse(b, bl, NULL, NULL);
+  cr_assert(json_equal(back, v), "%s does not read back", b);
+}
+
+Test(json, buf_string_escapes_every_byte_like_json_dump) {
+  for (int c = 0; c < 0x80; c++) {
+    char s[3] = {'a', (char)c, 'z'};
+    assert_same_as_dump(s, 3);
+  }
+  const char *hostile[] = {"", "\"", "\\", "\\\"", "</script>", "a/b", "\x7f", "\"},\"hash\":\"x",
+                           "line\nbreak\r\n\ttab\b\f", "caf\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80",
+                           "\xed\xb0\x80" /* lone low surrogate, as yajl decodes \udc00 */};
+  for (size_t i = 0; i < sizeof hostile / sizeof *hostile; i++)
+    assert_same_as_dump(hostile[i], strlen(hostile[i]));
+  assert_same_as_dump("a\0b\0", 4); /* NULs inside, as \u0000 decodes */
+}
+
+Test(json, buf_string_matches_json_dump_on_random_utf8) {
+  /* Random strings from a hostile alphabet: controls, quotes, backslashes,
+   * and 2-, 3- and 4-byte characters, longer than one 4096-byte chunk so
+   * that sequences straddle the chunk boundary. */
+  static const char *pieces[] = {"\x01", "\x1f", "\"", "\\", "/", "\x7f", "a", " ", "\n", "\xc2\x80",
+                                 "\xdf\xbf", "\xe0\xa0\x80", "\xef\xbf\xbf", "\xf0\x90\x80\x80",
+                                 "\xf4\x8f\xbf\xbf", "\0"};
+  unsigned seed = 12345;
+  char *s = xmalloc(20000);
+  for (int round = 0; round < 200; round++) {
+    size_t n = 0, target = round < 190 ? (size_t)(round * 7) : 9000 + (size_t)round;
+    while (n < target) {
+      seed = seed * 1103515245u + 12345u;
+      const char *p = pieces[(seed >> 16) % 16];
+      size_t pl = p[0] ? strlen(p) : 1;
+      memcpy(s + n, p, pl);
+      n += pl;
+    }
+    assert_same_as_dump(s, n);
+  }
+  free(s);
+}
+
+Test(json, buf_string_replaces_invalid_utf8_and_stays_valid_json) {
+  /* json_dump's generator refuses these and leaves broken text (a key
+   * without its value); the serializer writes \ufffd per bad byte. */
+  const struct {
+    const char *in, *out;
+  } cases[] = {
+      {"\xff", "\"\\ufffd\""},
+      {"a\x80z", "\"a\\ufffdz\""},
+      {"\xc3", "\"\\ufffd\""},              /* cut after the lead byte */
+      {"\xe2\x82", "\"\\ufffd\\ufffd\""},   /* cut inside: both bytes replaced */
+      {"\xc3\x28", "\"\\ufffd(\""},         /* a lead byte without continuation */
+      {"\xf8\x88\x80\x80\x80", "\"\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\""},
+      {"ok\xc3\xa9\xfe", "\"ok\xc3\xa9\\ufffd\""},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    size_t bl = 0;
+    cleanup_free char *b = buf_string(cases[i].in, strlen(cases[i].in), &bl);
+    cr_assert_str_eq(b, cases[i].out);
+    cleanup_json json_t *back = json_parse(b, bl, NULL, NULL);
+    cr_assert_not_null(back, "%s is not JSON", b);
+  }
+  /* inside a record, the keys after it keep their values */
+  json_t *o = json_new_object();
+  json_object_set(o, "message", json_new_string("tool said \xff\xfe"));
+  json_object_set(o, "next", json_new_integer(7));
+  struct json_buf b = {0};
+  json_buf_value(&b, o);
+  cleanup_json json_t *back = json_parse(b.s, b.len, NULL, NULL);
+  cr_assert_not_null(back, "%s", b.s);
+  long long next = 0;
+  cr_assert(json_integer_value(json_object_get(back, "next"), &next));
+  cr_assert_eq(next, 7);
+  free(b.s);
+  json_free(o);
+}
+
+Test(json, buf_value_matches_json_dump_on_parsed_trees) {
+  const char *docs[] = {
+      "null", "true", "false", "0", "-1.5e+10", "12345678901234567890", "\"x\"", "[]", "{}",
+      "[1,[2,[3,{\"a\":[]}]],\"\\u0000\\u001f\\\"\\\\/\\ud83d\\ude00\"]",
+      "{\"v\":1,\"tool\":\"echo\",\"args\":{\"msg\":\"hi\\nthere\",\"n\":[1.50,true,null,{}],"
+      "\"\\u00e9\\t\":{\"deep\":{\"er\":\"\\\"},\\\"hash\\\":\\\"\"}}}}",
+  };
+  for (size_t i = 0; i < sizeof docs / sizeof *docs; i++) {
+    cleanup_error tg_error *err = NULL;
+    cleanup_json json_t *v = json_parse(docs[i], strlen(docs[i]), NULL, &err);
+    cr_assert_not_null(v, "%s: %s", docs[i], err ? err->msg : "");
+    size_t dl = 0;
+    cleanup_free char *d = json_dump(v, false, &dl);
+    struct json_buf b = {0};
+    json_buf_value(&b, v);
+    cr_assert_eq(b.len, dl);
+    cr_assert_str_eq(b.s, d);
+    cleanup_json json_t *back = json_parse(b.s, b.len, NULL, NULL);
+    cr_assert(json_equal(back, v));
+    free(b.s);
+  }
+  struct json_buf b = {0};
+  json_buf_value(&b, NULL);
+  json_buf_raw(&b, ",", 1);
+  json_buf_cstr(&b, NULL);
+  json_buf_raw(&b, ",", 1);
+  json_buf_cstr(&b, "s");
+  cr_assert_str_eq(b.s, "null,null,\"s\"");
+  free(b.s);
+}
