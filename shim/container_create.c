@@ -318,8 +318,14 @@ static int do_create(struct cli *cli, const struct create_request *req,
   if (write_bundle_file(u->bundle_fd, bundle, "config.json", eff, eff_len,
                         u->config_mode, err) < 0)
     return -1;
-  if (state_write_json(u->dir, "config.json", config, err) < 0)
-    return -1;
+  {
+    /* The state directory's copy is the same bytes: not serialised again. */
+    cleanup_close int sfd = open(u->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (sfd < 0)
+      return tg_error_set(err, errno, "open %s", u->dir);
+    if (write_file_atomic(sfd, "config.json", eff, eff_len, 0600, false, err) < 0)
+      return -1;
+  }
 
   char now[40];
   rfc3339_now(now, sizeof now);
