@@ -16,9 +16,7 @@
  * for its sandbox process to disappear, and an unreaped zombie never
  * does. */
 #include <errno.h>
-#include <openssl/evp.h>
 #include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -148,21 +146,6 @@ static int run_runsc(struct cli *cli, struct created *c,
   return st;
 }
 
-/* The gate's audit log hashes its first record (the synced "open") with
- * SHA-256, and OpenSSL 3's first fetch of a digest initialises the
- * library: its config file, the default provider, every algorithm's
- * method (about a third of the instructions of a whole `tollgate run`,
- * ~1.5 ms).  A thread pays that while the main thread parses and hardens
- * the bundle; the audit log's own fetch then finds it in OpenSSL's cache.
- * Nothing is skipped: the same initialisation, earlier and in parallel.
- * It is joined before the bridge starts, and no fork on the way there
- * runs anything but exec (proc_spawn), so no lock it holds can leak. */
-static void *warm_up_sha256(void *arg) {
-  (void)arg;
-  EVP_MD_free(EVP_MD_fetch(NULL, "SHA256", NULL));
-  return NULL;
-}
-
 static void reap_children(void) {
   while (waitpid(-1, NULL, WNOHANG) > 0)
     ;
@@ -235,12 +218,8 @@ int cmd_run(struct cli *cli, int argc, char **argv, tg_error **err) {
     }
     req.create.console_socket = console_path;
   }
-  pthread_t warm;
-  bool warming = pthread_create(&warm, NULL, warm_up_sha256, NULL) == 0;
   struct created c;
   int cr = container_create(cli, &req.create, &c, err);
-  if (warming)
-    pthread_join(warm, NULL);
   struct console_relay *relay = NULL;
   if (cr == 0 && console_fd >= 0) {
     int master = console_receive(console_fd, err);
