@@ -4,7 +4,9 @@
  * Usage: startbench HOST_CONFIG BUNDLE_DIR POLICY STATE_PARENT REPS BACKEND
  *
  * For REPS rounds it times, separately:
- *   parse_harden   read config.json, parse it, oci_harden(), serialise it
+ *   parse_harden   read config.json, parse it (and config.json.orig when
+ *                  config.json is an effective config tollgate wrote, as
+ *                  create does), oci_harden(), serialise it
  *   gate_open      gate_open() + gate_close(): policy load, audit log open
  *   bridge_prepare bridge_prepare(): bridge tmpfs, directories, tools.json,
  *                  clients, mounts added to the config
@@ -68,6 +70,7 @@ int main(int argc, char **argv) {
   char *seccomp = host_config_data_path(&host, "seccomp", &err);
   tg_error_free(&err);
   char *cfg_file = xasprintf("%s/config.json", bundle);
+  char *orig_file = xasprintf("%s/config.json.orig", bundle);
 
   double *t[NSTEPS];
   for (int s = 0; s < NSTEPS; s++)
@@ -79,10 +82,26 @@ int main(int argc, char **argv) {
     size_t len = 0;
     if (read_file(cfg_file, 4 << 20, &text, &len, &err) < 0)
       fail(cfg_file, err);
-    json_t *config = json_parse(text, len, NULL, &err);
+    /* As create parses it (with positions), and as create chooses what to
+     * harden: once tollgate has run on the bundle its config.json is the
+     * effective config (marked dev.tollgate.effective, with a full seccomp
+     * list), and create hardens the user's config.json.orig instead. */
+    struct json_parse_options po = {.max_depth = 64, .track_positions = true};
+    json_t *config = json_parse(text, len, &po, &err);
     free(text);
     if (!config)
       fail("config.json", err);
+    const char *mark = json_string_value(json_object_get(
+        json_object_get(config, "annotations"), "dev.tollgate.effective"));
+    if (mark != NULL && strcmp(mark, "true") == 0) {
+      json_free(config);
+      if (read_file(orig_file, 4 << 20, &text, &len, &err) < 0)
+        fail(orig_file, err);
+      config = json_parse(text, len, &po, &err);
+      free(text);
+      if (!config)
+        fail("config.json.orig", err);
+    }
     struct harden_options opts = {.profile = host.profile ? host.profile : "hardened",
                                   .profiles_dir = profiles,
                                   .seccomp_dir = seccomp,
@@ -176,6 +195,7 @@ int main(int argc, char **argv) {
   }
   printf("}\n");
   free(cfg_file);
+  free(orig_file);
   free(profiles);
   free(seccomp);
   host_config_free(&host);

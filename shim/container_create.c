@@ -4,7 +4,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <openssl/evp.h>
+#include <pthread.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -35,6 +38,43 @@ struct undo {
   bool backend_called;
   int lock_fd;           /* the state directory's lock, or -1 */
 };
+
+/* The gate's audit log hashes its first record (the synced "open") with
+ * SHA-256, and OpenSSL 3's first fetch of a digest initialises the
+ * library: its config file, the default provider, every algorithm's
+ * method; callgrind put that at a third of the instructions of a whole
+ * `tollgate run` (~1.5 ms), and the sidecar paid it again before it was
+ * ready.  A thread pays it while create parses and hardens the bundle;
+ * the audit log's own fetch (in `run`, or in the sidecar, which inherits
+ * the initialised library through fork) then finds it in OpenSSL's
+ * cache.  Nothing is skipped: the same initialisation, earlier and on the
+ * other core.  The thread is joined before create forks anything, so no
+ * child can inherit a lock it holds. */
+struct warm_up {
+  pthread_t thread;
+  bool running;
+};
+
+static void *warm_up_sha256(void *arg) {
+  (void)arg;
+  EVP_MD_free(EVP_MD_fetch(NULL, "SHA256", NULL));
+  return NULL;
+}
+
+static void warm_up_start(struct warm_up *w) {
+  /* Signals stay the main thread's (the backend calls forward them). */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  w->running = pthread_create(&w->thread, NULL, warm_up_sha256, NULL) == 0;
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+static void warm_up_wait(struct warm_up *w) {
+  if (w->running)
+    pthread_join(w->thread, NULL);
+  w->running = false;
+}
 
 static void undo_all(struct cli *cli, struct undo *u, const char *id) {
   if (u->backend_called) {
@@ -157,7 +197,8 @@ static int write_bundle_file(int bundle_fd, const char *bundle,
 }
 
 static int do_create(struct cli *cli, const struct create_request *req,
-                     struct created *out, struct undo *u, tg_error **err) {
+                     struct created *out, struct undo *u, struct warm_up *warm,
+                     tg_error **err) {
   const char *id = req->id;
   if (state_check_id(id, err) < 0)
     return -1;
@@ -318,8 +359,14 @@ static int do_create(struct cli *cli, const struct create_request *req,
   if (write_bundle_file(u->bundle_fd, bundle, "config.json", eff, eff_len,
                         u->config_mode, err) < 0)
     return -1;
-  if (state_write_json(u->dir, "config.json", config, err) < 0)
-    return -1;
+  {
+    /* The state directory's copy is the same bytes: not serialised again. */
+    cleanup_close int sfd = open(u->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (sfd < 0)
+      return tg_error_set(err, errno, "open %s", u->dir);
+    if (write_file_atomic(sfd, "config.json", eff, eff_len, 0600, false, err) < 0)
+      return -1;
+  }
 
   char now[40];
   rfc3339_now(now, sizeof now);
@@ -364,6 +411,7 @@ static int do_create(struct cli *cli, const struct create_request *req,
   backend_create_args(&c->backend, &cf, &args);
   struct proc_opts passthrough = {0};
   struct proc_result res;
+  warm_up_wait(warm); /* before the first fork */
   u->backend_called = true;
   int rc = container_call(cli, c, "create", args.v, NULL, &passthrough, &res, err);
   argv_free(&args);
@@ -409,7 +457,10 @@ int container_create(struct cli *cli, const struct create_request *req,
                      struct created *out, tg_error **err) {
   memset(out, 0, sizeof *out);
   struct undo u = {.bundle_fd = -1, .lock_fd = -1};
-  int r = do_create(cli, req, out, &u, err);
+  struct warm_up warm;
+  warm_up_start(&warm);
+  int r = do_create(cli, req, out, &u, &warm, err);
+  warm_up_wait(&warm);
   if (r < 0) {
     undo_all(cli, &u, req->id);
     created_free(out);

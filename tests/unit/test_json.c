@@ -52,6 +52,42 @@ Test(json, positions_are_recorded) {
   cr_assert_eq(x->line, 3);
 }
 
+/* Positions come from a whole-buffer parse (json_parse counts them from
+ * yajl's offset); they must be the ones a byte-at-a-time feed gives: the
+ * '{' or '[' of a container, the last byte of a scalar (a number's last
+ * digit, a string's closing quote, a literal's last letter). */
+Test(json, positions_of_every_kind_of_token) {
+  cleanup_error tg_error *err = NULL;
+  const char *in = "{\n  \"n\": 12,\n  \"a\": [true, null, -1.5e3,\n"
+                   "        \"s\\u00e9\"],\n  \"o\": {\"k\": false}\n}";
+  cleanup_json json_t *v = parse(in, true, &err);
+  cr_assert_not_null(v, "%s", err ? err->msg : "");
+  static const struct {
+    const char *path;
+    unsigned line, col;
+  } want[] = {{"n", 2, 9}, {"a", 3, 8}, {"o", 5, 8}, {"o.k", 5, 18}};
+  cr_assert_eq(v->line, 1);
+  cr_assert_eq(v->col, 1);
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    json_t *x = json_get_path(v, want[i].path);
+    cr_assert_not_null(x, "%s", want[i].path);
+    cr_assert_eq(x->line, want[i].line, "%s line %u", want[i].path, x->line);
+    cr_assert_eq(x->col, want[i].col, "%s col %u", want[i].path, x->col);
+  }
+  json_t *a = json_object_get(v, "a");
+  static const unsigned items[][2] = {{3, 12}, {3, 18}, {3, 26}, {4, 17}};
+  for (size_t i = 0; i < 4; i++) {
+    cr_assert_eq(json_array_get(a, i)->line, items[i][0], "a[%zu]", i);
+    cr_assert_eq(json_array_get(a, i)->col, items[i][1], "a[%zu]", i);
+  }
+  /* A bare scalar (reported only at the end of input) is positioned too. */
+  cleanup_error tg_error *e2 = NULL;
+  cleanup_json json_t *s = parse("\n \"x\"", true, &e2);
+  cr_assert_not_null(s);
+  cr_assert_eq(s->line, 2);
+  cr_assert_eq(s->col, 4);
+}
+
 Test(json, empty_trailing_and_invalid_utf8_fail) {
   cleanup_error tg_error *e1 = NULL, *e2 = NULL, *e3 = NULL;
   cr_assert_null(parse("", false, &e1));
