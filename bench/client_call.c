@@ -3,8 +3,8 @@
  * 128-bit id, req/<id>.json written with O_EXCL, then the req/<id>.done
  * marker; resp/<id>.done polled with fstatat on the directory fd (three
  * immediate checks, then sleeps growing by half from 5 us to 2 ms and never
- * shorter than twice a check, timer slack 1 ns); resp/<id>.json read; both
- * response files removed.
+ * shorter than twice a check, timer slack 1 ns); resp/<id>.json read into
+ * one buffer sized by fstat; both response files removed.
  *
  * Why a copy: tollgate-call is a program, not a library.  Its own
  * --repeat/--concurrency mode is timed too (bench/run.sh); callbench adds
@@ -120,13 +120,23 @@ int bench_client_call(const char *dir, const char *tool, const char *args, char 
     nanosleep(&ts, NULL);
     wait_ns += wait_ns / 2;
   }
+  /* One buffer sized by fstat (bounded by RESP_MAX), as tollgate-call's
+   * read_all: the host wrote the whole body before the marker, and a
+   * caller should not hold 1 MiB per call in flight. */
   fd = openat(resp_dir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0)
     return -errno;
-  char *buf = malloc(RESP_MAX + 1);
+  size_t want = RESP_MAX;
+  if (fstat(fd, &st) == 0 && st.st_size >= 0 && (size_t)st.st_size < RESP_MAX)
+    want = (size_t)st.st_size;
+  char *buf = malloc(want + 1);
+  if (!buf) {
+    close(fd);
+    return -ENOMEM;
+  }
   size_t got = 0;
   ssize_t n;
-  while (got < RESP_MAX && (n = read(fd, buf + got, RESP_MAX - got)) > 0)
+  while (got < want && (n = read(fd, buf + got, want - got)) > 0)
     got += (size_t)n;
   close(fd);
   buf[got] = '\0';
