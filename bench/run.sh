@@ -22,13 +22,15 @@
 # reason printed.
 #
 # Environment: BUILD (default ./build), BACKENDS (default "runsc runc"),
-# BENCH_OUT (default bench/results.json), and the counts below.
+# PARTS (default all: "bridge python startup memory host policy audit"; a
+# subset runs only those, for profiling one path), BENCH_OUT (default
+# bench/results.json), and the counts below.
 set -u
 mode=${1:-full}
 case $mode in
   full)
     : "${SEQ:=5000}" "${CONC:=8}" "${PER:=625}" "${CLI_CALLS:=200}" "${PY_SEQ:=2000}"
-    : "${START_REPS:=15}" "${DECISIONS:=1000000}" "${AUDIT_RECORDS:=100000}"
+    : "${START_REPS:=30}" "${DECISIONS:=1000000}" "${AUDIT_RECORDS:=100000}"
     : "${INTENTS:=500}" "${MEM_PER:=1000}" ;;
   smoke)
     : "${SEQ:=200}" "${CONC:=8}" "${PER:=25}" "${CLI_CALLS:=10}" "${PY_SEQ:=100}"
@@ -635,16 +637,18 @@ bench_audit() {
 }
 
 # ---------------------------------------------------------------- run
+# want PART: whether PARTS (default: all of them) names PART.
+want() { [ -z "${PARTS:-}" ] || [[ " $PARTS " == *" $1 "* ]]; }
 for b in $BACKENDS; do
   if ! command -v "$b" >/dev/null; then skip all "$b" "$b is not installed"; continue; fi
-  bench_bridge "$b"
-  bench_python "$b"
-  bench_startup "$b"
-  bench_memory "$b"
+  want bridge && bench_bridge "$b"
+  want python && bench_python "$b"
+  want startup && bench_startup "$b"
+  want memory && bench_memory "$b"
 done
-bench_bridge_host
-bench_policy
-bench_audit
+want host && bench_bridge_host
+want policy && bench_policy
+want audit && bench_audit
 
 elapsed=$(( $(date +%s) - started ))
 python3 bench/report.py "$RESULTS" "$OUT_JSON" "$mode" "$elapsed" "$BUILD" \
