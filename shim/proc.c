@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,32 +39,38 @@ int proc_spawn(char *const argv[], const struct proc_opts *opts,
     }
     return tg_error_set(err, e, "pipe for %s", argv[0]);
   }
-  pid_t pid = fork();
-  if (pid < 0) {
-    int e = errno;
+  /* posix_spawn, not fork: glibc's clone(CLONE_VM|CLONE_VFORK) copies no
+   * page tables, where a fork of tollgate (libcrypto mapped, bridge
+   * threads running) cost ~1.5 ms in front of every backend call.  The
+   * child gets default dispositions for every signal and an empty mask
+   * (run blocks the forwarded signals in tollgate); an exec failure comes
+   * back as posix_spawn's own error. */
+  posix_spawnattr_t attr;
+  posix_spawn_file_actions_t fa;
+  sigset_t all, none;
+  sigfillset(&all);
+  sigemptyset(&none);
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+  posix_spawn_file_actions_init(&fa);
+  if (out[1] >= 0)
+    posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO);
+  if (errp[1] >= 0)
+    posix_spawn_file_actions_adddup2(&fa, errp[1], STDERR_FILENO);
+  pid_t pid = -1;
+  int e = posix_spawn(&pid, argv[0], &fa, &attr, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  if (e != 0) {
     for (int i = 0; i < 2; i++) {
       if (out[i] >= 0)
         close(out[i]);
       if (errp[i] >= 0)
         close(errp[i]);
     }
-    return tg_error_set(err, e, "fork for %s", argv[0]);
-  }
-  if (pid == 0) {
-    sigset_t none;
-    sigemptyset(&none);
-    for (int s = 1; s < NSIG; s++)
-      if (s != SIGKILL && s != SIGSTOP)
-        signal(s, SIG_DFL);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    if (out[1] >= 0 && dup2(out[1], STDOUT_FILENO) < 0)
-      _exit(127);
-    if (errp[1] >= 0 && dup2(errp[1], STDERR_FILENO) < 0)
-      _exit(127);
-    execv(argv[0], argv);
-    /* Only the exec failed; say so where the parent will see it. */
-    dprintf(STDERR_FILENO, "exec %s: %s\n", argv[0], strerror(errno));
-    _exit(127);
+    return tg_error_set(err, e, "exec %s", argv[0]);
   }
   if (out[1] >= 0)
     close(out[1]);
