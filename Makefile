@@ -17,6 +17,15 @@ OPT     ?= -O2 -g
 CFLAGS_ALL = $(OPT) -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -I. \
              $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(CFLAGS) $(EXTRA_CFLAGS)
 LDLIBS_ALL = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lm $(LDLIBS)
+# build/tollgate links libcrypto statically (the rest stays dynamic): it is
+# exec'd for every runtime call, and loading libcrypto.so cost ~0.5 ms of
+# each exec (perf stat of `tollgate --version`: 1.9 -> 1.4 ms), a tenth of
+# tollgate's share of a container start.  Only SHA-256 and HMAC are used
+# (no TLS, X.509 or ASN.1 parsing); an OpenSSL update still needs a rebuild.
+LDLIBS_TOLLGATE = $(filter-out -lcrypto,$(shell pkg-config --libs $(PKGS) 2>/dev/null)) \
+                  -Wl,-Bstatic -lcrypto -Wl,-Bdynamic \
+                  $(filter-out -lcrypto,$(shell pkg-config --static --libs libcrypto 2>/dev/null)) \
+                  -lpthread -lm $(LDLIBS)
 
 # Every .c directly in these directories is part of the tollgate library;
 # shim/main.c holds main().  Subdirectories (bridge/client/) are built
@@ -55,7 +64,7 @@ $(BUILD)/libtollgate.a: $(LIB_OBJS)
 	rm -f $@ && ar rcs $@ $^
 
 $(BUILD)/tollgate: $(BUILD)/obj/shim/main.o $(BUILD)/libtollgate.a
-	$(CC) $(CFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL)
+	$(CC) $(CFLAGS_ALL) -o $@ $^ $(LDLIBS_TOLLGATE)
 
 # The in-container clients: static, no dependency on the container's libc.
 $(BUILD)/tollgate-call: bridge/client/tollgate-call.c $(wildcard bridge/client/*.h)
