@@ -168,7 +168,7 @@ int main(int argc, char **argv) {
       fail("bridge_prepare", err);
     struct bridge_server *server = NULL;
     t0 = monotonic_ns();
-    if (bridge_serve_in_process(&setup, &server, &err) < 0)
+    if (bridge_serve_in_process(&setup, NULL, &server, &err) < 0)
       fail("bridge_serve_in_process", err);
     t1 = monotonic_ns();
     t[SERVE][r] = (double)(t1 - t0) / 1e3;

@@ -3,8 +3,10 @@
  * create:  bridge_prepare() before the backend's create (tmpfs, directories,
  *          tools.json, clients, mounts added to the effective config), then
  *          bridge_spawn_sidecar() once the container's init pid is known.
- * run:     bridge_prepare(), then bridge_serve_in_process() around the
- *          backend's run, then bridge_stop_in_process().
+ * run:     bridge_gate_open_begin() early and bridge_gate_open_end()
+ *          before the backend is called, bridge_prepare(), then
+ *          bridge_serve_in_process() around the backend's run, then
+ *          bridge_stop_in_process().
  * delete:  bridge_teardown() stops the sidecar (if alive), unmounts and
  *          removes the bridge area.  Idempotent.
  */
@@ -39,9 +41,20 @@ int bridge_prepare(const struct bridge_setup *setup, json_t *config,
 int bridge_spawn_sidecar(const struct bridge_setup *setup, pid_t init_pid,
                          pid_t *pid, tg_error **err);
 
-/* In-process bridge for `tollgate run`. */
+/* `tollgate run` opens the gate (policy, audit log, control socket) on a
+ * thread while create hardens the bundle: begin never fails (without a
+ * thread it opens the gate itself), end joins and hands over the gate, or
+ * the error that stopped it.  setup must outlive the opening. */
+struct bridge_gate_opening;
+struct bridge_gate_opening *bridge_gate_open_begin(const struct bridge_setup *setup);
+int bridge_gate_open_end(struct bridge_gate_opening *o, struct gate **gate,
+                         tg_error **err);
+
+/* In-process bridge for `tollgate run`.  gate: one opened by
+ * bridge_gate_open_end(), owned from here on, even on failure; NULL opens
+ * one here. */
 struct bridge_server;
-int bridge_serve_in_process(const struct bridge_setup *setup,
+int bridge_serve_in_process(const struct bridge_setup *setup, struct gate *gate,
                             struct bridge_server **out, tg_error **err);
 void bridge_stop_in_process(struct bridge_server *s);
 

@@ -261,7 +261,7 @@ int gate_open(const struct gate_config *cfg, struct gate **out, tg_error **err) 
   g->calls = xcalloc(CALLS_KEPT, sizeof *g->calls);
   if (cfg->policy_path && policy_load(cfg->policy_path, &g->policy, err) < 0)
     goto fail;
-  if (g->policy && start_mcp(g, err) < 0)
+  if (g->policy && !cfg->defer_tools && start_mcp(g, err) < 0)
     goto fail;
   g->budget = budget_new(g->policy);
   g->approvals = approvals_new(g->policy ? g->policy->max_pending : 10);
@@ -293,6 +293,12 @@ int gate_open(const struct gate_config *cfg, struct gate **out, tg_error **err) 
 fail:
   gate_close(g);
   return -1;
+}
+
+int gate_start_tools(struct gate *g, tg_error **err) {
+  if (g->policy == NULL || g->mcp != NULL)
+    return 0;
+  return start_mcp(g, err);
 }
 
 /* Seconds as a short JSON number ("0.3", not 0.29999999999999999). */

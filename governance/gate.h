@@ -38,11 +38,18 @@ struct gate_config {
   const char *approver_group;
   const char *control_socket; /* where the sidecar serves approve/pending/calls;
                                  NULL: none (unit tests) */
+  bool defer_tools; /* leave the MCP servers to gate_start_tools() */
 };
 
 /* Load the policy and open the audit log.  A broken policy fails here with
  * every error and its line, column and field path. */
 int gate_open(const struct gate_config *cfg, struct gate **out, tg_error **err);
+
+/* Start the policy's MCP servers, when gate_open() was told to defer them.
+ * They die with the thread that starts them (PR_SET_PDEATHSIG), so a gate
+ * opened on a short-lived thread starts them here, from the thread that
+ * serves it.  Call before the gate serves any call. */
+int gate_start_tools(struct gate *g, tg_error **err);
 
 /* Write tools.json (name, description, args schema, timeout of each tool)
  * into dirfd/name for the in-container clients. */

@@ -241,7 +241,9 @@ int cmd_run(struct cli *cli, int argc, char **argv, tg_error **err) {
   }
   int status = -1;
   struct bridge_server *server = NULL;
-  if (bridge_serve_in_process(&c.setup, &server, err) == 0) {
+  struct gate *gate = c.gate;
+  c.gate = NULL; /* the server's from here on */
+  if (bridge_serve_in_process(&c.setup, gate, &server, err) == 0) {
     status = runc ? run_runc(cli, &c, sfd, err)
                   : run_runsc(cli, &c, &req.create, sfd, err);
     bridge_stop_in_process(server);

@@ -69,6 +69,8 @@ struct created {
   char *dir;
   char *policy_path;            /* NULL when there is no policy */
   struct bridge_setup setup;    /* points into this struct and cli */
+  struct gate *gate;            /* in_process_bridge: opened during create,
+                                   for bridge_serve_in_process() */
   struct container container;   /* loaded after a successful create */
 };
 

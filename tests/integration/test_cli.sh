@@ -38,6 +38,8 @@ for rt in $BACKENDS; do
   b=$work/life-$rt id=life-$rt
   make_bundle "$b" sh -c 'echo up; exec sleep 60'
   cp "$b/config.json" "$work/original-$rt.json"
+  chmod 0640 "$b/config.json"
+  inode=$(stat -c %i "$b/config.json")
   tg --runtime "$rt" create --bundle "$b" --pid-file "$work/$id.pid" "$id" \
     </dev/null >/dev/null 2>"$work/$id.create.err"
   check_eq "$rt: create succeeds silently" "0:" "$?:$(cat "$work/$id.create.err")"
@@ -49,6 +51,9 @@ for rt in $BACKENDS; do
   check_eq "$rt: state pid is the pid file's" "$pid" "$(json_get pid <<<"$state")"
   check "$rt: effective config written back, original kept" \
     cmp -s "$b/config.json.orig" "$work/original-$rt.json"
+  check_eq "$rt: the original is the user's very file (a hard link, not a copy)" \
+    "$inode 640" "$(stat -c '%i %a' "$b/config.json.orig")"
+  check_eq "$rt: the effective config keeps the user's mode" 640 "$(stat -c %a "$b/config.json")"
   check "$rt: effective config is marked" grep -q dev.tollgate.effective "$b/config.json"
 
   sidecar=$(json_get tollgate.sidecar_pid <<<"$state")

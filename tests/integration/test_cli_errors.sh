@@ -34,6 +34,16 @@ expect_error "bad JSON" 'config.json: .*line 2, column [0-9]+.*fix the JSON' \
   tg create --bundle "$work/badjson" e1
 check "bad JSON: config.json untouched" cmp -s "$work/badjson/config.json" "$work/badjson.before"
 check_fails "bad JSON: no original written" test -e "$work/badjson/config.json.orig"
+# A crash can leave the (unsynced) effective config half-written: the
+# error then points at the original that an earlier create kept.
+make_bundle "$work/halfwritten"
+mv "$work/halfwritten/config.json" "$work/halfwritten/config.json.orig"
+printf '{"ociVersion": "1.0.2", "annotations": {"dev.tollgate.eff' >"$work/halfwritten/config.json"
+expect_error "half-written effective config" 'config.json: .*fix the JSON; config.json.orig beside it is the original .*move config.json.orig back to config.json' \
+  tg create --bundle "$work/halfwritten" e1
+check "half-written effective config: the original is untouched" \
+  python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$work/halfwritten/config.json.orig"
+check_fails "half-written effective config: no state left" test -e "$TG_ROOT/e1"
 make_bundle "$work/norootfs"
 python3 - "$work/norootfs/config.json" <<'PY'
 import json, sys

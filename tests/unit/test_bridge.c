@@ -556,7 +556,7 @@ Test(sidecar, in_process_bridge_for_run) {
   struct bridge_setup setup = {.container_id = "unit", .state_dir = state, .host = &h};
   struct bridge_server *s = NULL;
   tg_error *err = NULL;
-  cr_assert_eq(bridge_serve_in_process(&setup, &s, &err), 0, "%s", err ? err->msg : "");
+  cr_assert_eq(bridge_serve_in_process(&setup, NULL, &s, &err), 0, "%s", err ? err->msg : "");
   put_request("ip1", "{\"v\":1,\"tool\":\"echo\",\"args\":{}}", true);
   assert_error_response("ip1", "\"denied\"");
   bridge_stop_in_process(s);
