@@ -34,17 +34,27 @@
 
 enum job_kind { JOB_CALL, JOB_UNANSWERABLE, JOB_RESERVE };
 
+/* An id the watcher has taken.  marker_gone: the worker removed its
+ * req/<id>.done after answering (set after the unlink, read by the
+ * watcher to tell a duplicate report of that marker from a replay). */
+struct seen_id {
+  atomic_bool marker_gone;
+  char id[];
+};
+
 struct job {
   enum job_kind kind;
   char id[BRIDGE_ID_MAX + 1];
   json_t *request;   /* JOB_CALL: parsed request or NULL */
-  bool remove_body;  /* JOB_CALL: req/<id>.json is still there */
+  struct seen_id *seen; /* JOB_CALL: req/<id>.done and .json are still
+                           there, for the worker to remove once answered */
   char *reason;      /* JOB_CALL: why request is NULL; JOB_UNANSWERABLE: what */
 };
 
-/* A set of answered ids, touched only by the watcher thread. */
+/* A set of taken ids, touched only by the watcher thread (the entries'
+ * marker_gone flags excepted). */
 struct seen_set {
-  char **slots;
+  struct seen_id **slots;
   size_t cap, len;
 };
 
@@ -86,32 +96,34 @@ static size_t hash_id(const char *s) {
   return h;
 }
 
-static bool seen_contains(struct seen_set *set, const char *id) {
+static struct seen_id *seen_find(struct seen_set *set, const char *id) {
   if (set->cap == 0)
-    return false;
+    return NULL;
   for (size_t i = hash_id(id) & (set->cap - 1);; i = (i + 1) & (set->cap - 1)) {
     if (set->slots[i] == NULL)
-      return false;
-    if (strcmp(set->slots[i], id) == 0)
-      return true;
+      return NULL;
+    if (strcmp(set->slots[i]->id, id) == 0)
+      return set->slots[i];
   }
 }
 
-static void seen_insert_slot(char **slots, size_t cap, char *id) {
-  size_t i = hash_id(id) & (cap - 1);
+static void seen_insert_slot(struct seen_id **slots, size_t cap,
+                             struct seen_id *e) {
+  size_t i = hash_id(e->id) & (cap - 1);
   while (slots[i] != NULL)
     i = (i + 1) & (cap - 1);
-  slots[i] = id;
+  slots[i] = e;
 }
 
-/* false when the set is full: the caller then refuses the call, because an
- * id it cannot remember is an id it could answer twice. */
-static bool seen_add(struct seen_set *set, const char *id) {
+/* NULL when the set is full: the caller then refuses the call, because an
+ * id it cannot remember is an id it could answer twice.  Entries never
+ * move (the table holds pointers), so a job may keep one. */
+static struct seen_id *seen_add(struct seen_set *set, const char *id) {
   if (set->len >= SEEN_MAX)
-    return false;
+    return NULL;
   if ((set->len + 1) * 2 > set->cap) {
     size_t ncap = set->cap ? set->cap * 2 : 1024;
-    char **n = xcalloc(ncap, sizeof *n);
+    struct seen_id **n = xcalloc(ncap, sizeof *n);
     for (size_t i = 0; i < set->cap; i++)
       if (set->slots[i])
         seen_insert_slot(n, ncap, set->slots[i]);
@@ -119,9 +131,13 @@ static bool seen_add(struct seen_set *set, const char *id) {
     set->slots = n;
     set->cap = ncap;
   }
-  seen_insert_slot(set->slots, set->cap, xstrdup(id));
+  size_t len = strlen(id);
+  struct seen_id *e = xcalloc(1, sizeof *e + len + 1);
+  atomic_init(&e->marker_gone, false);
+  memcpy(e->id, id, len + 1);
+  seen_insert_slot(set->slots, set->cap, e);
   set->len++;
-  return true;
+  return e;
 }
 
 static void seen_free(struct seen_set *set) {
@@ -186,9 +202,27 @@ static void job_free(struct job *j) {
   free(j);
 }
 
+static bool remove_entry(int parent, const char *name, int depth);
+
+/* A taken call's request files, once it is answered (or dropped): the
+ * body, then the marker, then the mark that the marker is gone. */
+static void remove_request_files(struct bridge_service *s, struct job *j) {
+  if (j->kind != JOB_CALL || j->seen == NULL)
+    return;
+  char name[BRIDGE_ID_MAX + 8];
+  snprintf(name, sizeof name, "%s.json", j->id);
+  remove_entry(s->opt.req_fd, name, 0);
+  snprintf(name, sizeof name, "%s.done", j->id);
+  remove_entry(s->opt.req_fd, name, 0);
+  atomic_store(&j->seen->marker_gone, true);
+  j->seen = NULL;
+}
+
 static void post(struct bridge_service *s, struct job *j) {
-  if (!queue_push(s, j))
+  if (!queue_push(s, j)) {
+    remove_request_files(s, j);
     job_free(j);
+  }
 }
 
 static void post_unanswerable(struct bridge_service *s, char *what) {
@@ -199,8 +233,6 @@ static void post_unanswerable(struct bridge_service *s, char *what) {
 }
 
 /* ---- removing what the container left, without following anything ---- */
-
-static bool remove_entry(int parent, const char *name, int depth);
 
 static void remove_dir_contents(int parent, const char *name, int depth) {
   if (depth >= REMOVE_DEPTH)
@@ -261,21 +293,29 @@ static void process_marker(struct bridge_service *s, const char *id) {
   char marker[BRIDGE_ID_MAX + 8], body[BRIDGE_ID_MAX + 8];
   snprintf(marker, sizeof marker, "%s.done", id);
   snprintf(body, sizeof body, "%s.json", id);
-  /* The same marker can be reported twice (inotify plus a rescan): the
-   * one call that removes it handles it.  Removing it first (the body is
-   * read after) saves the stat that used to ask whether it was still
-   * there. */
-  if (!remove_entry(s->opt.req_fd, marker, 0))
-    return;
-  if (seen_contains(&s->seen, id)) {
-    /* Answered once already: never answer again (the first caller may not
-     * have read its response yet), but count and audit the attempt. */
+  /* The seen set, not an unlink, decides who handles a marker: the same
+   * marker can be reported twice (inotify plus a rescan), and the marker
+   * is removed by the worker after the response (an unlink on the watcher,
+   * which every call passes through, was ~5 us of each call's latency). */
+  struct seen_id *taken = seen_find(&s->seen, id);
+  if (taken != NULL) {
+    /* Its marker not yet removed: this is that marker, reported again.
+     * Removed, and here again: a new one for an id already answered.
+     * Never answer twice (the first caller may not have read its response
+     * yet), but count and audit the attempt.  The one call that removes
+     * the new marker handles it. */
+    if (!atomic_load(&taken->marker_gone) ||
+        !remove_entry(s->opt.req_fd, marker, 0))
+      return;
     remove_entry(s->opt.req_fd, body, 0);
     atomic_fetch_add(&s->st.replays, 1);
     post_unanswerable(s, xasprintf("replayed call id %s", id));
     return;
   }
-  if (!seen_add(&s->seen, id)) {
+  taken = seen_add(&s->seen, id);
+  if (taken == NULL) {
+    if (!remove_entry(s->opt.req_fd, marker, 0))
+      return;
     remove_entry(s->opt.req_fd, body, 0);
     post_unanswerable(s, xasprintf("call id %s: too many calls for one "
                                    "container run", id));
@@ -283,6 +323,7 @@ static void process_marker(struct bridge_service *s, const char *id) {
   }
   struct job *j = xcalloc(1, sizeof *j);
   j->kind = JOB_CALL;
+  j->seen = taken;
   memcpy(j->id, id, strlen(id) + 1);
   char *buf = NULL;
   size_t len = 0;
@@ -295,10 +336,10 @@ static void process_marker(struct bridge_service *s, const char *id) {
     j->request = bridge_parse_request(buf, len, &j->reason);
     free(buf);
   }
-  /* The body is removed by the worker once the response is out (run_job):
-   * off the watcher, which every call passes through, and after the part
-   * the caller waits for.  A rescan leaves bodies alone until they are old. */
-  j->remove_body = true;
+  /* The body and the marker are removed by the worker once the response
+   * is out (run_job): off the watcher, which every call passes through,
+   * and after the part the caller waits for.  A rescan leaves bodies alone
+   * until they are old. */
   atomic_fetch_add(&s->st.requests, 1);
   if (j->request == NULL)
     atomic_fetch_add(&s->st.bad, 1);
@@ -581,11 +622,7 @@ static void run_job(struct bridge_service *s, struct job *j) {
     if (body != NULL)
       write_response(s, j->id, body, len);
     free(body);
-    if (j->remove_body) {
-      char name[BRIDGE_ID_MAX + 8];
-      snprintf(name, sizeof name, "%s.json", j->id);
-      remove_entry(s->opt.req_fd, name, 0);
-    }
+    remove_request_files(s, j);
     break;
   }
   case JOB_UNANSWERABLE:

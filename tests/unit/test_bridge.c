@@ -303,6 +303,13 @@ Test(bridge, hostile_requests_are_refused_and_nothing_is_followed) {
 Test(bridge, each_id_is_answered_once) {
   put_request("once", "{\"v\":1,\"tool\":\"echo\",\"args\":{}}", true);
   assert_error_response("once", NULL);
+  /* The worker removes the request's marker right after the response; a
+   * replay is a new marker for the answered id. */
+  struct stat st;
+  for (int i = 0; i < 3000 && fstatat(rfd, "once.done", &st, AT_SYMLINK_NOFOLLOW) == 0; i++)
+    usleep(1000);
+  cr_assert_neq(fstatat(rfd, "once.done", &st, AT_SYMLINK_NOFOLLOW), 0,
+                "the answered call's marker is removed");
   put_request("once", "{\"v\":1,\"tool\":\"echo\",\"args\":{}}", true);
   cr_assert_null(get_response("once", 300));
   struct bridge_service_stats s = stats();
