@@ -57,6 +57,12 @@ struct bridge_server;
 int bridge_serve_in_process(const struct bridge_setup *setup, struct gate *gate,
                             struct bridge_server **out, tg_error **err);
 void bridge_stop_in_process(struct bridge_server *s);
+/* The same in two halves, so that the caller can tear the container down
+ * meanwhile: _begin stops serving (the service, the control socket, the
+ * area's descriptors: the area can be unmounted after it) and closes the
+ * gate on a thread; _end waits for that and frees s. */
+void bridge_stop_in_process_begin(struct bridge_server *s);
+void bridge_stop_in_process_end(struct bridge_server *s);
 
 /* Stop the sidecar, unmount and remove the bridge area.  Missing is fine. */
 int bridge_teardown(const char *state_dir, tg_error **err);

@@ -681,11 +681,16 @@ void gate_container_stopped(struct gate *g) {
     approvals_stop(g->approvals);
 }
 
+void gate_stop_control(struct gate *g) {
+  control_stop(g->control);
+  g->control = NULL;
+}
+
 void gate_close(struct gate *g) {
   if (g == NULL)
     return;
   gate_container_stopped(g);
-  control_stop(g->control);
+  gate_stop_control(g);
   if (g->policy)
     for (size_t i = 0; g->mcp && i < g->policy->nmcp; i++)
       mcp_stop(g->mcp[i]);

@@ -51,6 +51,10 @@ int gate_open(const struct gate_config *cfg, struct gate **out, tg_error **err);
  * serves it.  Call before the gate serves any call. */
 int gate_start_tools(struct gate *g, tg_error **err);
 
+/* Stop serving the control socket and remove it, before gate_close()
+ * (which otherwise does it): for a caller about to remove its directory. */
+void gate_stop_control(struct gate *g);
+
 /* Write tools.json (name, description, args schema, timeout of each tool)
  * into dirfd/name for the in-container clients. */
 int gate_write_tools_json(struct gate *g, int dirfd, const char *name,

@@ -246,7 +246,8 @@ int cmd_run(struct cli *cli, int argc, char **argv, tg_error **err) {
   if (bridge_serve_in_process(&c.setup, gate, &server, err) == 0) {
     status = runc ? run_runc(cli, &c, sfd, err)
                   : run_runsc(cli, &c, &req.create, sfd, err);
-    bridge_stop_in_process(server);
+    /* The gate closes (audit log synced) while the container is removed. */
+    bridge_stop_in_process_begin(server);
   }
   console_relay_stop(relay);
   if (!req.keep || status < 0) {
@@ -258,6 +259,7 @@ int cmd_run(struct cli *cli, int argc, char **argv, tg_error **err) {
     }
     tg_error_free(&e);
   }
+  bridge_stop_in_process_end(server);
   created_free(&c);
   reap_children();
   sigprocmask(SIG_SETMASK, &old, NULL);
