@@ -29,7 +29,7 @@ set -u
 mode=${1:-full}
 case $mode in
   full)
-    : "${SEQ:=5000}" "${CONC:=8}" "${PER:=625}" "${CLI_CALLS:=200}" "${PY_SEQ:=2000}"
+    : "${SEQ:=5000}" "${CONC:=8}" "${PER:=2500}" "${CLI_CALLS:=200}" "${PY_SEQ:=2000}"
     : "${START_REPS:=30}" "${DECISIONS:=1000000}" "${AUDIT_RECORDS:=100000}"
     : "${INTENTS:=500}" "${MEM_PER:=1000}" ;;
   smoke)
