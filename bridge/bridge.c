@@ -5,7 +5,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -77,11 +76,7 @@ struct bridge_gate_opening *bridge_gate_open_begin(const struct bridge_setup *se
   struct bridge_gate_opening *o = xcalloc(1, sizeof *o);
   bridge_gate_config(setup, &o->cfg, &o->control);
   o->cfg.defer_tools = true; /* end starts them, on the caller's thread */
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  o->threaded = pthread_create(&o->thread, NULL, open_gate, o) == 0;
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  o->threaded = thread_start_masked(&o->thread, open_gate, o);
   if (!o->threaded)
     open_gate(o);
   return o;
@@ -167,11 +162,7 @@ void bridge_stop_in_process_begin(struct bridge_server *s) {
    * audit log's "closed" record (~0.5 ms), on a thread, while the caller
    * tears the container down.  Signals stay the main thread's. */
   gate_stop_control(s->gate);
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  s->closer_running = pthread_create(&s->closer, NULL, close_gate, s->gate) == 0;
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  s->closer_running = thread_start_masked(&s->closer, close_gate, s->gate);
   if (!s->closer_running)
     gate_close(s->gate);
   s->gate = NULL;

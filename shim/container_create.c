@@ -7,7 +7,6 @@
 #include <openssl/evp.h>
 #include <pthread.h>
 #include <pwd.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -74,11 +73,7 @@ static void *warm_up_sha256(void *arg) {
 
 static void warm_up_start(struct warm_up *w) {
   /* Signals stay the main thread's (the backend calls forward them). */
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  w->running = pthread_create(&w->thread, NULL, warm_up_sha256, NULL) == 0;
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  w->running = thread_start_masked(&w->thread, warm_up_sha256, NULL);
 }
 
 static void warm_up_wait(struct warm_up *w) {

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <limits.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -358,4 +359,13 @@ char *executable_dir(void) {
     return NULL;
   *slash = '\0';
   return xstrdup(buf);
+}
+
+bool thread_start_masked(pthread_t *t, void *(*fn)(void *), void *arg) {
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  bool ok = pthread_create(t, NULL, fn, arg) == 0;
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return ok;
 }

@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <pthread.h>
 #include <sys/types.h>
 
 #include "shim/error.h"
@@ -76,5 +77,9 @@ char *executable_dir(void);
 
 /* Monotonic clock in nanoseconds. */
 unsigned long long monotonic_ns(void);
+
+/* pthread_create() with every signal blocked in the new thread, so that
+ * signals (and the threads it starts in turn) stay the main thread's. */
+bool thread_start_masked(pthread_t *t, void *(*fn)(void *), void *arg);
 
 #endif
