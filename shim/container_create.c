@@ -49,17 +49,18 @@ static int gate_opened(struct undo *u, struct created *out, tg_error **err) {
   return r;
 }
 
-/* The gate's audit log hashes its first record (the synced "open") with
+/* The gate's audit log hashes its first record (the "open") with
  * SHA-256, and OpenSSL 3's first fetch of a digest initialises the
  * library: its config file, the default provider, every algorithm's
  * method; callgrind put that at a third of the instructions of a whole
  * `tollgate run` (~1.5 ms), and the sidecar paid it again before it was
  * ready.  A thread pays it while create parses and hardens the bundle;
- * the audit log's own fetch (in `run`, or in the sidecar, which inherits
- * the initialised library through fork) then finds it in OpenSSL's
- * cache.  Nothing is skipped: the same initialisation, earlier and on the
- * other core.  The thread is joined before create forks anything, so no
- * child can inherit a lock it holds. */
+ * the audit log's own fetch (run's gate opening, on its own thread, or
+ * the sidecar, which inherits the initialised library through fork) then
+ * finds it in OpenSSL's cache.  Nothing is skipped: the same
+ * initialisation, earlier and on the other core.  The thread is joined
+ * before create starts the backend or the sidecar, so no forked child can
+ * inherit a lock it holds. */
 struct warm_up {
   pthread_t thread;
   bool running;
