@@ -3,7 +3,7 @@
 # approval by `tollgate approve` from another process while the code waits,
 # hook approve and deny, an approval timeout that denies, a budget exhausted
 # mid-program, tools imported from an MCP stdio server, the socket backend,
-# `calls` and `pending`, a broken policy stopping create, and the audit log
+# `calls` and `pending`, a broken policy stopping create and run, and the audit log
 # verifying (and failing after a one-byte edit).
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
@@ -194,3 +194,18 @@ out=$(tg create --policy "$here/../fixtures/policies/bad/30-typo-in-tool.json" -
 check_fails "create with a broken policy fails" test "$rc" -eq 0
 check_match "create reports the policy's positioned errors" "30-typo-in-tool.json:2:68: tools.echo.rule: unknown key" "$out"
 tg delete --force broken >/dev/null 2>&1 || true
+# run opens its gate on a thread while it hardens the bundle: a broken
+# policy must still stop it before the backend runs the container.
+for rt in $BACKENDS; do
+  make_bundle "$TG_ROOT/bundles/broken-run-$rt" sh -c 'echo the container ran'
+  cp "$TG_ROOT/bundles/broken-run-$rt/config.json" "$TG_ROOT/broken-run-$rt.orig"
+  out=$(tg --runtime "$rt" run --policy "$here/../fixtures/policies/bad/30-typo-in-tool.json" \
+        -b "$TG_ROOT/bundles/broken-run-$rt" "broken-run-$rt" 2>&1 </dev/null); rc=$?
+  check_fails "$rt: run with a broken policy fails" test "$rc" -eq 0
+  check_match "$rt: run reports the policy's positioned errors" "30-typo-in-tool.json:2:68: tools.echo.rule: unknown key" "$out"
+  check_fails "$rt: the container never ran" grep -q "the container ran" <<<"$out"
+  check_eq "$rt: run with a broken policy leaves no container" "" "$(tg list -q)"
+  check_fails "$rt: nor its state directory" test -e "$TG_ROOT/broken-run-$rt"
+  check "$rt: the bundle's config.json is the user's again" \
+    cmp -s "$TG_ROOT/bundles/broken-run-$rt/config.json" "$TG_ROOT/broken-run-$rt.orig"
+done
