@@ -66,11 +66,11 @@ static void *open_gate(void *arg) {
   return NULL;
 }
 
-/* Opening the gate is ~0.9 ms of a `tollgate run` (policy load, the audit
- * log's create, directory fsync and synced "open" record, the control
- * socket), all of it independent of hardening the bundle, which takes as
- * long on the main thread; done one after the other, both sat in front of
- * the container's start.  The gate's own threads are started from this
+/* Opening the gate was ~0.9 ms of a `tollgate run` (policy load, the
+ * audit log's create and "open" record, then synced there, OpenSSL's first
+ * digest fetch, the control socket), all of it independent of hardening
+ * the bundle, which takes as long on the main thread; done one after the
+ * other, both sat in front of the container's start.  The gate's own threads are started from this
  * one and inherit its mask: every signal stays the main thread's. */
 struct bridge_gate_opening *bridge_gate_open_begin(const struct bridge_setup *setup) {
   struct bridge_gate_opening *o = xcalloc(1, sizeof *o);

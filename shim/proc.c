@@ -23,6 +23,12 @@ int proc_exit_status(int ws) {
   return 255;
 }
 
+static void close_pipe(int fds[2]) {
+  for (int i = 0; i < 2; i++)
+    if (fds[i] >= 0)
+      close(fds[i]);
+}
+
 int proc_spawn(char *const argv[], const struct proc_opts *opts,
                struct proc *p, tg_error **err) {
   int out[2] = {-1, -1}, errp[2] = {-1, -1};
@@ -31,12 +37,8 @@ int proc_spawn(char *const argv[], const struct proc_opts *opts,
   if ((opts->capture_stdout && pipe2(out, O_CLOEXEC) < 0) ||
       (opts->capture_stderr && pipe2(errp, O_CLOEXEC) < 0)) {
     int e = errno;
-    for (int i = 0; i < 2; i++) {
-      if (out[i] >= 0)
-        close(out[i]);
-      if (errp[i] >= 0)
-        close(errp[i]);
-    }
+    close_pipe(out);
+    close_pipe(errp);
     return tg_error_set(err, e, "pipe for %s", argv[0]);
   }
   /* posix_spawn, not fork: glibc's clone(CLONE_VM|CLONE_VFORK) copies no
@@ -64,12 +66,8 @@ int proc_spawn(char *const argv[], const struct proc_opts *opts,
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
   if (e != 0) {
-    for (int i = 0; i < 2; i++) {
-      if (out[i] >= 0)
-        close(out[i]);
-      if (errp[i] >= 0)
-        close(errp[i]);
-    }
+    close_pipe(out);
+    close_pipe(errp);
     return tg_error_set(err, e, "exec %s", argv[0]);
   }
   if (out[1] >= 0)
