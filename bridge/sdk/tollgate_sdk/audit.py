@@ -1,0 +1,105 @@
+"""Reading a run's calls and budget use back from its audit log.
+
+The audit log (docs/audit.md) is the record of what happened, written by
+the gate before each answer; the SDK reports from it rather than from what
+its own tool server saw, so calls that never reached Python (denied,
+over budget, malformed, exec or MCP tools) are in the result too.
+"""
+import dataclasses
+import json
+
+ATTEMPT_EVENTS = ("call", "intent", "unanswerable")
+
+
+@dataclasses.dataclass
+class Call:
+    """One governed call attempt, as the gate recorded it."""
+    call_id: str
+    tool: str
+    args: object
+    decision: str          # "allow" or "deny"
+    reason: str
+    approver: str          # "policy", "uid:0", "hook:NAME", "timeout", ...
+    outcome: str           # "ok" or the error code the program got
+    message: str = ""
+    seq: int = 0
+    intent: bool = False   # an irreversible tool: its intent was on disk before it ran
+
+    def as_dict(self):
+        return dataclasses.asdict(self)
+
+
+def read_records(path):
+    """The audit log's records, [] when there is none yet."""
+    out = []
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    out.append(json.loads(line))
+                except ValueError:
+                    break  # a torn last line: what is before it still stands
+    except FileNotFoundError:
+        pass
+    return out
+
+
+def calls_of_last_run(records):
+    """The calls after the last `open` record (one container run)."""
+    start = 0
+    for i, r in enumerate(records):
+        if r.get("event") == "open":
+            start = i
+    calls, by_id = [], {}
+    for r in records[start:]:
+        ev = r.get("event")
+        if ev == "outcome":
+            c = by_id.get(r.get("call"))
+            if c is not None:
+                c.outcome = r.get("outcome") or ""
+                c.message = r.get("message") or ""
+            continue
+        if ev not in ATTEMPT_EVENTS:
+            continue
+        c = Call(call_id=r.get("call") or "", tool=r.get("tool") or "", args=r.get("args"),
+                 decision=r.get("decision") or "", reason=r.get("reason") or "",
+                 approver=r.get("approver") or "", outcome=r.get("outcome") or "",
+                 message=r.get("message") or "", seq=r.get("seq") or 0,
+                 intent=(ev == "intent"))
+        if ev == "intent" and not c.outcome:
+            c.outcome = "no outcome recorded"
+        calls.append(c)
+        if c.call_id:
+            by_id[c.call_id] = c
+    return calls
+
+
+def budget_used(calls, policy):
+    """What the calls spent of the policy's budgets: every attempt counts
+    toward calls (as tollgate counts them); cost and irreversible count the
+    calls that were allowed to run."""
+    tools = policy.get("tools", {})
+    used = {"calls": 0, "cost": 0, "irreversible": 0, "tools": {}}
+    for c in calls:
+        used["calls"] += 1
+        used["tools"][c.tool] = used["tools"].get(c.tool, 0) + 1
+        if c.decision == "allow":
+            spec = tools.get(c.tool, {})
+            used["cost"] += spec.get("cost", 0)
+            if spec.get("irreversible"):
+                used["irreversible"] += 1
+    return used
+
+
+def may_have_run(call):
+    """Did an irreversible call (possibly) do its work?  After an intent
+    record only "ok" and "tool_failed" are certain; no outcome, a timeout or
+    a stopped container leave it possibly done, so it counts as done."""
+    if call.decision != "allow":
+        return False
+    if call.intent:
+        return call.outcome != "tool_failed"
+    return call.outcome == "ok"

@@ -1,0 +1,660 @@
+"""Sandbox: run model-written code in a fresh hardened container whose only
+way out is a set of governed tools.
+
+    sb = Sandbox(tools=[list_orders, get_order, issue_refund],
+                 budgets={"max_tool_calls": 20}, approval=lambda call: call.args["amount"] < 100)
+    result = sb.run(code)          # Result(stdout, stderr, exit_status, calls, budget_used, audit_log)
+    with sb.session() as s:        # one container, several cells, one budget
+        s.run(cell1); s.run(cell2)
+
+What happens on sb.run(code): the Python tools are served on a Unix
+socket the SDK owns (0600, in a 0700 directory); a policy file is written
+with each of them as a `socket` tool (plus every tool of the policy file
+or dict given as policy=) and checked with `tollgate policy check`; the
+program is bind-mounted read-only at /app in a bundle made by `tollgate
+spec` (the hardened profile) on the rootfs `image`; `tollgate run` runs it
+under runsc (or runc, only when asked) with no network; every call from
+inside is decided on the host by the gate, approvals by the callback (over
+the container's control socket, as `tollgate approve` does), and recorded
+in the audit log the Result points at.
+
+Nothing ever runs on the host in place of the sandbox: when runsc, the
+tollgate binary, root or the rootfs is missing, run() raises
+SandboxUnavailable naming the fix before anything starts.
+"""
+import dataclasses
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+from . import audit
+from .errors import PolicyError, ProgramFailed, SandboxUnavailable
+from .server import ToolServer
+from .tools import as_tool
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE_TREE = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
+DEFAULT_AUDIT_DIR = "/var/log/tollgate/audit"
+CELL_MAX = 100 * 1024  # a session cell travels as an exec argument (MAX_ARG_STRLEN is 128 KiB)
+_SESSION_INIT = ["python3", "-c", "import time\nwhile True:\n    time.sleep(3600)\n"]
+
+
+@dataclasses.dataclass
+class Result:
+    """What one program (or one session cell) did."""
+    stdout: str
+    stderr: str
+    exit_status: int
+    calls: list                 # audit.Call, in order, denied ones too
+    budget_used: dict           # {"calls", "cost", "irreversible", "tools": {name: n}}
+    audit_log: str              # the run's audit log (tollgate audit verify PATH)
+    container_id: str = ""
+    timed_out: bool = False
+
+    @property
+    def ok(self):
+        return self.exit_status == 0
+
+    def as_dict(self):
+        d = dataclasses.asdict(self)
+        d["calls"] = [c.as_dict() for c in self.calls]
+        return d
+
+
+@dataclasses.dataclass
+class ApprovalRequest:
+    """A call parked for approval, as the approval callback sees it."""
+    call_id: str
+    tool: str
+    args: dict
+    reason: str                 # the rule's reason ("refunds over 50 need a human")
+    container: str
+    waiting_ms: int = 0
+    timeout_ms: int = 0
+
+
+def find_tollgate(explicit=None):
+    """The tollgate binary: explicit, $TOLLGATE, the source tree's build/,
+    then PATH.  None when there is none."""
+    for c in (explicit, os.environ.get("TOLLGATE"), os.path.join(SOURCE_TREE, "build", "tollgate")):
+        if c and os.path.isfile(c) and os.access(c, os.X_OK):
+            return os.path.abspath(c)
+        if c and c == explicit:
+            return None
+    return shutil.which("tollgate")
+
+
+def find_rootfs(explicit=None):
+    """The Python rootfs: explicit, $TOLLGATE_ROOTFS, the source tree's
+    build/rootfs/python (made by bundles/rootfs/python.sh)."""
+    for c in (explicit, os.environ.get("TOLLGATE_ROOTFS"),
+              os.path.join(SOURCE_TREE, "build", "rootfs", "python")):
+        if c:
+            return os.path.abspath(c)
+    return None
+
+
+def control_request(path, req, timeout=5.0):
+    """One request to a container's control socket (docs/policy.md, The
+    control socket): one JSON line out, one back."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        s.connect(path)
+        s.sendall((json.dumps(req) + "\n").encode())
+        buf = b""
+        while b"\n" not in buf:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            buf += chunk
+            if len(buf) > (4 << 20):
+                raise OSError("control socket reply too large")
+    return json.loads(buf.split(b"\n", 1)[0] or b"{}")
+
+
+def _decision(answer):
+    """The approval callback's answer -> (approve?, reason)."""
+    reason = ""
+    if isinstance(answer, tuple) and len(answer) == 2:
+        answer, reason = answer
+    if isinstance(answer, str):
+        approve = answer.strip().lower() in ("allow", "approve", "approved", "yes", "y")
+    else:
+        approve = answer is True
+    return approve, str(reason or "")
+
+
+class _ApprovalWatcher(threading.Thread):
+    """Decides the parked calls of one container with the Sandbox's
+    approval callback, over its control socket; or, with approval="cli",
+    prints the command a person types.  The gate's timeout denies whatever
+    nobody decides."""
+
+    def __init__(self, sandbox, container_id):
+        super().__init__(name="tollgate-sdk-approval", daemon=True)
+        self.sb = sandbox
+        self.cid = container_id
+        self.sock = os.path.join(sandbox.root, container_id, "control.sock")
+        self.stopping = threading.Event()
+        self.seen = set()
+        self.decisions = []
+
+    def stop(self):
+        self.stopping.set()
+        if self.is_alive():
+            self.join(timeout=10)
+
+    def run(self):
+        while not self.stopping.wait(0.05):
+            try:
+                reply = control_request(self.sock, {"verb": "pending"}, timeout=2)
+            except (OSError, ValueError):
+                continue
+            for p in reply.get("pending") or []:
+                call = p.get("call")
+                if not isinstance(call, str) or call in self.seen or p.get("decider") == "hook":
+                    continue
+                self.seen.add(call)
+                self.decide(p)
+
+    def decide(self, p):
+        req = ApprovalRequest(call_id=p["call"], tool=p.get("tool") or "", args=p.get("args") or {},
+                              reason=p.get("reason") or "", container=self.cid,
+                              waiting_ms=p.get("waiting_ms") or 0, timeout_ms=p.get("timeout_ms") or 0)
+        cb = self.sb.approval
+        if cb == "cli":
+            tg = self.sb.tollgate
+            print("tollgate_sdk: %s %s waits for a person (%s). Approve or deny it with\n"
+                  "    %s --root %s approve %s %s\n    %s --root %s deny %s %s --reason TEXT"
+                  % (req.tool, json.dumps(req.args), req.reason, tg, self.sb.root, self.cid, req.call_id,
+                     tg, self.sb.root, self.cid, req.call_id), file=sys.stderr, flush=True)
+            return
+        try:
+            approve, why = _decision(cb(req))
+        except Exception as e:  # a broken callback denies; it never approves
+            approve, why = False, "the approval callback raised %s: %s" % (type(e).__name__, e)
+        verb = "approve" if approve else "deny"
+        reason = why or ("approved" if approve else "denied") + " by the SDK's approval callback"
+        self.decisions.append((req.call_id, req.tool, verb, reason))
+        try:
+            control_request(self.sock, {"verb": verb, "call": req.call_id, "reason": reason[:500]})
+        except (OSError, ValueError):
+            pass  # the call ended meanwhile (timeout, container stopped)
+
+
+class Sandbox:
+    """Governed code execution with Python functions as the tools.
+
+    tools       functions (@tool or plain, sync or async), Tool objects, or
+                objects with LangChain's tool shape
+    policy      None, a policy dict, or a policy file path: its budgets,
+                approval settings and tools (exec, socket, mcp backends) are
+                kept; a Python tool of the same name as one of its tools
+                takes that tool's rules, cost, limits from it
+    budgets     merged into the policy's budgets (max_tool_calls, max_cost,
+                max_irreversible, repeat_limit)
+    runtime     "runsc" (gVisor, the default) or "runc" (only when asked)
+    image       the rootfs (default $TOLLGATE_ROOTFS, or the source tree's
+                build/rootfs/python from bundles/rootfs/python.sh)
+    approval    None (nobody answers; the timeout denies), a callback
+                ApprovalRequest -> True/False/"allow"/"deny"/(answer, reason),
+                or "cli" (a person runs the printed `tollgate approve`)
+    approval_timeout   seconds a parked call waits (the policy's approval.timeout)
+    host_config a tollgate host config to start from (its runtime_path,
+                platform, profile, audit_dir...); runtime_path= and
+                audit_dir= override it
+    tollgate    the tollgate binary (default: $TOLLGATE, build/tollgate, PATH)
+    timeout     seconds a program may run before it is killed (default 300)
+    """
+
+    def __init__(self, tools=(), policy=None, budgets=None, runtime="runsc", image=None,
+                 approval=None, approval_timeout=None, host_config=None, runtime_path=None,
+                 audit_dir=None, root=None, tollgate=None, timeout=300, env=None):
+        self.tools = [as_tool(t) for t in tools]
+        names = [t.name for t in self.tools]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise ValueError("two tools are named %s; names must be unique" % ", ".join(sorted(dup)))
+        if runtime not in ("runsc", "runc"):
+            raise ValueError('runtime must be "runsc" or "runc", not %r' % (runtime,))
+        if not (approval is None or approval == "cli" or callable(approval)):
+            raise ValueError('approval must be None, "cli" or a callable')
+        self.base_policy, self.policy_dir = _load_policy(policy)
+        self.budgets = dict(budgets or {})
+        self.runtime = runtime
+        self.image = find_rootfs(image)
+        self.approval = approval
+        self.approval_timeout = approval_timeout
+        self.host_config_path = host_config
+        self.runtime_path = runtime_path
+        self.audit_dir_arg = audit_dir
+        self.root_arg = root
+        self.tollgate = find_tollgate(tollgate)
+        self._tollgate_arg = tollgate
+        self.timeout = timeout
+        self.env = list(env or [])
+        self._server = None
+        self._state = None
+        self._spec = None
+        self._count = 0
+        self._lock = threading.Lock()
+        self.root = None
+        self.audit_dir = None
+        self.config_path = None
+        self.policy = None
+
+    # ---- set-up ------------------------------------------------------------
+
+    def check_available(self):
+        """Raise SandboxUnavailable, naming the fix, unless a hardened
+        sandbox can start here.  Runs nothing."""
+        if self.tollgate is None:
+            where = self._tollgate_arg or "$TOLLGATE, %s/build/tollgate or PATH" % SOURCE_TREE
+            raise SandboxUnavailable("the tollgate binary was not found (%s): build it with 'make' "
+                                     "or install it with 'make install'; nothing was run" % where)
+        if os.geteuid() != 0:
+            raise SandboxUnavailable("tollgate starts containers and mounts the bridge tmpfs: run "
+                                     "this program as root; nothing was run")
+        cfg = self._user_host_config()
+        path = self.runtime_path or (cfg.get("runtime_path") if cfg.get("runtime", self.runtime)
+                                     == self.runtime else None)
+        fix = ("install it with 'make deps' or 'apt-get install %s'%s" %
+               (self.runtime, ", or choose runtime=\"runc\" explicitly" if self.runtime == "runsc" else ""))
+        if path:
+            if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+                raise SandboxUnavailable("%s (%s) not found at %s (runtime_path): %s, or fix "
+                                         "runtime_path; nothing was run"
+                                         % (self.runtime, "gVisor" if self.runtime == "runsc" else "runc",
+                                            path, fix))
+        elif shutil.which(self.runtime) is None:
+            raise SandboxUnavailable("%s (%s) not found in PATH: %s; nothing was run"
+                                     % (self.runtime, "gVisor" if self.runtime == "runsc" else "runc", fix))
+        if self.image is None or not os.path.exists(os.path.join(self.image, "usr", "bin", "python3")):
+            raise SandboxUnavailable("no Python rootfs at %s: build one with 'bash "
+                                     "bundles/rootfs/python.sh DIR' and pass image=DIR (or set "
+                                     "TOLLGATE_ROOTFS); nothing was run" % self.image)
+
+    def _user_host_config(self):
+        if not self.host_config_path:
+            return {}
+        try:
+            with open(self.host_config_path, encoding="utf-8") as f:
+                cfg = json.load(f)
+        except (OSError, ValueError) as e:
+            raise SandboxUnavailable("the host config %s cannot be read: %s"
+                                     % (self.host_config_path, e)) from None
+        return cfg if isinstance(cfg, dict) else {}
+
+    def start(self):
+        """Check, serve the tools, write the host config and the policy.
+        run() calls it on first use; calling it again does nothing."""
+        with self._lock:
+            if self._state is not None:
+                return
+            self.check_available()
+            state = tempfile.mkdtemp(prefix="tollgate-sdk.")
+            os.chmod(state, 0o755)  # the container's uid 65534 reads /app below it
+            try:
+                cfg = self._user_host_config()
+                cfg["runtime"] = self.runtime
+                if self.runtime_path:
+                    cfg["runtime_path"] = self.runtime_path
+                self.audit_dir = os.path.abspath(self.audit_dir_arg or cfg.get("audit_dir") or DEFAULT_AUDIT_DIR)
+                cfg["audit_dir"] = self.audit_dir
+                cfg.setdefault("policy_dir", os.path.join(state, "policies"))
+                self.config_path = os.path.join(state, "config.json")
+                _write_json(self.config_path, cfg, 0o600)
+                self.root = os.path.abspath(self.root_arg or os.path.join(state, "root"))
+                os.makedirs(self.root, exist_ok=True)
+                self._server = ToolServer(self.tools) if self.tools else None
+                self.policy = self._policy_document()
+                self.policy_path = os.path.join(state, "policy.json")
+                self._write_checked_policy(self.policy_path, self.policy)
+                self._state = state
+            except BaseException:
+                if self._server:
+                    self._server.close()
+                    self._server = None
+                shutil.rmtree(state, ignore_errors=True)
+                raise
+
+    def close(self):
+        """Stop serving the tools and remove the SDK's state (bundles,
+        policies, sockets).  Audit logs stay in audit_dir."""
+        with self._lock:
+            if self._server:
+                self._server.close()
+                self._server = None
+            if self._state:
+                if not _has_mounts_under(self._state):
+                    shutil.rmtree(self._state, ignore_errors=True)
+                self._state = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    @property
+    def tool_server(self):
+        return self._server
+
+    # ---- policy --------------------------------------------------------------
+
+    def _policy_document(self, usage=None):
+        p = json.loads(json.dumps(self.base_policy))
+        p.setdefault("version", 1)
+        tools = p.setdefault("tools", {})
+        for t in self.tools:
+            entry = t.policy_entry(self._server.path)
+            given = tools.get(t.name)
+            if isinstance(given, dict):
+                # The policy file's word on governance wins; the backend is ours.
+                for k, v in given.items():
+                    if k not in ("backend",):
+                        entry[k] = v
+            tools[t.name] = entry
+        if self.budgets:
+            p.setdefault("budgets", {}).update(self.budgets)
+        if self.approval_timeout is not None:
+            p.setdefault("approval", {})["timeout"] = self.approval_timeout
+        if usage is not None:
+            p = usage.lowered(p)
+        return p
+
+    def _write_checked_policy(self, path, policy):
+        _write_json(path, policy, 0o644)
+        p = subprocess.run(self._tg("policy", "check", path), capture_output=True, text=True)
+        if p.returncode != 0:
+            msgs = [l for l in p.stderr.splitlines() if l.strip()] or [p.stdout.strip() or "refused"]
+            raise PolicyError(msgs, path)
+
+    def policy_for(self, usage):
+        """Write and check a policy lowered by usage (see repair.Usage);
+        returns its path."""
+        self.start()
+        with self._lock:
+            self._count += 1
+            n = self._count
+        path = os.path.join(self._state, "policy-%d.json" % n)
+        self._write_checked_policy(path, self._policy_document(usage))
+        return path
+
+    # ---- running -------------------------------------------------------------
+
+    def _tg(self, *args):
+        cmd = [self.tollgate]
+        if self.root:
+            cmd += ["--root", self.root]
+        if self.config_path:
+            cmd += ["--config", self.config_path]
+        return cmd + ["--runtime", self.runtime] + list(args) if args and args[0] in (
+            "run", "create") else cmd + list(args)
+
+    def _new_id(self):
+        with self._lock:
+            self._count += 1
+            return "sdk-%d-%d-%s" % (os.getpid(), self._count, secrets.token_hex(3))
+
+    def _bundle(self, cid, args, files=None):
+        """A bundle from `tollgate spec` (cached), with args as the process
+        and files bind-mounted read-only at /app."""
+        if self._spec is None:
+            spec_dir = os.path.join(self._state, "spec")
+            os.makedirs(spec_dir, exist_ok=True)
+            subprocess.run(self._tg("spec", "--bundle", spec_dir, "--rootfs", self.image, "--force"),
+                           check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            with open(os.path.join(spec_dir, "config.json"), encoding="utf-8") as f:
+                self._spec = json.load(f)
+        bundle = os.path.join(self._state, "bundles", cid)
+        app = os.path.join(bundle, "app")
+        os.makedirs(app)
+        for d in (os.path.dirname(bundle), bundle, app):
+            os.chmod(d, 0o755)
+        for name, text in (files or {}).items():
+            fp = os.path.join(app, name)
+            with open(fp, "w", encoding="utf-8") as f:
+                f.write(text)
+            os.chmod(fp, 0o644)
+        config = json.loads(json.dumps(self._spec))
+        proc = config.setdefault("process", {})
+        proc["terminal"] = False
+        proc["cwd"] = "/"
+        proc["args"] = list(args)
+        env = [e for e in proc.get("env", []) if not e.startswith(("PYTHONPATH=", "PYTHONDONTWRITEBYTECODE="))]
+        proc["env"] = env + ["PYTHONPATH=/run/tollgate", "PYTHONDONTWRITEBYTECODE=1",
+                             "PYTHONUNBUFFERED=1"] + self.env
+        config.setdefault("mounts", []).append(
+            {"destination": "/app", "type": "bind", "source": app,
+             "options": ["rbind", "ro", "nosuid", "nodev"]})
+        _write_json(os.path.join(bundle, "config.json"), config, 0o644)
+        return bundle
+
+    def _result(self, cid, out, err, status, timed_out, policy, first=0, calls_so_far=None):
+        log = os.path.join(self.audit_dir, cid + ".jsonl")
+        all_calls = audit.calls_of_last_run(audit.read_records(log))
+        calls = all_calls[first:]
+        return Result(stdout=out, stderr=err, exit_status=status, calls=calls,
+                      budget_used=audit.budget_used(all_calls, policy), audit_log=log,
+                      container_id=cid, timed_out=timed_out)
+
+    def run(self, code, *, check=True, timeout=None, shell=False, policy_path=None, _policy=None):
+        """Run code (Python, or with shell=True a sh command: the image then
+        needs /bin/sh, bundles/rootfs/python.sh --shell) in a fresh hardened
+        container.  Returns a Result; with check=True (the default) a
+        non-zero exit raises ProgramFailed, which carries the Result."""
+        self.start()
+        cid = self._new_id()
+        if shell:
+            args, files = ["sh", "-c", code], {}
+        else:
+            args, files = ["python3", "/app/main.py"], {"main.py": code}
+        bundle = self._bundle(cid, args, files)
+        watcher = _ApprovalWatcher(self, cid) if self.approval is not None else None
+        if watcher:
+            watcher.start()
+        timed_out = False
+        proc = subprocess.Popen(self._tg("run", "--bundle", bundle, "--policy",
+                                         policy_path or self.policy_path, cid),
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            try:
+                out, err = proc.communicate(timeout=timeout or self.timeout)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                subprocess.run(self._tg("kill", cid, "KILL"), capture_output=True)
+                try:
+                    out, err = proc.communicate(timeout=60)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    out, err = proc.communicate()
+        finally:
+            if watcher:
+                watcher.stop()
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            subprocess.run(self._tg("delete", "--force", cid), capture_output=True)
+            shutil.rmtree(bundle, ignore_errors=True)
+        out = out.decode("utf-8", "replace")
+        err = err.decode("utf-8", "replace")
+        status = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode
+        if timed_out:
+            err += "\ntollgate_sdk: the program ran past %s s and was killed\n" % (timeout or self.timeout)
+        result = self._result(cid, out, err, status, timed_out, _policy or self.policy)
+        if status != 0 and not result.calls and "(gVisor) not found" in err:
+            raise SandboxUnavailable(err.strip().splitlines()[-1])
+        if check and status != 0:
+            raise ProgramFailed(result)
+        return result
+
+    def run_shell(self, command, **kw):
+        return self.run(command, shell=True, **kw)
+
+    def session(self):
+        """One container for several cells: `with sb.session() as s:
+        s.run(cell1); s.run(cell2)`.  Cells share the container's /tmp and
+        one set of budgets."""
+        return Session(self)
+
+
+class Session:
+    """A container kept for several cells (see Sandbox.session).  Each
+    cell is a new process in it (`tollgate exec`), so cells share files
+    (/tmp) and the gate's budgets, not Python variables."""
+
+    def __init__(self, sandbox):
+        self.sb = sandbox
+        self.cid = None
+        self._watcher = None
+        self.cells = 0
+
+    def open(self):
+        sb = self.sb
+        sb.start()
+        self.cid = sb._new_id()
+        bundle = sb._bundle(self.cid, _SESSION_INIT)
+        self._bundle_dir = bundle
+        p = subprocess.run(sb._tg("create", "--bundle", bundle, "--policy", sb.policy_path, self.cid),
+                           capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        if p.returncode != 0:
+            shutil.rmtree(bundle, ignore_errors=True)
+            msg = p.stderr.strip() or "tollgate create failed"
+            if "(gVisor) not found" in msg:
+                raise SandboxUnavailable(msg)
+            raise RuntimeError("tollgate create %s: %s" % (self.cid, msg))
+        p = subprocess.run(sb._tg("start", self.cid), capture_output=True, text=True)
+        if p.returncode != 0:
+            self.close()
+            raise RuntimeError("tollgate start %s: %s" % (self.cid, p.stderr.strip()))
+        if sb.approval is not None:
+            self._watcher = _ApprovalWatcher(sb, self.cid)
+            self._watcher.start()
+        return self
+
+    def __enter__(self):
+        return self.open()
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        if self.cid is None:
+            return
+        if self._watcher:
+            self._watcher.stop()
+            self._watcher = None
+        self.sb_delete()
+        self.cid = None
+
+    def sb_delete(self):
+        sb = self.sb
+        subprocess.run(sb._tg("kill", self.cid, "KILL"), capture_output=True)
+        p = subprocess.run(sb._tg("delete", "--force", self.cid), capture_output=True)
+        if p.returncode == 0:
+            shutil.rmtree(self._bundle_dir, ignore_errors=True)
+
+    def run(self, code, *, check=True, timeout=None, shell=False):
+        """Run one cell (Python, or a sh command with shell=True) as a new
+        process in the session's container.  Result.calls are this cell's;
+        Result.budget_used is the session's so far."""
+        if self.cid is None:
+            raise RuntimeError("the session is closed")
+        if len(code.encode()) > CELL_MAX:
+            raise ValueError("a session cell is at most %d bytes (it travels as an exec argument); "
+                             "write larger programs to a file in an earlier cell or use Sandbox.run"
+                             % CELL_MAX)
+        sb = self.sb
+        log = os.path.join(sb.audit_dir, self.cid + ".jsonl")
+        first = len(audit.calls_of_last_run(audit.read_records(log)))
+        argv = ["sh", "-c", code] if shell else ["python3", "-c", code]
+        self.cells += 1
+        timed_out = False
+        proc = subprocess.Popen(sb._tg("exec", self.cid, *argv), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            out, err = proc.communicate(timeout=timeout or sb.timeout)
+        except subprocess.TimeoutExpired:
+            # A cell that hangs takes its session with it: the container is
+            # the unit tollgate can kill.
+            timed_out = True
+            self.close()
+            out, err = proc.communicate()
+        out = out.decode("utf-8", "replace")
+        err = err.decode("utf-8", "replace")
+        status = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode
+        result = sb._result(self.cid or "", out, err, status, timed_out, sb.policy, first=first)
+        if timed_out:
+            result.audit_log = log
+        if check and status != 0:
+            raise ProgramFailed(result)
+        return result
+
+    def run_shell(self, command, **kw):
+        return self.run(command, shell=True, **kw)
+
+
+# ---- helpers -------------------------------------------------------------------
+
+def _write_json(path, obj, mode):
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(obj, f, indent=2)
+        f.write("\n")
+    os.chmod(tmp, mode)
+    os.replace(tmp, path)
+
+
+def _has_mounts_under(path):
+    try:
+        with open("/proc/self/mounts", encoding="utf-8") as f:
+            return any((" " + path + "/") in line for line in f)
+    except OSError:
+        return True
+
+
+def _load_policy(policy):
+    """(policy dict, its directory) from None, a dict or a file path.  A
+    file's relative exec argv[0], approval hook and MCP server argv[0] are
+    made absolute, since tollgate resolves them against the policy file's
+    directory and the SDK writes the policy elsewhere."""
+    if policy is None:
+        return {"version": 1, "tools": {}}, None
+    if isinstance(policy, dict):
+        return json.loads(json.dumps(policy)), None
+    path = os.path.abspath(os.fspath(policy))
+    with open(path, encoding="utf-8") as f:
+        p = json.load(f)
+    base = os.path.dirname(path)
+
+    def absolute(x):
+        return x if not isinstance(x, str) or os.path.isabs(x) else os.path.join(base, x)
+
+    for t in (p.get("tools") or {}).values():
+        b = t.get("backend") if isinstance(t, dict) else None
+        if isinstance(b, dict) and b.get("type") == "exec" and isinstance(b.get("argv"), list) and b["argv"]:
+            b["argv"][0] = absolute(b["argv"][0])
+    for s in (p.get("mcp_servers") or {}).values():
+        if isinstance(s, dict) and isinstance(s.get("argv"), list) and s["argv"] and "/" in str(s["argv"][0]):
+            s["argv"][0] = absolute(s["argv"][0])
+    a = p.get("approval")
+    if isinstance(a, dict) and "hook" in a:
+        if isinstance(a["hook"], str):
+            a["hook"] = absolute(a["hook"])
+        elif isinstance(a["hook"], list) and a["hook"]:
+            a["hook"][0] = absolute(a["hook"][0])
+    return p, base
