@@ -54,4 +54,7 @@ int cmd_approve(struct cli *, int, char **, tg_error **); /* approve ID CALL */
 int cmd_deny(struct cli *, int, char **, tg_error **);    /* deny ID CALL */
 int cmd_audit(struct cli *, int, char **, tg_error **);   /* audit verify|show */
 
+/* agents (shim/cmd_mcp.c): exec the host SDK's MCP server */
+int cmd_mcp(struct cli *, int, char **, tg_error **);     /* mcp [FLAGS] */
+
 #endif

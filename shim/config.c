@@ -45,7 +45,7 @@ static const struct field fields[] = {
     FIELD(audit_dir, F_STRING),      FIELD(audit_key, F_STRING),
     FIELD(approval_hook, F_STRING),  FIELD(approval_timeout_ms, F_INT),
     FIELD(approver_group, F_STRING), FIELD(bridge_tmpfs_bytes, F_SIZE),
-    FIELD(request_max_bytes, F_SIZE),
+    FIELD(request_max_bytes, F_SIZE), FIELD(mcp_allow_approve, F_BOOL),
 };
 
 static void free_strv(char **v) {
@@ -238,12 +238,17 @@ char *host_config_data_path(const struct host_config *cfg, const char *rel,
     return NULL;
   }
   bool client = strncmp(rel, "client/", 7) == 0;
-  const char *name = client ? rel + 7 : rel;
+  bool sdk = strncmp(rel, "sdk/", 4) == 0;
+  const char *name = client ? rel + 7 : sdk ? rel + 4 : rel;
   /* Install tree first, then the source tree (the binary in build/ or a
    * nested build directory such as build/asan/). */
   char *cands[8] = {0};
   size_t n = 0;
-  if (client) {
+  if (sdk) {
+    cands[n++] = xasprintf("%s/../lib/tollgate/%s", dir, name);
+    cands[n++] = xasprintf("%s/../bridge/sdk/%s", dir, name);
+    cands[n++] = xasprintf("%s/../../bridge/sdk/%s", dir, name);
+  } else if (client) {
     cands[n++] = xasprintf("%s/../lib/tollgate/%s", dir, name);
     cands[n++] = xasprintf("%s/%s", dir, name);
     cands[n++] = xasprintf("%s/../bridge/client/%s", dir, name);

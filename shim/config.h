@@ -36,6 +36,9 @@ struct host_config {
   char *approver_group;   /* group allowed to approve besides root, or NULL */
   size_t bridge_tmpfs_bytes; /* default 16 MiB */
   size_t request_max_bytes;  /* default 64 KiB */
+  bool mcp_allow_approve; /* may `tollgate mcp`'s client list, approve and deny
+                             parked calls (its pending_approvals/approve/deny
+                             tools); default false */
 };
 
 /* Load path (NULL = TG_DEFAULT_CONFIG, where a missing file is fine).
@@ -49,7 +52,8 @@ void host_config_defaults(struct host_config *cfg);
 /* Resolve a data file shipped with tollgate ("profiles/hardened.json",
  * "client/tollgate.py", ...): cfg->data_dir if set, else the install tree
  * (<exe>/../share/tollgate) or the source tree (<exe>/../bundles, and for
- * client/ the build directory itself).  Returns an owned path or NULL with
+ * client/ the build directory itself; sdk/NAME is the host SDK's package:
+ * <exe>/../lib/tollgate/NAME or bridge/sdk/NAME in the source tree).  Returns an owned path or NULL with
  * *err listing where it looked. */
 char *host_config_data_path(const struct host_config *cfg, const char *rel,
                             tg_error **err);

@@ -45,6 +45,9 @@ static const struct verb verbs[] = {
     {"deny", cmd_deny, true, "deny ID CALL", "deny a call"},
     {"audit", cmd_audit, true, "audit verify|show ...",
      "verify or show the audit log"},
+    {"mcp", cmd_mcp, true,
+     "mcp [--policy FILE] [--rootfs DIR] [--tools FILE.py]... [--audit-dir DIR] [--timeout S]",
+     "serve governed code execution to an MCP client on stdio (docs/mcp.md)"},
     {"version", cmd_version, false, "version", "print the version"},
     {"help", NULL, false, "help [COMMAND]", "print this help"},
 };

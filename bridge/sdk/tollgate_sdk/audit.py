@@ -85,7 +85,8 @@ def budget_used(calls, policy):
     used = {"calls": 0, "cost": 0, "irreversible": 0, "tools": {}}
     for c in calls:
         used["calls"] += 1
-        used["tools"][c.tool] = used["tools"].get(c.tool, 0) + 1
+        if c.tool:
+            used["tools"][c.tool] = used["tools"].get(c.tool, 0) + 1
         if c.decision == "allow":
             spec = tools.get(c.tool, {})
             used["cost"] += spec.get("cost", 0)

@@ -22,6 +22,7 @@ Nothing ever runs on the host in place of the sandbox: when runsc, the
 tollgate binary, root or the rootfs is missing, run() raises
 SandboxUnavailable naming the fix before anything starts.
 """
+import atexit
 import dataclasses
 import json
 import os
@@ -33,6 +34,7 @@ import sys
 import tempfile
 import threading
 import time
+import weakref
 
 from . import audit
 from .errors import PolicyError, ProgramFailed, SandboxUnavailable
@@ -245,6 +247,8 @@ class Sandbox:
         self._spec = None
         self._count = 0
         self._lock = threading.Lock()
+        self._sessions = set()
+        self.active = set()     # ids of the containers running now (for approvals)
         self.root = None
         self.audit_dir = None
         self.config_path = None
@@ -318,6 +322,9 @@ class Sandbox:
                 self.policy_path = os.path.join(state, "policy.json")
                 self._write_checked_policy(self.policy_path, self.policy)
                 self._state = state
+                # A program that forgets close() (or dies of an exception)
+                # still leaves no container, sidecar or socket behind.
+                atexit.register(_close_at_exit, weakref.ref(self))
             except BaseException:
                 if self._server:
                     self._server.close()
@@ -328,6 +335,8 @@ class Sandbox:
     def close(self):
         """Stop serving the tools and remove the SDK's state (bundles,
         policies, sockets).  Audit logs stay in audit_dir."""
+        for s in list(self._sessions):
+            s.close()
         with self._lock:
             if self._server:
                 self._server.close()
@@ -348,6 +357,32 @@ class Sandbox:
             self.close()
         except Exception:
             pass
+
+    def pending(self):
+        """The calls waiting for approval in this Sandbox's running
+        containers, as the control sockets report them (each with its
+        "container")."""
+        out = []
+        for cid in sorted(self.active):
+            try:
+                r = control_request(os.path.join(self.root, cid, "control.sock"), {"verb": "pending"})
+            except (OSError, ValueError):
+                continue
+            for p in r.get("pending") or []:
+                out.append(dict(p, container=cid))
+        return out
+
+    def decide(self, call_id, approve, reason=""):
+        """Approve or deny a parked call of one of this Sandbox's
+        containers, as `tollgate approve|deny` does.  Returns the control
+        socket's reply ({"ok": true} or {"ok": false, "error": ...})."""
+        for p in self.pending():
+            if p.get("call") == call_id:
+                req = {"verb": "approve" if approve else "deny", "call": call_id}
+                if reason:
+                    req["reason"] = reason
+                return control_request(os.path.join(self.root, p["container"], "control.sock"), req)
+        return {"ok": False, "error": "no call %s is waiting for approval" % call_id}
 
     @property
     def tool_server(self):
@@ -468,6 +503,7 @@ class Sandbox:
         if watcher:
             watcher.start()
         timed_out = False
+        self.active.add(cid)
         proc = subprocess.Popen(self._tg("run", "--bundle", bundle, "--policy",
                                          policy_path or self.policy_path, cid),
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -483,6 +519,7 @@ class Sandbox:
                     proc.kill()
                     out, err = proc.communicate()
         finally:
+            self.active.discard(cid)
             if watcher:
                 watcher.stop()
             if proc.poll() is None:
@@ -529,18 +566,28 @@ class Session:
         self.cid = sb._new_id()
         bundle = sb._bundle(self.cid, _SESSION_INIT)
         self._bundle_dir = bundle
-        p = subprocess.run(sb._tg("create", "--bundle", bundle, "--policy", sb.policy_path, self.cid),
-                           capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        # Not pipes: the sidecar that create leaves running, and the
+        # container's init, keep create's stdio open for the session's
+        # life, so a pipe would never see its end.
+        out_path = os.path.join(bundle, "create.out")
+        with open(out_path, "w+b") as out:
+            p = subprocess.run(sb._tg("create", "--bundle", bundle, "--policy", sb.policy_path, self.cid),
+                               stdout=out, stderr=out, stdin=subprocess.DEVNULL)
+            out.seek(0)
+            msg = out.read(65536).decode("utf-8", "replace").strip()
         if p.returncode != 0:
             shutil.rmtree(bundle, ignore_errors=True)
-            msg = p.stderr.strip() or "tollgate create failed"
+            msg = msg or "tollgate create failed"
             if "(gVisor) not found" in msg:
                 raise SandboxUnavailable(msg)
             raise RuntimeError("tollgate create %s: %s" % (self.cid, msg))
-        p = subprocess.run(sb._tg("start", self.cid), capture_output=True, text=True)
+        sb._sessions.add(self)
+        sb.active.add(self.cid)
+        p = subprocess.run(sb._tg("start", self.cid), stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120)
         if p.returncode != 0:
             self.close()
-            raise RuntimeError("tollgate start %s: %s" % (self.cid, p.stderr.strip()))
+            raise RuntimeError("tollgate start: %s" % p.stderr.decode("utf-8", "replace").strip())
         if sb.approval is not None:
             self._watcher = _ApprovalWatcher(sb, self.cid)
             self._watcher.start()
@@ -558,10 +605,12 @@ class Session:
         if self._watcher:
             self._watcher.stop()
             self._watcher = None
-        self.sb_delete()
+        self._delete()
+        self.sb._sessions.discard(self)
+        self.sb.active.discard(self.cid)
         self.cid = None
 
-    def sb_delete(self):
+    def _delete(self):
         sb = self.sb
         subprocess.run(sb._tg("kill", self.cid, "KILL"), capture_output=True)
         p = subprocess.run(sb._tg("delete", "--force", self.cid), capture_output=True)
@@ -609,6 +658,12 @@ class Session:
 
 
 # ---- helpers -------------------------------------------------------------------
+
+def _close_at_exit(ref):
+    sb = ref()
+    if sb is not None:
+        sb.close()
+
 
 def _write_json(path, obj, mode):
     tmp = path + ".tmp"
