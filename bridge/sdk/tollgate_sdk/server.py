@@ -82,6 +82,8 @@ class ToolServer:
         self._thread.join(timeout=5)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._loop_thread.join(timeout=5)
+        if not self._loop_thread.is_alive():
+            self._loop.close()
         shutil.rmtree(self._dir, ignore_errors=True)
 
     def __enter__(self):
