@@ -5,7 +5,7 @@
 # make check      every test: unit, integration (real runsc and runc), fuzz and bench smoke
 # make demo       the main job end to end under gVisor
 # make asan       unit tests under AddressSanitizer and UBSan
-# make install PREFIX=/usr/local
+# make install PREFIX=/usr/local   (tollgate, clients, the host SDK in lib/tollgate/tollgate_sdk)
 
 PREFIX  ?= /usr/local
 BUILD   ?= build
@@ -54,6 +54,13 @@ deps:
 	  echo "make deps: installing$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
+	@# The MCP client of tests/integration/test_mcp.sh: the official TypeScript
+	@# SDK, pinned by tests/mcp/package-lock.json, into tests/mcp/node_modules
+	@# (git-ignored); npm from Debian when no node is installed at all.
+	@command -v npm >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	  apt-get install -y -qq --no-install-recommends nodejs npm; }
+	@[ -f tests/mcp/node_modules/@modelcontextprotocol/sdk/package.json ] || \
+	  (cd tests/mcp && npm ci --no-audit --no-fund --loglevel=error)
 
 $(BUILD)/obj/%.o: %.c $(wildcard */*.h)
 	@mkdir -p $(dir $@)
@@ -132,6 +139,8 @@ install: all
 	install -D -m 0755 $(BUILD)/tollgate $(DESTDIR)$(PREFIX)/bin/tollgate
 	install -D -m 0755 $(BUILD)/tollgate-call $(DESTDIR)$(PREFIX)/lib/tollgate/tollgate-call
 	install -D -m 0644 bridge/client/tollgate.py $(DESTDIR)$(PREFIX)/lib/tollgate/tollgate.py
+	install -d $(DESTDIR)$(PREFIX)/lib/tollgate/tollgate_sdk
+	install -m 0644 bridge/sdk/tollgate_sdk/*.py $(DESTDIR)$(PREFIX)/lib/tollgate/tollgate_sdk/
 	install -d $(DESTDIR)$(PREFIX)/share/tollgate
 	cp -r bundles/profiles bundles/seccomp $(DESTDIR)$(PREFIX)/share/tollgate/
 	install -D -m 0644 docs/tollgate.1 $(DESTDIR)$(PREFIX)/share/man/man1/tollgate.1
