@@ -138,6 +138,21 @@ try:
 finally:
     sb.close()
 
+# ---- a hostile program's output is bounded; a hung one is killed ----------------
+sb = Sandbox(runtime=backend, audit_dir=audit_dir, tollgate=TG, output_max=65536)
+try:
+    r = sb.run("import sys\nfor _ in range(64):\n    sys.stdout.write('x' * 65536)\nprint('end')\n")
+    check("output_max: 4 MiB of stdout is cut to the cap, and says so",
+          r.exit_status == 0 and r.stdout.startswith("x" * 65536) and len(r.stdout) < 70000 and
+          "more bytes of stdout were dropped" in r.stdout, (r.exit_status, len(r.stdout), r.stdout[-200:]))
+    r = sb.run("import time\nprint('started', flush=True)\ntime.sleep(600)\n", check=False, timeout=5)
+    check("timeout: a hung program is killed and reported", r.timed_out and r.exit_status != 0 and
+          "started" in r.stdout and "was killed" in r.stderr, r)
+    check("timeout: its container is gone", r.container_id not in subprocess.run(
+        [TG, "--root", sb.root, "list", "-q"], capture_output=True, text=True).stdout)
+finally:
+    sb.close()
+
 # ---- PolicyError with tollgate's positioned messages ---------------------------
 try:
     Sandbox(policy={"version": 1, "tools": {"x": {"backend": {"type": "builtin", "name": "echo"},

@@ -214,11 +214,14 @@ class Sandbox:
                 audit_dir= override it
     tollgate    the tollgate binary (default: $TOLLGATE, build/tollgate, PATH)
     timeout     seconds a program may run before it is killed (default 300)
+    output_max  bytes of stdout and of stderr kept per program (default 8 MiB;
+                the rest is dropped, and the Result says how much)
     """
 
     def __init__(self, tools=(), policy=None, budgets=None, runtime="runsc", image=None,
                  approval=None, approval_timeout=None, host_config=None, runtime_path=None,
-                 audit_dir=None, root=None, tollgate=None, timeout=300, env=None):
+                 audit_dir=None, root=None, tollgate=None, timeout=300, env=None,
+                 output_max=8 << 20):
         self.tools = [as_tool(t) for t in tools]
         names = [t.name for t in self.tools]
         dup = {n for n in names if names.count(n) > 1}
@@ -241,6 +244,7 @@ class Sandbox:
         self.tollgate = find_tollgate(tollgate)
         self._tollgate_arg = tollgate
         self.timeout = timeout
+        self.output_max = output_max
         self.env = list(env or [])
         self._server = None
         self._state = None
@@ -502,22 +506,14 @@ class Sandbox:
         watcher = _ApprovalWatcher(self, cid) if self.approval is not None else None
         if watcher:
             watcher.start()
-        timed_out = False
         self.active.add(cid)
         proc = subprocess.Popen(self._tg("run", "--bundle", bundle, "--policy",
                                          policy_path or self.policy_path, cid),
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
-            try:
-                out, err = proc.communicate(timeout=timeout or self.timeout)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                subprocess.run(self._tg("kill", cid, "KILL"), capture_output=True)
-                try:
-                    out, err = proc.communicate(timeout=60)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    out, err = proc.communicate()
+            out, err, timed_out = _wait_capture(
+                proc, self.output_max, timeout or self.timeout,
+                lambda: subprocess.run(self._tg("kill", cid, "KILL"), capture_output=True))
         finally:
             self.active.discard(cid)
             if watcher:
@@ -527,8 +523,6 @@ class Sandbox:
                 proc.wait()
             subprocess.run(self._tg("delete", "--force", cid), capture_output=True)
             shutil.rmtree(bundle, ignore_errors=True)
-        out = out.decode("utf-8", "replace")
-        err = err.decode("utf-8", "replace")
         status = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode
         if timed_out:
             err += "\ntollgate_sdk: the program ran past %s s and was killed\n" % (timeout or self.timeout)
@@ -631,24 +625,15 @@ class Session:
         log = os.path.join(sb.audit_dir, self.cid + ".jsonl")
         first = len(audit.calls_of_last_run(audit.read_records(log)))
         argv = ["sh", "-c", code] if shell else ["python3", "-c", code]
+        cid = self.cid
         self.cells += 1
-        timed_out = False
         proc = subprocess.Popen(sb._tg("exec", self.cid, *argv), stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        try:
-            out, err = proc.communicate(timeout=timeout or sb.timeout)
-        except subprocess.TimeoutExpired:
-            # A cell that hangs takes its session with it: the container is
-            # the unit tollgate can kill.
-            timed_out = True
-            self.close()
-            out, err = proc.communicate()
-        out = out.decode("utf-8", "replace")
-        err = err.decode("utf-8", "replace")
+        # A cell that hangs takes its session with it: the container is
+        # the unit tollgate can kill.
+        out, err, timed_out = _wait_capture(proc, sb.output_max, timeout or sb.timeout, self.close)
         status = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode
-        result = sb._result(self.cid or "", out, err, status, timed_out, sb.policy, first=first)
-        if timed_out:
-            result.audit_log = log
+        result = sb._result(cid, out, err, status, timed_out, sb.policy, first=first)
         if check and status != 0:
             raise ProgramFailed(result)
         return result
@@ -658,6 +643,66 @@ class Session:
 
 
 # ---- helpers -------------------------------------------------------------------
+
+class _Capture:
+    """Read a child's stdout and stderr on threads, keeping at most cap
+    bytes of each: the program is hostile, and what it prints must not be
+    able to fill the host's memory.  The rest is read and dropped (so the
+    program never blocks on a full pipe) and counted."""
+
+    def __init__(self, proc, cap):
+        self.cap = cap
+        self.data = {}
+        self.dropped = {}
+        self.threads = [threading.Thread(target=self._drain, args=(name, f), daemon=True)
+                        for name, f in (("out", proc.stdout), ("err", proc.stderr))]
+        for t in self.threads:
+            t.start()
+
+    def _drain(self, name, f):
+        buf, dropped = bytearray(), 0
+        while True:
+            chunk = f.read1(65536) if hasattr(f, "read1") else f.read(65536)
+            if not chunk:
+                break
+            room = self.cap - len(buf)
+            if room > 0:
+                buf += chunk[:room]
+            dropped += max(0, len(chunk) - max(room, 0))
+        f.close()
+        self.data[name], self.dropped[name] = bytes(buf), dropped
+
+    def wait(self, timeout=None):
+        for t in self.threads:
+            t.join(timeout)
+
+    def text(self, name):
+        t = self.data.get(name, b"").decode("utf-8", "replace")
+        if self.dropped.get(name):
+            t += "\n[tollgate_sdk: %d more bytes of std%s were dropped (output_max %d)]\n" % (
+                self.dropped[name], name, self.cap)
+        return t
+
+
+def _wait_capture(proc, cap, timeout, on_timeout):
+    """Wait for proc, capturing its output (see _Capture); on timeout call
+    on_timeout() (which must make proc end) and wait again.  Returns
+    (stdout, stderr, timed out?)."""
+    cap_ = _Capture(proc, cap)
+    timed_out = False
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        on_timeout()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    cap_.wait(timeout=30)
+    return cap_.text("out"), cap_.text("err"), timed_out
+
 
 def _close_at_exit(ref):
     sb = ref()
