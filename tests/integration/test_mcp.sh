@@ -13,10 +13,19 @@ if [ ! -d "$here/node_modules/@modelcontextprotocol/sdk" ]; then
   exit 0
 fi
 bash "$(dirname "$0")/../../bundles/rootfs/python.sh" "$BUILD/rootfs/python"
+# The policy's exec tool (the orders example's get_order, relative to the
+# policy file) must be reachable by the tools' user, 65534: staged in /tmp,
+# not left in a checkout that may sit under a private home.
+stage=$(mktemp -d /tmp/tollgate-mcp.XXXXXX)
+on_exit "rm -rf $stage"
+chmod 755 "$stage"
+cp "$here/policy.json" "$stage/policy.json"
+cp -r "$(dirname "$0")/../../bundles/examples/orders/tools" "$stage/tools"
+chmod -R go+rX "$stage"
 
 argv() { # argv CONFIG BACKEND -> the JSON argv of `tollgate mcp`
   python3 -c 'import json, sys; print(json.dumps(sys.argv[1:]))' "$TG" --root "$TG_ROOT" --config "$1" \
-    --runtime "$2" mcp --policy "$here/policy.json" --tools "$here/tools.py" --rootfs "$BUILD/rootfs/python"
+    --runtime "$2" mcp --policy "$stage/policy.json" --tools "$here/tools.py" --rootfs "$BUILD/rootfs/python"
 }
 write_config mcp_allow_approve=true
 approver_config=$TG_ROOT/approver.json

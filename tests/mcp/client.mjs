@@ -34,16 +34,18 @@ else
 
 const lt = await client.callTool({ name: "list_tools", arguments: {} });
 const inside = (lt.structuredContent?.tools || []).map((t) => t.name).sort().join(",");
-check("list_tools names the governed tools inside", inside === "add,delete_all,echo,refund", inside);
+check("list_tools names the governed tools inside", inside === "add,delete_all,echo,get_order,refund", inside);
 
 // A governed call that is allowed: a policy builtin and a Python tool served by the SDK.
 let r = await client.callTool({ name: "run_python", arguments: { code:
-  "from tollgate import echo, add\nprint('echo', echo(word='hi')['word'])\nprint('sum', add(a=2, b=40))\n" } });
+  "from tollgate import echo, add, get_order\nprint('echo', echo(word='hi')['word'])\nprint('sum', add(a=2, b=40))\n" +
+  "print('amount', get_order(order_id='A-1003')['amount'])\n" } });
 let s = r.structuredContent || {};
 check("run_python: exit status 0", s.exit_status === 0 && r.isError === false, text(r));
-check("run_python: the program's stdout comes back", /echo hi\nsum 42/.test(s.stdout || ""), s.stdout);
+check("run_python: the program's stdout comes back (builtin, SDK Python tool, exec tool)",
+      /echo hi\nsum 42\namount 158.5/.test(s.stdout || ""), s.stdout + s.stderr);
 check("run_python: the governed calls come back with their decisions",
-      (s.calls || []).length === 2 && s.calls.every((c) => c.decision === "allow" && c.outcome === "ok"),
+      (s.calls || []).length === 3 && s.calls.every((c) => c.decision === "allow" && c.outcome === "ok"),
       JSON.stringify(s.calls));
 check("run_python: the text content lists the calls", /echo \{"word": "hi"\}: allow by policy -> ok/.test(text(r)), text(r));
 
