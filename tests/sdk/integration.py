@@ -138,6 +138,66 @@ try:
 finally:
     sb.close()
 
+# ---- approval="cli": a person runs the printed `tollgate approve` ------------------
+import io  # noqa: E402
+import re  # noqa: E402
+import threading  # noqa: E402
+
+
+class Tee(io.StringIO):
+    def __init__(self):
+        super().__init__()
+        self.lock = threading.Lock()
+
+    def write(self, text):
+        with self.lock:
+            return super().write(text)
+
+
+person_said = []
+
+
+def person(buf, stop):
+    while not stop.wait(0.1):
+        with buf.lock:
+            m = re.search(r"^    (\S+ --root \S+ approve \S+ [0-9a-f]{32})$", buf.getvalue(), re.M)
+        if m:
+            p = subprocess.run(m.group(1).split(), capture_output=True, text=True)
+            person_said.append((m.group(1), p.returncode, p.stdout))
+            return
+
+
+sb = Sandbox(tools=[pay], approval="cli", approval_timeout=60, runtime=backend, audit_dir=audit_dir, tollgate=TG)
+buf, stop = Tee(), threading.Event()
+old_stderr, sys.stderr = sys.stderr, buf
+helper = threading.Thread(target=person, args=(buf, stop))
+helper.start()
+try:
+    r = sb.run("from tollgate import pay\nprint(pay(to='dave', amount=99))\n")
+finally:
+    sys.stderr = old_stderr
+    stop.set()
+    helper.join()
+    sb.close()
+check("approval=cli prints the exact approve command", person_said and person_said[0][1] == 0, (person_said, buf.getvalue()))
+check("approval=cli: the person's approval lets the call run", r.stdout == "paid\n" and ("dave", 99) in seen, r.stdout)
+check("approval=cli: the audit log names the person", [c.approver for c in r.calls] == ["uid:0"], r.calls)
+
+# ---- run_shell, on a rootfs with a shell -------------------------------------------
+shell_rootfs = os.environ.get("TOLLGATE_SHELL_ROOTFS")
+if shell_rootfs:
+    sb = Sandbox(tools=[slow_add], runtime=backend, audit_dir=audit_dir, tollgate=TG, image=shell_rootfs)
+    try:
+        r = sb.run_shell("echo from sh; /run/tollgate/tollgate-call slow_add '{\"a\": 1, \"b\": 1}'")
+        check("run_shell: sh runs and reaches a governed tool with tollgate-call",
+              r.stdout.split() == ["from", "sh", "2"] and r.calls[0].outcome == "ok", (r.stdout, r.stderr))
+        with sb.session() as s:
+            s.run_shell("echo kept > /tmp/f")
+            r = s.run("print(open('/tmp/f').read().strip())")
+        check("run_shell in a session shares /tmp with a Python cell", r.stdout == "kept\n", r)
+    finally:
+        sb.close()
+
 # ---- a hostile program's output is bounded; a hung one is killed ----------------
 sb = Sandbox(runtime=backend, audit_dir=audit_dir, tollgate=TG, output_max=65536)
 try:
