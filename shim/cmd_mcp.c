@@ -22,7 +22,7 @@
 
 int cmd_mcp(struct cli *cli, int argc, char **argv, tg_error **err) {
   for (int i = 1; i < argc; i++)
-    if (strcmp(argv[i], "--allow-approve") == 0)
+    if (strncmp(argv[i], "--allow", 7) == 0)
       return tg_error_set(err, 0,
                           "mcp: --allow-approve is not a flag: whether the MCP client may approve "
                           "calls is set by \"mcp_allow_approve\": true in the host config");

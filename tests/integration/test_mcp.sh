@@ -39,5 +39,6 @@ backend=${BACKENDS%% *}
 (cd "$here" && timeout 300 node client.mjs "$(argv "$TG_CONFIG" "$backend")" 0 "$backend")
 check_eq "$backend: the MCP client exits 0" 0 "$?"
 check_fails "mcp refuses --allow-approve from the command line" tg mcp --allow-approve
+check_fails "mcp refuses an abbreviation of it too" tg mcp --allow
 check_eq "the MCP server's audit logs verify" "ok " \
   "$(for l in "$TG_ROOT"/audit/sdk-*.jsonl; do "$TG" audit verify "$l" >/dev/null && echo ok || echo "bad $l"; done | sort -u | tr '\n' ' ')"

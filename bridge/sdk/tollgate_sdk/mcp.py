@@ -294,7 +294,10 @@ def _run_result(r):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="tollgate mcp", description=__doc__.split("\n")[0])
+    # No abbreviations: "--allow" must never be read as --allow-approve,
+    # which only shim/cmd_mcp.c passes, from the host config.
+    p = argparse.ArgumentParser(prog="tollgate mcp", description=__doc__.split("\n")[0],
+                                allow_abbrev=False)
     p.add_argument("--tollgate", required=True, help=argparse.SUPPRESS)
     p.add_argument("--root", help=argparse.SUPPRESS)
     p.add_argument("--config", help=argparse.SUPPRESS)

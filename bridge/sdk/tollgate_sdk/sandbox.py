@@ -452,6 +452,11 @@ class Sandbox:
     def _bundle(self, cid, args, files=None):
         """A bundle from `tollgate spec` (cached), with args as the process
         and files bind-mounted read-only at /app."""
+        with self._lock:
+            self._cache_spec()
+        return self._bundle_from_spec(cid, args, files)
+
+    def _cache_spec(self):
         if self._spec is None:
             spec_dir = os.path.join(self._state, "spec")
             os.makedirs(spec_dir, exist_ok=True)
@@ -459,6 +464,8 @@ class Sandbox:
                            check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
             with open(os.path.join(spec_dir, "config.json"), encoding="utf-8") as f:
                 self._spec = json.load(f)
+
+    def _bundle_from_spec(self, cid, args, files):
         bundle = os.path.join(self._state, "bundles", cid)
         app = os.path.join(bundle, "app")
         os.makedirs(app)
