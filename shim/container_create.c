@@ -89,7 +89,8 @@ static void undo_all(struct cli *cli, struct undo *u, const char *id) {
     tg_error *e = NULL;
     json_t *s = state_read_json(u->dir, "state.json", &e);
     tg_error_free(&e);
-    if (s && backend_from_state(s, &c.backend, &e) == 0) {
+    c.backend_id = (char *)state_backend_id(s, id);
+    if (s && c.backend_id && backend_from_state(s, &c.backend, &e) == 0) {
       char *args[] = {"--force", NULL};
       struct proc_opts quiet = {.capture_stdout = true, .capture_stderr = true};
       struct proc_result res;
@@ -248,6 +249,11 @@ static int do_create(struct cli *cli, const struct create_request *req,
     return -1;
   json_t *state = json_new_object();
   backend_to_state(&b, state);
+  {
+    char *bid = backend_container_id(&b, id);
+    json_object_set(state, "backend_id", json_new_string(bid));
+    free(bid);
+  }
   backend_free(&b);
 
   /* The bundle and its config.json. */
@@ -453,6 +459,7 @@ static int do_create(struct cli *cli, const struct create_request *req,
   /* The backend's create.  stdio is inherited: it is the container's. */
   struct container *c = &out->container;
   c->id = xstrdup(id);
+  c->backend_id = xstrdup(state_backend_id(state, id));
   c->dir = xstrdup(u->dir);
   c->state = json_copy(state);
   if (backend_from_state(state, &c->backend, err) < 0)
