@@ -70,10 +70,8 @@ int cmd_list(struct cli *cli, int argc, char **argv, tg_error **err) {
   for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
     if (!container_id_is_valid(e->d_name) || strcmp(e->d_name, "backend") == 0)
       continue;
-    /* Every state directory is a container tollgate made, whole or not:
-     * one without state.json (a create in flight or interrupted) is
-     * listed too, so nothing tollgate holds is ever hidden. */
-    if (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN)
+    cleanup_free char *sp = xasprintf("%s/%s/state.json", cli->root, e->d_name);
+    if (access(sp, F_OK) < 0)
       continue;
     ids = xrealloc(ids, (n + 1) * sizeof *ids);
     ids[n++] = xstrdup(e->d_name);
