@@ -405,6 +405,8 @@ json_t *container_query(const struct cli *cli, const struct container *c,
   json_t *tg = json_new_object();
   json_object_set(tg, "backend", json_new_string(c->backend.name));
   json_object_set(tg, "backend_root", json_new_string(c->backend.root));
+  json_object_set(tg, "backend_id",
+                  json_new_string(c->backend_id ? c->backend_id : c->id));
   json_object_set(tg, "profile", json_new_string(profile ? profile : ""));
   json_object_set(tg, "policy", json_copy(json_object_get(c->state, "policy")));
   json_object_set(tg, "sidecar_pid",

@@ -111,9 +111,9 @@ int container_delete_after_run(struct cli *cli, const char *id,
 
 /* The container's state as runc prints it (ociVersion, id, pid, status,
  * bundle, rootfs, created, annotations, owner) with the live status and
- * pid from the backend, plus "tollgate": {backend, profile, policy,
- * sidecar_pid}.  A container whose backend no longer knows it shows as
- * "stopped".  Owned tree. */
+ * pid from the backend, plus "tollgate": {backend, backend_root,
+ * backend_id, profile, policy, sidecar_pid}.  A container whose backend
+ * no longer knows it shows as "stopped".  Owned tree. */
 json_t *container_query(const struct cli *cli, const struct container *c,
                         tg_error **err);
 /* What list shows for a container whose status cannot be had (its
