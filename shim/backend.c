@@ -193,10 +193,17 @@ int backend_from_state(const json_t *state, struct backend *b,
 char *backend_container_id(const struct backend *b, const char *id) {
   if (b->kind != BACKEND_RUNSC)
     return xstrdup(id);
+  /* A digest, not a cheap hash: two ids whose backend ids collided would
+   * name one runsc container, and create's undo of the second would
+   * delete the first's.  Fetched by name as create's warm-up does, so
+   * this finds OpenSSL initialised (create calls it after the warm-up). */
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
-  if (EVP_Digest(id, strlen(id), md, &len, EVP_sha256(), NULL) != 1 || len < 16)
+  EVP_MD *sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
+  if (sha256 == NULL ||
+      EVP_Digest(id, strlen(id), md, &len, sha256, NULL) != 1 || len < 16)
     abort(); /* SHA-256 is built into libcrypto: this cannot fail */
+  EVP_MD_free(sha256);
   char hex[33];
   for (int i = 0; i < 16; i++)
     snprintf(hex + 2 * i, 3, "%02x", md[i]);

@@ -249,11 +249,7 @@ static int do_create(struct cli *cli, const struct create_request *req,
     return -1;
   json_t *state = json_new_object();
   backend_to_state(&b, state);
-  {
-    char *bid = backend_container_id(&b, id);
-    json_object_set(state, "backend_id", json_new_string(bid));
-    free(bid);
-  }
+  struct backend kind_only = {.kind = b.kind};
   backend_free(&b);
 
   /* The bundle and its config.json. */
@@ -440,6 +436,14 @@ static int do_create(struct cli *cli, const struct create_request *req,
   rfc3339_now(now, sizeof now);
   cleanup_free char *owner = owner_name();
   cleanup_free char *rootfs = rootfs_path(bundle, config);
+  /* The backend id is a SHA-256: computed once the warm-up has paid
+   * OpenSSL's initialisation on the other core (see warm_up). */
+  warm_up_wait(warm);
+  {
+    char *bid = backend_container_id(&kind_only, id);
+    json_object_set(state, "backend_id", json_new_string(bid));
+    free(bid);
+  }
   json_object_set(state, "id", json_new_string(id));
   /* With prepare_only the caller's `runsc run` creates it next (and
    * deletes it itself when the init exits): it is never mid-create. */
