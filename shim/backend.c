@@ -1,6 +1,7 @@
 #include "shim/backend.h"
 
 #include <errno.h>
+#include <openssl/evp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -189,6 +190,26 @@ int backend_from_state(const json_t *state, struct backend *b,
   return 0;
 }
 
+char *backend_container_id(const struct backend *b, const char *id) {
+  if (b->kind != BACKEND_RUNSC)
+    return xstrdup(id);
+  /* A digest, not a cheap hash: two ids whose backend ids collided would
+   * name one runsc container, and create's undo of the second would
+   * delete the first's.  Fetched by name as create's warm-up does, so
+   * this finds OpenSSL initialised (create calls it after the warm-up). */
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_MD *sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
+  if (sha256 == NULL ||
+      EVP_Digest(id, strlen(id), md, &len, sha256, NULL) != 1 || len < 16)
+    abort(); /* SHA-256 is built into libcrypto: this cannot fail */
+  EVP_MD_free(sha256);
+  char hex[33];
+  for (int i = 0; i < 16; i++)
+    snprintf(hex + 2 * i, 3, "%02x", md[i]);
+  return xasprintf("tg-%s", hex);
+}
+
 void backend_argv(const struct backend *b, const struct backend_call *call,
                   const char *verb, struct argv *out) {
   argv_add(out, b->path);
@@ -330,11 +351,27 @@ char *backend_message(const char *log_text, const char *stderr_text) {
   return unwrap_logrus(line);
 }
 
-char *backend_normalize_message(const char *id, const char *msg) {
+/* Whether msg is a backend failing to find the container's own state:
+ * every "not found" form either backend prints. */
+static bool names_missing_container(const char *msg) {
   /* runc: "container does not exist"; runsc: "loading container "x": file
-   * does not exist" or "...: no such file or directory". */
-  if (strstr(msg, "does not exist") != NULL &&
-      (strstr(msg, "container") != NULL))
+   * does not exist", "loading container: file does not exist". */
+  if (strstr(msg, "does not exist") != NULL && strstr(msg, "container") != NULL)
+    return true;
+  if (strstr(msg, "no such file or directory") == NULL)
+    return false;
+  /* runsc racing a delete: "loading container: open <root>/<sandbox>_
+   * sandbox:<id>.state: no such file or directory" (or its .lock);
+   * runc racing a delete: "open <root>/<id>/state.json: no such file or
+   * directory".  A missing file of the backend's own state for this
+   * container is the container being gone. */
+  return strstr(msg, "loading container") != NULL ||
+         strstr(msg, "state.json: no such file") != NULL ||
+         strstr(msg, ".state: no such file") != NULL;
+}
+
+char *backend_normalize_message(const char *id, const char *msg) {
+  if (names_missing_container(msg))
     return xasprintf("container %s does not exist", id);
   if (strstr(msg, "process already finished") != NULL)
     return xstrdup(msg);

@@ -40,6 +40,17 @@ int backend_from_state(const json_t *state, struct backend *b, tg_error **err);
 
 void backend_free(struct backend *b);
 
+/* The id the backend knows a container by (recorded in state.json as
+ * "backend_id"; tollgate's own id stays the one users and containerd
+ * see).  runsc looks a container up by id PREFIX, so with "x-1" and
+ * "x-10" alive every call on "x-1" fails as "ambiguous": runsc gets
+ * "tg-" and 32 hex digits of SHA-256(id) instead, a fixed length, so no
+ * live backend id can be a prefix of another (equal prefixes of equal
+ * length are equal ids; a collision needs 2^64 work on 128 bits), and
+ * the same id always maps to the same backend id.  runc looks ids up
+ * exactly and keeps tollgate's id.  Owned. */
+char *backend_container_id(const struct backend *b, const char *id);
+
 /* A NULL-terminated, growable argv; owns its strings. */
 struct argv {
   char **v;

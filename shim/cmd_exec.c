@@ -118,7 +118,8 @@ int cmd_exec(struct cli *cli, int argc, char **argv, tg_error **err) {
   if (cli_parse_exec(argc, argv, &req, err) < 0)
     return -1;
   struct container c;
-  if (container_load(cli, req.id, &c, err) < 0) {
+  cleanup_close int lock = -1;
+  if (container_load_shared(cli, req.id, &c, &lock, err) < 0) {
     exec_request_free(&req);
     return -1;
   }
@@ -154,6 +155,14 @@ int cmd_exec(struct cli *cli, int argc, char **argv, tg_error **err) {
   /* stdio is the process's own; signals to tollgate go on to it. */
   struct proc_opts o = {.forward_signals = !req.detach};
   struct proc_result res = {0};
+  /* A foreground exec lasts as long as its process: holding the lock
+   * through it would make a `delete --force` wait for the very process
+   * it is to kill.  A delete that now removes the state directory under
+   * the backend shows as "does not exist" (container_backend_error). */
+  if (!req.detach) {
+    close(lock);
+    lock = -1;
+  }
   int st = container_call(cli, &c, "exec", args.v, NULL, &o, &res, err);
   argv_free(&args);
   unlink(proc_path);

@@ -12,7 +12,8 @@ int cmd_kill(struct cli *cli, int argc, char **argv, tg_error **err) {
   if (cli_parse_kill(argc, argv, &req, err) < 0)
     return -1;
   struct container c;
-  if (container_load(cli, req.id, &c, err) < 0)
+  cleanup_close int lock = -1; /* a delete waits for this call (or it for one) */
+  if (container_load_shared(cli, req.id, &c, &lock, err) < 0)
     return -1;
   char sig[16];
   snprintf(sig, sizeof sig, "%d", req.signal);

@@ -1,10 +1,12 @@
 /* tollgate list [--format table|json] [-q]: tollgate's state directories,
- * each with its live status from its own backend. */
+ * each with its live status from its own backend ("unknown", with the
+ * reason, when the backend cannot tell). */
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "shim/args.h"
@@ -14,6 +16,35 @@
 
 static int cmp(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* One container's list entry, or NULL when its state directory went
+ * away meanwhile (a delete ran).  A container whose status cannot be had
+ * is listed as "unknown" with the reason, in the JSON and on stderr:
+ * never dropped, so a broken backend cannot hide what it runs. */
+static json_t *query_one(struct cli *cli, const char *id) {
+  struct container c;
+  tg_error *e = NULL;
+  json_t *s = NULL;
+  json_t *state = NULL;
+  if (container_load(cli, id, &c, &e) == 0) {
+    s = container_query(cli, &c, &e);
+    state = json_copy(c.state);
+    container_free(&c);
+  }
+  if (s == NULL) {
+    cleanup_free char *dir = xasprintf("%s/%s", cli->root, id);
+    struct stat st;
+    if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode)) {
+      const char *reason = e ? e->msg : "unknown error";
+      fprintf(stderr, "tollgate: list: container %s: status unknown: %s\n",
+              id, reason);
+      s = container_unknown_record(id, state, reason);
+    }
+  }
+  json_free(state);
+  tg_error_free(&e);
+  return s;
 }
 
 int cmd_list(struct cli *cli, int argc, char **argv, tg_error **err) {
@@ -58,14 +89,7 @@ int cmd_list(struct cli *cli, int argc, char **argv, tg_error **err) {
       printf("%s\n", ids[k]);
       continue;
     }
-    struct container c;
-    tg_error *e = NULL;
-    json_t *s = NULL;
-    if (container_load(cli, ids[k], &c, &e) == 0) {
-      s = container_query(cli, &c, &e);
-      container_free(&c);
-    }
-    tg_error_free(&e);
+    json_t *s = query_one(cli, ids[k]);
     if (s == NULL)
       continue; /* deleted meanwhile */
     if (json) {

@@ -123,7 +123,11 @@ static int run_runsc(struct cli *cli, struct created *c,
       .preserve_fds = -1};
   struct argv args = {0};
   backend_create_args(&c->container.backend, &cf, &args);
-  struct proc_opts passthrough = {0};
+  /* A `runsc run` whose tollgate was killed (-9) would wait forever for
+   * a gofer nobody reaps, and the next `delete --force` would run into
+   * runsc's own timeout: it dies with tollgate instead, and its sandbox
+   * and gofer go to init, which reaps them. */
+  struct proc_opts passthrough = {.die_with_parent = true};
   struct proc child;
   int r = container_spawn(cli, &c->container, "run", args.v, NULL,
                           &passthrough, &child, err);
@@ -138,9 +142,11 @@ static int run_runsc(struct cli *cli, struct created *c,
   if (st < 0)
     return -1;
   /* A non-zero status is the container's own unless runsc logged an
-   * error of its own (it could not create or start the sandbox). */
+   * error of its own (it could not create or start the sandbox), or
+   * never got as far as a sandbox: no pid file means no container ran,
+   * so the status is runsc's, even when it said nothing. */
   cleanup_free char *backend_err = container_last_error();
-  if (st != 0 && backend_err != NULL)
+  if (st != 0 && (backend_err != NULL || access(pid_file, F_OK) != 0))
     st = container_backend_error(&c->container, "run", &res, err);
   proc_result_free(&res);
   return st;

@@ -10,7 +10,8 @@ int cmd_state(struct cli *cli, int argc, char **argv, tg_error **err) {
   if (argc != 2)
     return tg_error_set(err, 0, "state: usage: tollgate state ID");
   struct container c;
-  if (container_load(cli, argv[1], &c, err) < 0)
+  cleanup_close int lock = -1; /* a delete waits for this call (or it for one) */
+  if (container_load_shared(cli, argv[1], &c, &lock, err) < 0)
     return -1;
   json_t *s = container_query(cli, &c, err);
   container_free(&c);

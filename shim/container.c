@@ -20,6 +20,16 @@ int container_load(const struct cli *cli, const char *id, struct container *c,
   if (state_load(cli->root, id, &c->state, &c->dir, err) < 0)
     return -1;
   c->id = xstrdup(id);
+  const char *bid = state_backend_id(c->state, id);
+  if (bid == NULL) {
+    container_free(c);
+    return tg_error_set(err, 0,
+                        "container %s: state.json records an invalid "
+                        "backend_id: remove it with 'tollgate delete "
+                        "--force %s'",
+                        id, id);
+  }
+  c->backend_id = xstrdup(bid);
   if (backend_from_state(c->state, &c->backend, err) < 0) {
     container_free(c);
     return tg_error_wrap(err, "container %s", id);
@@ -27,8 +37,30 @@ int container_load(const struct cli *cli, const char *id, struct container *c,
   return 0;
 }
 
+int container_load_shared(const struct cli *cli, const char *id,
+                          struct container *c, int *lock, tg_error **err) {
+  *lock = -1;
+  memset(c, 0, sizeof *c);
+  if (state_check_id(id, err) < 0)
+    return -1;
+  cleanup_free char *dir = xasprintf("%s/%s", cli->root, id);
+  int fd = state_lock_shared(dir);
+  if (fd < 0) {
+    if (errno == ENOENT || errno == ENOTDIR)
+      return tg_error_set(err, 0, "container %s does not exist", id);
+    return tg_error_set(err, errno, "container %s: lock %s", id, dir);
+  }
+  if (container_load(cli, id, c, err) < 0) {
+    close(fd);
+    return -1;
+  }
+  *lock = fd;
+  return 0;
+}
+
 void container_free(struct container *c) {
   free(c->id);
+  free(c->backend_id);
   free(c->dir);
   json_free(c->state);
   backend_free(&c->backend);
@@ -72,7 +104,7 @@ int container_spawn(const struct cli *cli, const struct container *c,
   backend_argv(&c->backend, &call, verb, &argv);
   for (size_t i = 0; args && args[i]; i++)
     argv_add(&argv, args[i]);
-  argv_add(&argv, c->id);
+  argv_add(&argv, c->backend_id ? c->backend_id : c->id);
   for (size_t i = 0; after_id && after_id[i]; i++)
     argv_add(&argv, after_id[i]);
   if (cli->debug) {
@@ -114,12 +146,53 @@ int container_call(const struct cli *cli, const struct container *c,
   return container_finish(c, &p, opts, res, err);
 }
 
+/* s with every occurrence of from replaced by to.  Owned. */
+static char *replace_all(const char *s, const char *from, const char *to) {
+  size_t fl = strlen(from), tl = strlen(to), n = 0;
+  for (const char *p = s; fl > 0 && (p = strstr(p, from)) != NULL; p += fl)
+    n++;
+  char *out = xmalloc(strlen(s) + n * tl + 1);
+  char *o = out;
+  for (const char *p = s, *q; ; p = q + fl) {
+    q = fl > 0 ? strstr(p, from) : NULL;
+    if (q == NULL) {
+      strcpy(o, p);
+      break;
+    }
+    memcpy(o, p, (size_t)(q - p));
+    o += q - p;
+    memcpy(o, to, tl);
+    o += tl;
+  }
+  return out;
+}
+
+/* Whether msg is the backend tripping over a file of this container's
+ * state directory that is gone ("open <dir>/backend.log: no such file or
+ * directory"): only delete removes those files, so the container was
+ * deleted under the call. */
+static bool deleted_under_call(const struct container *c, const char *msg) {
+  if (c->dir == NULL || strstr(msg, "no such file or directory") == NULL)
+    return false;
+  cleanup_free char *prefix = xasprintf("%s/", c->dir);
+  return strstr(msg, prefix) != NULL;
+}
+
 int container_backend_error(const struct container *c, const char *verb,
                             const struct proc_result *res, tg_error **err) {
-  cleanup_free char *msg = backend_message(last_log, res->err_text);
-  if (msg == NULL)
+  cleanup_free char *raw = backend_message(last_log, res->err_text);
+  if (raw == NULL)
     return tg_error_set(err, 0, "%s %s %s failed with exit status %d",
                         c->backend.name, verb, c->id, res->status);
+  if (deleted_under_call(c, raw))
+    return tg_error_set(err, 0, "%s %s: container %s does not exist",
+                        c->backend.name, verb, c->id);
+  /* The backend names the container by its backend id: users and
+   * containerd only ever see tollgate's. */
+  cleanup_free char *msg =
+      c->backend_id && strcmp(c->backend_id, c->id) != 0
+          ? replace_all(raw, c->backend_id, c->id)
+          : xstrdup(raw);
   cleanup_free char *norm = backend_normalize_message(c->id, msg);
   return tg_error_set(err, 0, "%s %s: %s", c->backend.name, verb, norm);
 }
@@ -149,10 +222,31 @@ static bool backend_may_know(const struct container *c) {
     return errno != ENOENT;
   bool known = false;
   struct dirent *de;
+  const char *bid = c->backend_id ? c->backend_id : c->id;
   while (!known && (de = readdir(d)) != NULL)
-    known = strstr(de->d_name, c->id) != NULL;
+    known = strstr(de->d_name, bid) != NULL;
   closedir(d);
   return known;
+}
+
+/* Whether the backend's own `state` still finds c.  Anything but its
+ * "does not exist" (a state it prints, or another error) counts as
+ * "still knows": delete then reports the backend's failure rather than
+ * drop tollgate's record of a container that may be alive. */
+static bool backend_still_knows(const struct cli *cli,
+                                const struct container *c) {
+  struct proc_opts quiet = {.capture_stdout = true, .capture_stderr = true};
+  struct proc_result res = {0};
+  tg_error *e = NULL;
+  int st = container_call(cli, c, "state", NULL, NULL, &quiet, &res, &e);
+  bool knows = true;
+  if (st > 0) {
+    container_backend_error(c, "state", &res, &e);
+    knows = strstr(e->msg, "does not exist") == NULL;
+  }
+  tg_error_free(&e);
+  proc_result_free(&res);
+  return knows;
 }
 
 static int delete_container(struct cli *cli, const char *id, bool force,
@@ -201,8 +295,13 @@ static int delete_container(struct cli *cli, const char *id, bool force,
     tg_error *be = NULL;
     container_backend_error(&c, "delete", &res, &be);
     /* The backend no longer knows it (its state was lost, or create died
-     * half-way): tollgate's own state still has to go. */
-    bool gone = strstr(be->msg, "does not exist") != NULL;
+     * half-way): tollgate's own state still has to go.  A delete that
+     * failed otherwise may still have removed the backend's container
+     * (runsc after a killed `runsc run`: "stopping container: context
+     * deadline exceeded", its state already gone), so --force asks the
+     * backend whether it still knows the id before giving up. */
+    bool gone = strstr(be->msg, "does not exist") != NULL ||
+                (force && !backend_still_knows(cli, &c));
     if (!gone) {
       *err = be;
       proc_result_free(&res);
@@ -306,6 +405,8 @@ json_t *container_query(const struct cli *cli, const struct container *c,
   json_t *tg = json_new_object();
   json_object_set(tg, "backend", json_new_string(c->backend.name));
   json_object_set(tg, "backend_root", json_new_string(c->backend.root));
+  json_object_set(tg, "backend_id",
+                  json_new_string(c->backend_id ? c->backend_id : c->id));
   json_object_set(tg, "profile", json_new_string(profile ? profile : ""));
   json_object_set(tg, "policy", json_copy(json_object_get(c->state, "policy")));
   json_object_set(tg, "sidecar_pid",
@@ -320,7 +421,8 @@ int container_simple_verb(struct cli *cli, const char *verb, int argc,
   if (argc != 2)
     return tg_error_set(err, 0, "%s: usage: tollgate %s ID", verb, verb);
   struct container c;
-  if (container_load(cli, argv[1], &c, err) < 0)
+  cleanup_close int lock = -1;
+  if (container_load_shared(cli, argv[1], &c, &lock, err) < 0)
     return -1;
   struct proc_opts quiet = {.capture_stdout = true, .capture_stderr = true};
   struct proc_result res = {0};
@@ -328,6 +430,27 @@ int container_simple_verb(struct cli *cli, const char *verb, int argc,
   proc_result_free(&res);
   container_free(&c);
   return r;
+}
+
+json_t *container_unknown_record(const char *id, const json_t *state,
+                                 const char *reason) {
+  json_t *out = json_new_object();
+  json_object_set(out, "ociVersion", json_new_string("1.0.2"));
+  json_object_set(out, "id", json_new_string(id));
+  json_object_set(out, "pid", json_new_integer(0));
+  json_object_set(out, "status", json_new_string("unknown"));
+  static const char *const recorded[] = {"bundle", "rootfs", "created",
+                                         "owner"};
+  for (size_t i = 0; i < sizeof recorded / sizeof *recorded; i++) {
+    const char *v = json_string_value(json_object_get(state, recorded[i]));
+    json_object_set(out, recorded[i], json_new_string(v ? v : ""));
+  }
+  json_t *tg = json_new_object();
+  const char *backend = json_string_value(json_object_get(state, "backend"));
+  json_object_set(tg, "backend", json_new_string(backend ? backend : ""));
+  json_object_set(tg, "status_reason", json_new_string(reason));
+  json_object_set(out, "tollgate", tg);
+  return out;
 }
 
 char *container_last_error(void) { return backend_message(last_log, NULL); }

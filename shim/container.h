@@ -15,6 +15,7 @@
 
 struct container {
   char *id;
+  char *backend_id; /* what the backend calls it (state_backend_id) */
   char *dir;     /* <root>/<id> */
   json_t *state; /* state.json */
   struct backend backend;
@@ -24,6 +25,15 @@ struct container {
 int container_load(const struct cli *cli, const char *id, struct container *c,
                    tg_error **err);
 void container_free(struct container *c);
+
+/* container_load() under the state directory's shared lock, returned in
+ * *lock (close it when the backend call is over).  kill, state and exec
+ * use it so that a concurrent delete (which holds the lock exclusively)
+ * either finishes first, and the call says "container <id> does not
+ * exist", or waits for the call: never a backend that finds its log or
+ * state removed mid-call. */
+int container_load_shared(const struct cli *cli, const char *id,
+                          struct container *c, int *lock, tg_error **err);
 
 /* Call the container's backend: backend_argv(verb), then args (may be
  * NULL; NULL-terminated), then, unless id_position says otherwise, the
@@ -101,11 +111,18 @@ int container_delete_after_run(struct cli *cli, const char *id,
 
 /* The container's state as runc prints it (ociVersion, id, pid, status,
  * bundle, rootfs, created, annotations, owner) with the live status and
- * pid from the backend, plus "tollgate": {backend, profile, policy,
- * sidecar_pid}.  A container whose backend no longer knows it shows as
- * "stopped".  Owned tree. */
+ * pid from the backend, plus "tollgate": {backend, backend_root,
+ * backend_id, profile, policy, sidecar_pid}.  A container whose backend
+ * no longer knows it shows as "stopped".  Owned tree. */
 json_t *container_query(const struct cli *cli, const struct container *c,
                         tg_error **err);
+/* What list shows for a container whose status cannot be had (its
+ * backend cannot be run or answers with an error, or its state.json is
+ * unreadable): the recorded fields with status "unknown", pid 0, and
+ * "tollgate": {"status_reason": reason}.  state may be NULL.  Owned. */
+json_t *container_unknown_record(const char *id, const json_t *state,
+                                 const char *reason);
+
 /* A verb that is one backend call on ID with nothing printed (start,
  * pause, resume): argv is {verb, ID}. */
 int container_simple_verb(struct cli *cli, const char *verb, int argc,

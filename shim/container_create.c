@@ -89,7 +89,8 @@ static void undo_all(struct cli *cli, struct undo *u, const char *id) {
     tg_error *e = NULL;
     json_t *s = state_read_json(u->dir, "state.json", &e);
     tg_error_free(&e);
-    if (s && backend_from_state(s, &c.backend, &e) == 0) {
+    c.backend_id = (char *)state_backend_id(s, id);
+    if (s && c.backend_id && backend_from_state(s, &c.backend, &e) == 0) {
       char *args[] = {"--force", NULL};
       struct proc_opts quiet = {.capture_stdout = true, .capture_stderr = true};
       struct proc_result res;
@@ -248,6 +249,7 @@ static int do_create(struct cli *cli, const struct create_request *req,
     return -1;
   json_t *state = json_new_object();
   backend_to_state(&b, state);
+  struct backend kind_only = {.kind = b.kind};
   backend_free(&b);
 
   /* The bundle and its config.json. */
@@ -434,6 +436,14 @@ static int do_create(struct cli *cli, const struct create_request *req,
   rfc3339_now(now, sizeof now);
   cleanup_free char *owner = owner_name();
   cleanup_free char *rootfs = rootfs_path(bundle, config);
+  /* The backend id is a SHA-256: computed once the warm-up has paid
+   * OpenSSL's initialisation on the other core (see warm_up). */
+  warm_up_wait(warm);
+  {
+    char *bid = backend_container_id(&kind_only, id);
+    json_object_set(state, "backend_id", json_new_string(bid));
+    free(bid);
+  }
   json_object_set(state, "id", json_new_string(id));
   /* With prepare_only the caller's `runsc run` creates it next (and
    * deletes it itself when the init exits): it is never mid-create. */
@@ -453,6 +463,7 @@ static int do_create(struct cli *cli, const struct create_request *req,
   /* The backend's create.  stdio is inherited: it is the container's. */
   struct container *c = &out->container;
   c->id = xstrdup(id);
+  c->backend_id = xstrdup(state_backend_id(state, id));
   c->dir = xstrdup(u->dir);
   c->state = json_copy(state);
   if (backend_from_state(state, &c->backend, err) < 0)

@@ -3,11 +3,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,6 +31,66 @@ static void close_pipe(int fds[2]) {
       close(fds[i]);
 }
 
+/* fork + exec for a child that must die with tollgate: posix_spawn has
+ * no way to set a parent-death signal.  The child only makes
+ * async-signal-safe calls (tollgate may have threads); an exec failure
+ * comes back as its errno through a close-on-exec pipe. */
+static int spawn_dying_with_parent(char *const argv[], int out_w, int err_w,
+                                   pid_t *pid_out) {
+  int report[2];
+  if (pipe2(report, O_CLOEXEC) < 0)
+    return errno;
+  pid_t parent = getpid();
+  sigset_t all, none, old;
+  sigfillset(&all);
+  sigemptyset(&none);
+  /* No signal handler of tollgate's may run in the child before exec. */
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(report[0]);
+    struct sigaction dfl = {.sa_handler = SIG_DFL};
+    for (int sig = 1; sig < NSIG; sig++)
+      sigaction(sig, &dfl, NULL); /* KILL, STOP and the gaps just fail */
+    int e = 0;
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+      e = errno;
+    else if (getppid() != parent) /* tollgate died before the prctl */
+      _exit(127);
+    if (e == 0 && out_w >= 0 && dup2(out_w, STDOUT_FILENO) < 0)
+      e = errno;
+    if (e == 0 && err_w >= 0 && dup2(err_w, STDERR_FILENO) < 0)
+      e = errno;
+    if (e == 0) {
+      sigprocmask(SIG_SETMASK, &none, NULL);
+      execve(argv[0], argv, environ);
+      e = errno;
+    }
+    (void)!write(report[1], &e, sizeof e);
+    _exit(127);
+  }
+  int fork_errno = errno;
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  close(report[1]);
+  if (pid < 0) {
+    close(report[0]);
+    return fork_errno;
+  }
+  int child_errno = 0;
+  ssize_t n;
+  do
+    n = read(report[0], &child_errno, sizeof child_errno);
+  while (n < 0 && errno == EINTR);
+  close(report[0]);
+  if (n == (ssize_t)sizeof child_errno) {
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+      ;
+    return child_errno;
+  }
+  *pid_out = pid;
+  return 0;
+}
+
 int proc_spawn(char *const argv[], const struct proc_opts *opts,
                struct proc *p, tg_error **err) {
   int out[2] = {-1, -1}, errp[2] = {-1, -1};
@@ -47,6 +109,23 @@ int proc_spawn(char *const argv[], const struct proc_opts *opts,
    * child gets default dispositions for every signal and an empty mask
    * (run blocks the forwarded signals in tollgate); an exec failure comes
    * back as posix_spawn's own error. */
+  if (opts->die_with_parent) {
+    pid_t pid = -1;
+    int e = spawn_dying_with_parent(argv, out[1], errp[1], &pid);
+    if (e != 0) {
+      close_pipe(out);
+      close_pipe(errp);
+      return tg_error_set(err, e, "exec %s", argv[0]);
+    }
+    if (out[1] >= 0)
+      close(out[1]);
+    if (errp[1] >= 0)
+      close(errp[1]);
+    p->pid = pid;
+    p->out_fd = out[0];
+    p->err_fd = errp[0];
+    return 0;
+  }
   posix_spawnattr_t attr;
   posix_spawn_file_actions_t fa;
   sigset_t all, none;

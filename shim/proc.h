@@ -14,6 +14,9 @@ struct proc_opts {
   bool capture_stdout;  /* else inherited */
   bool capture_stderr;  /* else inherited */
   bool forward_signals; /* INT/TERM/HUP/QUIT received meanwhile go to the child */
+  bool die_with_parent; /* the child gets SIGKILL when tollgate dies
+                           (PR_SET_PDEATHSIG): for a backend that must
+                           not outlive it (run's `runsc run`) */
 };
 
 struct proc {

@@ -50,18 +50,37 @@ int state_create_dir(const char *root, const char *id, char **dir,
   return 0;
 }
 
-int state_lock(const char *dir) {
+static int lock_dir(const char *dir, int how) {
   int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0)
     return -1;
   int r;
   do
-    r = flock(fd, LOCK_EX);
+    r = flock(fd, how);
   while (r < 0 && errno == EINTR);
   if (r < 0) {
     int e = errno;
     close(fd);
     errno = e;
+    return -1;
+  }
+  return fd;
+}
+
+int state_lock(const char *dir) { return lock_dir(dir, LOCK_EX); }
+
+int state_lock_shared(const char *dir) {
+  int fd = lock_dir(dir, LOCK_SH);
+  if (fd < 0)
+    return -1;
+  /* The delete we waited for removed the directory (and a create may
+   * have made a new one of the same name): the lock we hold is on a
+   * directory nobody else will ever lock again. */
+  struct stat held, now;
+  if (fstat(fd, &held) < 0 || stat(dir, &now) < 0 || held.st_ino != now.st_ino ||
+      held.st_dev != now.st_dev || held.st_nlink == 0) {
+    close(fd);
+    errno = ENOENT;
     return -1;
   }
   return fd;
@@ -111,6 +130,15 @@ int state_load(const char *root, const char *id, json_t **state, char **dir,
   *dir = d;
   d = NULL;
   return 0;
+}
+
+const char *state_backend_id(const json_t *state, const char *id) {
+  const json_t *v = json_object_get(state, "backend_id");
+  if (v == NULL)
+    return id;
+  const char *s = json_string_value(v);
+  /* It becomes a backend argument and a name in the backend's root. */
+  return s && container_id_is_valid(s) ? s : NULL;
 }
 
 int state_write_json(const char *dir, const char *name, const json_t *json,

@@ -29,11 +29,23 @@ int state_create_dir(const char *root, const char *id, char **dir,
  * inherit it), or -1 with errno (ENOENT: no such container). */
 int state_lock(const char *dir);
 
+/* state_lock() shared: kill, state and exec hold it while they call the
+ * backend, so a delete (exclusive) waits for them and they wait for it.
+ * A directory removed (or replaced) while this waited is ENOENT: the
+ * container the caller asked about is gone. */
+int state_lock_shared(const char *dir);
+
 /* Load <root>/<id>/state.json.  A missing directory is "container <id>
  * does not exist" (runc's wording, which containerd matches).  *state and
  * *dir are owned by the caller. */
 int state_load(const char *root, const char *id, json_t **state, char **dir,
                tg_error **err);
+
+/* The id the backend knows the container by: state.json's "backend_id"
+ * (see backend_container_id), or tollgate's id for a state.json written
+ * before tollgate recorded one.  NULL when the recorded value is not a
+ * valid id (state.json was tampered with).  Points into state or is id. */
+const char *state_backend_id(const json_t *state, const char *id);
 
 /* Replace <dir>/<name> atomically with json (mode 0600). */
 int state_write_json(const char *dir, const char *name, const json_t *json,

@@ -1,11 +1,13 @@
 /* Flag translation per backend, and turning backend messages into the
  * wording containerd matches. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "shim/backend.h"
+#include "shim/container.h"
 #include "shim/util.h"
 
 static bool has(const struct argv *a, const char *s) {
@@ -246,4 +248,87 @@ Test(backend, messages_in_containerd_wording) {
   m = backend_normalize_message("c1", "os: process already finished");
   cr_assert_str_eq(m, "os: process already finished");
   free(m);
+}
+
+/* The "not found" forms seen racing kill against delete (issue 20), as
+ * the backends printed them. */
+Test(backend, every_not_found_form_is_does_not_exist) {
+  static const char *const seen[] = {
+      /* runsc, its state file removed by a concurrent delete */
+      "loading container: open /tmp/tollgate-root.Ab12/backend/runsc/"
+      "tg-0123456789abcdef0123456789abcdef_sandbox:"
+      "tg-0123456789abcdef0123456789abcdef.state: no such file or directory",
+      /* runsc, the container already gone */
+      "loading container: file does not exist",
+      "loading container \"c1\": file does not exist",
+      /* runc */
+      "container does not exist",
+      "open /run/tg/backend/runc/c1/state.json: no such file or directory",
+  };
+  for (size_t i = 0; i < sizeof seen / sizeof *seen; i++) {
+    char *m = backend_normalize_message("c1", seen[i]);
+    cr_assert_str_eq(m, "container c1 does not exist", "from: %s", seen[i]);
+    free(m);
+  }
+  /* Not a "not found": kept as the backend said it. */
+  char *m = backend_normalize_message(
+      "x-1", "loading container: id \"x-1\" is ambiguous and could refer to "
+             "multiple containers");
+  cr_assert(strstr(m, "ambiguous") != NULL);
+  free(m);
+  m = backend_normalize_message("c1", "open /etc/x.conf: no such file or directory");
+  cr_assert_str_eq(m, "open /etc/x.conf: no such file or directory");
+  free(m);
+}
+
+/* runc's log removed under `runc kill` by a concurrent delete: the
+ * container's own state directory is gone, so it does not exist. */
+Test(backend, a_file_of_the_state_directory_gone_is_does_not_exist) {
+  struct container c = {.id = "c1", .backend_id = "c1",
+                        .dir = "/tmp/tollgate-root.Ab12/c1",
+                        .backend = {.name = "runc"}};
+  struct proc_result res = {
+      .status = 1,
+      .err_text = "time=\"2026-12-03T09:00:00Z\" level=error msg=\"open "
+                  "/tmp/tollgate-root.Ab12/c1/backend.log: no such file or "
+                  "directory\"\n"};
+  tg_error *err = NULL;
+  cr_assert_eq(container_backend_error(&c, "kill", &res, &err), -1);
+  cr_assert_str_eq(err->msg, "runc kill: container c1 does not exist");
+  tg_error_free(&err);
+  /* runsc's messages name the backend id: users see tollgate's id. */
+  struct container r = {.id = "x-1", .backend_id = "tg-00ff",
+                        .dir = "/tmp/r/x-1", .backend = {.name = "runsc"}};
+  res.err_text = "cannot signal container \"tg-00ff\" in state paused\n";
+  cr_assert_eq(container_backend_error(&r, "kill", &res, &err), -1);
+  cr_assert_str_eq(err->msg,
+                   "runsc kill: cannot signal container \"x-1\" in state paused");
+  tg_error_free(&err);
+}
+
+/* runsc finds containers by id prefix: the ids it is given have one fixed
+ * form and length, so none is a prefix of another. */
+Test(backend, runsc_ids_are_fixed_form_and_prefix_free) {
+  struct backend runsc = {.kind = BACKEND_RUNSC}, runc = {.kind = BACKEND_RUNC};
+  char *ids[20];
+  for (int i = 0; i < 20; i++) {
+    char id[16];
+    snprintf(id, sizeof id, "x-%d", i + 1);
+    ids[i] = backend_container_id(&runsc, id);
+    cr_assert_eq(strlen(ids[i]), 35, "%s", ids[i]);
+    cr_assert(strncmp(ids[i], "tg-", 3) == 0);
+    cr_assert(container_id_is_valid(ids[i]));
+    char *again = backend_container_id(&runsc, id);
+    cr_assert_str_eq(again, ids[i], "the same id maps to the same backend id");
+    free(again);
+    char *plain = backend_container_id(&runc, id);
+    cr_assert_str_eq(plain, id, "runc keeps tollgate's id");
+    free(plain);
+  }
+  for (int i = 0; i < 20; i++)
+    for (int j = 0; j < 20; j++)
+      if (i != j)
+        cr_assert(strncmp(ids[i], ids[j], strlen(ids[i])) != 0);
+  for (int i = 0; i < 20; i++)
+    free(ids[i]);
 }
