@@ -31,6 +31,33 @@ static void close_pipe(int fds[2]) {
       close(fds[i]);
 }
 
+/* posix_spawn, not fork: glibc's clone(CLONE_VM|CLONE_VFORK) copies no
+ * page tables, where a fork of tollgate (libcrypto mapped, bridge
+ * threads running) cost ~1.5 ms in front of every backend call.  The
+ * child gets default dispositions for every signal and an empty mask
+ * (run blocks the forwarded signals in tollgate); an exec failure comes
+ * back as posix_spawn's own error. */
+static int spawn_plain(char *const argv[], int out_w, int err_w, pid_t *pid) {
+  posix_spawnattr_t attr;
+  posix_spawn_file_actions_t fa;
+  sigset_t all, none;
+  sigfillset(&all);
+  sigemptyset(&none);
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+  posix_spawn_file_actions_init(&fa);
+  if (out_w >= 0)
+    posix_spawn_file_actions_adddup2(&fa, out_w, STDOUT_FILENO);
+  if (err_w >= 0)
+    posix_spawn_file_actions_adddup2(&fa, err_w, STDERR_FILENO);
+  int e = posix_spawn(pid, argv[0], &fa, &attr, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  return e;
+}
+
 /* fork + exec for a child that must die with tollgate: posix_spawn has
  * no way to set a parent-death signal.  The child only makes
  * async-signal-safe calls (tollgate may have threads); an exec failure
@@ -103,47 +130,11 @@ int proc_spawn(char *const argv[], const struct proc_opts *opts,
     close_pipe(errp);
     return tg_error_set(err, e, "pipe for %s", argv[0]);
   }
-  /* posix_spawn, not fork: glibc's clone(CLONE_VM|CLONE_VFORK) copies no
-   * page tables, where a fork of tollgate (libcrypto mapped, bridge
-   * threads running) cost ~1.5 ms in front of every backend call.  The
-   * child gets default dispositions for every signal and an empty mask
-   * (run blocks the forwarded signals in tollgate); an exec failure comes
-   * back as posix_spawn's own error. */
-  if (opts->die_with_parent) {
-    pid_t pid = -1;
-    int e = spawn_dying_with_parent(argv, out[1], errp[1], &pid);
-    if (e != 0) {
-      close_pipe(out);
-      close_pipe(errp);
-      return tg_error_set(err, e, "exec %s", argv[0]);
-    }
-    if (out[1] >= 0)
-      close(out[1]);
-    if (errp[1] >= 0)
-      close(errp[1]);
-    p->pid = pid;
-    p->out_fd = out[0];
-    p->err_fd = errp[0];
-    return 0;
-  }
-  posix_spawnattr_t attr;
-  posix_spawn_file_actions_t fa;
-  sigset_t all, none;
-  sigfillset(&all);
-  sigemptyset(&none);
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setsigdefault(&attr, &all);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
-  posix_spawn_file_actions_init(&fa);
-  if (out[1] >= 0)
-    posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO);
-  if (errp[1] >= 0)
-    posix_spawn_file_actions_adddup2(&fa, errp[1], STDERR_FILENO);
+  /* The usual path is posix_spawn; only a child that must die with
+   * tollgate pays for a fork (spawn_dying_with_parent). */
   pid_t pid = -1;
-  int e = posix_spawn(&pid, argv[0], &fa, &attr, argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
+  int e = opts->die_with_parent ? spawn_dying_with_parent(argv, out[1], errp[1], &pid)
+                                : spawn_plain(argv, out[1], errp[1], &pid);
   if (e != 0) {
     close_pipe(out);
     close_pipe(errp);
