@@ -34,7 +34,14 @@ struct bridge_service_options {
                                -1: none, only bridge_service_stop stops it */
   int stop_fd2;             /* a second one (the sidecar watches both) */
   bool seccomp;             /* confine the watcher thread */
+  unsigned refused_per_second; /* the attempt budget: past this many refused
+                                  attempts in a second the watcher pauses;
+                                  0: BRIDGE_DEFAULT_REFUSED_PER_SECOND */
+  unsigned backoff_ms;      /* how long it pauses; 0: BRIDGE_DEFAULT_BACKOFF_MS */
 };
+
+#define BRIDGE_DEFAULT_REFUSED_PER_SECOND 200
+#define BRIDGE_DEFAULT_BACKOFF_MS 1000
 
 struct bridge_service;
 
@@ -47,6 +54,8 @@ struct bridge_service_stats {
   unsigned long long junk;       /* other files removed */
   unsigned long long answered;   /* responses written */
   unsigned long long no_space;   /* responses that hit a full bridge area */
+  unsigned long long withdrawn;  /* markers whose body the caller removed */
+  unsigned long long backoffs;   /* pauses of the attempt budget */
 };
 
 /* Start the watcher and the workers.  The bridge area must already hold

@@ -36,6 +36,9 @@ struct audit {
   int dir_fd;  /* the audit directory, until the new log's entry is synced */
   atomic_bool dir_synced;
   bool healthy;
+  unsigned long long quota; /* 0: none; see audit_set_quota */
+  atomic_bool full;
+  pthread_mutex_t resume_mu; /* one "resumed" record per recovery */
   EVP_MD_CTX *md;   /* the chain hash's context, reused under mu */
   EVP_MAC_CTX *mac; /* with a key: HMAC's, reused under mu */
 };
@@ -251,6 +254,8 @@ int audit_open(const char *dir, const char *container_id, const char *key_path,
   memcpy(a->prev, zero_hash, sizeof zero_hash);
   a->healthy = true;
   pthread_mutex_init(&a->mu, NULL);
+  pthread_mutex_init(&a->resume_mu, NULL);
+  atomic_init(&a->full, false);
   pthread_cond_init(&a->cond, NULL);
   if (key_path && audit_read_key(key_path, &a->key, &a->keylen, err) < 0)
     goto fail;
@@ -328,6 +333,7 @@ fail:
   free(a->key);
   free(a->path);
   free(a->container_id);
+  pthread_mutex_destroy(&a->resume_mu);
   free(a);
   return -1;
 }
@@ -397,6 +403,78 @@ static void record_text(struct json_buf *b, const struct audit *a, const struct 
   json_buf_reserve(b, PREV_LEN + HASH_LEN);
 }
 
+/* Records that may use the headroom below the quota: the one saying the
+ * quota was reached, the counted summaries and the closing record, so a
+ * full log still ends verifiably and says what it did not record. */
+static bool uses_headroom(const struct audit_record *r) {
+  return strcmp(r->event, "closed") == 0 || strcmp(r->event, "summary") == 0 ||
+         strcmp(r->event, "audit_full") == 0;
+}
+
+static int append_locked(struct audit *a, struct json_buf *b, bool sync, tg_error **err);
+
+/* With mu held: would this record take the log past its quota?  The first
+ * time, write the "audit_full" record in the headroom. */
+static bool over_quota(struct audit *a, const struct audit_record *r, size_t text_len) {
+  if (a->quota == 0)
+    return false;
+  /* the line is the text plus seq, prev and hash: at most this much */
+  unsigned long long line_max = text_len + PREV_LEN + HASH_LEN;
+  unsigned long long limit = a->quota > AUDIT_QUOTA_HEADROOM ? a->quota - AUDIT_QUOTA_HEADROOM : 0;
+  if (uses_headroom(r)) {
+    /* even the headroom has an end: the quota itself */
+    return (unsigned long long)a->size + line_max > a->quota;
+  }
+  if (!atomic_load(&a->full) && (unsigned long long)a->size + line_max <= limit)
+    return false;
+  if (!atomic_load(&a->full)) {
+    atomic_store(&a->full, true);
+    char why[160];
+    snprintf(why, sizeof why,
+             "the audit log reached its quota of %llu bytes (audit_max_bytes in the host config): "
+             "this container's calls are refused audit_full",
+             a->quota);
+    struct audit_record full = {.event = "audit_full", .duration_ms = -1, .reason = why,
+                                .outcome = "audit_full"};
+    struct json_buf fb = {0};
+    record_text(&fb, a, &full);
+    cleanup_free char *ftext = fb.s;
+    append_locked(a, &fb, false, NULL); /* releases mu */
+    pthread_mutex_lock(&a->mu);
+  }
+  return true;
+}
+
+bool audit_full(struct audit *a) { return atomic_load(&a->full); }
+
+void audit_set_quota(struct audit *a, unsigned long long max_bytes) {
+  a->quota = max_bytes;
+  /* A continued log may already be past it. */
+  if (max_bytes && (unsigned long long)a->size + AUDIT_QUOTA_HEADROOM > max_bytes)
+    atomic_store(&a->full, true);
+}
+
+long long audit_last_seq(struct audit *a) {
+  pthread_mutex_lock(&a->mu);
+  long long s = a->seq;
+  pthread_mutex_unlock(&a->mu);
+  return s;
+}
+
+bool audit_resume(struct audit *a) {
+  if (audit_healthy(a))
+    return true;
+  pthread_mutex_lock(&a->resume_mu);
+  bool ok = audit_healthy(a); /* another thread may have resumed it meanwhile */
+  if (!ok) {
+    struct audit_record rec = {.event = "resumed", .duration_ms = -1,
+                               .reason = "the audit log is writable again after a failure"};
+    ok = audit_append(a, &rec, true, NULL) == 0;
+  }
+  pthread_mutex_unlock(&a->resume_mu);
+  return ok;
+}
+
 int audit_append(struct audit *a, const struct audit_record *r, bool sync, tg_error **err) {
   /* Everything but seq, prev and hash is built before taking the lock,
    * which serialises the sidecar's workers: under it only those three
@@ -405,6 +483,19 @@ int audit_append(struct audit *a, const struct audit_record *r, bool sync, tg_er
   record_text(&b, a, r);
   cleanup_free char *text = b.s; /* nothing appends to b after this */
   pthread_mutex_lock(&a->mu);
+  if (over_quota(a, r, b.len)) {
+    pthread_mutex_unlock(&a->mu);
+    errno = EDQUOT;
+    return tg_error_set(err, EDQUOT, "the audit log %s reached its quota of %llu bytes "
+                        "(audit_max_bytes in the host config)", a->path, a->quota);
+  }
+  return append_locked(a, &b, sync, err);
+}
+
+/* With mu held (released on return): seq, prev and hash into b's room,
+ * the one write(), and the sync when asked. */
+static int append_locked(struct audit *a, struct json_buf *bp, bool sync, tg_error **err) {
+  struct json_buf b = *bp;
   char head[SEQ_ROOM];
   size_t hl = 7;
   memcpy(head, "{\"seq\":", 7);
@@ -495,6 +586,7 @@ void audit_close(struct audit *a) {
   if (a->dir_fd >= 0)
     close(a->dir_fd);
   pthread_mutex_destroy(&a->mu);
+  pthread_mutex_destroy(&a->resume_mu);
   pthread_cond_destroy(&a->cond);
   EVP_MD_CTX_free(a->md);
   EVP_MAC_CTX_free(a->mac);

@@ -36,6 +36,11 @@ struct host_config {
   char *approver_group;   /* group allowed to approve besides root, or NULL */
   size_t bridge_tmpfs_bytes; /* default 16 MiB */
   size_t request_max_bytes;  /* default 64 KiB */
+  size_t audit_max_bytes;    /* each container's audit log quota; default
+                                256 MiB; past it its calls get audit_full */
+  int bridge_refused_per_second; /* the attempt budget per container; default
+                                    200 (0 in the file: the default) */
+  int bridge_backoff_ms;     /* the pause past it; default 1000 */
 };
 
 /* Load path (NULL = TG_DEFAULT_CONFIG, where a missing file is fine).
