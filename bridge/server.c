@@ -27,9 +27,8 @@
 /* Ids remembered for replay checks, whatever the container writes: at
  * most max_tool_calls of them can ever be answered with a result (every
  * attempt counts toward the cap), so the set never needs more than that;
- * a policy with a larger cap is served up to SEEN_MAX ids at once, and
+ * a policy with a larger cap is served up to opt.seen_max ids at once, and
  * ids whose responses were collected make room (seen_purge). */
-#define SEEN_MAX (1u << 15)
 #define SEEN_PURGE_NS 1000000000ull   /* at most one purge a second */
 #define BACKOFF_WINDOW_NS 1000000000ull
 #define RESERVE_NAME ".reserve"
@@ -68,7 +67,10 @@ struct seen_set {
   struct seen_id **slots;
   size_t cap, len;
   long long cap_calls;          /* the policy's max_tool_calls */
+  size_t max;                   /* opt.seen_max */
+  atomic_size_t count;          /* len, for the stats */
   unsigned long long last_purge; /* monotonic ns */
+  bool last_purge_freed;        /* it freed a quarter of the set or more */
 };
 
 struct bridge_service {
@@ -139,7 +141,7 @@ static void seen_insert_slot(struct seen_id **slots, size_t cap,
  * id it cannot remember is an id it could answer twice.  Entries never
  * move (the table holds pointers), so a job may keep one. */
 static struct seen_id *seen_add(struct seen_set *set, const char *id) {
-  if (set->len >= SEEN_MAX)
+  if (set->len >= set->max)
     return NULL;
 
   if ((set->len + 1) * 2 > set->cap) {
@@ -158,6 +160,7 @@ static struct seen_id *seen_add(struct seen_set *set, const char *id) {
   memcpy(e->id, id, len + 1);
   seen_insert_slot(set->slots, set->cap, e);
   set->len++;
+  atomic_store(&set->count, set->len);
   return e;
 }
 
@@ -190,6 +193,8 @@ static void seen_purge(struct seen_set *set, int resp_fd) {
     seen_insert_slot(set->slots, cap, e);
     set->len++;
   }
+  atomic_store(&set->count, set->len);
+  set->last_purge_freed = set->len <= set->max - set->max / 4;
   free(old);
 }
 
@@ -401,7 +406,10 @@ static void process_marker(struct bridge_service *s, const char *id) {
   taken = seen_add(&s->seen, id);
   if (taken == NULL) {
     unsigned long long now = monotonic_ns();
-    if (now - s->seen.last_purge >= SEEN_PURGE_NS) {
+    /* A purge walks the set: again at once when the last one made room
+     * (steady calls whose callers collect their answers), else at most
+     * once a second (a container that never collects). */
+    if (s->seen.last_purge_freed || now - s->seen.last_purge >= SEEN_PURGE_NS) {
       s->seen.last_purge = now;
       seen_purge(&s->seen, s->opt.resp_fd);
       taken = seen_add(&s->seen, id);
@@ -411,10 +419,12 @@ static void process_marker(struct bridge_service *s, const char *id) {
     if (!remove_entry(s->opt.req_fd, marker, 0))
       return;
     remove_entry(s->opt.req_fd, body, 0);
+    /* refused, and told so: an error answer is the same however often
+     * it is written, so an id not remembered may get it */
     post_refused(s, GATE_REFUSED_UNREMEMBERED, id,
                  xasprintf("call id %s: %u calls are in flight or their responses not "
                            "collected; collect responses (resp/<id>.json) and call again",
-                           id, SEEN_MAX));
+                           id, s->opt.seen_max));
     return;
   }
   struct job *j = xcalloc(1, sizeof *j);
@@ -790,6 +800,12 @@ static void run_job(struct bridge_service *s, struct job *j) {
   }
   case JOB_REFUSED:
     gate_record_refused(s->opt.gate, j->refusal, j->id[0] ? j->id : NULL, j->reason);
+    if (j->refusal == GATE_REFUSED_UNREMEMBERED) {
+      size_t len;
+      char *body = bridge_error_body(BRIDGE_FULL, j->reason, &len);
+      write_response(s, j->id, body, len);
+      free(body);
+    }
     break;
   case JOB_RESERVE:
     make_reserve(s);
@@ -970,6 +986,9 @@ int bridge_service_start(const struct bridge_service_options *opts,
     s->opt.refused_per_second = BRIDGE_DEFAULT_REFUSED_PER_SECOND;
   if (s->opt.backoff_ms == 0)
     s->opt.backoff_ms = BRIDGE_DEFAULT_BACKOFF_MS;
+  if (s->opt.seen_max == 0)
+    s->opt.seen_max = BRIDGE_SEEN_MAX;
+  s->seen.max = s->opt.seen_max;
   s->seen.cap_calls = gate_max_calls(s->opt.gate);
   {
     long long mp = gate_max_pending(s->opt.gate);
@@ -1105,4 +1124,5 @@ void bridge_service_get_stats(struct bridge_service *s,
   o->no_space = atomic_load(&s->st.no_space);
   o->withdrawn = atomic_load(&s->st.withdrawn);
   o->backoffs = atomic_load(&s->st.backoffs);
+  o->seen_ids = atomic_load(&s->seen.count);
 }

@@ -38,7 +38,11 @@ struct bridge_service_options {
                                   attempts in a second the watcher pauses;
                                   0: BRIDGE_DEFAULT_REFUSED_PER_SECOND */
   unsigned backoff_ms;      /* how long it pauses; 0: BRIDGE_DEFAULT_BACKOFF_MS */
+  unsigned seen_max;        /* most call ids remembered at once (for tests);
+                               0: BRIDGE_SEEN_MAX */
 };
+
+#define BRIDGE_SEEN_MAX (1u << 15)
 
 #define BRIDGE_DEFAULT_REFUSED_PER_SECOND 200
 #define BRIDGE_DEFAULT_BACKOFF_MS 1000
@@ -56,6 +60,7 @@ struct bridge_service_stats {
   unsigned long long no_space;   /* responses that hit a full bridge area */
   unsigned long long withdrawn;  /* markers whose body the caller removed */
   unsigned long long backoffs;   /* pauses of the attempt budget */
+  unsigned long long seen_ids;   /* call ids remembered now (bounded) */
 };
 
 /* Start the watcher and the workers.  The bridge area must already hold
