@@ -689,6 +689,7 @@ void gate_record_refused(struct gate *g, enum gate_refusal why, const char *call
   }
   const char *event = why == GATE_REFUSED_WITHDRAWN ? "withdrawn"
                       : why == GATE_REFUSED_BACKOFF ? "backoff"
+                      : why == GATE_REFUSED_JUNK    ? "junk" /* no call attempt */
                                                     : "unanswerable";
   const char *outcome = why == GATE_REFUSED_WITHDRAWN ? "withdrawn"
                         : why == GATE_REFUSED_BACKOFF ? "backoff"

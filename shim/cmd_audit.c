@@ -10,6 +10,7 @@
 
 #include "governance/verify.h"
 #include "shim/commands.h"
+#include "shim/escape.h"
 #include "shim/util.h"
 
 static const char *str(const json_t *rec, const char *key) {
@@ -17,8 +18,10 @@ static const char *str(const json_t *rec, const char *key) {
   return s ? s : "-";
 }
 
-/* One table cell: at most width characters, cut with "~" when longer. */
-static void cell(const char *s, int width) {
+/* One table cell: at most width characters, cut with "~" when longer.
+ * The text may be the container's: escaped, so it stays in its cell. */
+static void cell(const char *raw, int width) {
+  cleanup_free char *s = escape_for_terminal(raw, false);
   int n = (int)strlen(s);
   if (n <= width)
     printf("%-*s ", width, s);
@@ -56,10 +59,15 @@ static int show(const char *path, bool as_json, tg_error **err) {
       printf("%6lld  ", ms);
     else
       printf("%6s  ", "-");
+    /* Reason, arguments and message are the container's words: one line
+     * of printable text each, whatever they hold. */
     const json_t *args = json_object_get(r, "args");
-    cleanup_free char *a = json_is(args, JSON_OBJECT) ? json_dump(args, false, NULL) : NULL;
-    const char *reason = json_string_value(json_object_get(r, "reason"));
-    const char *msg = json_string_value(json_object_get(r, "message"));
+    cleanup_free char *dump = json_is(args, JSON_OBJECT) ? json_dump(args, false, NULL) : NULL;
+    cleanup_free char *a = dump ? escape_for_terminal(dump, true) : NULL;
+    const char *raw_reason = json_string_value(json_object_get(r, "reason"));
+    const char *raw_msg = json_string_value(json_object_get(r, "message"));
+    cleanup_free char *reason = raw_reason ? escape_for_terminal(raw_reason, false) : NULL;
+    cleanup_free char *msg = raw_msg ? escape_for_terminal(raw_msg, false) : NULL;
     printf("%s%s%s%s%s\n", reason ? reason : "", reason && a ? " " : "", a ? a : "",
            msg ? " | " : "", msg ? msg : "");
   }
