@@ -55,6 +55,7 @@ void bridge_gate_config(const struct bridge_setup *setup,
       .approver_group = h ? h->approver_group : NULL,
       .control_socket = *control_socket,
       .audit_max_bytes = h ? h->audit_max_bytes : 0,
+      .state_dir = setup->state_dir,
   };
 }
 

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -48,6 +49,27 @@ static const char zero_hash[AUDIT_HASH_HEX + 1] =
 
 char *audit_log_path(const char *dir, const char *container_id) {
   return xasprintf("%s/%s.jsonl", dir, container_id);
+}
+
+char *audit_log_stem_for_state(const char *container_id, const char *state_dir) {
+  unsigned char d[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  if (EVP_Digest(state_dir, strlen(state_dir), d, &n, EVP_sha256(), NULL) != 1)
+    abort();
+  return xasprintf("%s@%02x%02x%02x%02x%02x%02x%02x%02x", container_id, d[0], d[1], d[2], d[3],
+                   d[4], d[5], d[6], d[7]);
+}
+
+/* One writer per log: the same container id under two --roots (or a
+ * stale sidecar) must never interleave records in one file, which would
+ * break the chain.  The lock lives as long as the descriptor. */
+static int lock_log(struct audit *a, int fd, tg_error **err) {
+  if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+    return 0;
+  if (errno == EWOULDBLOCK)
+    return tg_error_set(err, EBUSY, "the audit log %s is being written by another gate "
+                        "(the same container id under another --root?)", a->path);
+  return tg_error_set(err, errno, "lock the audit log %s", a->path);
 }
 
 /* SHA-256 fetched once: EVP_sha256() passed to EVP_Digest makes OpenSSL 3
@@ -240,6 +262,12 @@ static int load_tail(struct audit *a, int rfd, bool *moved, tg_error **err) {
 
 int audit_open(const char *dir, const char *container_id, const char *key_path,
                const char *policy_path, struct audit **out, tg_error **err) {
+  return audit_open_named(dir, container_id, container_id, key_path, policy_path, NULL, out, err);
+}
+
+int audit_open_named(const char *dir, const char *stem, const char *container_id,
+                     const char *key_path, const char *policy_path, const char *state_dir,
+                     struct audit **out, tg_error **err) {
   *out = NULL;
   if (!container_id_is_valid(container_id))
     return tg_error_set(err, 0, "audit: invalid container id \"%s\"", container_id);
@@ -249,7 +277,7 @@ int audit_open(const char *dir, const char *container_id, const char *key_path,
   a->fd = -1;
   a->dir_fd = -1;
   atomic_init(&a->dir_synced, false);
-  a->path = audit_log_path(dir, container_id);
+  a->path = audit_log_path(dir, stem);
   a->container_id = xstrdup(container_id);
   memcpy(a->prev, zero_hash, sizeof zero_hash);
   a->healthy = true;
@@ -277,6 +305,8 @@ int audit_open(const char *dir, const char *container_id, const char *key_path,
    * the log's first sync (sync_dir_once), not here, where it sat in front
    * of every container start. */
   a->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (lock_log(a, a->fd, err) < 0)
+    goto fail;
   if (fchmod(a->fd, 0600) < 0) {
     tg_error_set(err, errno, "chmod 0600 %s", a->path);
     goto fail;
@@ -300,12 +330,16 @@ int audit_open(const char *dir, const char *container_id, const char *key_path,
         tg_error_set(err, errno, "create %s", a->path);
         goto fail;
       }
+      if (lock_log(a, a->fd, err) < 0)
+        goto fail;
     }
   }
   json_t *extra = json_new_object();
   json_object_set(extra, "alg", json_new_string(a->key ? "hmac-sha256" : "sha256"));
   json_object_set(extra, "policy", policy_path ? json_new_string(policy_path) : json_new_null());
   json_object_set(extra, "pid", json_new_integer(getpid()));
+  if (state_dir)
+    json_object_set(extra, "state_dir", json_new_string(state_dir));
   struct audit_record open_rec = {.event = "open", .duration_ms = -1, .extra = extra};
   /* Written now (a full disk fails the open here), synced by the
    * flusher's first round, at once but off the caller's path: ~0.45 ms of

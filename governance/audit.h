@@ -41,6 +41,18 @@ struct audit_record {
 int audit_open(const char *dir, const char *container_id, const char *key_path,
                const char *policy_path, struct audit **out, tg_error **err);
 
+/* audit_open with the log named <dir>/<stem>.jsonl; state_dir (or NULL),
+ * the container's state directory, is named in the open record.  Only one gate
+ * writes a log at a time (an exclusive lock for the log's lifetime): a
+ * second one fails with EBUSY. */
+int audit_open_named(const char *dir, const char *stem, const char *container_id,
+                     const char *key_path, const char *policy_path, const char *state_dir,
+                     struct audit **out, tg_error **err);
+
+/* "<id>@<16 hex of SHA-256(state_dir)>": the log's name for a container
+ * whose <id>.jsonl is being written under another --root (owned). */
+char *audit_log_stem_for_state(const char *container_id, const char *state_dir);
+
 /* The default per-container size quota of a log (host config
  * audit_max_bytes). */
 #define AUDIT_DEFAULT_MAX_BYTES (256ull << 20)

@@ -40,6 +40,9 @@ struct gate_config {
   const char *control_socket; /* where the sidecar serves approve/pending/calls;
                                  NULL: none (unit tests) */
   bool defer_tools; /* leave the MCP servers to gate_start_tools() */
+  const char *state_dir;   /* <root>/<id>, unique per --root and id, or NULL:
+                              when <id>.jsonl is being written under another
+                              root, the log is <id>@<hash of state_dir>.jsonl */
   unsigned long long audit_max_bytes; /* the log's quota; 0: 256 MiB
                                          (AUDIT_DEFAULT_MAX_BYTES) */
 };

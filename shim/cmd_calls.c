@@ -3,8 +3,11 @@
  * control socket; once the container is gone, rebuilds the list from the
  * container's audit log (the latest run in it). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "governance/audit.h"
 #include "governance/control.h"
 #include "governance/policy.h"
 #include "governance/verify.h"
@@ -140,7 +143,15 @@ int cmd_calls(struct cli *cli, int argc, char **argv, tg_error **err) {
   cleanup_error tg_error *qerr = NULL;
   if (control_request(sock, req, 5000, &reply, &qerr) < 0) {
     const char *dir = cli->config.audit_dir ? cli->config.audit_dir : "/var/log/tollgate/audit";
-    cleanup_free char *log = xasprintf("%s/%s.jsonl", dir, id);
+    /* <id>@<hash>.jsonl when this root's run of the id found <id>.jsonl
+     * being written under another root (audit_open_named) */
+    cleanup_free char *state = xasprintf("%s/%s", cli->root, id);
+    cleanup_free char *stem = audit_log_stem_for_state(id, state);
+    cleanup_free char *log = audit_log_path(dir, stem);
+    if (access(log, F_OK) != 0) {
+      free(log);
+      log = audit_log_path(dir, id);
+    }
     cleanup_error tg_error *lerr = NULL;
     reply = calls_from_log(log, id, &lerr);
     if (reply == NULL)

@@ -727,3 +727,44 @@ Test(audit, verify_streams_a_log_larger_than_its_memory) {
             "verify of a %lld-byte log under a capped address space: status %d",
             (long long)st.st_size, status);
 }
+
+/* The same container id under two roots at once: never one file with two
+ * writers.  The second gate writes <id>@<hash of its state dir>.jsonl;
+ * without a state dir it is refused with a reason. */
+Test(audit, one_log_per_root_and_id) {
+  cleanup_free char *ad = xasprintf("%s/roots", dir);
+  cleanup_free char *pp = xasprintf("%s/policy.json", dir);
+  FILE *f = fopen(pp, "w");
+  fputs(POLICY, f);
+  fclose(f);
+  struct gate_config a = {.container_id = "twin", .policy_path = pp, .audit_dir = ad,
+                          .state_dir = "/run/a/twin"};
+  struct gate_config b = a;
+  b.state_dir = "/run/b/twin";
+  struct gate *ga = NULL, *gb = NULL, *gc = NULL;
+  cleanup_error tg_error *err = NULL;
+  cr_assert_eq(gate_open(&a, &ga, &err), 0, "%s", err ? err->msg : "");
+  cr_assert_eq(gate_open(&b, &gb, &err), 0, "%s", err ? err->msg : "");
+  cr_assert_str_neq(gate_audit_path(ga), gate_audit_path(gb));
+  struct gate_config c = a;
+  c.state_dir = NULL;
+  cr_assert_eq(gate_open(&c, &gc, &err), -1);
+  cr_assert(strstr(err->msg, "another gate"), "%s", err->msg);
+  const char *req = "{\"v\":1,\"tool\":\"echo\",\"args\":{\"x\":1}}";
+  cleanup_json json_t *r = json_parse(req, strlen(req), NULL, NULL);
+  for (int i = 0; i < 20; i++) {
+    free(gate_handle(ga, "a", r, NULL, NULL));
+    free(gate_handle(gb, "b", r, NULL, NULL));
+  }
+  cleanup_free char *pa = xstrdup(gate_audit_path(ga));
+  cleanup_free char *pb = xstrdup(gate_audit_path(gb));
+  gate_close(ga);
+  gate_close(gb);
+  struct audit_verify_result v = verify(pa, NULL, false);
+  cr_assert(v.ok, "%s", v.message);
+  audit_verify_result_clear(&v);
+  v = verify(pb, NULL, false);
+  cr_assert(v.ok, "%s", v.message);
+  audit_verify_result_clear(&v);
+  cr_assert(strstr(pb, "twin@") != NULL, "%s", pb);
+}
