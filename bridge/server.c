@@ -398,7 +398,7 @@ static void process_marker(struct bridge_service *s, const char *id) {
     j->kind = JOB_CALL;
     j->claimed = true;
     memcpy(j->id, id, strlen(id) + 1);
-    j->reason = xstrdup("over the call cap: not read");
+    j->reason = xstrdup("the request was not read: max_tool_calls was spent when it arrived");
     atomic_fetch_add(&s->st.requests, 1);
     post(s, j);
     return;

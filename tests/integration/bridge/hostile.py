@@ -132,11 +132,14 @@ left = [f for f in os.listdir(REQ) if f.endswith(".done")]
 check("invalid-id markers removed", not left, left)
 legit("invalid ids")
 
-# A marker without a body, a body without a marker.
+# A marker without a body (a withdrawn call: audited as withdrawn, no
+# response left for nobody to collect), a body without a marker.
 cid = new_id()
 marker(cid)
-r = response(cid)
-check("marker without body: bad_request", error_code(r) == "bad_request", r)
+r = response(cid, 1.0)
+check("marker without body: withdrawn, not answered", r is None, r)
+check("marker without body: the marker is removed",
+      not os.path.exists(os.path.join(REQ, cid + ".done")))
 cid = new_id()
 body(cid, b'{"v":1,"tool":"echo","args":{}}')
 check("body without marker: not answered", response(cid, 0.5) is None)
