@@ -672,7 +672,7 @@ Test(audit, a_log_past_its_quota_refuses_only_its_own_calls) {
  * only the streaming result is checked. */
 #include <sys/resource.h>
 #include <sys/wait.h>
-static unsigned long long vm_size(void) {
+__attribute__((unused)) static unsigned long long vm_size(void) {
   cleanup_free char *st = NULL;
   cr_assert_eq(read_file("/proc/self/status", 1 << 16, &st, NULL, NULL), 0);
   const char *p = strstr(st, "VmSize:");
