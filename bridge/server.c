@@ -143,7 +143,6 @@ static void seen_insert_slot(struct seen_id **slots, size_t cap,
 static struct seen_id *seen_add(struct seen_set *set, const char *id) {
   if (set->len >= set->max)
     return NULL;
-
   if ((set->len + 1) * 2 > set->cap) {
     size_t ncap = set->cap ? set->cap * 2 : 1024;
     struct seen_id **n = xcalloc(ncap, sizeof *n);
