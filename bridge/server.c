@@ -24,6 +24,10 @@
 #include "shim/util.h"
 
 #define QUEUE_CAP 1024
+/* Request bytes parsed and waiting in the queue: a container's big
+ * requests stall the watcher (back-pressure) rather than grow the
+ * sidecar's memory, whatever the policy's cap. */
+#define QUEUE_BYTES (512 * 1024)
 /* Ids remembered for replay checks, whatever the container writes: at
  * most max_tool_calls of them can ever be answered with a result (every
  * attempt counts toward the cap), so the set never needs more than that;
@@ -59,6 +63,7 @@ struct job {
                         watcher removed its marker, the worker its body */
   enum gate_refusal refusal; /* JOB_REFUSED: why */
   char *reason;      /* JOB_CALL: why request is NULL; JOB_REFUSED: what */
+  size_t bytes;      /* JOB_CALL: the request body's size, for QUEUE_BYTES */
 };
 
 /* A set of taken ids, touched only by the watcher thread (the entries'
@@ -96,6 +101,7 @@ struct bridge_service {
   pthread_cond_t not_full;
   struct job *queue[QUEUE_CAP];
   size_t head, count;
+  size_t queued_bytes;  /* the bytes of the queued jobs; under mu */
   bool closing;    /* workers: drain the queue and exit */
   atomic_bool stopping; /* watcher: stop taking requests */
 
@@ -242,16 +248,21 @@ static bool offer_job(struct bridge_service *s, bool may_spawn) {
 /* Blocks while the queue is full (back-pressure on the watcher; inotify
  * may overflow meanwhile, and the rescan then catches up).  Returns false
  * when the server is stopping and the job was not queued. */
+static bool queue_full(const struct bridge_service *s, const struct job *j) {
+  return s->count == QUEUE_CAP || (s->count > 0 && s->queued_bytes + j->bytes > QUEUE_BYTES);
+}
+
 static bool queue_push(struct bridge_service *s, struct job *j) {
   pthread_mutex_lock(&s->mu);
-  while (s->count == QUEUE_CAP && !s->closing && !atomic_load(&s->stopping))
+  while (queue_full(s, j) && !s->closing && !atomic_load(&s->stopping))
     pthread_cond_wait(&s->not_full, &s->mu);
-  if (s->count == QUEUE_CAP) {
+  if (queue_full(s, j)) {
     pthread_mutex_unlock(&s->mu);
     return false;
   }
   s->queue[(s->head + s->count) % QUEUE_CAP] = j;
   s->count++;
+  s->queued_bytes += j->bytes;
   bool wake = offer_job(s, false);
   pthread_mutex_unlock(&s->mu);
   if (wake)
@@ -443,6 +454,7 @@ static void process_marker(struct bridge_service *s, const char *id) {
     tg_error_free(&err);
   } else {
     j->request = bridge_parse_request(buf, len, &j->reason);
+    j->bytes = len;
     free(buf);
   }
   /* The body and the marker are removed by the worker once the response
@@ -884,6 +896,7 @@ static void *worker_main(void *arg) {
       struct job *j = s->queue[s->head];
       s->head = (s->head + 1) % QUEUE_CAP;
       s->count--;
+      s->queued_bytes -= j->bytes;
       s->running++;
       pthread_cond_signal(&s->not_full);
       /* More queued than running, and a slot left: bring in a helper. */
