@@ -9,8 +9,14 @@
  * of them run calls that do not block at the same time).  The watcher runs
  * under a seccomp filter (seccomp.c) that allows only what it uses.  The
  * workers pass every attempt through the gate and write the response.
- * Each call id is answered at most once; a replayed id is rejected and
- * counted.  No thread is created per call and the host never sleeps.
+ * Each call id is answered at most once while its response is uncollected;
+ * a replayed id is rejected and counted.  What the container can make the
+ * host hold is bounded whatever it writes: the remembered ids (at most the
+ * call cap, and opt.seen_max), the queued request bytes, the audit records
+ * of refusals (counted, governance/refusals.h), and the work itself (past
+ * opt.refused_per_second refused attempts the watcher pauses for
+ * opt.backoff_ms).  A call parked for approval holds no worker of the
+ * pool.  No thread is created per call and the host never sleeps.
  */
 #ifndef TOLLGATE_BRIDGE_SERVICE_H
 #define TOLLGATE_BRIDGE_SERVICE_H
