@@ -21,6 +21,7 @@
 
 #include "bridge/protocol.h"
 #include "bridge/seccomp.h"
+#include "bridge/seen.h"
 #include "shim/util.h"
 
 #define QUEUE_CAP 1024
@@ -28,12 +29,7 @@
  * requests stall the watcher (back-pressure) rather than grow the
  * sidecar's memory, whatever the policy's cap. */
 #define QUEUE_BYTES (512 * 1024)
-/* Ids remembered for replay checks, whatever the container writes: at
- * most max_tool_calls of them can ever be answered with a result (every
- * attempt counts toward the cap), so the set never needs more than that;
- * a policy with a larger cap is served up to opt.seen_max ids at once, and
- * ids whose responses were collected make room (seen_purge). */
-#define SEEN_PURGE_NS 1000000000ull   /* at most one purge a second */
+#define SEEN_PURGE_NS 1000000000ull   /* at most one seen_purge a second */
 #define BACKOFF_WINDOW_NS 1000000000ull
 #define RESERVE_NAME ".reserve"
 #define RESERVE_BYTES (128 * 1024)    /* room for error responses when full */
@@ -43,14 +39,6 @@
 #define BRIDGE_FULL "bridge_full"
 
 enum job_kind { JOB_CALL, JOB_REFUSED, JOB_RESERVE, JOB_FLUSH };
-
-/* An id the watcher has taken.  marker_gone: the worker removed its
- * req/<id>.done after answering (set after the unlink, read by the
- * watcher to tell a duplicate report of that marker from a replay). */
-struct seen_id {
-  atomic_bool marker_gone;
-  char id[];
-};
 
 struct job {
   enum job_kind kind;
@@ -64,18 +52,6 @@ struct job {
   enum gate_refusal refusal; /* JOB_REFUSED: why */
   char *reason;      /* JOB_CALL: why request is NULL; JOB_REFUSED: what */
   size_t bytes;      /* JOB_CALL: the request body's size, for QUEUE_BYTES */
-};
-
-/* A set of taken ids, touched only by the watcher thread (the entries'
- * marker_gone flags excepted). */
-struct seen_set {
-  struct seen_id **slots;
-  size_t cap, len;
-  long long cap_calls;          /* the policy's max_tool_calls */
-  size_t max;                   /* opt.seen_max */
-  atomic_size_t count;          /* len, for the stats */
-  unsigned long long last_purge; /* monotonic ns */
-  bool last_purge_freed;        /* it freed a quarter of the set or more */
 };
 
 struct bridge_service {
@@ -114,100 +90,6 @@ struct bridge_service {
     atomic_ullong withdrawn, backoffs;
   } st;
 };
-
-/* ---- the set of answered ids (FNV-1a, open addressing) ---- */
-
-static size_t hash_id(const char *s) {
-  size_t h = 1469598103934665603ull;
-  for (; *s; s++)
-    h = (h ^ (unsigned char)*s) * 1099511628211ull;
-  return h;
-}
-
-static struct seen_id *seen_find(struct seen_set *set, const char *id) {
-  if (set->cap == 0)
-    return NULL;
-  for (size_t i = hash_id(id) & (set->cap - 1);; i = (i + 1) & (set->cap - 1)) {
-    if (set->slots[i] == NULL)
-      return NULL;
-    if (strcmp(set->slots[i]->id, id) == 0)
-      return set->slots[i];
-  }
-}
-
-static void seen_insert_slot(struct seen_id **slots, size_t cap,
-                             struct seen_id *e) {
-  size_t i = hash_id(e->id) & (cap - 1);
-  while (slots[i] != NULL)
-    i = (i + 1) & (cap - 1);
-  slots[i] = e;
-}
-
-/* NULL when the set is full: the caller then refuses the call, because an
- * id it cannot remember is an id it could answer twice.  Entries never
- * move (the table holds pointers), so a job may keep one. */
-static struct seen_id *seen_add(struct seen_set *set, const char *id) {
-  if (set->len >= set->max)
-    return NULL;
-  if ((set->len + 1) * 2 > set->cap) {
-    size_t ncap = set->cap ? set->cap * 2 : 1024;
-    struct seen_id **n = xcalloc(ncap, sizeof *n);
-    for (size_t i = 0; i < set->cap; i++)
-      if (set->slots[i])
-        seen_insert_slot(n, ncap, set->slots[i]);
-    free(set->slots);
-    set->slots = n;
-    set->cap = ncap;
-  }
-  size_t len = strlen(id);
-  struct seen_id *e = xcalloc(1, sizeof *e + len + 1);
-  atomic_init(&e->marker_gone, false);
-  memcpy(e->id, id, len + 1);
-  seen_insert_slot(set->slots, set->cap, e);
-  set->len++;
-  atomic_store(&set->count, set->len);
-  return e;
-}
-
-/* Forget the ids whose call is answered and whose response the caller
- * has collected (resp/<id>.done and .json gone): a later marker for such
- * an id is a fresh attempt, counted and governed like any other, and can
- * no longer overwrite an answer its first caller has not read.  Entries
- * still in flight (marker not gone) are kept, so no job's pointer dies. */
-static void seen_purge(struct seen_set *set, int resp_fd) {
-  struct seen_id **old = set->slots;
-  size_t cap = set->cap;
-  set->slots = xcalloc(cap, sizeof *set->slots);
-  set->len = 0;
-  for (size_t i = 0; i < cap; i++) {
-    struct seen_id *e = old[i];
-    if (e == NULL)
-      continue;
-    if (atomic_load(&e->marker_gone)) {
-      char name[BRIDGE_ID_MAX + 8];
-      struct stat st;
-      snprintf(name, sizeof name, "%s.done", e->id);
-      bool present = fstatat(resp_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
-      snprintf(name, sizeof name, "%s.json", e->id);
-      present = present || fstatat(resp_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
-      if (!present) {
-        free(e);
-        continue;
-      }
-    }
-    seen_insert_slot(set->slots, cap, e);
-    set->len++;
-  }
-  atomic_store(&set->count, set->len);
-  set->last_purge_freed = set->len <= set->max - set->max / 4;
-  free(old);
-}
-
-static void seen_free(struct seen_set *set) {
-  for (size_t i = 0; i < set->cap; i++)
-    free(set->slots[i]);
-  free(set->slots);
-}
 
 /* ---- the job queue ---- */
 
