@@ -43,7 +43,7 @@ DEB_PACKAGES := build-essential pkg-config libyajl-dev libseccomp-dev libcap-ng-
 .PHONY: all deps check unit integration asan fuzz fuzz-smoke install clean \
         demo demo-interactive demo-agent bench bench-smoke
 
-all: $(BUILD)/tollgate $(BUILD)/tollgate-call $(BUILD)/tollgate-probe
+all: $(BUILD)/tollgate $(BUILD)/tollgate-call $(BUILD)/tollgate-probe $(BUILD)/tollgate-flood
 
 # Install only what is missing; apt-get update runs once, and only then.
 deps:
@@ -80,6 +80,12 @@ $(BUILD)/tollgate-call: bridge/client/tollgate-call.c $(wildcard bridge/client/*
 
 # The confinement probe, run inside containers by the hardening tests.
 $(BUILD)/tollgate-probe: tests/probe/probe.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -static -o $@ $<
+
+# The hostile flooder and latency client, run inside containers by
+# tests/integration/test_bridge_flood.sh.
+$(BUILD)/tollgate-flood: tests/flood/flood.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -static -o $@ $<
 

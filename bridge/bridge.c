@@ -127,6 +127,8 @@ int bridge_serve_in_process(const struct bridge_setup *setup, struct gate *gate,
       .gate = s->gate,
       .request_max_bytes = setup->host ? setup->host->request_max_bytes : 0,
       .stop_fd = -1, .stop_fd2 = -1, .seccomp = true,
+      .refused_per_second = setup->host ? (unsigned)setup->host->bridge_refused_per_second : 0,
+      .backoff_ms = setup->host ? (unsigned)setup->host->bridge_backoff_ms : 0,
   };
   if (bridge_service_start(&o, &s->svc, err) < 0)
     goto fail;

@@ -21,10 +21,16 @@
 
 #include "bridge/protocol.h"
 #include "bridge/seccomp.h"
+#include "bridge/seen.h"
 #include "shim/util.h"
 
 #define QUEUE_CAP 1024
-#define SEEN_MAX (1u << 22)           /* ids remembered for replay checks */
+/* Request bytes parsed and waiting in the queue: a container's big
+ * requests stall the watcher (back-pressure) rather than grow the
+ * sidecar's memory, whatever the policy's cap. */
+#define QUEUE_BYTES (512 * 1024)
+#define SEEN_PURGE_NS 1000000000ull   /* at most one seen_purge a second */
+#define BACKOFF_WINDOW_NS 1000000000ull
 #define RESERVE_NAME ".reserve"
 #define RESERVE_BYTES (128 * 1024)    /* room for error responses when full */
 #define GC_TICK_MS 5000
@@ -32,15 +38,7 @@
 #define WORKER_STACK (512 * 1024)
 #define BRIDGE_FULL "bridge_full"
 
-enum job_kind { JOB_CALL, JOB_UNANSWERABLE, JOB_RESERVE };
-
-/* An id the watcher has taken.  marker_gone: the worker removed its
- * req/<id>.done after answering (set after the unlink, read by the
- * watcher to tell a duplicate report of that marker from a replay). */
-struct seen_id {
-  atomic_bool marker_gone;
-  char id[];
-};
+enum job_kind { JOB_CALL, JOB_REFUSED, JOB_RESERVE, JOB_FLUSH };
 
 struct job {
   enum job_kind kind;
@@ -48,23 +46,27 @@ struct job {
   json_t *request;   /* JOB_CALL: parsed request or NULL */
   struct seen_id *seen; /* JOB_CALL: req/<id>.done and .json are still
                            there, for the worker to remove once answered */
-  char *reason;      /* JOB_CALL: why request is NULL; JOB_UNANSWERABLE: what */
-};
-
-/* A set of taken ids, touched only by the watcher thread (the entries'
- * marker_gone flags excepted). */
-struct seen_set {
-  struct seen_id **slots;
-  size_t cap, len;
+  bool withdrawn;    /* JOB_CALL: the body was gone: audit, answer nothing */
+  bool claimed;      /* JOB_CALL: an id not remembered (over the cap): the
+                        watcher removed its marker, the worker its body */
+  enum gate_refusal refusal; /* JOB_REFUSED: why */
+  char *reason;      /* JOB_CALL: why request is NULL; JOB_REFUSED: what */
+  size_t bytes;      /* JOB_CALL: the request body's size, for QUEUE_BYTES */
 };
 
 struct bridge_service {
   struct bridge_service_options opt;
   int inotify_fd, epoll_fd, wake_fd;
+  int pause_epoll_fd; /* the stop fds only: waited on during a back-off */
+  unsigned long long refused_window_start, refused_window_base; /* watcher */
   pthread_t watcher;
   bool watcher_joined;
-  pthread_t *workers;   /* room for opt.workers */
+  pthread_t *workers;   /* room for max_threads */
   unsigned nworkers;    /* started so far; grows under mu, see worker_main */
+  unsigned parked;      /* workers waiting for a person's approval; under mu.
+                           They do not count toward opt.workers: a parked
+                           call holds none of the pool (worker_parks) */
+  unsigned max_threads; /* opt.workers + the policy's max_pending */
   unsigned idle;        /* workers waiting for a job; under mu */
   unsigned running;     /* workers running a job that has not said it may
                            block; under mu, at most opt.run_limit */
@@ -75,6 +77,7 @@ struct bridge_service {
   pthread_cond_t not_full;
   struct job *queue[QUEUE_CAP];
   size_t head, count;
+  size_t queued_bytes;  /* the bytes of the queued jobs; under mu */
   bool closing;    /* workers: drain the queue and exit */
   atomic_bool stopping; /* watcher: stop taking requests */
 
@@ -84,71 +87,21 @@ struct bridge_service {
   struct seen_set seen;
   struct {
     atomic_ullong requests, bad, replays, bad_ids, junk, answered, no_space;
+    atomic_ullong withdrawn, backoffs;
   } st;
 };
-
-/* ---- the set of answered ids (FNV-1a, open addressing) ---- */
-
-static size_t hash_id(const char *s) {
-  size_t h = 1469598103934665603ull;
-  for (; *s; s++)
-    h = (h ^ (unsigned char)*s) * 1099511628211ull;
-  return h;
-}
-
-static struct seen_id *seen_find(struct seen_set *set, const char *id) {
-  if (set->cap == 0)
-    return NULL;
-  for (size_t i = hash_id(id) & (set->cap - 1);; i = (i + 1) & (set->cap - 1)) {
-    if (set->slots[i] == NULL)
-      return NULL;
-    if (strcmp(set->slots[i]->id, id) == 0)
-      return set->slots[i];
-  }
-}
-
-static void seen_insert_slot(struct seen_id **slots, size_t cap,
-                             struct seen_id *e) {
-  size_t i = hash_id(e->id) & (cap - 1);
-  while (slots[i] != NULL)
-    i = (i + 1) & (cap - 1);
-  slots[i] = e;
-}
-
-/* NULL when the set is full: the caller then refuses the call, because an
- * id it cannot remember is an id it could answer twice.  Entries never
- * move (the table holds pointers), so a job may keep one. */
-static struct seen_id *seen_add(struct seen_set *set, const char *id) {
-  if (set->len >= SEEN_MAX)
-    return NULL;
-  if ((set->len + 1) * 2 > set->cap) {
-    size_t ncap = set->cap ? set->cap * 2 : 1024;
-    struct seen_id **n = xcalloc(ncap, sizeof *n);
-    for (size_t i = 0; i < set->cap; i++)
-      if (set->slots[i])
-        seen_insert_slot(n, ncap, set->slots[i]);
-    free(set->slots);
-    set->slots = n;
-    set->cap = ncap;
-  }
-  size_t len = strlen(id);
-  struct seen_id *e = xcalloc(1, sizeof *e + len + 1);
-  atomic_init(&e->marker_gone, false);
-  memcpy(e->id, id, len + 1);
-  seen_insert_slot(set->slots, set->cap, e);
-  set->len++;
-  return e;
-}
-
-static void seen_free(struct seen_set *set) {
-  for (size_t i = 0; i < set->cap; i++)
-    free(set->slots[i]);
-  free(set->slots);
-}
 
 /* ---- the job queue ---- */
 
 static void add_worker(struct bridge_service *s);
+
+/* With mu held: may another worker start?  opt.workers of them may run
+ * calls; the ones parked on an approval come on top (up to max_pending),
+ * so approvals never take the pool from allowed calls. */
+static bool pool_has_room(const struct bridge_service *s) {
+  return !s->closing && s->nworkers < s->max_threads &&
+         s->nworkers - s->parked < s->opt.workers;
+}
 
 /* A job is queued (or a running slot came free): decide, with mu held, who
  * takes it.  Nobody while run_limit workers are already running jobs that
@@ -169,7 +122,7 @@ static bool offer_job(struct bridge_service *s, bool may_spawn) {
     return false;
   if (s->idle > 0)
     return true;
-  if (may_spawn && s->nworkers < s->opt.workers && !s->closing)
+  if (may_spawn && pool_has_room(s))
     add_worker(s);
   return false;
 }
@@ -177,16 +130,21 @@ static bool offer_job(struct bridge_service *s, bool may_spawn) {
 /* Blocks while the queue is full (back-pressure on the watcher; inotify
  * may overflow meanwhile, and the rescan then catches up).  Returns false
  * when the server is stopping and the job was not queued. */
+static bool queue_full(const struct bridge_service *s, const struct job *j) {
+  return s->count == QUEUE_CAP || (s->count > 0 && s->queued_bytes + j->bytes > QUEUE_BYTES);
+}
+
 static bool queue_push(struct bridge_service *s, struct job *j) {
   pthread_mutex_lock(&s->mu);
-  while (s->count == QUEUE_CAP && !s->closing && !atomic_load(&s->stopping))
+  while (queue_full(s, j) && !s->closing && !atomic_load(&s->stopping))
     pthread_cond_wait(&s->not_full, &s->mu);
-  if (s->count == QUEUE_CAP) {
+  if (queue_full(s, j)) {
     pthread_mutex_unlock(&s->mu);
     return false;
   }
   s->queue[(s->head + s->count) % QUEUE_CAP] = j;
   s->count++;
+  s->queued_bytes += j->bytes;
   bool wake = offer_job(s, false);
   pthread_mutex_unlock(&s->mu);
   if (wake)
@@ -207,11 +165,15 @@ static bool remove_entry(int parent, const char *name, int depth);
 /* A taken call's request files, once it is answered (or dropped): the
  * body, then the marker, then the mark that the marker is gone. */
 static void remove_request_files(struct bridge_service *s, struct job *j) {
-  if (j->kind != JOB_CALL || j->seen == NULL)
+  if (j->kind != JOB_CALL || (j->seen == NULL && !j->claimed))
     return;
   char name[BRIDGE_ID_MAX + 8];
   snprintf(name, sizeof name, "%s.json", j->id);
   remove_entry(s->opt.req_fd, name, 0);
+  if (j->claimed) { /* its marker is gone already, and it is not in the set */
+    j->claimed = false;
+    return;
+  }
   snprintf(name, sizeof name, "%s.done", j->id);
   remove_entry(s->opt.req_fd, name, 0);
   atomic_store(&j->seen->marker_gone, true);
@@ -225,9 +187,13 @@ static void post(struct bridge_service *s, struct job *j) {
   }
 }
 
-static void post_unanswerable(struct bridge_service *s, char *what) {
+static void post_refused(struct bridge_service *s, enum gate_refusal why, const char *id,
+                         char *what) {
   struct job *j = xcalloc(1, sizeof *j);
-  j->kind = JOB_UNANSWERABLE;
+  j->kind = JOB_REFUSED;
+  j->refusal = why;
+  if (id)
+    memcpy(j->id, id, strlen(id) + 1);
   j->reason = what;
   post(s, j);
 }
@@ -309,16 +275,48 @@ static void process_marker(struct bridge_service *s, const char *id) {
       return;
     remove_entry(s->opt.req_fd, body, 0);
     atomic_fetch_add(&s->st.replays, 1);
-    post_unanswerable(s, xasprintf("replayed call id %s", id));
+    post_refused(s, GATE_REFUSED_REPLAY, id, xasprintf("replayed call id %s", id));
+    return;
+  }
+  if ((long long)s->seen.len >= s->seen.cap_calls) {
+    /* Every id in the set is an attempt counted toward max_tool_calls:
+     * with limit (the cap) of them, this one is over the cap.  It is
+     * answered (budget_exhausted) but not remembered, so the set stays
+     * bounded whatever the container writes; the one call that removes
+     * the marker handles it.  The body is not even read. */
+    if (!remove_entry(s->opt.req_fd, marker, 0))
+      return;
+    struct job *j = xcalloc(1, sizeof *j);
+    j->kind = JOB_CALL;
+    j->claimed = true;
+    memcpy(j->id, id, strlen(id) + 1);
+    j->reason = xstrdup("the request was not read: max_tool_calls was spent when it arrived");
+    atomic_fetch_add(&s->st.requests, 1);
+    post(s, j);
     return;
   }
   taken = seen_add(&s->seen, id);
   if (taken == NULL) {
+    unsigned long long now = monotonic_ns();
+    /* A purge walks the set: again at once when the last one made room
+     * (steady calls whose callers collect their answers), else at most
+     * once a second (a container that never collects). */
+    if (s->seen.last_purge_freed || now - s->seen.last_purge >= SEEN_PURGE_NS) {
+      s->seen.last_purge = now;
+      seen_purge(&s->seen, s->opt.resp_fd);
+      taken = seen_add(&s->seen, id);
+    }
+  }
+  if (taken == NULL) {
     if (!remove_entry(s->opt.req_fd, marker, 0))
       return;
     remove_entry(s->opt.req_fd, body, 0);
-    post_unanswerable(s, xasprintf("call id %s: too many calls for one "
-                                   "container run", id));
+    /* refused, and told so: an error answer is the same however often
+     * it is written, so an id not remembered may get it */
+    post_refused(s, GATE_REFUSED_UNREMEMBERED, id,
+                 xasprintf("call id %s: %u calls are in flight or their responses not "
+                           "collected; collect responses (resp/<id>.json) and call again",
+                           id, s->opt.seen_max));
     return;
   }
   struct job *j = xcalloc(1, sizeof *j);
@@ -330,10 +328,15 @@ static void process_marker(struct bridge_service *s, const char *id) {
   tg_error *err = NULL;
   if (read_file_untrusted(s->opt.req_fd, body, s->opt.request_max_bytes, &buf,
                           &len, &err) < 0) {
+    /* No body behind the marker: the caller withdrew the call (its client
+     * timed out and removed the request).  Audited as withdrawn, and no
+     * response is written for nobody to collect. */
+    j->withdrawn = errno == ENOENT;
     j->reason = unreadable_reason(errno, body, s->opt.request_max_bytes);
     tg_error_free(&err);
   } else {
     j->request = bridge_parse_request(buf, len, &j->reason);
+    j->bytes = len;
     free(buf);
   }
   /* The body and the marker are removed by the worker once the response
@@ -343,6 +346,8 @@ static void process_marker(struct bridge_service *s, const char *id) {
   atomic_fetch_add(&s->st.requests, 1);
   if (j->request == NULL)
     atomic_fetch_add(&s->st.bad, 1);
+  if (j->withdrawn)
+    atomic_fetch_add(&s->st.withdrawn, 1);
   post(s, j);
 }
 
@@ -365,12 +370,16 @@ static void handle_name(struct bridge_service *s, const char *name, bool old) {
     for (const char *p = name; *p && k < BRIDGE_ID_MAX; p++)
       safe[k++] = (*p >= 0x20 && *p < 0x7f) ? *p : '?';
     safe[k] = '\0';
-    post_unanswerable(s, xasprintf("call marker with an invalid id: \"%s\"", safe));
+    post_refused(s, GATE_REFUSED_BAD_ID, NULL,
+                 xasprintf("call marker with an invalid id: \"%s\"", safe));
     break;
   }
   case BRIDGE_NAME_JUNK:
-    if (remove_entry(s->opt.req_fd, name, 0))
+    if (remove_entry(s->opt.req_fd, name, 0)) {
       atomic_fetch_add(&s->st.junk, 1);
+      post_refused(s, GATE_REFUSED_JUNK, NULL,
+                   xstrdup("a file in calls/req that is no part of the protocol was removed"));
+    }
     break;
   case BRIDGE_NAME_TEMP:
   case BRIDGE_NAME_BODY:
@@ -379,6 +388,8 @@ static void handle_name(struct bridge_service *s, const char *name, bool old) {
     break;
   }
 }
+
+static bool maybe_back_off(struct bridge_service *s);
 
 static bool is_old(int dirfd, const char *name, time_t cutoff) {
   struct stat st;
@@ -396,9 +407,13 @@ static void rescan(struct bridge_service *s, bool gc, bool final) {
     DIR *d = fdopendir(fd);
     if (d != NULL) {
       struct dirent *de;
+      unsigned seen_names = 0;
       while ((de = readdir(d)) != NULL && (final || !atomic_load(&s->stopping))) {
         if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
           continue;
+        /* a directory full of a flood's markers: the budget applies here too */
+        if (!final && ++seen_names % 64 == 0)
+          maybe_back_off(s);
         handle_name(s, de->d_name, gc && is_old(s->opt.req_fd, de->d_name, cutoff));
       }
       closedir(d);
@@ -454,7 +469,49 @@ static void drain_inotify(struct bridge_service *s) {
     }
     if (overflow)
       rescan(s, false, false);
+    else if (n > 4096)
+      maybe_back_off(s);
   }
+}
+
+/* The per-container attempt budget.  Past opt.refused_per_second refused
+ * attempts within a second, stop reading this container's requests for
+ * opt.backoff_ms: the markers wait in calls/req (bounded by the bridge
+ * area's size) and the host spends nothing on them meanwhile.  Other
+ * containers have their own sidecars and are never slowed by it.  The
+ * pause is audited (the first in full, later ones counted).  Returns
+ * true when it paused. */
+static bool maybe_back_off(struct bridge_service *s) {
+  unsigned long long count = gate_refused_count(s->opt.gate);
+  if (count - s->refused_window_base <= s->opt.refused_per_second)
+    return false; /* the common case: no clock read */
+  unsigned long long now = monotonic_ns();
+  if (now - s->refused_window_start >= BACKOFF_WINDOW_NS) {
+    s->refused_window_start = now;
+    s->refused_window_base = count;
+    return false;
+  }
+  atomic_fetch_add(&s->st.backoffs, 1);
+  post_refused(s, GATE_REFUSED_BACKOFF, NULL,
+               xasprintf("%llu refused attempts in under a second (limit %u, "
+                         "bridge_refused_per_second in the host config): the bridge "
+                         "stopped reading this container's requests for %u ms",
+                         count - s->refused_window_base, s->opt.refused_per_second,
+                         s->opt.backoff_ms));
+  unsigned long long until = now + (unsigned long long)s->opt.backoff_ms * 1000000ull;
+  while (!atomic_load(&s->stopping)) {
+    now = monotonic_ns();
+    if (now >= until)
+      break;
+    struct epoll_event ev;
+    int n = epoll_wait(s->pause_epoll_fd, &ev, 1, (int)((until - now) / 1000000ull) + 1);
+    if (n > 0)
+      atomic_store(&s->stopping, true); /* wake fd, pidfd or signalfd */
+  }
+  /* the attempts refused while the queue drained belong to this pause */
+  s->refused_window_start = monotonic_ns();
+  s->refused_window_base = gate_refused_count(s->opt.gate);
+  return true;
 }
 
 static void *watcher_main(void *arg) {
@@ -485,8 +542,12 @@ static void *watcher_main(void *arg) {
       else
         atomic_store(&s->stopping, true); /* wake fd, pidfd or signalfd */
     }
+    maybe_back_off(s);
     if (monotonic_ns() >= next_gc && !atomic_load(&s->stopping)) {
       rescan(s, true, false);
+      struct job *j = xcalloc(1, sizeof *j);
+      j->kind = JOB_FLUSH; /* the refusal summaries that are due */
+      post(s, j);
       next_gc = monotonic_ns() + GC_TICK_MS * 1000000ull;
     }
   }
@@ -616,6 +677,11 @@ static void write_response(struct bridge_service *s, const char *id,
 static void run_job(struct bridge_service *s, struct job *j) {
   switch (j->kind) {
   case JOB_CALL: {
+    if (j->withdrawn) {
+      gate_record_refused(s->opt.gate, GATE_REFUSED_WITHDRAWN, j->id, j->reason);
+      remove_request_files(s, j);
+      break;
+    }
     size_t len = 0;
     char *body = gate_handle(s->opt.gate, j->id, j->request,
                              j->request ? NULL : j->reason, &len);
@@ -625,11 +691,20 @@ static void run_job(struct bridge_service *s, struct job *j) {
     remove_request_files(s, j);
     break;
   }
-  case JOB_UNANSWERABLE:
-    gate_record_unanswerable(s->opt.gate, j->reason);
+  case JOB_REFUSED:
+    gate_record_refused(s->opt.gate, j->refusal, j->id[0] ? j->id : NULL, j->reason);
+    if (j->refusal == GATE_REFUSED_UNREMEMBERED) {
+      size_t len;
+      char *body = bridge_error_body(BRIDGE_FULL, j->reason, &len);
+      write_response(s, j->id, body, len);
+      free(body);
+    }
     break;
   case JOB_RESERVE:
     make_reserve(s);
+    break;
+  case JOB_FLUSH:
+    gate_flush_refusals(s->opt.gate);
     break;
   }
 }
@@ -662,8 +737,30 @@ static void worker_may_block(void *arg) {
   bool wake = offer_job(s, true);
   /* Keep a spare: jobs queued while every worker waits would otherwise
    * wait too (the watcher cannot start a worker). */
-  if (s->idle == 0 && s->nworkers < s->opt.workers && !s->closing)
+  if (s->idle == 0 && pool_has_room(s))
     add_worker(s);
+  pthread_mutex_unlock(&s->mu);
+  if (wake)
+    pthread_cond_signal(&s->work);
+}
+
+/* The gate's park hook (gate_set_park_hook): the job on this worker
+ * waits for a person (parked true) or has its decision (false).  A parked
+ * worker stops counting toward opt.workers, so the pool can start another
+ * in its place: parked calls are bounded by the policy's max_pending, not
+ * by the pool, and allowed calls keep flowing while approvals wait. */
+static void worker_parks(void *arg, bool parked) {
+  struct bridge_service *s = arg;
+  pthread_mutex_lock(&s->mu);
+  bool wake = false;
+  if (parked) {
+    s->parked++;
+    wake = offer_job(s, true);
+    if (s->idle == 0 && pool_has_room(s))
+      add_worker(s);
+  } else {
+    s->parked--;
+  }
   pthread_mutex_unlock(&s->mu);
   if (wake)
     pthread_cond_signal(&s->work);
@@ -681,6 +778,7 @@ static void *worker_main(void *arg) {
       struct job *j = s->queue[s->head];
       s->head = (s->head + 1) % QUEUE_CAP;
       s->count--;
+      s->queued_bytes -= j->bytes;
       s->running++;
       pthread_cond_signal(&s->not_full);
       /* More queued than running, and a slot left: bring in a helper. */
@@ -754,6 +852,8 @@ static void server_free(struct bridge_service *s) {
     close_inotify_off_path(s->inotify_fd);
   if (s->epoll_fd >= 0)
     close(s->epoll_fd);
+  if (s->pause_epoll_fd >= 0)
+    close(s->pause_epoll_fd);
   if (s->wake_fd >= 0)
     close(s->wake_fd);
   pthread_mutex_destroy(&s->mu);
@@ -776,13 +876,29 @@ int bridge_service_start(const struct bridge_service_options *opts,
     s->opt.workers = 8;
   if (s->opt.gc_seconds == 0)
     s->opt.gc_seconds = 300;
+  if (s->opt.refused_per_second == 0)
+    s->opt.refused_per_second = BRIDGE_DEFAULT_REFUSED_PER_SECOND;
+  if (s->opt.backoff_ms == 0)
+    s->opt.backoff_ms = BRIDGE_DEFAULT_BACKOFF_MS;
+  if (s->opt.seen_max == 0)
+    s->opt.seen_max = BRIDGE_SEEN_MAX;
+  s->seen.max = s->opt.seen_max;
+  s->seen.cap_calls = gate_max_calls(s->opt.gate);
+  {
+    long long mp = gate_max_pending(s->opt.gate);
+    if (mp < 0)
+      mp = 0;
+    if (mp > 4096)
+      mp = 4096; /* a thread each; the policy's limit still applies */
+    s->max_threads = s->opt.workers + (unsigned)mp;
+  }
   if (s->opt.run_limit == 0) {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     s->opt.run_limit = cpus > 0 ? (unsigned)cpus : 1;
   }
   if (s->opt.run_limit > s->opt.workers)
     s->opt.run_limit = s->opt.workers;
-  s->inotify_fd = s->epoll_fd = s->wake_fd = -1;
+  s->inotify_fd = s->epoll_fd = s->wake_fd = s->pause_epoll_fd = -1;
   pthread_mutex_init(&s->mu, NULL);
   pthread_mutex_init(&s->reserve_mu, NULL);
   pthread_cond_init(&s->work, NULL);
@@ -805,22 +921,27 @@ int bridge_service_start(const struct bridge_service_options *opts,
                         "fs.inotify.max_user_watches if it is exhausted)");
   }
   s->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+  s->pause_epoll_fd = epoll_create1(EPOLL_CLOEXEC);
   s->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (s->epoll_fd < 0 || s->wake_fd < 0) {
+  if (s->epoll_fd < 0 || s->wake_fd < 0 || s->pause_epoll_fd < 0) {
     server_free(s);
     return tg_error_set(err, errno, "bridge: epoll/eventfd");
   }
   if (epoll_add(s->epoll_fd, s->inotify_fd, err) < 0 ||
       epoll_add(s->epoll_fd, s->wake_fd, err) < 0 ||
       (s->opt.stop_fd >= 0 && epoll_add(s->epoll_fd, s->opt.stop_fd, err) < 0) ||
-      (s->opt.stop_fd2 >= 0 && epoll_add(s->epoll_fd, s->opt.stop_fd2, err) < 0)) {
+      (s->opt.stop_fd2 >= 0 && epoll_add(s->epoll_fd, s->opt.stop_fd2, err) < 0) ||
+      epoll_add(s->pause_epoll_fd, s->wake_fd, err) < 0 ||
+      (s->opt.stop_fd >= 0 && epoll_add(s->pause_epoll_fd, s->opt.stop_fd, err) < 0) ||
+      (s->opt.stop_fd2 >= 0 && epoll_add(s->pause_epoll_fd, s->opt.stop_fd2, err) < 0)) {
     server_free(s);
     return -1;
   }
   make_reserve(s);
   gate_set_block_hook(s->opt.gate, worker_may_block, s);
+  gate_set_park_hook(s->opt.gate, worker_parks, s);
 
-  s->workers = xcalloc(s->opt.workers, sizeof *s->workers);
+  s->workers = xcalloc(s->max_threads, sizeof *s->workers);
   { /* one worker to begin with; worker_main adds more when needed */
     pthread_mutex_lock(&s->mu);
     int r = pthread_create(&s->workers[0], &s->attr, worker_main, s);
@@ -829,6 +950,7 @@ int bridge_service_start(const struct bridge_service_options *opts,
     pthread_mutex_unlock(&s->mu);
     if (r != 0) {
       gate_set_block_hook(s->opt.gate, NULL, NULL);
+    gate_set_park_hook(s->opt.gate, NULL, NULL);
       server_free(s);
       return tg_error_set(err, r, "bridge: start worker thread");
     }
@@ -843,6 +965,7 @@ int bridge_service_start(const struct bridge_service_options *opts,
     for (unsigned k = 0; k < n; k++)
       pthread_join(s->workers[k], NULL);
     gate_set_block_hook(s->opt.gate, NULL, NULL);
+    gate_set_park_hook(s->opt.gate, NULL, NULL);
     server_free(s);
     return tg_error_set(err, r, "bridge: start watcher thread");
   }
@@ -880,6 +1003,7 @@ void bridge_service_stop(struct bridge_service *s) {
   for (unsigned k = 0; k < n; k++)
     pthread_join(s->workers[k], NULL);
   gate_set_block_hook(s->opt.gate, NULL, NULL);
+    gate_set_park_hook(s->opt.gate, NULL, NULL);
   server_free(s);
 }
 
@@ -892,4 +1016,7 @@ void bridge_service_get_stats(struct bridge_service *s,
   o->junk = atomic_load(&s->st.junk);
   o->answered = atomic_load(&s->st.answered);
   o->no_space = atomic_load(&s->st.no_space);
+  o->withdrawn = atomic_load(&s->st.withdrawn);
+  o->backoffs = atomic_load(&s->st.backoffs);
+  o->seen_ids = atomic_load(&s->seen.count);
 }

@@ -9,8 +9,14 @@
  * of them run calls that do not block at the same time).  The watcher runs
  * under a seccomp filter (seccomp.c) that allows only what it uses.  The
  * workers pass every attempt through the gate and write the response.
- * Each call id is answered at most once; a replayed id is rejected and
- * counted.  No thread is created per call and the host never sleeps.
+ * Each call id is answered at most once while its response is uncollected;
+ * a replayed id is rejected and counted.  What the container can make the
+ * host hold is bounded whatever it writes: the remembered ids (at most the
+ * call cap, and opt.seen_max), the queued request bytes, the audit records
+ * of refusals (counted, governance/refusals.h), and the work itself (past
+ * opt.refused_per_second refused attempts the watcher pauses for
+ * opt.backoff_ms).  A call parked for approval holds no worker of the
+ * pool.  No thread is created per call and the host never sleeps.
  */
 #ifndef TOLLGATE_BRIDGE_SERVICE_H
 #define TOLLGATE_BRIDGE_SERVICE_H
@@ -34,7 +40,18 @@ struct bridge_service_options {
                                -1: none, only bridge_service_stop stops it */
   int stop_fd2;             /* a second one (the sidecar watches both) */
   bool seccomp;             /* confine the watcher thread */
+  unsigned refused_per_second; /* the attempt budget: past this many refused
+                                  attempts in a second the watcher pauses;
+                                  0: BRIDGE_DEFAULT_REFUSED_PER_SECOND */
+  unsigned backoff_ms;      /* how long it pauses; 0: BRIDGE_DEFAULT_BACKOFF_MS */
+  unsigned seen_max;        /* most call ids remembered at once (for tests);
+                               0: BRIDGE_SEEN_MAX */
 };
+
+#define BRIDGE_SEEN_MAX (1u << 15)
+
+#define BRIDGE_DEFAULT_REFUSED_PER_SECOND 200
+#define BRIDGE_DEFAULT_BACKOFF_MS 1000
 
 struct bridge_service;
 
@@ -47,6 +64,9 @@ struct bridge_service_stats {
   unsigned long long junk;       /* other files removed */
   unsigned long long answered;   /* responses written */
   unsigned long long no_space;   /* responses that hit a full bridge area */
+  unsigned long long withdrawn;  /* markers whose body the caller removed */
+  unsigned long long backoffs;   /* pauses of the attempt budget */
+  unsigned long long seen_ids;   /* call ids remembered now (bounded) */
 };
 
 /* Start the watcher and the workers.  The bridge area must already hold

@@ -54,6 +54,8 @@ void bridge_gate_config(const struct bridge_setup *setup,
       .approval_timeout_ms = h ? h->approval_timeout_ms : 0,
       .approver_group = h ? h->approver_group : NULL,
       .control_socket = *control_socket,
+      .audit_max_bytes = h ? h->audit_max_bytes : 0,
+      .state_dir = setup->state_dir,
   };
 }
 
@@ -211,6 +213,8 @@ __attribute__((noreturn)) static void sidecar_main(const struct bridge_setup *se
       .area_fd = afd, .req_fd = rfd, .resp_fd = qfd, .gate = gate,
       .request_max_bytes = setup->host ? setup->host->request_max_bytes : 0,
       .stop_fd = pidfd, .stop_fd2 = sigfd, .seccomp = true,
+      .refused_per_second = setup->host ? (unsigned)setup->host->bridge_refused_per_second : 0,
+      .backoff_ms = setup->host ? (unsigned)setup->host->bridge_backoff_ms : 0,
   };
   struct bridge_service *svc = NULL;
   if (bridge_service_start(&o, &svc, &err) < 0) {

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -36,6 +37,9 @@ struct audit {
   int dir_fd;  /* the audit directory, until the new log's entry is synced */
   atomic_bool dir_synced;
   bool healthy;
+  unsigned long long quota; /* 0: none; see audit_set_quota */
+  atomic_bool full;
+  pthread_mutex_t resume_mu; /* one "resumed" record per recovery */
   EVP_MD_CTX *md;   /* the chain hash's context, reused under mu */
   EVP_MAC_CTX *mac; /* with a key: HMAC's, reused under mu */
 };
@@ -45,6 +49,27 @@ static const char zero_hash[AUDIT_HASH_HEX + 1] =
 
 char *audit_log_path(const char *dir, const char *container_id) {
   return xasprintf("%s/%s.jsonl", dir, container_id);
+}
+
+char *audit_log_stem_for_state(const char *container_id, const char *state_dir) {
+  unsigned char d[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  if (EVP_Digest(state_dir, strlen(state_dir), d, &n, EVP_sha256(), NULL) != 1)
+    abort();
+  return xasprintf("%s@%02x%02x%02x%02x%02x%02x%02x%02x", container_id, d[0], d[1], d[2], d[3],
+                   d[4], d[5], d[6], d[7]);
+}
+
+/* One writer per log: the same container id under two --roots (or a
+ * stale sidecar) must never interleave records in one file, which would
+ * break the chain.  The lock lives as long as the descriptor. */
+static int lock_log(struct audit *a, int fd, tg_error **err) {
+  if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+    return 0;
+  if (errno == EWOULDBLOCK)
+    return tg_error_set(err, EBUSY, "the audit log %s is being written by another gate "
+                        "(the same container id under another --root?)", a->path);
+  return tg_error_set(err, errno, "lock the audit log %s", a->path);
 }
 
 /* SHA-256 fetched once: EVP_sha256() passed to EVP_Digest makes OpenSSL 3
@@ -237,6 +262,12 @@ static int load_tail(struct audit *a, int rfd, bool *moved, tg_error **err) {
 
 int audit_open(const char *dir, const char *container_id, const char *key_path,
                const char *policy_path, struct audit **out, tg_error **err) {
+  return audit_open_named(dir, container_id, container_id, key_path, policy_path, NULL, out, err);
+}
+
+int audit_open_named(const char *dir, const char *stem, const char *container_id,
+                     const char *key_path, const char *policy_path, const char *state_dir,
+                     struct audit **out, tg_error **err) {
   *out = NULL;
   if (!container_id_is_valid(container_id))
     return tg_error_set(err, 0, "audit: invalid container id \"%s\"", container_id);
@@ -246,11 +277,13 @@ int audit_open(const char *dir, const char *container_id, const char *key_path,
   a->fd = -1;
   a->dir_fd = -1;
   atomic_init(&a->dir_synced, false);
-  a->path = audit_log_path(dir, container_id);
+  a->path = audit_log_path(dir, stem);
   a->container_id = xstrdup(container_id);
   memcpy(a->prev, zero_hash, sizeof zero_hash);
   a->healthy = true;
   pthread_mutex_init(&a->mu, NULL);
+  pthread_mutex_init(&a->resume_mu, NULL);
+  atomic_init(&a->full, false);
   pthread_cond_init(&a->cond, NULL);
   if (key_path && audit_read_key(key_path, &a->key, &a->keylen, err) < 0)
     goto fail;
@@ -272,6 +305,8 @@ int audit_open(const char *dir, const char *container_id, const char *key_path,
    * the log's first sync (sync_dir_once), not here, where it sat in front
    * of every container start. */
   a->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (lock_log(a, a->fd, err) < 0)
+    goto fail;
   if (fchmod(a->fd, 0600) < 0) {
     tg_error_set(err, errno, "chmod 0600 %s", a->path);
     goto fail;
@@ -295,12 +330,16 @@ int audit_open(const char *dir, const char *container_id, const char *key_path,
         tg_error_set(err, errno, "create %s", a->path);
         goto fail;
       }
+      if (lock_log(a, a->fd, err) < 0)
+        goto fail;
     }
   }
   json_t *extra = json_new_object();
   json_object_set(extra, "alg", json_new_string(a->key ? "hmac-sha256" : "sha256"));
   json_object_set(extra, "policy", policy_path ? json_new_string(policy_path) : json_new_null());
   json_object_set(extra, "pid", json_new_integer(getpid()));
+  if (state_dir)
+    json_object_set(extra, "state_dir", json_new_string(state_dir));
   struct audit_record open_rec = {.event = "open", .duration_ms = -1, .extra = extra};
   /* Written now (a full disk fails the open here), synced by the
    * flusher's first round, at once but off the caller's path: ~0.45 ms of
@@ -328,6 +367,7 @@ fail:
   free(a->key);
   free(a->path);
   free(a->container_id);
+  pthread_mutex_destroy(&a->resume_mu);
   free(a);
   return -1;
 }
@@ -397,6 +437,78 @@ static void record_text(struct json_buf *b, const struct audit *a, const struct 
   json_buf_reserve(b, PREV_LEN + HASH_LEN);
 }
 
+/* Records that may use the headroom below the quota: the one saying the
+ * quota was reached, the counted summaries and the closing record, so a
+ * full log still ends verifiably and says what it did not record. */
+static bool uses_headroom(const struct audit_record *r) {
+  return strcmp(r->event, "closed") == 0 || strcmp(r->event, "summary") == 0 ||
+         strcmp(r->event, "audit_full") == 0;
+}
+
+static int append_locked(struct audit *a, struct json_buf *b, bool sync, tg_error **err);
+
+/* With mu held: would this record take the log past its quota?  The first
+ * time, write the "audit_full" record in the headroom. */
+static bool over_quota(struct audit *a, const struct audit_record *r, size_t text_len) {
+  if (a->quota == 0)
+    return false;
+  /* the line is the text plus seq, prev and hash: at most this much */
+  unsigned long long line_max = text_len + PREV_LEN + HASH_LEN;
+  unsigned long long limit = a->quota > AUDIT_QUOTA_HEADROOM ? a->quota - AUDIT_QUOTA_HEADROOM : 0;
+  if (uses_headroom(r)) {
+    /* even the headroom has an end: the quota itself */
+    return (unsigned long long)a->size + line_max > a->quota;
+  }
+  if (!atomic_load(&a->full) && (unsigned long long)a->size + line_max <= limit)
+    return false;
+  if (!atomic_load(&a->full)) {
+    atomic_store(&a->full, true);
+    char why[160];
+    snprintf(why, sizeof why,
+             "the audit log reached its quota of %llu bytes (audit_max_bytes in the host config): "
+             "this container's calls are refused audit_full",
+             a->quota);
+    struct audit_record full = {.event = "audit_full", .duration_ms = -1, .reason = why,
+                                .outcome = "audit_full"};
+    struct json_buf fb = {0};
+    record_text(&fb, a, &full);
+    cleanup_free char *ftext = fb.s;
+    append_locked(a, &fb, false, NULL); /* releases mu */
+    pthread_mutex_lock(&a->mu);
+  }
+  return true;
+}
+
+bool audit_full(struct audit *a) { return atomic_load(&a->full); }
+
+void audit_set_quota(struct audit *a, unsigned long long max_bytes) {
+  a->quota = max_bytes;
+  /* A continued log may already be past it. */
+  if (max_bytes && (unsigned long long)a->size + AUDIT_QUOTA_HEADROOM > max_bytes)
+    atomic_store(&a->full, true);
+}
+
+long long audit_last_seq(struct audit *a) {
+  pthread_mutex_lock(&a->mu);
+  long long s = a->seq;
+  pthread_mutex_unlock(&a->mu);
+  return s;
+}
+
+bool audit_resume(struct audit *a) {
+  if (audit_healthy(a))
+    return true;
+  pthread_mutex_lock(&a->resume_mu);
+  bool ok = audit_healthy(a); /* another thread may have resumed it meanwhile */
+  if (!ok) {
+    struct audit_record rec = {.event = "resumed", .duration_ms = -1,
+                               .reason = "the audit log is writable again after a failure"};
+    ok = audit_append(a, &rec, true, NULL) == 0;
+  }
+  pthread_mutex_unlock(&a->resume_mu);
+  return ok;
+}
+
 int audit_append(struct audit *a, const struct audit_record *r, bool sync, tg_error **err) {
   /* Everything but seq, prev and hash is built before taking the lock,
    * which serialises the sidecar's workers: under it only those three
@@ -405,6 +517,19 @@ int audit_append(struct audit *a, const struct audit_record *r, bool sync, tg_er
   record_text(&b, a, r);
   cleanup_free char *text = b.s; /* nothing appends to b after this */
   pthread_mutex_lock(&a->mu);
+  if (over_quota(a, r, b.len)) {
+    pthread_mutex_unlock(&a->mu);
+    errno = EDQUOT;
+    return tg_error_set(err, EDQUOT, "the audit log %s reached its quota of %llu bytes "
+                        "(audit_max_bytes in the host config)", a->path, a->quota);
+  }
+  return append_locked(a, &b, sync, err);
+}
+
+/* With mu held (released on return): seq, prev and hash into b's room,
+ * the one write(), and the sync when asked. */
+static int append_locked(struct audit *a, struct json_buf *bp, bool sync, tg_error **err) {
+  struct json_buf b = *bp;
   char head[SEQ_ROOM];
   size_t hl = 7;
   memcpy(head, "{\"seq\":", 7);
@@ -495,6 +620,7 @@ void audit_close(struct audit *a) {
   if (a->dir_fd >= 0)
     close(a->dir_fd);
   pthread_mutex_destroy(&a->mu);
+  pthread_mutex_destroy(&a->resume_mu);
   pthread_cond_destroy(&a->cond);
   EVP_MD_CTX_free(a->md);
   EVP_MAC_CTX_free(a->mac);

@@ -41,6 +41,44 @@ struct audit_record {
 int audit_open(const char *dir, const char *container_id, const char *key_path,
                const char *policy_path, struct audit **out, tg_error **err);
 
+/* audit_open with the log named <dir>/<stem>.jsonl; state_dir (or NULL),
+ * the container's state directory, is named in the open record.  Only one gate
+ * writes a log at a time (an exclusive lock for the log's lifetime): a
+ * second one fails with EBUSY. */
+int audit_open_named(const char *dir, const char *stem, const char *container_id,
+                     const char *key_path, const char *policy_path, const char *state_dir,
+                     struct audit **out, tg_error **err);
+
+/* "<id>@<16 hex of SHA-256(state_dir)>": the log's name for a container
+ * whose <id>.jsonl is being written under another --root (owned). */
+char *audit_log_stem_for_state(const char *container_id, const char *state_dir);
+
+/* The default per-container size quota of a log (host config
+ * audit_max_bytes). */
+#define AUDIT_DEFAULT_MAX_BYTES (256ull << 20)
+/* Room kept below the quota for the one "audit_full" record, summaries
+ * and the "closed" record once the quota is reached. */
+#define AUDIT_QUOTA_HEADROOM (64u << 10)
+
+/* Limit the log to max_bytes (0: no limit).  Once a record would take the
+ * file past max_bytes - AUDIT_QUOTA_HEADROOM, one "audit_full" record is
+ * written (in the headroom) and every later append fails with EDQUOT,
+ * except the "closed" record and summary records, which use the headroom.
+ * Call before the log is shared between threads. */
+void audit_set_quota(struct audit *a, unsigned long long max_bytes);
+
+/* true once the quota is reached (it stays reached for this run). */
+bool audit_full(struct audit *a);
+
+/* The seq of the last record written. */
+long long audit_last_seq(struct audit *a);
+
+/* After a failed append: write one synced "resumed" record and say
+ * whether the log is writable again.  Serialised: threads that find the
+ * log unhealthy at once write one "resumed" record between them, not one
+ * each.  true at once when the log is healthy. */
+bool audit_resume(struct audit *a);
+
 /* Append one record; sync forces it to disk before returning.  On failure
  * (disk full, I/O error) nothing partial is left in the file, the log is
  * marked unhealthy and -1 is returned; a later successful append marks it

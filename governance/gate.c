@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <grp.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,7 @@
 #include "governance/control.h"
 #include "governance/mcp.h"
 #include "governance/policy.h"
+#include "governance/refusals.h"
 #include "governance/tools.h"
 #include "shim/util.h"
 
@@ -44,6 +46,7 @@ struct gate {
   char *container_id;
   struct policy *policy; /* NULL: no policy */
   struct audit *audit;
+  struct refusals *refusals; /* over-cap and bridge refusals, counted */
   struct budget *budget;
   struct approvals *approvals;
   char **hook;       /* borrowed from the policy, or host_hook */
@@ -55,13 +58,21 @@ struct gate {
   bool stopped;
   struct call_entry *calls;
   size_t ncalls;
+  atomic_ullong refused; /* refused without a policy decision; see gate_refused_count */
   void (*block_hook)(void *ctx); /* see gate_set_block_hook */
   void *block_ctx;
+  void (*park_hook)(void *ctx, bool parked); /* see gate_set_park_hook */
+  void *park_ctx;
 };
 
 void gate_set_block_hook(struct gate *g, void (*fn)(void *ctx), void *ctx) {
   g->block_hook = fn;
   g->block_ctx = ctx;
+}
+
+void gate_set_park_hook(struct gate *g, void (*fn)(void *ctx, bool parked), void *ctx) {
+  g->park_hook = fn;
+  g->park_ctx = ctx;
 }
 
 static void may_block(struct gate *g) {
@@ -281,9 +292,20 @@ int gate_open(const struct gate_config *cfg, struct gate **out, tg_error **err) 
                                ? g->policy->approval_timeout_ms
                            : cfg->approval_timeout_ms > 0 ? cfg->approval_timeout_ms
                                                           : DEFAULT_APPROVAL_TIMEOUT_MS;
-  if (audit_open(cfg->audit_dir, cfg->container_id, cfg->audit_key, cfg->policy_path,
-                 &g->audit, err) < 0)
-    goto fail;
+  if (audit_open_named(cfg->audit_dir, cfg->container_id, cfg->container_id, cfg->audit_key,
+                       cfg->policy_path, cfg->state_dir, &g->audit, err) < 0) {
+    /* The same id under another --root is live: one log per (root, id),
+     * never two writers interleaving one chain. */
+    if (cfg->state_dir == NULL || err == NULL || *err == NULL || (*err)->errnum != EBUSY)
+      goto fail;
+    tg_error_free(err);
+    cleanup_free char *stem = audit_log_stem_for_state(cfg->container_id, cfg->state_dir);
+    if (audit_open_named(cfg->audit_dir, stem, cfg->container_id, cfg->audit_key,
+                         cfg->policy_path, cfg->state_dir, &g->audit, err) < 0)
+      goto fail;
+  }
+  audit_set_quota(g->audit, cfg->audit_max_bytes ? cfg->audit_max_bytes : AUDIT_DEFAULT_MAX_BYTES);
+  g->refusals = refusals_new(g->audit, 0);
   if (cfg->control_socket &&
       control_start(cfg->control_socket, cfg->approver_group, control_handle, g, &g->control,
                     err) < 0)
@@ -358,6 +380,27 @@ static long long elapsed_ms(const struct call *c) {
   return (long long)((monotonic_ns() - c->t0) / 1000000ULL);
 }
 
+/* The code for a failed append: audit_full once this container's quota
+ * is reached (only its own calls are refused; other containers' logs are
+ * unaffected), else audit_unavailable. */
+static const char *audit_error_code(struct gate *g) {
+  return audit_full(g->audit) ? GATE_AUDIT_FULL : GATE_AUDIT_UNAVAILABLE;
+}
+
+static char *audit_error_response(struct gate *g, const tg_error *err, const char *then,
+                                  size_t *len) {
+  if (audit_full(g->audit)) {
+    atomic_fetch_add(&g->refused, 1);
+    return response_error(GATE_AUDIT_FULL,
+                          "this container's audit log reached its quota (audit_max_bytes in the "
+                          "host config): its calls are refused; start a new run to continue",
+                          len);
+  }
+  cleanup_free char *m = xasprintf("the audit log cannot be written (%s); %s",
+                                   err ? err->msg : "unhealthy", then);
+  return response_error(GATE_AUDIT_UNAVAILABLE, m, len);
+}
+
 /* Audit and answer a call that ends without running. */
 static char *finish_error(struct call *c, const char *code, const char *message, size_t *len) {
   struct gate *g = c->g;
@@ -370,10 +413,8 @@ static char *finish_error(struct call *c, const char *code, const char *message,
   const char *status = code;
   char *resp;
   if (audit_append(g->audit, &rec, false, &err) < 0) {
-    status = GATE_AUDIT_UNAVAILABLE;
-    cleanup_free char *m = xasprintf("the audit log cannot be written (%s); calls are refused until it can",
-                                     err->msg);
-    resp = response_error(GATE_AUDIT_UNAVAILABLE, m, len);
+    status = audit_error_code(g);
+    resp = audit_error_response(g, err, "calls are refused until it can", len);
   } else {
     resp = response_error(code, message, len);
   }
@@ -385,12 +426,12 @@ static char *finish_error(struct call *c, const char *code, const char *message,
  * (synced): when that lands the log shows where the gap was and calls may
  * run again; when it does not, the call is refused (fail closed). */
 static bool audit_ready(struct gate *g) {
+  if (audit_full(g->audit))
+    return false;
   if (audit_healthy(g->audit))
     return true;
-  struct audit_record rec = {.event = "resumed", .duration_ms = -1,
-                             .reason = "the audit log is writable again after a failure"};
   may_block(g); /* a synced record */
-  return audit_append(g->audit, &rec, true, NULL) == 0;
+  return audit_resume(g->audit); /* one "resumed" record per recovery */
 }
 
 static void run_backend(struct gate *g, const struct tool *t, const json_t *args,
@@ -430,8 +471,16 @@ static char *govern(struct call *c, const json_t *request, const char *bad_reaso
   bool stopped = g->stopped;
   pthread_mutex_unlock(&g->mu);
   if (!within_cap) {
-    c->reason = xstrdup(why_static);
-    return finish_error(c, GATE_BUDGET_EXHAUSTED, why_static, len);
+    /* The caller hears why, but past the cap the log only counts: the
+     * first over-cap attempt in full, then summaries (refusals.h), so a
+     * container that keeps calling costs the host's disk O(1). */
+    struct audit_record rec = {.event = "call", .call_id = c->id, .decision = "deny",
+                               .reason = why_static, .duration_ms = 0,
+                               .outcome = GATE_BUDGET_EXHAUSTED, .message = why_static};
+    refusals_record(g->refusals, REFUSAL_OVER_CAP, &rec);
+    atomic_fetch_add(&g->refused, 1);
+    call_update(g, c->idx, "deny", GATE_BUDGET_EXHAUSTED, 0);
+    return response_error(GATE_BUDGET_EXHAUSTED, why_static, len);
   }
   if (stopped) {
     c->reason = xstrdup("the container stopped");
@@ -512,7 +561,11 @@ static char *govern(struct call *c, const json_t *request, const char *bad_reaso
                                    .tool = t->name, .args = args, .reason = rule_reason,
                                    .hook = g->hook, .timeout_ms = g->approval_timeout_ms};
     struct approval_decision d;
+    if (g->park_hook)
+      g->park_hook(g->park_ctx, true);
     approval_request(g->approvals, &req, &d);
+    if (g->park_hook)
+      g->park_hook(g->park_ctx, false);
     free(c->approver);
     c->approver = d.approver;
     d.approver = NULL;
@@ -561,6 +614,10 @@ static char *govern(struct call *c, const json_t *request, const char *bad_reaso
     if (stopped_now)
       return finish_error(c, GATE_CONTAINER_STOPPED, "the container stopped", len);
     c->decision = "deny";
+    if (audit_full(g->audit)) {
+      call_update(g, c->idx, "deny", GATE_AUDIT_FULL, elapsed_ms(c));
+      return audit_error_response(g, NULL, "", len);
+    }
     return finish_error(c, GATE_AUDIT_UNAVAILABLE,
                         "the audit log cannot be written; calls are refused until it can", len);
   }
@@ -577,10 +634,8 @@ static char *govern(struct call *c, const json_t *request, const char *bad_reaso
       pthread_mutex_lock(&g->mu);
       budget_release(g->budget, t);
       pthread_mutex_unlock(&g->mu);
-      cleanup_free char *m = xasprintf("the audit log cannot be written (%s); the irreversible call did not run",
-                                       err->msg);
-      call_update(g, c->idx, "deny", GATE_AUDIT_UNAVAILABLE, elapsed_ms(c));
-      return response_error(GATE_AUDIT_UNAVAILABLE, m, len);
+      call_update(g, c->idx, "deny", audit_error_code(g), elapsed_ms(c));
+      return audit_error_response(g, err, "the irreversible call did not run", len);
     }
   }
   call_update(g, c->idx, "allow", "running", -1);
@@ -599,10 +654,8 @@ static char *govern(struct call *c, const json_t *request, const char *bad_reaso
   if (audit_append(g->audit, &rec, false, &err) < 0) {
     /* The tool ran but its record could not be written: withhold the
      * result rather than hand out something the log does not show. */
-    status = GATE_AUDIT_UNAVAILABLE;
-    cleanup_free char *m = xasprintf("the audit log cannot be written (%s); the result is withheld",
-                                     err->msg);
-    resp = response_error(GATE_AUDIT_UNAVAILABLE, m, len);
+    status = audit_error_code(g);
+    resp = audit_error_response(g, err, "the result is withheld", len);
   } else if (r.code) {
     resp = response_error(r.code, r.message, len);
   } else {
@@ -626,6 +679,45 @@ char *gate_handle(struct gate *g, const char *call_id, const json_t *request,
   free(c.reason);
   free(c.approver);
   return resp;
+}
+
+void gate_record_refused(struct gate *g, enum gate_refusal why, const char *call_id,
+                         const char *what) {
+  static const enum refusal_kind kinds[] = {
+      [GATE_REFUSED_BAD_ID] = REFUSAL_BAD_ID,       [GATE_REFUSED_REPLAY] = REFUSAL_REPLAY,
+      [GATE_REFUSED_UNREMEMBERED] = REFUSAL_UNREMEMBERED,
+      [GATE_REFUSED_WITHDRAWN] = REFUSAL_WITHDRAWN, [GATE_REFUSED_JUNK] = REFUSAL_JUNK,
+      [GATE_REFUSED_BACKOFF] = REFUSAL_BACKOFF,
+  };
+  /* Junk names and the bridge's own pauses are not call attempts. */
+  if (why != GATE_REFUSED_JUNK && why != GATE_REFUSED_BACKOFF) {
+    const char *unused = NULL;
+    pthread_mutex_lock(&g->mu);
+    budget_count_attempt(g->budget, &unused);
+    pthread_mutex_unlock(&g->mu);
+  }
+  const char *event = why == GATE_REFUSED_WITHDRAWN ? "withdrawn"
+                      : why == GATE_REFUSED_BACKOFF ? "backoff"
+                      : why == GATE_REFUSED_JUNK    ? "junk" /* no call attempt */
+                                                    : "unanswerable";
+  const char *outcome = why == GATE_REFUSED_WITHDRAWN ? "withdrawn"
+                        : why == GATE_REFUSED_BACKOFF ? "backoff"
+                                                      : GATE_BAD_REQUEST;
+  struct audit_record rec = {.event = event, .call_id = call_id, .decision = "deny",
+                             .reason = what, .duration_ms = 0, .outcome = outcome};
+  if (why != GATE_REFUSED_BACKOFF)
+    atomic_fetch_add(&g->refused, 1);
+  refusals_record(g->refusals, kinds[why], &rec);
+}
+
+void gate_flush_refusals(struct gate *g) { refusals_flush(g->refusals, false); }
+
+unsigned long long gate_refused_count(struct gate *g) { return atomic_load(&g->refused); }
+
+long long gate_max_calls(struct gate *g) { return g->policy ? g->policy->budgets.max_tool_calls : 50; }
+
+long long gate_max_pending(struct gate *g) {
+  return g->policy ? g->policy->max_pending : 10;
 }
 
 void gate_record_unanswerable(struct gate *g, const char *what) {
@@ -695,6 +787,9 @@ void gate_close(struct gate *g) {
     for (size_t i = 0; g->mcp && i < g->policy->nmcp; i++)
       mcp_stop(g->mcp[i]);
   free(g->mcp);
+  if (g->refusals) /* the counts that are left, before the closing record */
+    refusals_flush(g->refusals, true);
+  refusals_free(g->refusals);
   audit_close(g->audit);
   budget_free(g->budget);
   approvals_free(g->approvals);

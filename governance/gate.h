@@ -25,6 +25,7 @@
 #define GATE_TOOL_TIMEOUT "tool_timeout"
 #define GATE_CONTAINER_STOPPED "container_stopped"
 #define GATE_AUDIT_UNAVAILABLE "audit_unavailable"
+#define GATE_AUDIT_FULL "audit_full" /* this container's audit quota is reached */
 
 struct gate;
 
@@ -39,6 +40,11 @@ struct gate_config {
   const char *control_socket; /* where the sidecar serves approve/pending/calls;
                                  NULL: none (unit tests) */
   bool defer_tools; /* leave the MCP servers to gate_start_tools() */
+  const char *state_dir;   /* <root>/<id>, unique per --root and id, or NULL:
+                              when <id>.jsonl is being written under another
+                              root, the log is <id>@<hash of state_dir>.jsonl */
+  unsigned long long audit_max_bytes; /* the log's quota; 0: 256 MiB
+                                         (AUDIT_DEFAULT_MAX_BYTES) */
 };
 
 /* Load the policy and open the audit log.  A broken policy fails here with
@@ -71,6 +77,38 @@ char *gate_handle(struct gate *g, const char *call_id, const json_t *request,
  * invalid call id that cannot become a path). */
 void gate_record_unanswerable(struct gate *g, const char *what);
 
+/* Why the bridge refused an attempt without handing it to gate_handle. */
+enum gate_refusal {
+  GATE_REFUSED_BAD_ID,       /* the marker's name is not a valid id */
+  GATE_REFUSED_REPLAY,       /* the id was answered already */
+  GATE_REFUSED_UNREMEMBERED, /* the bridge's id set is full */
+  GATE_REFUSED_WITHDRAWN,    /* the caller removed its request body */
+  GATE_REFUSED_JUNK,         /* a file that is no part of the protocol */
+  GATE_REFUSED_BACKOFF,      /* the bridge paused reading (what: for how long) */
+};
+
+/* Count an attempt the bridge refused (toward the hard cap, except junk
+ * and back-off) and audit it: the first of each kind in full, later ones
+ * only as counts in "summary" records (governance/refusals.h), so a flood
+ * costs the log O(1).  call_id may be NULL; what is the full reason. */
+void gate_record_refused(struct gate *g, enum gate_refusal why, const char *call_id,
+                         const char *what);
+
+/* Write the summaries of counted refusals whose window has passed: the
+ * bridge calls this on its housekeeping tick. */
+void gate_flush_refusals(struct gate *g);
+
+/* Attempts refused so far without being run: over the cap, the bridge's
+ * refusals, and calls refused audit_full.  Lock-free, for the bridge's
+ * per-container back-off. */
+unsigned long long gate_refused_count(struct gate *g);
+
+/* The policy's max_tool_calls (every attempt counts toward it). */
+long long gate_max_calls(struct gate *g);
+
+/* The most approvals that may wait at once (the policy's max_pending). */
+long long gate_max_pending(struct gate *g);
+
 /* The container stopped: parked approvals end, later calls get
  * container_stopped.  Called before gate_close. */
 void gate_container_stopped(struct gate *g);
@@ -81,6 +119,13 @@ void gate_container_stopped(struct gate *g);
  * uses it to let another worker take the next call.  NULL: none.  Set it
  * only while no gate_handle runs. */
 void gate_set_block_hook(struct gate *g, void (*fn)(void *ctx), void *ctx);
+
+/* fn(ctx, true) is called on the thread running gate_handle when its
+ * call parks to wait for a person's approval, fn(ctx, false) when the
+ * decision (or the timeout) came.  The bridge uses it so parked calls do
+ * not count toward its worker pool.  NULL: none.  Set it only while no
+ * gate_handle runs. */
+void gate_set_park_hook(struct gate *g, void (*fn)(void *ctx, bool parked), void *ctx);
 
 /* Write the closing audit record and free everything.  No gate_handle may
  * be running or start once gate_close is called. */

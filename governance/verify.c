@@ -1,15 +1,17 @@
 /* Audit log verification; see verify.h and docs/audit.md. */
 #include "governance/verify.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "governance/audit.h"
 #include "shim/util.h"
 
-#define AUDIT_LOG_MAX (1ull << 32)
 /* ,"hash":"<64 hex>"} */
 #define HASH_SUFFIX_LEN (9 + AUDIT_HASH_HEX + 2)
 
@@ -48,6 +50,55 @@ static int fail(struct audit_verify_result *res, long long line, const char *fmt
   return 0;
 }
 
+/* A log read a line at a time: memory is bounded by the longest record,
+ * not by the file, and every count and offset is 64-bit, so a log of any
+ * size (past 4 GiB too) streams through. */
+struct line_reader {
+  FILE *f;
+  char *buf;
+  size_t cap;
+  unsigned long long offset; /* of the line just read */
+  unsigned long long next;   /* of the one after it */
+};
+
+static void line_reader_close(struct line_reader *r) {
+  if (r->f)
+    fclose(r->f);
+  free(r->buf);
+}
+#define cleanup_line_reader __attribute__((cleanup(line_reader_close)))
+
+static int line_reader_open(struct line_reader *r, const char *path, tg_error **err) {
+  memset(r, 0, sizeof *r);
+  /* O_NOFOLLOW: a log is never a symbolic link tollgate wrote */
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0)
+    return tg_error_set(err, errno, "open %s", path);
+  r->f = fdopen(fd, "r");
+  if (r->f == NULL) {
+    close(fd);
+    return tg_error_set(err, errno, "open %s", path);
+  }
+  return 0;
+}
+
+/* The next line without its newline, *len its length, *complete whether
+ * it ended with one.  NULL at the end (or on a read error, with *err). */
+static const char *line_reader_next(struct line_reader *r, size_t *len, bool *complete,
+                                    tg_error **err) {
+  ssize_t n = getline(&r->buf, &r->cap, r->f);
+  if (n < 0) {
+    if (ferror(r->f))
+      tg_error_set(err, EIO, "read the log at byte %llu", r->next);
+    return NULL;
+  }
+  r->offset = r->next;
+  r->next += (unsigned long long)n;
+  *complete = n > 0 && r->buf[n - 1] == '\n';
+  *len = (size_t)n - (*complete ? 1 : 0);
+  return r->buf;
+}
+
 int audit_verify(const char *path, const char *key_path, bool allow_open,
                  struct audit_verify_result *res, tg_error **err) {
   memset(res, 0, sizeof *res);
@@ -55,26 +106,31 @@ int audit_verify(const char *path, const char *key_path, bool allow_open,
   size_t keylen = 0;
   if (key_path && audit_read_key(key_path, &key, &keylen, err) < 0)
     return -1;
-  cleanup_free char *buf = NULL;
-  size_t len = 0;
-  if (read_file(path, AUDIT_LOG_MAX, &buf, &len, err) < 0)
+  cleanup_line_reader struct line_reader rd = {0};
+  if (line_reader_open(&rd, path, err) < 0)
     return -1;
-  if (len == 0)
-    return fail(res, 0, "%s is empty: every log starts with an open record", path);
   char prev[AUDIT_HASH_HEX + 1];
   memcpy(prev, zero_hash, sizeof prev);
   long long seq = 0, lineno = 0;
   bool keyed = false, last_closed = false;
   cleanup_free char *container = NULL;
-  const char *p = buf, *end = buf + len;
-  while (p < end) {
+  cleanup_free char *body = NULL;
+  size_t body_cap = 0;
+  for (;;) {
+    size_t n = 0;
+    bool complete = false;
+    tg_error *rerr = NULL;
+    const char *line = line_reader_next(&rd, &n, &complete, &rerr);
+    if (line == NULL) {
+      if (rerr) {
+        *err = rerr;
+        return tg_error_wrap(err, "%s", path);
+      }
+      break;
+    }
     lineno++;
-    const char *nl = memchr(p, '\n', end - p);
-    if (nl == NULL)
+    if (!complete)
       return fail(res, lineno, "incomplete last record (no newline): the log was truncated mid-record");
-    size_t n = nl - p;
-    const char *line = p;
-    p = nl + 1;
     res->records++;
     if (n < HASH_SUFFIX_LEN + 2 || memcmp(line + n - HASH_SUFFIX_LEN, ",\"hash\":\"", 9) != 0 ||
         memcmp(line + n - 2, "\"}", 2) != 0 ||
@@ -105,7 +161,11 @@ int audit_verify(const char *path, const char *key_path, bool allow_open,
     }
     /* Edited?  The hash covers the record's own bytes and its prev. */
     size_t bodylen = n - HASH_SUFFIX_LEN + 1;
-    cleanup_free char *body = xmalloc(bodylen + 1);
+    if (bodylen + 1 > body_cap) {
+      free(body);
+      body_cap = bodylen + 1;
+      body = xmalloc(body_cap);
+    }
     memcpy(body, line, bodylen - 1);
     body[bodylen - 1] = '}';
     body[bodylen] = '\0';
@@ -135,6 +195,8 @@ int audit_verify(const char *path, const char *key_path, bool allow_open,
     last_closed = strcmp(event, "closed") == 0;
     res->verified++;
   }
+  if (lineno == 0)
+    return fail(res, 0, "%s is empty: every log starts with an open record", path);
   res->closed = last_closed;
   if (!last_closed && !allow_open) {
     res->ok = false;
@@ -151,21 +213,40 @@ int audit_verify(const char *path, const char *key_path, bool allow_open,
   return 0;
 }
 
+int audit_each_record(const char *path, int (*fn)(void *ctx, const json_t *rec), void *ctx,
+                      tg_error **err) {
+  cleanup_line_reader struct line_reader rd = {0};
+  if (line_reader_open(&rd, path, err) < 0)
+    return -1;
+  for (;;) {
+    size_t n = 0;
+    bool complete = false;
+    tg_error *rerr = NULL;
+    const char *line = line_reader_next(&rd, &n, &complete, &rerr);
+    if (line == NULL) {
+      if (rerr) {
+        *err = rerr;
+        return tg_error_wrap(err, "%s", path);
+      }
+      return 0;
+    }
+    cleanup_json json_t *rec = n ? json_parse(line, n, NULL, NULL) : NULL;
+    if (rec && fn(ctx, rec) != 0)
+      return 0;
+  }
+}
+
+static int append_copy(void *ctx, const json_t *rec) {
+  json_array_append(ctx, json_copy(rec));
+  return 0;
+}
+
 int audit_read_records(const char *path, json_t **records, tg_error **err) {
   *records = NULL;
-  cleanup_free char *buf = NULL;
-  size_t len = 0;
-  if (read_file(path, AUDIT_LOG_MAX, &buf, &len, err) < 0)
-    return -1;
   json_t *arr = json_new_array();
-  const char *p = buf, *end = buf + len;
-  while (p < end) {
-    const char *nl = memchr(p, '\n', end - p);
-    size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
-    json_t *rec = n ? json_parse(p, n, NULL, NULL) : NULL;
-    if (rec)
-      json_array_append(arr, rec);
-    p += n + 1;
+  if (audit_each_record(path, append_copy, arr, err) < 0) {
+    json_free(arr);
+    return -1;
   }
   *records = arr;
   return 0;

@@ -28,7 +28,16 @@ int audit_verify(const char *path, const char *key_path, bool allow_open,
 void audit_verify_result_clear(struct audit_verify_result *res);
 
 /* Read every record of a log (no verification), in order, as an owned
- * array.  Unparseable lines are skipped. */
+ * array.  Unparseable lines are skipped.  The array holds the whole log:
+ * for a log of any size use audit_each_record. */
 int audit_read_records(const char *path, json_t **records, tg_error **err);
+
+/* Call fn(ctx, record) on every record of a log, in order (no
+ * verification; unparseable lines are skipped), streaming: memory is
+ * bounded by the longest record, whatever the file's size.  fn returns
+ * nonzero to stop early.  The record is borrowed for the call only.
+ * audit_verify streams the same way. */
+int audit_each_record(const char *path, int (*fn)(void *ctx, const json_t *rec), void *ctx,
+                      tg_error **err);
 
 #endif

@@ -10,6 +10,7 @@
 
 #include "governance/verify.h"
 #include "shim/commands.h"
+#include "shim/escape.h"
 #include "shim/util.h"
 
 static const char *str(const json_t *rec, const char *key) {
@@ -17,8 +18,10 @@ static const char *str(const json_t *rec, const char *key) {
   return s ? s : "-";
 }
 
-/* One table cell: at most width characters, cut with "~" when longer. */
-static void cell(const char *s, int width) {
+/* One table cell: at most width characters, cut with "~" when longer.
+ * The text may be the container's: escaped, so it stays in its cell. */
+static void cell(const char *raw, int width) {
+  cleanup_free char *s = escape_for_terminal(raw, false);
   int n = (int)strlen(s);
   if (n <= width)
     printf("%-*s ", width, s);
@@ -26,44 +29,63 @@ static void cell(const char *s, int width) {
     printf("%.*s~ ", width - 1, s);
 }
 
+/* One table row per record; the records stream (a log of any size). */
+static int show_row(void *ctx, const json_t *r) {
+  (void)ctx;
+  long long seq = 0, ms = -1;
+  json_integer_value(json_object_get(r, "seq"), &seq);
+  json_integer_value(json_object_get(r, "duration_ms"), &ms);
+  char time[25];
+  snprintf(time, sizeof time, "%s", str(r, "time"));
+  printf("%-5lld ", seq);
+  cell(time, 24);
+  cell(str(r, "event"), 12);
+  cell(str(r, "call"), 32);
+  cell(str(r, "tool"), 16);
+  cell(str(r, "decision"), 8);
+  cell(str(r, "approver"), 10);
+  cell(str(r, "outcome"), 16);
+  if (ms >= 0)
+    printf("%6lld  ", ms);
+  else
+    printf("%6s  ", "-");
+  /* Reason, arguments and message are the container's words: one line
+   * of printable text each, whatever they hold. */
+  const json_t *args = json_object_get(r, "args");
+  cleanup_free char *dump = json_is(args, JSON_OBJECT) ? json_dump(args, false, NULL) : NULL;
+  cleanup_free char *a = dump ? escape_for_terminal(dump, true) : NULL;
+  const char *raw_reason = json_string_value(json_object_get(r, "reason"));
+  const char *raw_msg = json_string_value(json_object_get(r, "message"));
+  cleanup_free char *reason = raw_reason ? escape_for_terminal(raw_reason, false) : NULL;
+  cleanup_free char *msg = raw_msg ? escape_for_terminal(raw_msg, false) : NULL;
+  printf("%s%s%s%s%s\n", reason ? reason : "", reason && a ? " " : "", a ? a : "",
+         msg ? " | " : "", msg ? msg : "");
+  return 0;
+}
+
+/* One JSON array element per record, streamed too. */
+struct json_rows {
+  bool first;
+};
+static int show_json(void *ctx, const json_t *r) {
+  struct json_rows *j = ctx;
+  cleanup_free char *s = json_dump(r, false, NULL);
+  printf("%s\n  %s", j->first ? "" : ",", s);
+  j->first = false;
+  return 0;
+}
+
 static int show(const char *path, bool as_json, tg_error **err) {
-  cleanup_json json_t *recs = NULL;
-  if (audit_read_records(path, &recs, err) < 0)
-    return -1;
   if (as_json) {
-    cleanup_free char *s = json_dump(recs, true, NULL);
-    printf("%s\n", s);
-    return 0;
+    struct json_rows j = {.first = true};
+    printf("[");
+    int r = audit_each_record(path, show_json, &j, err);
+    printf("%s]\n", j.first ? "" : "\n");
+    return r;
   }
   printf("%-5s %-24s %-12s %-32s %-16s %-8s %-10s %-16s %6s  %s\n", "SEQ", "TIME", "EVENT",
          "CALL", "TOOL", "DECISION", "APPROVER", "OUTCOME", "MS", "REASON / ARGS");
-  for (size_t i = 0; i < json_array_len(recs); i++) {
-    const json_t *r = json_array_get(recs, i);
-    long long seq = 0, ms = -1;
-    json_integer_value(json_object_get(r, "seq"), &seq);
-    json_integer_value(json_object_get(r, "duration_ms"), &ms);
-    char time[25];
-    snprintf(time, sizeof time, "%s", str(r, "time"));
-    printf("%-5lld ", seq);
-    cell(time, 24);
-    cell(str(r, "event"), 12);
-    cell(str(r, "call"), 32);
-    cell(str(r, "tool"), 16);
-    cell(str(r, "decision"), 8);
-    cell(str(r, "approver"), 10);
-    cell(str(r, "outcome"), 16);
-    if (ms >= 0)
-      printf("%6lld  ", ms);
-    else
-      printf("%6s  ", "-");
-    const json_t *args = json_object_get(r, "args");
-    cleanup_free char *a = json_is(args, JSON_OBJECT) ? json_dump(args, false, NULL) : NULL;
-    const char *reason = json_string_value(json_object_get(r, "reason"));
-    const char *msg = json_string_value(json_object_get(r, "message"));
-    printf("%s%s%s%s%s\n", reason ? reason : "", reason && a ? " " : "", a ? a : "",
-           msg ? " | " : "", msg ? msg : "");
-  }
-  return 0;
+  return audit_each_record(path, show_row, NULL, err);
 }
 
 int cmd_audit(struct cli *cli, int argc, char **argv, tg_error **err) {

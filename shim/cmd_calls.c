@@ -3,13 +3,17 @@
  * control socket; once the container is gone, rebuilds the list from the
  * container's audit log (the latest run in it). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "governance/audit.h"
 #include "governance/control.h"
 #include "governance/policy.h"
 #include "governance/verify.h"
 #include "shim/args.h"
 #include "shim/commands.h"
+#include "shim/escape.h"
 #include "shim/util.h"
 
 static json_t *used_max(double used, double max) {
@@ -59,8 +63,19 @@ static json_t *calls_from_log(const char *path, const char *id, tg_error **err) 
       }
       continue;
     }
-    if (strcmp(ev, "call") != 0 && strcmp(ev, "intent") != 0 && strcmp(ev, "unanswerable") != 0)
+    if (strcmp(ev, "summary") == 0) {
+      /* counted refusals: attempts too, except junk files and pauses */
+      const char *kind = json_string_value(json_object_get(r, "kind"));
+      long long n = 0;
+      if (kind && strcmp(kind, "junk") != 0 && strcmp(kind, "backoff") != 0 &&
+          json_integer_value(json_object_get(r, "count"), &n))
+        attempts += n;
       continue;
+    }
+    if (strcmp(ev, "call") != 0 && strcmp(ev, "intent") != 0 && strcmp(ev, "unanswerable") != 0 &&
+        strcmp(ev, "withdrawn") != 0)
+      continue;
+
     attempts++;
     const struct tool *pt = pol ? policy_find(pol, json_string_value(json_object_get(r, "tool")) ?: "") : NULL;
     if (pt && strcmp(json_string_value(json_object_get(r, "decision")) ?: "", "allow") == 0) {
@@ -128,7 +143,15 @@ int cmd_calls(struct cli *cli, int argc, char **argv, tg_error **err) {
   cleanup_error tg_error *qerr = NULL;
   if (control_request(sock, req, 5000, &reply, &qerr) < 0) {
     const char *dir = cli->config.audit_dir ? cli->config.audit_dir : "/var/log/tollgate/audit";
-    cleanup_free char *log = xasprintf("%s/%s.jsonl", dir, id);
+    /* <id>@<hash>.jsonl when this root's run of the id found <id>.jsonl
+     * being written under another root (audit_open_named) */
+    cleanup_free char *state = xasprintf("%s/%s", cli->root, id);
+    cleanup_free char *stem = audit_log_stem_for_state(id, state);
+    cleanup_free char *log = audit_log_path(dir, stem);
+    if (access(log, F_OK) != 0) {
+      free(log);
+      log = audit_log_path(dir, id);
+    }
     cleanup_error tg_error *lerr = NULL;
     reply = calls_from_log(log, id, &lerr);
     if (reply == NULL)
@@ -150,10 +173,13 @@ int cmd_calls(struct cli *cli, int argc, char **argv, tg_error **err) {
     if (ms >= 0)
       snprintf(msbuf, sizeof msbuf, "%lld", ms);
     const char *dec = json_string_value(json_object_get(c, "decision"));
-    printf("%-34s %-16s %-8s %-20s %8s  %s\n", json_string_value(json_object_get(c, "call")) ?: "",
-           json_string_value(json_object_get(c, "tool")) ?: "", dec && *dec ? dec : "-",
-           json_string_value(json_object_get(c, "status")) ?: "",
-           msbuf, json_string_value(json_object_get(c, "time")) ?: "");
+    /* the tool name and the rest may be the container's: escaped, one row each */
+    cleanup_free char *call = escape_for_terminal(json_string_value(json_object_get(c, "call")), false);
+    cleanup_free char *tool = escape_for_terminal(json_string_value(json_object_get(c, "tool")), false);
+    cleanup_free char *decision = escape_for_terminal(dec && *dec ? dec : "-", false);
+    cleanup_free char *status = escape_for_terminal(json_string_value(json_object_get(c, "status")), false);
+    cleanup_free char *time = escape_for_terminal(json_string_value(json_object_get(c, "time")), false);
+    printf("%-34s %-16s %-8s %-20s %8s  %s\n", call, tool, decision, status, msbuf, time);
   }
   const json_t *b = json_object_get(reply, "budget");
   printf("budget%s:\n", json_object_get(reply, "source") ? " (from the audit log)" : "");
@@ -162,7 +188,7 @@ int cmd_calls(struct cli *cli, int argc, char **argv, tg_error **err) {
   print_used("irreversible", json_object_get(b, "irreversible"));
   const json_t *tools = json_object_get(b, "tools");
   for (size_t i = 0; tools && i < tools->u.object.len; i++) {
-    cleanup_free char *n = xasprintf("%s", tools->u.object.keys[i]);
+    cleanup_free char *n = escape_for_terminal(tools->u.object.keys[i], false);
     print_used(n, tools->u.object.values[i]);
   }
   return 0;

@@ -26,6 +26,9 @@ void host_config_defaults(struct host_config *cfg) {
   cfg->approval_timeout_ms = 60000;
   cfg->bridge_tmpfs_bytes = 16u * 1024 * 1024;
   cfg->request_max_bytes = 64u * 1024;
+  cfg->audit_max_bytes = 256u * 1024 * 1024;
+  cfg->bridge_refused_per_second = 200;
+  cfg->bridge_backoff_ms = 1000;
 }
 
 enum field_kind { F_STRING, F_STRV, F_BOOL, F_INT, F_SIZE };
@@ -46,6 +49,8 @@ static const struct field fields[] = {
     FIELD(approval_hook, F_STRING),  FIELD(approval_timeout_ms, F_INT),
     FIELD(approver_group, F_STRING), FIELD(bridge_tmpfs_bytes, F_SIZE),
     FIELD(request_max_bytes, F_SIZE), FIELD(mcp_allow_approve, F_BOOL),
+    FIELD(audit_max_bytes, F_SIZE),  FIELD(bridge_refused_per_second, F_INT),
+    FIELD(bridge_backoff_ms, F_INT),
 };
 
 static void free_strv(char **v) {

@@ -39,6 +39,11 @@ struct host_config {
   bool mcp_allow_approve; /* may `tollgate mcp`'s client list, approve and deny
                              parked calls (its pending_approvals/approve/deny
                              tools); default false */
+  size_t audit_max_bytes;    /* each container's audit log quota; default
+                                256 MiB; past it its calls get audit_full */
+  int bridge_refused_per_second; /* the attempt budget per container; default
+                                    200 (0 in the file: the default) */
+  int bridge_backoff_ms;     /* the pause past it; default 1000 */
 };
 
 /* Load path (NULL = TG_DEFAULT_CONFIG, where a missing file is fine).

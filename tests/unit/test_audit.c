@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -500,4 +501,270 @@ Test(audit, a_huge_last_record_is_continued) {
   cr_assert(v.ok, "%s", v.message);
   cr_assert_eq(v.records, 5); /* open, call, open, call, closed */
   audit_verify_result_clear(&v);
+}
+
+/* After the disk comes back, calls arriving at once write one "resumed"
+ * record between them, not one each (audit_resume serialises). */
+struct resume_arg {
+  struct gate *g;
+  const json_t *req;
+  int i;
+  pthread_barrier_t *start;
+};
+static void *call_once(void *p) {
+  struct resume_arg *a = p;
+  pthread_barrier_wait(a->start); /* all at once, into the unhealthy log */
+  char id[16];
+  snprintf(id, sizeof id, "r%d", a->i);
+  free(gate_handle(a->g, id, a->req, NULL, NULL));
+  return NULL;
+}
+
+static size_t count_event(const char *path, const char *event) {
+  json_t *recs = NULL;
+  cr_assert_eq(audit_read_records(path, &recs, NULL), 0);
+  size_t n = 0;
+  for (size_t i = 0; i < json_array_len(recs); i++) {
+    const char *e = json_string_value(json_object_get(json_array_get(recs, i), "event"));
+    n += e && strcmp(e, event) == 0;
+  }
+  json_free(recs);
+  return n;
+}
+
+Test(audit, one_resumed_record_per_recovery) {
+  if (geteuid() != 0) {
+    cr_skip_test("mounting a tmpfs needs root");
+  }
+  cleanup_free char *tiny = xasprintf("%s/tiny", dir);
+  cr_assert_eq(mkdir(tiny, 0700), 0);
+  cr_assert_eq(mount("tmpfs", tiny, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k"), 0, "%s",
+               strerror(errno));
+  mounted = true;
+  cleanup_free char *pp = xasprintf("%s/policy-many.json", dir);
+  FILE *f = fopen(pp, "w");
+  fputs("{\"version\": 1, \"tools\": {\"echo\": {\"backend\": {\"type\": \"builtin\", \"name\": \"echo\"},"
+        " \"rules\": [{\"effect\": \"allow\"}]}}, \"budgets\": {\"max_tool_calls\": 100000}}", f);
+  fclose(f);
+  struct gate_config cfg = {.container_id = "res", .policy_path = pp, .audit_dir = tiny};
+  struct gate *g = NULL;
+  cleanup_error tg_error *err = NULL;
+  cr_assert_eq(gate_open(&cfg, &g, &err), 0, "%s", err ? err->msg : "");
+  cleanup_free char *path = xstrdup(gate_audit_path(g));
+  cleanup_free char *filler = xasprintf("%s/filler", tiny);
+  const char *req = "{\"v\":1,\"tool\":\"echo\",\"args\":{\"x\":1}}";
+  cleanup_json json_t *r = json_parse(req, strlen(req), NULL, NULL);
+  enum { ROUNDS = 10 };
+  for (int round = 0; round < ROUNDS; round++) {
+    int fd = open(filler, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    char block[4096];
+    memset(block, 'f', sizeof block);
+    while (write(fd, block, sizeof block) > 0)
+      ;
+    while (write(fd, block, 1) > 0)
+      ;
+    close(fd);
+    bool refused = false;
+    for (int i = 0; i < 200 && !refused; i++) {
+      cleanup_free char *resp = gate_handle(g, "fill", r, NULL, NULL);
+      refused = strstr(resp, "\"code\":\"audit_unavailable\"") != NULL;
+    }
+    cr_assert(refused);
+    unlink(filler);
+    pthread_t t[8];
+    struct resume_arg args[8];
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, 8);
+    for (int i = 0; i < 8; i++) {
+      args[i] = (struct resume_arg){.g = g, .req = r, .i = i, .start = &start};
+      pthread_create(&t[i], NULL, call_once, &args[i]);
+    }
+    for (int i = 0; i < 8; i++)
+      pthread_join(t[i], NULL);
+    pthread_barrier_destroy(&start);
+  }
+  gate_close(g);
+  cr_assert_eq(count_event(path, "resumed"), ROUNDS, "one resumed record per recovery");
+  struct audit_verify_result v = verify(path, NULL, false);
+  cr_assert(v.ok, "%s", v.message);
+  audit_verify_result_clear(&v);
+}
+
+/* A container's log has a quota: past it that container's calls are
+ * refused audit_full (one record says so, the log still closes and
+ * verifies), and another container's log in the same directory is not
+ * affected. */
+Test(audit, a_log_past_its_quota_refuses_only_its_own_calls) {
+  cleanup_free char *ad = xasprintf("%s/q", dir);
+  cleanup_free char *pp = xasprintf("%s/policy.json", dir);
+  FILE *f = fopen(pp, "w");
+  fputs(POLICY, f);
+  fclose(f);
+  const unsigned long long quota = 160 * 1024;
+  struct gate_config small = {.container_id = "small", .policy_path = pp, .audit_dir = ad,
+                              .audit_max_bytes = quota};
+  struct gate_config other = {.container_id = "other", .policy_path = pp, .audit_dir = ad};
+  struct gate *gs = NULL, *go = NULL;
+  cleanup_error tg_error *err = NULL;
+  cr_assert_eq(gate_open(&small, &gs, &err), 0, "%s", err ? err->msg : "");
+  cr_assert_eq(gate_open(&other, &go, &err), 0, "%s", err ? err->msg : "");
+  const char *req = "{\"v\":1,\"tool\":\"echo\",\"args\":{\"x\":1}}";
+  cleanup_json json_t *r = json_parse(req, strlen(req), NULL, NULL);
+  int full_at = -1;
+  for (int i = 0; i < 45 && full_at < 0; i++) { /* the default cap is 50 */
+    char id[16];
+    snprintf(id, sizeof id, "s%d", i);
+    /* big arguments, so the quota is reached within the call cap */
+    cleanup_free char *big = xmalloc(8200);
+    memset(big, 'a', 8190);
+    big[8190] = '\0';
+    cleanup_free char *text = xasprintf("{\"v\":1,\"tool\":\"echo\",\"args\":{\"x\":\"%s\"}}", big);
+    cleanup_json json_t *rb = json_parse(text, strlen(text), NULL, NULL);
+    cleanup_free char *resp = gate_handle(gs, id, rb, NULL, NULL);
+    if (strstr(resp, "\"code\":\"audit_full\""))
+      full_at = i;
+    else
+      cr_assert(strstr(resp, "\"ok\":true"), "%s", resp);
+  }
+  cr_assert_geq(full_at, 0, "the quota never refused a call");
+  cleanup_free char *again = gate_handle(gs, "after", r, NULL, NULL);
+  cr_assert(strstr(again, "\"code\":\"audit_full\""), "%s", again);
+  cleanup_free char *fine = gate_handle(go, "o1", r, NULL, NULL);
+  cr_assert(strstr(fine, "\"ok\":true"), "%s", fine);
+  cleanup_free char *ps = xstrdup(gate_audit_path(gs));
+  cleanup_free char *po = xstrdup(gate_audit_path(go));
+  gate_close(gs);
+  gate_close(go);
+  struct stat st;
+  cr_assert_eq(stat(ps, &st), 0);
+  cr_assert_leq((unsigned long long)st.st_size, quota);
+  cr_assert_eq(count_event(ps, "audit_full"), 1);
+  struct audit_verify_result v = verify(ps, NULL, false);
+  cr_assert(v.ok, "%s", v.message);
+  audit_verify_result_clear(&v);
+  v = verify(po, NULL, false);
+  cr_assert(v.ok, "%s", v.message);
+  audit_verify_result_clear(&v);
+  /* a later run continuing the log is held to the same quota: the size
+   * is the file's, not the run's */
+  cr_assert_eq(gate_open(&small, &gs, &err), 0, "%s", err ? err->msg : "");
+  bool refused = false;
+  for (int i = 0; i < 3 && !refused; i++) {
+    cleanup_free char *big = xmalloc(8200);
+    memset(big, 'b', 8190);
+    big[8190] = '\0';
+    cleanup_free char *text = xasprintf("{\"v\":1,\"tool\":\"echo\",\"args\":{\"x\":\"%s\"}}", big);
+    cleanup_json json_t *rb = json_parse(text, strlen(text), NULL, NULL);
+    cleanup_free char *cont = gate_handle(gs, "next", rb, NULL, NULL);
+    refused = strstr(cont, "\"code\":\"audit_full\"") != NULL;
+  }
+  cr_assert(refused, "the continued log grew past its quota");
+  gate_close(gs);
+  cr_assert_eq(stat(ps, &st), 0);
+  cr_assert_leq((unsigned long long)st.st_size, quota);
+}
+
+/* verify and show stream: a log far larger than the memory they may use
+ * verifies, so a log's size is no limit (no 4 GiB cap; the counts and
+ * offsets are 64-bit).  The child's address space is capped at its
+ * current size plus 24 MiB, under the 48 MiB log; under AddressSanitizer,
+ * which reserves terabytes of address space, the cap cannot apply and
+ * only the streaming result is checked. */
+#include <sys/resource.h>
+#include <sys/wait.h>
+__attribute__((unused)) static unsigned long long vm_size(void) {
+  cleanup_free char *st = NULL;
+  cr_assert_eq(read_file("/proc/self/status", 1 << 16, &st, NULL, NULL), 0);
+  const char *p = strstr(st, "VmSize:");
+  cr_assert_not_null(p);
+  return strtoull(p + 7, NULL, 10) * 1024;
+}
+
+static int count_one(void *ctx, const json_t *rec) {
+  (void)rec;
+  ++*(long long *)ctx;
+  return 0;
+}
+
+Test(audit, verify_streams_a_log_larger_than_its_memory) {
+  cleanup_free char *ad = xasprintf("%s/big", dir);
+  struct audit *a = NULL;
+  cleanup_error tg_error *err = NULL;
+  cr_assert_eq(audit_open(ad, "big", NULL, NULL, &a, &err), 0, "%s", err ? err->msg : "");
+  char text[1024];
+  memset(text, 'r', sizeof text - 1);
+  text[sizeof text - 1] = '\0';
+  long long n = 0;
+  struct stat st = {0};
+  cleanup_free char *path = xstrdup(audit_path(a));
+  while (st.st_size < (off_t)48 << 20) {
+    struct audit_record rec = {.event = "call", .call_id = "c", .reason = text, .duration_ms = 1,
+                               .outcome = "ok"};
+    for (int i = 0; i < 1000; i++, n++)
+      cr_assert_eq(audit_append(a, &rec, false, NULL), 0);
+    cr_assert_eq(stat(path, &st), 0);
+  }
+  audit_close(a);
+  pid_t pid = fork();
+  if (pid == 0) {
+#ifndef __SANITIZE_ADDRESS__
+    struct rlimit rl = {.rlim_cur = vm_size() + (24u << 20), .rlim_max = RLIM_INFINITY};
+    rl.rlim_max = rl.rlim_cur;
+    if (setrlimit(RLIMIT_AS, &rl) < 0)
+      _exit(3);
+#endif
+    struct audit_verify_result v;
+    if (audit_verify(path, NULL, false, &v, NULL) < 0 || !v.ok || v.records != n + 2)
+      _exit(1);
+    long long seen = 0;
+    if (audit_each_record(path, count_one, &seen, NULL) < 0 || seen != n + 2)
+      _exit(2);
+    _exit(0);
+  }
+  int status = 0;
+  cr_assert_eq(waitpid(pid, &status, 0), pid);
+  cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+            "verify of a %lld-byte log under a capped address space: status %d",
+            (long long)st.st_size, status);
+}
+
+/* The same container id under two roots at once: never one file with two
+ * writers.  The second gate writes <id>@<hash of its state dir>.jsonl;
+ * without a state dir it is refused with a reason. */
+Test(audit, one_log_per_root_and_id) {
+  cleanup_free char *ad = xasprintf("%s/roots", dir);
+  cleanup_free char *pp = xasprintf("%s/policy.json", dir);
+  FILE *f = fopen(pp, "w");
+  fputs(POLICY, f);
+  fclose(f);
+  struct gate_config a = {.container_id = "twin", .policy_path = pp, .audit_dir = ad,
+                          .state_dir = "/run/a/twin"};
+  struct gate_config b = a;
+  b.state_dir = "/run/b/twin";
+  struct gate *ga = NULL, *gb = NULL, *gc = NULL;
+  cleanup_error tg_error *err = NULL;
+  cr_assert_eq(gate_open(&a, &ga, &err), 0, "%s", err ? err->msg : "");
+  cr_assert_eq(gate_open(&b, &gb, &err), 0, "%s", err ? err->msg : "");
+  cr_assert_str_neq(gate_audit_path(ga), gate_audit_path(gb));
+  struct gate_config c = a;
+  c.state_dir = NULL;
+  cr_assert_eq(gate_open(&c, &gc, &err), -1);
+  cr_assert(strstr(err->msg, "another gate"), "%s", err->msg);
+  const char *req = "{\"v\":1,\"tool\":\"echo\",\"args\":{\"x\":1}}";
+  cleanup_json json_t *r = json_parse(req, strlen(req), NULL, NULL);
+  for (int i = 0; i < 20; i++) {
+    free(gate_handle(ga, "a", r, NULL, NULL));
+    free(gate_handle(gb, "b", r, NULL, NULL));
+  }
+  cleanup_free char *pa = xstrdup(gate_audit_path(ga));
+  cleanup_free char *pb = xstrdup(gate_audit_path(gb));
+  gate_close(ga);
+  gate_close(gb);
+  struct audit_verify_result v = verify(pa, NULL, false);
+  cr_assert(v.ok, "%s", v.message);
+  audit_verify_result_clear(&v);
+  v = verify(pb, NULL, false);
+  cr_assert(v.ok, "%s", v.message);
+  audit_verify_result_clear(&v);
+  cr_assert(strstr(pb, "twin@") != NULL, "%s", pb);
 }

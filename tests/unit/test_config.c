@@ -116,3 +116,27 @@ Test(config, data_path_prefers_data_dir) {
   free(sub);
   host_config_free(&c);
 }
+
+/* The flood limits (issue 13): per-container audit quota and attempt budget. */
+Test(config, flood_limits_default_and_load) {
+  struct host_config c;
+  host_config_defaults(&c);
+  cr_assert_eq(c.audit_max_bytes, 256u * 1024 * 1024);
+  cr_assert_eq(c.bridge_refused_per_second, 200);
+  cr_assert_eq(c.bridge_backoff_ms, 1000);
+  host_config_free(&c);
+  char *p = write_cfg("{\"audit_max_bytes\": 1048576, \"bridge_refused_per_second\": 50,"
+                      " \"bridge_backoff_ms\": 250}");
+  cr_assert_eq(host_config_load(p, &c, NULL), 0);
+  cr_assert_eq(c.audit_max_bytes, 1048576u);
+  cr_assert_eq(c.bridge_refused_per_second, 50);
+  cr_assert_eq(c.bridge_backoff_ms, 250);
+  host_config_free(&c);
+  free(p);
+  p = write_cfg("{\"audit_max_bytes\": 0}");
+  tg_error *err = NULL;
+  cr_assert_eq(host_config_load(p, &c, &err), -1);
+  cr_assert(strstr(err->msg, "audit_max_bytes"), "%s", err->msg);
+  tg_error_free(&err);
+  free(p);
+}
