@@ -3,6 +3,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
+#include "governance/args_canonical.h"
 #include "governance/rules.h"
 #include "shim/util.h"
 
@@ -22,10 +23,14 @@ static bool holds(const char *cond, const char *args) {
   cleanup_free char *rules = xasprintf("[{\"if\": %s, \"effect\": \"allow\"}]", cond);
   size_t n;
   struct rule *r = parse(rules, &n);
-  cleanup_json json_t *a = json_parse(args, strlen(args), NULL, NULL);
-  cr_assert_not_null(a);
+  cleanup_json json_t *raw = json_parse(args, strlen(args), NULL, NULL);
+  cr_assert_not_null(raw);
+  char *why = NULL;
+  cleanup_json json_t *a = args_canonicalize(raw, &why);
+  cr_assert_not_null(a, "%s", why);
   const char *reason;
-  bool ok = rules_decide(r, n, a, &reason) == EFFECT_ALLOW;
+  cleanup_free char *mistyped = NULL;
+  bool ok = rules_decide(r, n, a, &reason, &mistyped) == EFFECT_ALLOW;
   rules_free(r, n);
   return ok;
 }
@@ -79,17 +84,18 @@ Test(rules, first_match_wins_and_default_is_deny) {
                          " {\"if\": {\"arg\": \"amount\", \"op\": \"<=\", \"value\": 1000}, \"effect\": \"approve\", \"reason\": \"needs a human\"}]",
                          &n);
   const char *reason;
+  char *mistyped = NULL;
   cleanup_json json_t *a = json_parse("{\"amount\": 20}", 14, NULL, NULL);
-  cr_assert_eq(rules_decide(r, n, a, &reason), EFFECT_ALLOW);
+  cr_assert_eq(rules_decide(r, n, a, &reason, &mistyped), EFFECT_ALLOW);
   cr_assert_str_eq(reason, "small refund");
   cleanup_json json_t *b = json_parse("{\"amount\": 200}", 15, NULL, NULL);
-  cr_assert_eq(rules_decide(r, n, b, &reason), EFFECT_APPROVE);
+  cr_assert_eq(rules_decide(r, n, b, &reason, &mistyped), EFFECT_APPROVE);
   cr_assert_str_eq(reason, "needs a human");
   cleanup_json json_t *c = json_parse("{\"amount\": 5000}", 16, NULL, NULL);
-  cr_assert_eq(rules_decide(r, n, c, &reason), EFFECT_DENY);
+  cr_assert_eq(rules_decide(r, n, c, &reason, &mistyped), EFFECT_DENY);
   cr_assert(strstr(reason, "default is deny"));
   rules_free(r, n);
   struct rule *none = parse("[]", &n);
-  cr_assert_eq(rules_decide(none, n, a, &reason), EFFECT_DENY);
+  cr_assert_eq(rules_decide(none, n, a, &reason, &mistyped), EFFECT_DENY);
   rules_free(none, n);
 }
