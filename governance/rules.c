@@ -13,6 +13,10 @@ static const char *const op_names[] = {
     [OP_EXISTS] = "exists",
 };
 
+const char *op_name(enum cond_op op) {
+  return op == OP_ALL ? "all" : op == OP_ANY ? "any" : op_names[op];
+}
+
 const char *effect_name(enum effect e) {
   switch (e) {
   case EFFECT_ALLOW: return "allow";
@@ -35,6 +39,10 @@ static int condition_parse(const json_t *src, const char *path,
                            struct condition *c, struct policy_errors *errs,
                            unsigned depth) {
   memset(c, 0, sizeof *c);
+  if (src != NULL) {
+    c->line = src->line;
+    c->col = src->col;
+  }
   if (!json_is(src, JSON_OBJECT)) {
     policy_error_add(errs, src, path,
                      "a condition must be an object: {\"arg\": NAME, \"op\": OP, \"value\": V}, {\"all\": [...]} or {\"any\": [...]}");

@@ -22,6 +22,7 @@ struct condition {
   json_t *value; /* owned copy of the operand (leaf ops) */
   struct condition *children; /* for all and any */
   size_t nchildren;
+  unsigned line, col; /* where it was written (policy check warnings) */
 };
 
 struct rule {
@@ -52,5 +53,8 @@ enum effect rules_decide(const struct rule *rules, size_t n, const json_t *args,
 bool condition_holds(const struct condition *c, const json_t *args);
 
 const char *effect_name(enum effect e);
+
+/* The operator as a policy writes it ("==", "prefix"; "all", "any"). */
+const char *op_name(enum cond_op op);
 
 #endif

@@ -398,3 +398,54 @@ bool schema_validate(const struct schema *s, const json_t *v, char **why) {
     return true;
   return validate(s, v, NULL, why);
 }
+
+/* ---- what a schema says about a rule's argument (policy check) ---- */
+
+static void describe(const struct schema *s, const char *name, size_t len,
+                     struct schema_arg *out) {
+  if (s != NULL && s->types != 0 && !(s->types & T_OBJECT))
+    return; /* not an object: nothing inside it */
+  bool open = s == NULL || !s->no_additional;
+  bool declared_literal = false;
+  for (size_t i = 0; s && i < s->nprops; i++) {
+    const struct property *p = &s->props[i];
+    size_t pl = strlen(p->name);
+    if (pl == len && memcmp(p->name, name, len) == 0) {
+      declared_literal = true;
+      unsigned t = p->schema ? p->schema->types : 0;
+      out->readings++;
+      out->only_numbers &= t != 0 && (t & ~(unsigned)(T_NUMBER | T_INTEGER)) == 0;
+      out->only_strings &= t == T_STRING;
+    } else if (pl < len && name[pl] == '.' && memcmp(p->name, name, pl) == 0) {
+      describe(p->schema, name + pl + 1, len - pl - 1, out);
+    }
+  }
+  if (open) {
+    /* Undeclared keys are any type: the literal one, and a path through an
+     * undeclared object when the name has a dot. */
+    if (!declared_literal) {
+      out->readings++;
+      out->only_numbers = out->only_strings = false;
+    }
+    for (size_t d = 0; d < len; d++) {
+      if (name[d] != '.')
+        continue;
+      bool declared = false;
+      for (size_t i = 0; s && i < s->nprops && !declared; i++)
+        declared = strlen(s->props[i].name) == d && memcmp(s->props[i].name, name, d) == 0;
+      if (!declared) {
+        out->readings++;
+        out->only_numbers = out->only_strings = false;
+        break;
+      }
+    }
+  }
+}
+
+void schema_describe_arg(const struct schema *s, const char *name, struct schema_arg *out) {
+  out->only_numbers = out->only_strings = true;
+  out->readings = 0;
+  describe(s, name, strlen(name), out);
+  if (out->readings == 0)
+    out->only_numbers = out->only_strings = false;
+}
