@@ -13,6 +13,7 @@
 #include <stddef.h>
 
 #include "shim/error.h"
+#include "shim/json.h"
 
 #define TG_DEFAULT_CONFIG "/etc/tollgate/config.json"
 #define TG_DEFAULT_ROOT "/run/tollgate"
@@ -36,6 +37,10 @@ struct host_config {
   char *approver_group;   /* group allowed to approve besides root, or NULL */
   size_t bridge_tmpfs_bytes; /* default 16 MiB */
   size_t request_max_bytes;  /* default 64 KiB */
+  json_t *policy_bindings;    /* {"POLICY": {"namespaces": [], "roots": []}}, or
+                                 NULL: any policy may be selected
+                                 (shim/policy_binding.h) */
+  json_t *namespace_policies; /* {"NAMESPACE": "POLICY"}: the default, or NULL */
 };
 
 /* Load path (NULL = TG_DEFAULT_CONFIG, where a missing file is fine).
