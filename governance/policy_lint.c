@@ -67,7 +67,9 @@ static size_t lint_condition(const struct tool *t, const struct rule *r, const s
     }
     break;
   case OP_PREFIX:
-    if (path_like(c)) {
+    /* A schema pattern on the argument is taken as the writer's answer
+     * to "..": the check cannot tell a good pattern from a bad one. */
+    if (path_like(c) && !info.patterned) {
       policy_error_add(out, &at, path,
                        "warning: \"prefix\" %s also matches \"%s../etc/passwd\": a prefix is not a "
                        "directory; refuse \"..\" with a schema \"pattern\" (e.g. \"pattern\": "

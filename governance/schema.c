@@ -416,6 +416,7 @@ static void describe(const struct schema *s, const char *name, size_t len,
       out->readings++;
       out->only_numbers &= t != 0 && (t & ~(unsigned)(T_NUMBER | T_INTEGER)) == 0;
       out->only_strings &= t == T_STRING;
+      out->patterned &= p->schema != NULL && p->schema->pattern != NULL;
     } else if (pl < len && name[pl] == '.' && memcmp(p->name, name, pl) == 0) {
       describe(p->schema, name + pl + 1, len - pl - 1, out);
     }
@@ -425,7 +426,7 @@ static void describe(const struct schema *s, const char *name, size_t len,
      * undeclared object when the name has a dot. */
     if (!declared_literal) {
       out->readings++;
-      out->only_numbers = out->only_strings = false;
+      out->only_numbers = out->only_strings = out->patterned = false;
     }
     for (size_t d = 0; d < len; d++) {
       if (name[d] != '.')
@@ -435,7 +436,7 @@ static void describe(const struct schema *s, const char *name, size_t len,
         declared = strlen(s->props[i].name) == d && memcmp(s->props[i].name, name, d) == 0;
       if (!declared) {
         out->readings++;
-        out->only_numbers = out->only_strings = false;
+        out->only_numbers = out->only_strings = out->patterned = false;
         break;
       }
     }
@@ -443,9 +444,9 @@ static void describe(const struct schema *s, const char *name, size_t len,
 }
 
 void schema_describe_arg(const struct schema *s, const char *name, struct schema_arg *out) {
-  out->only_numbers = out->only_strings = true;
+  out->only_numbers = out->only_strings = out->patterned = true;
   out->readings = 0;
   describe(s, name, strlen(name), out);
   if (out->readings == 0)
-    out->only_numbers = out->only_strings = false;
+    out->only_numbers = out->only_strings = out->patterned = false;
 }

@@ -37,6 +37,7 @@ bool schema_validate(const struct schema *s, const json_t *v, char **why);
 struct schema_arg {
   bool only_numbers; /* every reading is declared "number" and/or "integer" */
   bool only_strings; /* every reading is declared "string" */
+  bool patterned;    /* every reading has a "pattern" */
   /* How many readings of the name s admits: a declared literal key "a.b",
    * a declared path a -> b, and, through an object open to undeclared keys
    * (no "additionalProperties": false, or no schema), the undeclared literal
