@@ -146,7 +146,30 @@ static int magnitude_compare(const struct decimal *a, const struct decimal *b) {
   return (a->ndigits > n) - (b->ndigits > n);
 }
 
+/* A plain integer already in canonical form: -?[1-9][0-9]* or 0.  Most
+ * numbers in calls and policies are; they skip the general path. */
+static bool plain_integer(const char *s, size_t *len) {
+  const char *p = s + (*s == '-');
+  if (p[0] < '0' || p[0] > '9' || (p[0] == '0' && (p[1] != '\0' || p != s)))
+    return false;
+  for (const char *q = p; *q; q++)
+    if (*q < '0' || *q > '9')
+      return false;
+  *len = strlen(s);
+  return true;
+}
+
 int number_compare(const char *a, const char *b) {
+  size_t la, lb;
+  if (plain_integer(a, &la) && plain_integer(b, &lb)) {
+    /* Same sign: the longer magnitude is larger, then digit order. */
+    bool na = a[0] == '-', nb = b[0] == '-';
+    if (na != nb)
+      return na ? -1 : 1;
+    int r = la != lb ? (la < lb ? -1 : 1) : strcmp(a, b);
+    r = r < 0 ? -1 : r > 0;
+    return na ? -r : r;
+  }
   struct decimal x, y;
   bool okx = decimal_parse(a, strlen(a), &x);
   bool oky = decimal_parse(b, strlen(b), &y);
@@ -275,6 +298,9 @@ static bool check_dotted(const json_t *obj, const struct where *at, char **why) 
 static json_t *canonical(const json_t *v, const struct where *at, char **why) {
   switch (v->type) {
   case JSON_NUMBER: {
+    size_t plain;
+    if (plain_integer(v->u.number.text, &plain))
+      return json_copy(v); /* already canonical (the common case) */
     char *text = number_canonical(v->u.number.text, strlen(v->u.number.text));
     if (text == NULL) {
       cleanup_free char *path = render(at);
@@ -335,6 +361,60 @@ static json_t *canonical(const json_t *v, const struct where *at, char **why) {
 json_t *args_canonicalize(const json_t *v, char **why) {
   *why = NULL;
   return canonical(v, NULL, why);
+}
+
+/* The checks of canonical() without copying: -1 when v has no canonical
+ * form (*why set), 0 when v already is canonical, 1 when a number must be
+ * rewritten. */
+static int inspect(const json_t *v, const struct where *at, char **why) {
+  size_t plain;
+  switch (v->type) {
+  case JSON_NUMBER:
+    return plain_integer(v->u.number.text, &plain) ? 0 : 1;
+  case JSON_STRING:
+    return check_utf8(v->u.string.s, v->u.string.len, at, "the string", why) ? 0 : -1;
+  case JSON_ARRAY: {
+    int r = 0;
+    for (size_t i = 0; i < v->u.array.len; i++) {
+      struct where w = {at, NULL, i};
+      int ri = inspect(v->u.array.items[i], &w, why);
+      if (ri < 0)
+        return -1;
+      r |= ri;
+    }
+    return r;
+  }
+  case JSON_OBJECT: {
+    if (!check_dotted(v, at, why))
+      return -1;
+    int r = 0;
+    for (size_t i = 0; i < v->u.object.len; i++) {
+      const char *k = v->u.object.keys[i];
+      struct where w = {at, k, 0};
+      if (!check_utf8(k, strlen(k), &w, "the key", why))
+        return -1;
+      int ri = inspect(v->u.object.values[i], &w, why);
+      if (ri < 0)
+        return -1;
+      r |= ri;
+    }
+    return r;
+  }
+  default:
+    return 0;
+  }
+}
+
+const json_t *args_canonical_form(const json_t *v, json_t **owned, char **why) {
+  *owned = NULL;
+  *why = NULL;
+  int r = inspect(v, NULL, why);
+  if (r < 0)
+    return NULL;
+  if (r == 0)
+    return v; /* the common case: nothing to rewrite, nothing copied */
+  *owned = canonical(v, NULL, why);
+  return *owned;
 }
 
 /* ---- lookup ---- */

@@ -26,6 +26,12 @@
  * the argument and the fix, e.g. "args.note: not valid UTF-8 (byte 2 ...)". */
 json_t *args_canonicalize(const json_t *v, char **why);
 
+/* The same form without a copy when v already has it (the bridge's hot
+ * path: most calls have nothing to rewrite).  Returns v itself, or a new
+ * tree that is also stored in *owned (the caller frees *owned; NULL when
+ * nothing was made), or NULL with *why set as args_canonicalize does. */
+const json_t *args_canonical_form(const json_t *v, json_t **owned, char **why);
+
 /* The canonical text of the JSON number text s[0..len), owned; NULL when
  * s is not a JSON number or its exponent is beyond +-100000. */
 char *number_canonical(const char *s, size_t len);

@@ -483,7 +483,8 @@ static char *govern(struct call *c, const json_t *request, const char *bad_reaso
   /* From here on every reader gets the one canonical form: the schema, the
    * repeat hash, the rules, the approver, the audit record and the tool
    * (args_canonical.h).  A call without one is refused, not guessed at. */
-  cleanup_json json_t *canon = args_canonicalize(args, &why);
+  cleanup_json json_t *rewritten = NULL;
+  const json_t *canon = args_canonical_form(args, &rewritten, &why);
   if (canon == NULL) {
     c->reason = why;
     return finish_error(c, GATE_BAD_REQUEST, why, len);
@@ -660,7 +661,8 @@ int gate_decide(struct gate *g, const char *tool, const json_t *args, const char
     return g->policy ? GATE_DECISION_UNKNOWN_TOOL : GATE_DECISION_DENY;
   }
   char *why = NULL;
-  cleanup_json json_t *canon = args_canonicalize(args, &why);
+  cleanup_json json_t *rewritten = NULL;
+  const json_t *canon = args_canonical_form(args, &rewritten, &why);
   if (canon == NULL) {
     free(why);
     *reason = "the arguments have no canonical form (invalid UTF-8, an ambiguous dotted name or an out-of-range number)";
