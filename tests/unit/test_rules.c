@@ -99,3 +99,53 @@ Test(rules, first_match_wins_and_default_is_deny) {
   cr_assert_eq(rules_decide(none, n, a, &reason, &mistyped), EFFECT_DENY);
   rules_free(none, n);
 }
+
+/* Issue 16 at the rule level: exact numbers, one reading of a dotted name,
+ * and a mistyped comparison refusing the call instead of not matching. */
+static enum effect decide(const char *rules, const char *args, char **mistyped) {
+  size_t n;
+  struct rule *r = parse(rules, &n);
+  cleanup_json json_t *raw = json_parse(args, strlen(args), NULL, NULL);
+  cr_assert_not_null(raw);
+  char *why = NULL;
+  cleanup_json json_t *a = args_canonicalize(raw, &why);
+  cr_assert_not_null(a, "%s", why);
+  const char *reason;
+  enum effect e = rules_decide(r, n, a, &reason, mistyped);
+  rules_free(r, n);
+  return e;
+}
+
+Test(rules, issue16_shapes) {
+  char *m = NULL;
+  const char *in_list = "[{\"if\": {\"arg\": \"id\", \"op\": \"in\", \"value\": [1234567890123456789]}, \"effect\": \"allow\"}]";
+  cr_assert_eq(decide(in_list, "{\"id\": 1234567890123456790}", &m), EFFECT_DENY);
+  cr_assert_null(m);
+  cr_assert_eq(decide(in_list, "{\"id\": 12345678901234567890e-1}", &m), EFFECT_ALLOW);
+  const char *deny_big = "[{\"if\": {\"arg\": \"amount\", \"op\": \">\", \"value\": 50}, \"effect\": \"deny\"}, {\"effect\": \"allow\"}]";
+  cr_assert_eq(decide(deny_big, "{\"amount\": \"640\"}", &m), EFFECT_DENY);
+  cr_assert_not_null(m);
+  cr_assert(strstr(m, "args.amount: rule 0 compares it with \">\"") && strstr(m, "string"), "%s", m);
+  free(m);
+  cr_assert_eq(decide(deny_big, "{\"amount\": 6.4e2}", &m), EFFECT_DENY);
+  cr_assert_null(m);
+  cr_assert_eq(decide(deny_big, "{\"amount\": 5e1}", &m), EFFECT_ALLOW);
+  /* an earlier rule that decides first: the later mistyped one is never reached */
+  const char *first = "[{\"if\": {\"arg\": \"kind\", \"op\": \"==\", \"value\": \"ro\"}, \"effect\": \"allow\"},"
+                      " {\"if\": {\"arg\": \"amount\", \"op\": \">\", \"value\": 50}, \"effect\": \"deny\"}]";
+  cr_assert_eq(decide(first, "{\"kind\": \"ro\", \"amount\": \"x\"}", &m), EFFECT_ALLOW);
+  cr_assert_null(m);
+  /* a mistyped child of any/all refuses too */
+  const char *any = "[{\"if\": {\"any\": [{\"arg\": \"a\", \"op\": \"==\", \"value\": 1}, {\"arg\": \"p\", \"op\": \"prefix\", \"value\": \"/x\"}]}, \"effect\": \"deny\"}, {\"effect\": \"allow\"}]";
+  cr_assert_eq(decide(any, "{\"p\": [\"/x\"]}", &m), EFFECT_DENY);
+  cr_assert_not_null(m);
+  free(m);
+  /* dotted: each reading alone reaches the value */
+  const char *dot = "[{\"if\": {\"arg\": \"account.id\", \"op\": \"==\", \"value\": \"ACC-1\"}, \"effect\": \"allow\"}]";
+  cr_assert_eq(decide(dot, "{\"account\": {\"id\": \"ACC-1\"}}", &m), EFFECT_ALLOW);
+  cr_assert_eq(decide(dot, "{\"account.id\": \"ACC-1\"}", &m), EFFECT_ALLOW);
+  cr_assert_eq(decide(dot, "{\"account\": {\"id\": \"ACC-666\"}}", &m), EFFECT_DENY);
+  /* a policy operand is canonical too: 6.4e2 in a rule equals 640 in a call */
+  const char *eq = "[{\"if\": {\"arg\": \"n\", \"op\": \"==\", \"value\": 6.4e2}, \"effect\": \"allow\"}]";
+  cr_assert_eq(decide(eq, "{\"n\": 640}", &m), EFFECT_ALLOW);
+}
