@@ -419,27 +419,32 @@ const json_t *args_canonical_form(const json_t *v, json_t **owned, char **why) {
 
 /* ---- lookup ---- */
 
+/* obj[name[0..len)] for any length (a stack copy for the usual short key). */
+static const json_t *get_n(const json_t *obj, const char *name, size_t len) {
+  char small[256];
+  char *key = len < sizeof small ? small : xmalloc(len + 1);
+  memcpy(key, name, len);
+  key[len] = '\0';
+  const json_t *v = json_object_get(obj, key);
+  if (key != small)
+    free(key);
+  return v;
+}
+
 static const json_t *lookup(const json_t *obj, const char *name, size_t len) {
   if (!json_is(obj, JSON_OBJECT))
     return NULL;
-  char key[256];
-  if (len < sizeof key) {
-    memcpy(key, name, len);
-    key[len] = '\0';
-    const json_t *v = json_object_get(obj, key);
-    if (v != NULL)
-      return v;
-  }
+  const json_t *v = get_n(obj, name, len);
+  if (v != NULL)
+    return v;
   /* Every split at a dot: in a canonical tree at most one leads anywhere. */
-  for (size_t i = 0; i < len && i < sizeof key; i++) {
+  for (size_t i = 0; i < len; i++) {
     if (name[i] != '.')
       continue;
-    memcpy(key, name, i);
-    key[i] = '\0';
-    const json_t *child = json_object_get(obj, key);
+    const json_t *child = get_n(obj, name, i);
     if (!json_is(child, JSON_OBJECT))
       continue;
-    const json_t *v = lookup(child, name + i + 1, len - i - 1);
+    v = lookup(child, name + i + 1, len - i - 1);
     if (v != NULL)
       return v;
   }

@@ -148,4 +148,11 @@ Test(rules, issue16_shapes) {
   /* a policy operand is canonical too: 6.4e2 in a rule equals 640 in a call */
   const char *eq = "[{\"if\": {\"arg\": \"n\", \"op\": \"==\", \"value\": 6.4e2}, \"effect\": \"allow\"}]";
   cr_assert_eq(decide(eq, "{\"n\": 640}", &m), EFFECT_ALLOW);
+  /* a long key name is as reachable as a short one */
+  char key[301];
+  memset(key, 'k', 300);
+  key[300] = '\0';
+  cleanup_free char *lr = xasprintf("[{\"if\": {\"arg\": \"a.%s\", \"op\": \"exists\"}, \"effect\": \"deny\"}, {\"effect\": \"allow\"}]", key);
+  cleanup_free char *la = xasprintf("{\"a\": {\"%s\": 1}}", key);
+  cr_assert_eq(decide(lr, la, &m), EFFECT_DENY);
 }
