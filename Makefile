@@ -150,6 +150,18 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/share/tollgate
 	cp -r bundles/profiles bundles/seccomp $(DESTDIR)$(PREFIX)/share/tollgate/
 	install -D -m 0644 docs/tollgate.1 $(DESTDIR)$(PREFIX)/share/man/man1/tollgate.1
+	@# The audit chain is keyed by default: an unkeyed one proves only that
+	@# nothing was damaged by accident (docs/audit.md).  A per-node key,
+	@# created once (never replaced: old logs verify with it), and a default
+	@# host config that names it, unless the node has its own config.
+	install -d -m 0755 $(DESTDIR)/etc/tollgate
+	@if [ ! -s $(DESTDIR)/etc/tollgate/audit.key ]; then \
+	  (umask 077; head -c 32 /dev/urandom > $(DESTDIR)/etc/tollgate/audit.key.tmp) && \
+	  mv $(DESTDIR)/etc/tollgate/audit.key.tmp $(DESTDIR)/etc/tollgate/audit.key && \
+	  echo "created the audit key $(DESTDIR)/etc/tollgate/audit.key (0600)"; fi
+	chmod 0600 $(DESTDIR)/etc/tollgate/audit.key
+	@[ -e $(DESTDIR)/etc/tollgate/config.json ] || \
+	  printf '{\n  "audit_key": "/etc/tollgate/audit.key"\n}\n' > $(DESTDIR)/etc/tollgate/config.json
 
 clean:
 	rm -rf build

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "governance/approval.h"
+#include "governance/args_canonical.h"
 #include "governance/audit.h"
 #include "governance/budget.h"
 #include "governance/control.h"
@@ -528,6 +529,16 @@ static char *govern(struct call *c, const json_t *request, const char *bad_reaso
   }
   const struct tool *t = c->tool;
   char *why = NULL;
+  /* From here on every reader gets the one canonical form: the schema, the
+   * repeat hash, the rules, the approver, the audit record and the tool
+   * (args_canonical.h).  A call without one is refused, not guessed at. */
+  cleanup_json json_t *rewritten = NULL;
+  const json_t *canon = args_canonical_form(args, &rewritten, &why);
+  if (canon == NULL) {
+    c->reason = why;
+    return finish_error(c, GATE_BAD_REQUEST, why, len);
+  }
+  args = c->args = canon;
   if (!schema_validate(t->args, args, &why)) {
     c->reason = why;
     return finish_error(c, GATE_BAD_REQUEST, why, len);
@@ -540,7 +551,12 @@ static char *govern(struct call *c, const json_t *request, const char *bad_reaso
     return finish_error(c, GATE_BUDGET_EXHAUSTED, why, len);
   }
   const char *rule_reason = NULL;
-  enum effect e = rules_decide(t->rules, t->nrules, args, &rule_reason);
+  char *mistyped = NULL;
+  enum effect e = rules_decide(t->rules, t->nrules, args, &rule_reason, &mistyped);
+  if (mistyped != NULL) {
+    c->reason = mistyped;
+    return finish_error(c, GATE_BAD_REQUEST, mistyped, len);
+  }
   c->reason = xstrdup(rule_reason);
   c->approver = xstrdup("policy");
   if (e == EFFECT_DENY) {
@@ -737,12 +753,26 @@ int gate_decide(struct gate *g, const char *tool, const json_t *args, const char
     return g->policy ? GATE_DECISION_UNKNOWN_TOOL : GATE_DECISION_DENY;
   }
   char *why = NULL;
-  if (!schema_validate(t->args, args, &why)) {
+  cleanup_json json_t *rewritten = NULL;
+  const json_t *canon = args_canonical_form(args, &rewritten, &why);
+  if (canon == NULL) {
+    free(why);
+    *reason = "the arguments have no canonical form (invalid UTF-8, an ambiguous dotted name or an out-of-range number)";
+    return GATE_DECISION_BAD_REQUEST;
+  }
+  if (!schema_validate(t->args, canon, &why)) {
     free(why);
     *reason = "arguments do not match the tool's schema";
     return GATE_DECISION_BAD_REQUEST;
   }
-  switch (rules_decide(t->rules, t->nrules, args, reason)) {
+  char *mistyped = NULL;
+  enum effect e = rules_decide(t->rules, t->nrules, canon, reason, &mistyped);
+  if (mistyped != NULL) {
+    free(mistyped);
+    *reason = "a rule compares an argument of the wrong type";
+    return GATE_DECISION_BAD_REQUEST;
+  }
+  switch (e) {
   case EFFECT_ALLOW: return GATE_DECISION_ALLOW;
   case EFFECT_APPROVE: return GATE_DECISION_APPROVE;
   case EFFECT_DENY: break;

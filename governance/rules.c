@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "governance/args_canonical.h"
 #include "shim/util.h"
 
 static const char *const op_names[] = {
@@ -11,6 +12,10 @@ static const char *const op_names[] = {
     [OP_GT] = ">",  [OP_GE] = ">=", [OP_IN] = "in",        [OP_PREFIX] = "prefix",
     [OP_EXISTS] = "exists",
 };
+
+const char *op_name(enum cond_op op) {
+  return op == OP_ALL ? "all" : op == OP_ANY ? "any" : op_names[op];
+}
 
 const char *effect_name(enum effect e) {
   switch (e) {
@@ -34,6 +39,10 @@ static int condition_parse(const json_t *src, const char *path,
                            struct condition *c, struct policy_errors *errs,
                            unsigned depth) {
   memset(c, 0, sizeof *c);
+  if (src != NULL) {
+    c->line = src->line;
+    c->col = src->col;
+  }
   if (!json_is(src, JSON_OBJECT)) {
     policy_error_add(errs, src, path,
                      "a condition must be an object: {\"arg\": NAME, \"op\": OP, \"value\": V}, {\"all\": [...]} or {\"any\": [...]}");
@@ -144,7 +153,15 @@ static int condition_parse(const json_t *src, const char *path,
   default:
     break;
   }
-  c->value = json_copy(value);
+  /* The operand in the form the call's arguments will have, so that 6.4e2
+   * in a policy equals 640 in a call and strings compare as bytes. */
+  char *why = NULL;
+  c->value = args_canonicalize(value, &why);
+  if (c->value == NULL) {
+    policy_error_add(errs, value, valp, "%s", why);
+    free(why);
+    return n + 1;
+  }
   return n;
 }
 
@@ -231,70 +248,103 @@ void rules_free(struct rule *rules, size_t n) {
   free(rules);
 }
 
-/* A dotted path into args; "a.b" reaches {"a": {"b": ...}}.  Keys with a
- * literal dot are looked up whole first so they stay reachable. */
-static const json_t *arg_lookup(const json_t *args, const char *name) {
-  const json_t *v = json_object_get(args, name);
-  if (v != NULL || strchr(name, '.') == NULL)
-    return v;
-  return json_get_path(args, name);
-}
+/* Three outcomes: a condition holds, does not, or cannot be judged because
+ * an argument has the wrong type for its operator ("640" against > 50).
+ * The last refuses the call: were it "does not hold", a deny rule of the
+ * form amount > 50 would be bypassed by sending the amount as a string. */
+enum verdict { HOLDS, FAILS, MISTYPED };
 
-static int compare_numbers(const json_t *a, const json_t *b) {
-  double x = a->u.number.value, y = b->u.number.value;
-  return x < y ? -1 : x > y ? 1 : 0;
-}
+static enum verdict verdict_of(bool b) { return b ? HOLDS : FAILS; }
 
-bool condition_holds(const struct condition *c, const json_t *args) {
+static enum verdict evaluate(const struct condition *c, const json_t *args,
+                             const struct condition **mistyped) {
   switch (c->op) {
   case OP_ALL:
-    for (size_t i = 0; i < c->nchildren; i++)
-      if (!condition_holds(&c->children[i], args))
-        return false;
-    return true;
-  case OP_ANY:
-    for (size_t i = 0; i < c->nchildren; i++)
-      if (condition_holds(&c->children[i], args))
-        return true;
-    return false;
+  case OP_ANY: {
+    bool any = c->op == OP_ANY;
+    for (size_t i = 0; i < c->nchildren; i++) {
+      enum verdict v = evaluate(&c->children[i], args, mistyped);
+      if (v == MISTYPED)
+        return MISTYPED;
+      if (v == (any ? HOLDS : FAILS))
+        return v;
+    }
+    return any ? FAILS : HOLDS;
+  }
   default:
     break;
   }
-  const json_t *a = arg_lookup(args, c->arg);
+  /* args is canonical (args_canonicalize): the name has one reading. */
+  const json_t *a = args_lookup(args, c->arg);
   if (c->op == OP_EXISTS)
-    return (a != NULL) == json_is_true(c->value);
+    return verdict_of((a != NULL) == json_is_true(c->value));
   if (a == NULL)
-    return false; /* a missing argument satisfies no comparison, not even != */
+    return FAILS; /* a missing argument satisfies no comparison, not even != */
   switch (c->op) {
-  case OP_EQ: return json_equal(a, c->value);
-  case OP_NE: return !json_equal(a, c->value);
-  case OP_LT: return json_is(a, JSON_NUMBER) && compare_numbers(a, c->value) < 0;
-  case OP_LE: return json_is(a, JSON_NUMBER) && compare_numbers(a, c->value) <= 0;
-  case OP_GT: return json_is(a, JSON_NUMBER) && compare_numbers(a, c->value) > 0;
-  case OP_GE: return json_is(a, JSON_NUMBER) && compare_numbers(a, c->value) >= 0;
+  case OP_EQ: return verdict_of(args_equal(a, c->value));
+  case OP_NE: return verdict_of(!args_equal(a, c->value));
+  case OP_LT: case OP_LE: case OP_GT: case OP_GE: {
+    if (!json_is(a, JSON_NUMBER)) {
+      *mistyped = c;
+      return MISTYPED;
+    }
+    /* Exact decimal comparison: never through a double, so that
+     * 1234567890123456790 is not 1234567890123456789. */
+    int r = number_compare(a->u.number.text, c->value->u.number.text);
+    return verdict_of(c->op == OP_LT ? r < 0 : c->op == OP_LE ? r <= 0
+                      : c->op == OP_GT ? r > 0 : r >= 0);
+  }
   case OP_IN:
     for (size_t i = 0; i < json_array_len(c->value); i++)
-      if (json_equal(a, json_array_get(c->value, i)))
-        return true;
-    return false;
+      if (args_equal(a, json_array_get(c->value, i)))
+        return HOLDS;
+    return FAILS;
   case OP_PREFIX: {
-    if (!json_is(a, JSON_STRING))
-      return false;
+    if (!json_is(a, JSON_STRING)) {
+      *mistyped = c;
+      return MISTYPED;
+    }
     size_t n = c->value->u.string.len;
-    return a->u.string.len >= n && memcmp(a->u.string.s, c->value->u.string.s, n) == 0;
+    return verdict_of(a->u.string.len >= n && memcmp(a->u.string.s, c->value->u.string.s, n) == 0);
   }
   default:
-    return false;
+    return FAILS;
   }
 }
 
+bool condition_holds(const struct condition *c, const json_t *args) {
+  const struct condition *mistyped = NULL;
+  return evaluate(c, args, &mistyped) == HOLDS;
+}
+
 enum effect rules_decide(const struct rule *rules, size_t n, const json_t *args,
-                         const char **reason) {
-  for (size_t i = 0; i < n; i++)
-    if (!rules[i].has_condition || condition_holds(&rules[i].condition, args)) {
+                         const char **reason, char **mistyped) {
+  *mistyped = NULL;
+  for (size_t i = 0; i < n; i++) {
+    if (!rules[i].has_condition) {
       *reason = rules[i].reason;
       return rules[i].effect;
     }
+    const struct condition *bad = NULL;
+    switch (evaluate(&rules[i].condition, args, &bad)) {
+    case HOLDS:
+      *reason = rules[i].reason;
+      return rules[i].effect;
+    case FAILS:
+      continue;
+    case MISTYPED: {
+      const json_t *a = args_lookup(args, bad->arg);
+      *mistyped = xasprintf("args.%s: rule %zu compares it with \"%s\", which needs %s, but it is %s; "
+                            "send %s",
+                            bad->arg, i, op_names[bad->op],
+                            bad->op == OP_PREFIX ? "a string" : "a number",
+                            json_type_name(a->type),
+                            bad->op == OP_PREFIX ? "a string" : "a JSON number (e.g. 640, not \"640\")");
+      *reason = *mistyped;
+      return EFFECT_DENY;
+    }
+    }
+  }
   *reason = "no rule allows this call (the default is deny)";
   return EFFECT_DENY;
 }

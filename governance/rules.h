@@ -22,6 +22,7 @@ struct condition {
   json_t *value; /* owned copy of the operand (leaf ops) */
   struct condition *children; /* for all and any */
   size_t nchildren;
+  unsigned line, col; /* where it was written (policy check warnings) */
 };
 
 struct rule {
@@ -38,13 +39,22 @@ int rules_parse(const json_t *src, const char *path, struct rule **rules,
                 size_t *n, struct policy_errors *errs);
 void rules_free(struct rule *rules, size_t n);
 
-/* Evaluate: the first matching rule decides.  *reason is borrowed from the
- * rule (or a static default string for no match).  Thread-safe. */
+/* Evaluate canonical args (args_canonicalize): the first matching rule
+ * decides.  *reason is borrowed from the rule (or a static default string
+ * for no match).  When a rule reached in order compares an argument of the
+ * wrong type (a string against "<", a number against "prefix") the call is
+ * refused: the result is EFFECT_DENY and *mistyped an owned message for a
+ * bad_request naming the argument and the fix (*reason points to it);
+ * otherwise *mistyped is NULL.  Thread-safe. */
 enum effect rules_decide(const struct rule *rules, size_t n, const json_t *args,
-                         const char **reason);
+                         const char **reason, char **mistyped);
 
+/* True when c holds for canonical args (a mistyped comparison does not). */
 bool condition_holds(const struct condition *c, const json_t *args);
 
 const char *effect_name(enum effect e);
+
+/* The operator as a policy writes it ("==", "prefix"; "all", "any"). */
+const char *op_name(enum cond_op op);
 
 #endif

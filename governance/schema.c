@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "governance/args_canonical.h"
 #include "shim/util.h"
 
 enum {
@@ -33,8 +34,7 @@ struct schema {
   bool no_additional;
   struct schema *items;
   json_t *enum_values; /* owned copy, or NULL */
-  bool has_min, has_max;
-  double min, max;
+  char *min, *max; /* canonical number texts, or NULL: compared exactly */
   long long max_length; /* -1: none */
   regex_t *pattern;
   char *pattern_src;
@@ -151,19 +151,26 @@ static struct schema *compile(const json_t *src, const char *path, bool lenient,
         (*nerr)++;
         continue;
       }
-      s->enum_values = json_copy(v);
+      /* Canonical, as the arguments will be: exact numbers, UTF-8. */
+      char *why = NULL;
+      s->enum_values = args_canonicalize(v, &why);
+      if (s->enum_values == NULL) {
+        policy_error_add(errs, v, p, "%s", why);
+        free(why);
+        (*nerr)++;
+      }
     } else if (strcmp(k, "minimum") == 0 || strcmp(k, "maximum") == 0) {
       if (!json_is(v, JSON_NUMBER)) {
         policy_error_add(errs, v, p, "must be a number");
         (*nerr)++;
         continue;
       }
-      if (k[1] == 'i') {
-        s->has_min = true;
-        s->min = v->u.number.value;
-      } else {
-        s->has_max = true;
-        s->max = v->u.number.value;
+      char **bound = k[1] == 'i' ? &s->min : &s->max;
+      free(*bound);
+      *bound = number_canonical(v->u.number.text, strlen(v->u.number.text));
+      if (*bound == NULL) {
+        policy_error_add(errs, v, p, "the number is out of range");
+        (*nerr)++;
       }
     } else if (strcmp(k, "maxLength") == 0) {
       long long n;
@@ -231,6 +238,8 @@ void schema_free(struct schema *s) {
   free(s->required);
   schema_free(s->items);
   json_free(s->enum_values);
+  free(s->min);
+  free(s->max);
   if (s->pattern) {
     regfree(s->pattern);
     free(s->pattern);
@@ -256,8 +265,7 @@ static bool matches_type(unsigned types, const json_t *v) {
   case JSON_NUMBER: {
     if (types & T_NUMBER)
       return true;
-    double d = v->u.number.value;
-    return (types & T_INTEGER) && isfinite(d) && floor(d) == d;
+    return (types & T_INTEGER) && number_is_integer(v->u.number.text);
   }
   case JSON_STRING: return types & T_STRING;
   case JSON_ARRAY: return types & T_ARRAY;
@@ -308,7 +316,7 @@ static bool validate(const struct schema *s, const json_t *v, const struct where
   if (s->enum_values) {
     bool found = false;
     for (size_t i = 0; i < json_array_len(s->enum_values) && !found; i++)
-      found = json_equal(json_array_get(s->enum_values, i), v);
+      found = args_equal(json_array_get(s->enum_values, i), v);
     if (!found) {
       cleanup_free char *allowed = json_dump(s->enum_values, false, NULL);
       cleanup_free char *path = render(at);
@@ -317,14 +325,14 @@ static bool validate(const struct schema *s, const json_t *v, const struct where
     }
   }
   if (v->type == JSON_NUMBER) {
-    if (s->has_min && v->u.number.value < s->min) {
+    if (s->min && number_compare(v->u.number.text, s->min) < 0) {
       cleanup_free char *path = render(at);
-      *why = xasprintf("%s: %s is less than the minimum %g", path, v->u.number.text, s->min);
+      *why = xasprintf("%s: %s is less than the minimum %s", path, v->u.number.text, s->min);
       return false;
     }
-    if (s->has_max && v->u.number.value > s->max) {
+    if (s->max && number_compare(v->u.number.text, s->max) > 0) {
       cleanup_free char *path = render(at);
-      *why = xasprintf("%s: %s is greater than the maximum %g", path, v->u.number.text, s->max);
+      *why = xasprintf("%s: %s is greater than the maximum %s", path, v->u.number.text, s->max);
       return false;
     }
   }
@@ -389,4 +397,56 @@ bool schema_validate(const struct schema *s, const json_t *v, char **why) {
   if (s == NULL)
     return true;
   return validate(s, v, NULL, why);
+}
+
+/* ---- what a schema says about a rule's argument (policy check) ---- */
+
+static void describe(const struct schema *s, const char *name, size_t len,
+                     struct schema_arg *out) {
+  if (s != NULL && s->types != 0 && !(s->types & T_OBJECT))
+    return; /* not an object: nothing inside it */
+  bool open = s == NULL || !s->no_additional;
+  bool declared_literal = false;
+  for (size_t i = 0; s && i < s->nprops; i++) {
+    const struct property *p = &s->props[i];
+    size_t pl = strlen(p->name);
+    if (pl == len && memcmp(p->name, name, len) == 0) {
+      declared_literal = true;
+      unsigned t = p->schema ? p->schema->types : 0;
+      out->readings++;
+      out->only_numbers &= t != 0 && (t & ~(unsigned)(T_NUMBER | T_INTEGER)) == 0;
+      out->only_strings &= t == T_STRING;
+      out->patterned &= p->schema != NULL && p->schema->pattern != NULL;
+    } else if (pl < len && name[pl] == '.' && memcmp(p->name, name, pl) == 0) {
+      describe(p->schema, name + pl + 1, len - pl - 1, out);
+    }
+  }
+  if (open) {
+    /* Undeclared keys are any type: the literal one, and a path through an
+     * undeclared object when the name has a dot. */
+    if (!declared_literal) {
+      out->readings++;
+      out->only_numbers = out->only_strings = out->patterned = false;
+    }
+    for (size_t d = 0; d < len; d++) {
+      if (name[d] != '.')
+        continue;
+      bool declared = false;
+      for (size_t i = 0; s && i < s->nprops && !declared; i++)
+        declared = strlen(s->props[i].name) == d && memcmp(s->props[i].name, name, d) == 0;
+      if (!declared) {
+        out->readings++;
+        out->only_numbers = out->only_strings = out->patterned = false;
+        break;
+      }
+    }
+  }
+}
+
+void schema_describe_arg(const struct schema *s, const char *name, struct schema_arg *out) {
+  out->only_numbers = out->only_strings = out->patterned = true;
+  out->readings = 0;
+  describe(s, name, strlen(name), out);
+  if (out->readings == 0)
+    out->only_numbers = out->only_strings = out->patterned = false;
 }

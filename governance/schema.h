@@ -33,4 +33,18 @@ void schema_free(struct schema *s);
  * "args.amount: 75 is greater than the maximum 50".  Thread-safe. */
 bool schema_validate(const struct schema *s, const json_t *v, char **why);
 
+/* What s declares for an argument a rule names with a dotted path. */
+struct schema_arg {
+  bool only_numbers; /* every reading is declared "number" and/or "integer" */
+  bool only_strings; /* every reading is declared "string" */
+  bool patterned;    /* every reading has a "pattern" */
+  /* How many readings of the name s admits: a declared literal key "a.b",
+   * a declared path a -> b, and, through an object open to undeclared keys
+   * (no "additionalProperties": false, or no schema), the undeclared literal
+   * key and the undeclared path.  0: no call can carry it. */
+  int readings;
+};
+/* Describe name (e.g. "account.id") under s (NULL: no schema). */
+void schema_describe_arg(const struct schema *s, const char *name, struct schema_arg *out);
+
 #endif

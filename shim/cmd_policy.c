@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "governance/policy.h"
+#include "governance/policy_lint.h"
 #include "shim/commands.h"
 
 int cmd_policy(struct cli *cli, int argc, char **argv, tg_error **err) {
@@ -19,6 +20,13 @@ int cmd_policy(struct cli *cli, int argc, char **argv, tg_error **err) {
       status = 1;
       continue;
     }
+    /* Warnings do not fail the check: the policy is valid, but a rule
+     * in it can be read two ways or slipped past. */
+    struct policy_errors warnings = {.file = argv[i]};
+    size_t nwarn = policy_lint(p, &warnings);
+    for (size_t w = 0; w < warnings.len; w++)
+      printf("%s\n", warnings.msgs[w]);
+    policy_errors_free(&warnings);
     size_t approve = 0;
     for (size_t t = 0; t < p->ntools; t++)
       for (size_t r = 0; r < p->tools[t]->nrules; r++)
@@ -26,8 +34,9 @@ int cmd_policy(struct cli *cli, int argc, char **argv, tg_error **err) {
           approve++;
           break;
         }
-    printf("%s: ok (%zu tool%s, %zu may need approval, max_tool_calls %lld)\n", argv[i],
-           p->ntools, p->ntools == 1 ? "" : "s", approve, p->budgets.max_tool_calls);
+    printf("%s: ok (%zu tool%s, %zu may need approval, max_tool_calls %lld%s%zu warning%s)\n",
+           argv[i], p->ntools, p->ntools == 1 ? "" : "s", approve, p->budgets.max_tool_calls,
+           ", ", nwarn, nwarn == 1 ? "" : "s");
     policy_free(p);
   }
   return status;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "shim/json.h"
+#include "shim/policy_binding.h"
 #include "shim/util.h"
 
 #define CONFIG_MAX_BYTES (1024 * 1024)
@@ -31,7 +32,7 @@ void host_config_defaults(struct host_config *cfg) {
   cfg->bridge_backoff_ms = 1000;
 }
 
-enum field_kind { F_STRING, F_STRV, F_BOOL, F_INT, F_SIZE };
+enum field_kind { F_STRING, F_STRV, F_BOOL, F_INT, F_SIZE, F_JSON };
 
 struct field {
   const char *key;
@@ -51,6 +52,7 @@ static const struct field fields[] = {
     FIELD(request_max_bytes, F_SIZE), FIELD(mcp_allow_approve, F_BOOL),
     FIELD(audit_max_bytes, F_SIZE),  FIELD(bridge_refused_per_second, F_INT),
     FIELD(bridge_backoff_ms, F_INT),
+    FIELD(policy_bindings, F_JSON),  FIELD(namespace_policies, F_JSON),
 };
 
 static void free_strv(char **v) {
@@ -119,6 +121,12 @@ static int set_field(const char *path, const struct field *f, const json_t *v,
       return wrong_type(path, f->key, v, "a positive integer (bytes)", err);
     *(size_t *)base = (size_t)n;
     return 0;
+  case F_JSON: { /* checked as a whole once every key is read */
+    json_t **slot = (json_t **)base;
+    json_free(*slot);
+    *slot = json_is(v, JSON_NULL) ? NULL : json_copy(v);
+    return 0;
+  }
   }
   return 0;
 }
@@ -192,6 +200,10 @@ int host_config_load(const char *path, struct host_config *cfg,
     host_config_free(cfg);
     return -1;
   }
+  if (policy_binding_validate(path, cfg->policy_bindings, cfg->namespace_policies, err) < 0) {
+    host_config_free(cfg);
+    return -1;
+  }
   if (cfg->platform == NULL || cfg->platform[0] == '\0') {
     free(cfg->platform);
     cfg->platform = xstrdup("ptrace");
@@ -216,6 +228,8 @@ void host_config_free(struct host_config *cfg) {
   free(cfg->policy_dir);
   free(cfg->audit_dir);
   free(cfg->audit_key);
+  json_free(cfg->policy_bindings);
+  json_free(cfg->namespace_policies);
   free(cfg->approval_hook);
   free(cfg->approver_group);
   memset(cfg, 0, sizeof *cfg);

@@ -13,6 +13,7 @@
 #include <stddef.h>
 
 #include "shim/error.h"
+#include "shim/json.h"
 
 #define TG_DEFAULT_CONFIG "/etc/tollgate/config.json"
 #define TG_DEFAULT_ROOT "/run/tollgate"
@@ -44,6 +45,10 @@ struct host_config {
   int bridge_refused_per_second; /* the attempt budget per container; default
                                     200 (0 in the file: the default) */
   int bridge_backoff_ms;     /* the pause past it; default 1000 */
+  json_t *policy_bindings;    /* {"POLICY": {"namespaces": [], "roots": []}}, or
+                                 NULL: any policy may be selected
+                                 (shim/policy_binding.h) */
+  json_t *namespace_policies; /* {"NAMESPACE": "POLICY"}: the default, or NULL */
 };
 
 /* Load path (NULL = TG_DEFAULT_CONFIG, where a missing file is fine).

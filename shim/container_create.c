@@ -15,6 +15,7 @@
 #include "oci/cri.h"
 #include "oci/harden.h"
 #include "oci/netcheck.h"
+#include "shim/policy_binding.h"
 #include "shim/state.h"
 #include "shim/util.h"
 
@@ -155,15 +156,24 @@ static int resolve_policy(const struct cli *cli, const char *policy_file,
   }
   const json_t *ann = json_object_get(json_object_get(source, "annotations"),
                                       POLICY_ANNOTATION);
-  if (ann == NULL)
-    return 0;
-  const char *name = json_string_value(ann);
-  if (name == NULL || !container_id_is_valid(name))
+  const char *requested = json_string_value(ann);
+  if (ann != NULL && (requested == NULL || !container_id_is_valid(requested)))
     return tg_error_set(err, 0,
                         "annotation %s must be a policy name "
                         "([A-Za-z0-9][A-Za-z0-9_.-]*, no path): it selects "
                         "<policy_dir>/NAME.json",
                         POLICY_ANNOTATION);
+  /* The host config's binding decides what the workload may select, and
+   * gives a namespace its default policy. */
+  cleanup_free char *name = NULL;
+  if (policy_binding_resolve(&cli->config, requested, policy_binding_namespace(source),
+                             cli->root ? cli->root : TG_DEFAULT_ROOT, &name, err) < 0)
+    return -1;
+  if (name == NULL)
+    return 0;
+  if (!container_id_is_valid(name))
+    return tg_error_set(err, 0, "the host config's default policy \"%s\" is not a policy name",
+                        name);
   const char *dir = cli->config.policy_dir;
   char *p = xasprintf("%s/%s.json", dir ? dir : "/etc/tollgate/policies", name);
   if (access(p, R_OK) < 0) {

@@ -643,26 +643,54 @@ void json_buf_raw(struct json_buf *b, const char *s, size_t n) {
   b->s[b->len] = '\0';
 }
 
-/* The length of the UTF-8 sequence at s[0..n), or 0 when it is not one.
- * The same structural check as yajl's (lead byte, then that many
- * continuation bytes), so that every string the parser accepted, and
- * every string json_dump would write, passes unchanged. */
+/* The length of the UTF-8 sequence at s[0..n), or 0 when it is not a
+ * well-formed one by RFC 3629: no overlong forms (C0 AF for '/'), no
+ * UTF-16 surrogates (ED A0..BF, which is what yajl makes of a lone
+ * \udc00), nothing past U+10FFFF.  yajl checks only the structure (a
+ * lead byte, then that many continuation bytes); a strict reader
+ * downstream (the audit log's, a tool's) would refuse what it lets by. */
 static size_t utf8_seq(const unsigned char *s, size_t n) {
   size_t want;
-  if ((s[0] >> 5) == 0x6)
+  unsigned char lo = 0x80, hi = 0xBF; /* the allowed range of s[1] */
+  if (s[0] >= 0xC2 && s[0] <= 0xDF) {
     want = 2;
-  else if ((s[0] >> 4) == 0xe)
+  } else if (s[0] >= 0xE0 && s[0] <= 0xEF) {
     want = 3;
-  else if ((s[0] >> 3) == 0x1e)
+    if (s[0] == 0xE0)
+      lo = 0xA0;
+    else if (s[0] == 0xED)
+      hi = 0x9F;
+  } else if (s[0] >= 0xF0 && s[0] <= 0xF4) {
     want = 4;
-  else
+    if (s[0] == 0xF0)
+      lo = 0x90;
+    else if (s[0] == 0xF4)
+      hi = 0x8F;
+  } else {
     return 0;
-  if (n < want)
+  }
+  if (n < want || s[1] < lo || s[1] > hi)
     return 0;
-  for (size_t i = 1; i < want; i++)
+  for (size_t i = 2; i < want; i++)
     if ((s[i] >> 6) != 0x2)
       return 0;
   return want;
+}
+
+size_t json_utf8_check(const char *str, size_t n) {
+  const unsigned char *s = (const unsigned char *)str;
+  size_t i = 0;
+  while (i < n) {
+    if (s[i] < 0x80) {
+      i++;
+      continue;
+    }
+    size_t k = utf8_seq(s + i, n - i);
+    if (k == 0)
+      return i;
+    i += k;
+  }
+  return n;
 }
 
 void json_buf_string(struct json_buf *b, const char *str, size_t n) {

@@ -121,10 +121,11 @@ char *json_dump(const json_t *v, bool pretty, size_t *len);
  * generator cost more than the bytes.  For valid UTF-8 the output is byte
  * for byte what json_dump(v, false) writes: quotes, backslashes and control
  * characters escaped (\b \f \n \r \t, others \u00XX), '/' and DEL and
- * UTF-8 kept as they are.  Where json_dump's generator would refuse a string
- * that is not UTF-8 (and leave broken JSON behind), each byte that does
- * not start a well-formed sequence becomes \ufffd: the output is always one
- * valid JSON value, whatever bytes a tool or a container supplied.
+ * UTF-8 kept as they are.  Each byte that does not start a well-formed
+ * sequence by RFC 3629 (an overlong form, a surrogate, a broken sequence:
+ * json_dump's generator would refuse some and pass others) becomes \ufffd:
+ * the output is always one valid JSON value that a strict reader accepts,
+ * whatever bytes a tool or a container supplied.
  *
  * A json_buf starts zeroed ({0}); its text is always NUL-terminated once
  * anything was appended.  The caller owns b->s (free it, or take it). */
@@ -144,6 +145,11 @@ void json_buf_string(struct json_buf *b, const char *s, size_t n);
 void json_buf_cstr(struct json_buf *b, const char *s);
 /* Append v compactly (NULL appends null). */
 void json_buf_value(struct json_buf *b, const json_t *v);
+
+/* The offset of the first byte of s[0..n) that does not start a
+ * well-formed UTF-8 sequence (RFC 3629: no overlong forms, surrogates or
+ * code points past U+10FFFF), or n when all of it is valid UTF-8. */
+size_t json_utf8_check(const char *s, size_t n);
 
 /* Deep equality (object key order ignored, numbers by value). */
 bool json_equal(const json_t *a, const json_t *b);

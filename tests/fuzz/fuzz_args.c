@@ -4,12 +4,13 @@
  * evaluation (every operator, all/any, dotted names), plus the canonical
  * form the repeat limit hashes.
  *
- * FUZZ_SOURCES: governance/policy.c governance/policy_errors.c governance/rules.c governance/schema.c shim/json.c shim/util.c shim/error.c
+ * FUZZ_SOURCES: governance/policy.c governance/policy_errors.c governance/rules.c governance/schema.c governance/args_canonical.c shim/json.c shim/util.c shim/error.c
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "governance/args_canonical.h"
 #include "governance/policy.h"
 
 static const char POLICY[] =
@@ -41,18 +42,36 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (size_t i = 0; i < policy->ntools; i++) {
     const struct tool *t = policy->tools[i];
     char *why = NULL;
-    bool valid = schema_validate(t->args, args, &why);
+    /* What the gate does: the canonical form first, or bad_request. */
+    json_t *canon = args_canonicalize(args, &why);
+    if (canon == NULL) {
+      if (why == NULL)
+        abort();
+      free(why);
+      continue;
+    }
+    /* Canonical is a fixed point: a second pass changes nothing. */
+    json_t *again = args_canonicalize(canon, &why);
+    if (again == NULL || !json_equal(again, canon))
+      abort();
+    json_free(again);
+    bool valid = schema_validate(t->args, canon, &why);
     if (valid != (why == NULL))
       abort(); /* a refusal always says why, an acceptance never does */
     if (valid && t->args && !json_is(args, JSON_OBJECT))
       abort(); /* the schema's top level is an object */
     free(why);
-    if (json_is(args, JSON_OBJECT)) {
+    if (json_is(canon, JSON_OBJECT)) {
       const char *reason = NULL;
-      enum effect e = rules_decide(t->rules, t->nrules, args, &reason);
+      char *mistyped = NULL;
+      enum effect e = rules_decide(t->rules, t->nrules, canon, &reason, &mistyped);
+      if (mistyped != NULL && e != EFFECT_DENY)
+        abort(); /* a mistyped comparison always refuses */
+      free(mistyped);
       if (reason == NULL || (e != EFFECT_ALLOW && e != EFFECT_DENY && e != EFFECT_APPROVE))
         abort();
     }
+    json_free(canon);
   }
   json_free(args);
   return 0;

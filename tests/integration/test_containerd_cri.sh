@@ -182,6 +182,32 @@ check_match "missing policy: the pod fails with tollgate's message" \
   'OCI runtime create failed: annotation dev\.tollgate\.policy=nosuch names policy .*install that policy or remove the annotation' "$out"
 check_eq "missing policy: nothing left" "" "$(tgk list -q 2>&1)$(grep -E " ($TG_CTR_ROOT|$CTRD_DIR/state)/" /proc/self/mounts)"
 
+# Which workload may use which policy (issue 16): with "orders" bound to
+# namespace b, a pod in namespace a that selects it is refused with a
+# message naming what namespace a may use; a pod in b runs its sandbox.
+write_config 'runtime="runsc"' 'policy_bindings={"orders": {"namespaces": ["b"]}, "echo": {"namespaces": ["a"]}}' \
+  'namespace_policies={"a": "echo"}'
+out=$(cri RunPodSandbox '{"config": {"metadata": {"name": "wrongns", "uid": "wrongns", "namespace": "a"},
+  "annotations": {"dev.tollgate.policy": "orders"},
+  "linux": {"security_context": {"namespace_options": {"network": "NODE", "pid": "CONTAINER", "ipc": "POD"}}}},
+  "runtime_handler": "tollgate"}' 2>&1)
+check_match "binding: a pod in namespace a selecting a policy bound to b is refused, saying what a may use" \
+  'OCI runtime create failed: policy "orders" may not be used by namespace "a" .*this workload may use: echo \(the namespace.s default is "echo"\)' "$out"
+check_eq "binding: nothing left" "" "$(tgk list -q 2>&1)$(grep -E " ($TG_CTR_ROOT|$CTRD_DIR/state)/" /proc/self/mounts)"
+out=$(cri RunPodSandbox '{"config": {"metadata": {"name": "rightns", "uid": "rightns", "namespace": "b"},
+  "annotations": {"dev.tollgate.policy": "orders"},
+  "linux": {"security_context": {"namespace_options": {"network": "NODE", "pid": "CONTAINER", "ipc": "POD"}}}},
+  "runtime_handler": "tollgate"}' 2>&1)
+pod=$(jget "$out" pod_sandbox_id)
+check_match "binding: a pod in namespace b may select it" '^[0-9a-f]{64}$' "$pod"
+if [ -n "$pod" ]; then
+  cri StopPodSandbox '{"pod_sandbox_id": "'$pod'"}' >/dev/null
+  cri RemovePodSandbox '{"pod_sandbox_id": "'$pod'"}' >/dev/null
+else
+  echo "RunPodSandbox in b: $out"
+fi
+write_config 'runtime="runsc"'
+
 # A handler the node does not have: the kubelet's error, not a silent runc.
 out=$(cri RunPodSandbox '{"config": {"metadata": {"name": "x", "uid": "x", "namespace": "default"}}, "runtime_handler": "tollgate-nope"}' 2>&1)
 check_match "unknown handler is refused" 'no runtime for "tollgate-nope"' "$out"

@@ -79,8 +79,12 @@ src, dst, host, root = sys.argv[1:]
 c = json.load(open(src))
 c["runtime_path"] = host + c["runtime_path"]
 c["policy_dir"], c["audit_dir"] = root + "/policies", root + "/audit"
+c["audit_key"] = host + c["audit_key"]  # the key the installer created on the node
 json.dump(c, open(dst, "w"))
 PY
+check_eq "installer created the node's audit key, 32 bytes, 0600" "32 600" \
+  "$(stat -c '%s %a' "$host/etc/tollgate/audit.key" 2>&1)"
+key_before=$(sha256sum < "$host/etc/tollgate/audit.key")
 make_bundle "$work/bundle" sh -c 'echo installed ok; id -u; test -x /run/tollgate/tollgate-call && echo client ok'
 out=$("$host/opt/tollgate/bin/tollgate" --root "$TG_ROOT" --config "$work/node-config.json" \
   run --bundle "$work/bundle" k8s-installed 2>&1)
@@ -88,6 +92,8 @@ check_eq "a container runs through the installed tree under its runsc" "installe
 65534
 client ok" "$out"
 check_eq "installer wrote the host config" "$(cat "$cfg/config.json")" "$(cat "$host/etc/tollgate/config.json" 2>&1)"
+check_match "the container's audit chain is HMAC-keyed by default" '"alg":"hmac-sha256"' \
+  "$(head -1 "$TG_ROOT/audit/k8s-installed.jsonl" 2>&1)"
 check_eq "audit directory is private" 700 "$(stat -c %a "$host/var/log/tollgate/audit" 2>&1)"
 check_eq "one handler block in config.toml" 1 "$(grep -c '^# BEGIN tollgate runtime handler' "$host/etc/containerd/config.toml")"
 d=$(dump)
@@ -100,6 +106,7 @@ before=$(cat "$host/etc/containerd/config.toml")
 out=$(install)
 check_eq "a second install changes nothing" "$before" "$(cat "$host/etc/containerd/config.toml")"
 check_eq "a second install reports no change" "" "$(echo "$out" | grep 'added the runtime handler')"
+check_eq "a second install keeps the audit key (old logs still verify)" "$key_before" "$(sha256sum < "$host/etc/tollgate/audit.key")"
 
 # A node without config.toml: containerd's defaults, plus the handler.
 rm -f "$host/etc/containerd/config.toml"

@@ -110,6 +110,19 @@ Test(budget, repeat_limit_ignores_key_order) {
   gate_close(g);
 }
 
+/* Issue 16: one number in any spelling is one call for repeat_limit. */
+Test(budget, repeat_limit_sees_one_number_in_any_spelling) {
+  cleanup_free char *pol = xasprintf("{\"version\": 1, \"tools\": {%s}, \"budgets\": {\"repeat_limit\": 1}}", TOOLS);
+  struct gate *g = open_gate(pol);
+  EXPECT(g, "{\"v\":1,\"tool\":\"echo\",\"args\":{\"amount\":640}}", "ok");
+  EXPECT(g, "{\"v\":1,\"tool\":\"echo\",\"args\":{\"amount\":640.0}}", "budget_exhausted");
+  EXPECT(g, "{\"v\":1,\"tool\":\"echo\",\"args\":{\"amount\":6.4e2}}", "budget_exhausted");
+  EXPECT(g, "{\"v\":1,\"tool\":\"echo\",\"args\":{\"amount\":6400e-1}}", "budget_exhausted");
+  EXPECT(g, "{\"v\":1,\"tool\":\"echo\",\"args\":{\"x\":[{\"amount\":0.5}]}}", "ok");
+  EXPECT(g, "{\"v\":1,\"tool\":\"echo\",\"args\":{\"x\":[{\"amount\":5e-1}]}}", "budget_exhausted");
+  gate_close(g);
+}
+
 Test(budget, canonical_json_sorts_keys) {
   const char *a = "{\"b\":1,\"a\":{\"d\":[{\"z\":1,\"y\":2}],\"c\":null}}";
   cleanup_json json_t *v = json_parse(a, strlen(a), NULL, NULL);

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "shim/config.h"
+#include "shim/policy_binding.h"
 #include "shim/util.h"
 
 static char dir[] = "/tmp/tg-config-XXXXXX";
@@ -139,4 +140,57 @@ Test(config, flood_limits_default_and_load) {
   cr_assert(strstr(err->msg, "audit_max_bytes"), "%s", err->msg);
   tg_error_free(&err);
   free(p);
+}
+
+/* Policy bindings (issue 16): a workload selects only a policy bound to its
+ * namespace or runtime root, a namespace gets its default, and a refusal
+ * says what is allowed. */
+Test(config, policy_bindings_decide_who_may_select_what) {
+  cleanup_free char *p = write_cfg(
+      "{\"policy_bindings\": {\"strict\": {\"namespaces\": [\"a\"]},"
+      "                       \"open\": {\"namespaces\": [\"b\"], \"roots\": [\"/run/dev\"]}},"
+      " \"namespace_policies\": {\"a\": \"strict\"}}");
+  struct host_config c;
+  cleanup_error tg_error *err = NULL;
+  cr_assert_eq(host_config_load(p, &c, &err), 0, "%s", err ? err->msg : "");
+  char *out = NULL;
+  cr_assert_eq(policy_binding_resolve(&c, "strict", "a", "/run/tollgate", &out, &err), 0);
+  cr_assert_str_eq(out, "strict");
+  free(out);
+  cr_assert_eq(policy_binding_resolve(&c, NULL, "a", "/run/tollgate", &out, &err), 0);
+  cr_assert_str_eq(out, "strict", "the namespace's default");
+  free(out);
+  cr_assert_eq(policy_binding_resolve(&c, NULL, "c", "/run/tollgate", &out, &err), 0);
+  cr_assert_null(out, "no default, no annotation: no policy");
+  cr_assert_eq(policy_binding_resolve(&c, "open", "b", "/run/tollgate", &out, &err), 0);
+  free(out);
+  cr_assert_eq(policy_binding_resolve(&c, "open", NULL, "/run/dev", &out, &err), 0, "bound by root");
+  free(out);
+  cr_assert_lt(policy_binding_resolve(&c, "open", "a", "/run/tollgate", &out, &err), 0);
+  cr_assert(strstr(err->msg, "policy \"open\" may not be used by namespace \"a\"") &&
+            strstr(err->msg, "may use: strict") && strstr(err->msg, "default is \"strict\""),
+            "%s", err->msg);
+  tg_error_free(&err);
+  cr_assert_lt(policy_binding_resolve(&c, "nosuch", "a", "/run/tollgate", &out, &err), 0);
+  cr_assert(strstr(err->msg, "does not list it"), "%s", err->msg);
+  tg_error_free(&err);
+  cr_assert_lt(policy_binding_resolve(&c, "strict", NULL, "/run/tollgate", &out, &err), 0);
+  cr_assert(strstr(err->msg, "outside Kubernetes") && strstr(err->msg, "may use: none"), "%s", err->msg);
+  tg_error_free(&err);
+  host_config_free(&c);
+  /* no bindings: every policy may be selected, as before */
+  host_config_defaults(&c);
+  cr_assert_eq(policy_binding_resolve(&c, "open", "a", "/run/tollgate", &out, &err), 0);
+  cr_assert_str_eq(out, "open");
+  free(out);
+  host_config_free(&c);
+  /* a default the bindings do not allow, or a bad shape, fails the load */
+  cleanup_free char *p2 = write_cfg("{\"policy_bindings\": {\"strict\": {\"namespaces\": [\"a\"]}},"
+                                    " \"namespace_policies\": {\"b\": \"strict\"}}");
+  cr_assert_lt(host_config_load(p2, &c, &err), 0);
+  cr_assert(strstr(err->msg, "does not bind \"strict\" to namespace \"b\""), "%s", err->msg);
+  tg_error_free(&err);
+  cleanup_free char *p3 = write_cfg("{\"policy_bindings\": {\"strict\": {\"namespace\": [\"a\"]}}}");
+  cr_assert_lt(host_config_load(p3, &c, &err), 0);
+  cr_assert(strstr(err->msg, "policy_bindings.strict must be"), "%s", err->msg);
 }

@@ -140,8 +140,7 @@ Test(json, buf_string_escapes_every_byte_like_json_dump) {
     assert_same_as_dump(s, 3);
   }
   const char *hostile[] = {"", "\"", "\\", "\\\"", "</script>", "a/b", "\x7f", "\"},\"hash\":\"x",
-                           "line\nbreak\r\n\ttab\b\f", "caf\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80",
-                           "\xed\xb0\x80" /* lone low surrogate, as yajl decodes \udc00 */};
+                           "line\nbreak\r\n\ttab\b\f", "caf\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80"};
   for (size_t i = 0; i < sizeof hostile / sizeof *hostile; i++)
     assert_same_as_dump(hostile[i], strlen(hostile[i]));
   assert_same_as_dump("a\0b\0", 4); /* NULs inside, as \u0000 decodes */
@@ -183,6 +182,12 @@ Test(json, buf_string_replaces_invalid_utf8_and_stays_valid_json) {
       {"\xc3\x28", "\"\\ufffd(\""},         /* a lead byte without continuation */
       {"\xf8\x88\x80\x80\x80", "\"\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\""},
       {"ok\xc3\xa9\xfe", "\"ok\xc3\xa9\\ufffd\""},
+      /* structurally fine, but not UTF-8 by RFC 3629; a strict reader of
+       * the audit log refuses them, so they are replaced too */
+      {"\xc0\xaf", "\"\\ufffd\\ufffd\""},                 /* overlong '/' */
+      {"\xed\xb0\x80", "\"\\ufffd\\ufffd\\ufffd\""},     /* lone surrogate, yajl's \udc00 */
+      {"\xe0\x80\xaf", "\"\\ufffd\\ufffd\\ufffd\""},     /* overlong 3-byte */
+      {"\xf4\x90\x80\x80", "\"\\ufffd\\ufffd\\ufffd\\ufffd\""}, /* past U+10FFFF */
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     size_t bl = 0;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "governance/policy.h"
+#include "governance/policy_lint.h"
 #include "shim/util.h"
 
 #define BAD "tests/fixtures/policies/bad"
@@ -151,4 +152,57 @@ Test(policy, tool_names) {
   cr_assert_not(tool_name_is_valid("1abc"));
   cr_assert_not(tool_name_is_valid("../x"));
   cr_assert_not(tool_name_is_valid("a b"));
+}
+
+/* policy check warnings (issue 16): each risky rule shape is named with its
+ * position and fix; the same rules under a schema that pins types and
+ * closes objects draw none. */
+static char *lint(const char *text, size_t *n) {
+  struct policy *p = NULL;
+  cleanup_error tg_error *err = NULL;
+  cr_assert_eq(policy_parse("/tmp/lint.json", text, strlen(text), &p, &err), 0, "%s",
+               err ? err->msg : "");
+  struct policy_errors w = {.file = "/tmp/lint.json"};
+  *n = policy_lint(p, &w);
+  cr_assert_eq(*n, w.len);
+  char *all = policy_errors_join(&w);
+  policy_errors_free(&w);
+  policy_free(p);
+  return all ? all : xstrdup("");
+}
+
+Test(policy, check_warns_about_rules_a_call_can_slip_past) {
+  static const char *const open_rules =
+      "{\"version\": 1, \"tools\": {\"pay\": {\"backend\": {\"type\": \"builtin\", \"name\": \"echo\"},\n"
+      " \"rules\": [{\"if\": {\"arg\": \"amount\", \"op\": \">\", \"value\": 50}, \"effect\": \"deny\"},\n"
+      "  {\"if\": {\"arg\": \"account.id\", \"op\": \"==\", \"value\": \"ACC-666\"}, \"effect\": \"deny\"},\n"
+      "  {\"if\": {\"arg\": \"path\", \"op\": \"prefix\", \"value\": \"/data/\"}, \"effect\": \"allow\"}]}}}";
+  size_t n;
+  cleanup_free char *w = lint(open_rules, &n);
+  cr_assert_eq(n, 4, "%s", w);
+  cr_assert(strstr(w, "lint.json:2:19: tools.pay.rules[0].if: warning: \"amount\" is compared with \">\"") &&
+            strstr(w, "\"type\": \"number\""), "%s", w);
+  cr_assert(strstr(w, "tools.pay.rules[1].if: warning: \"account.id\" can name a literal key"), "%s", w);
+  cr_assert(strstr(w, "tools.pay.rules[1].if: warning: a deny rule matching \"account.id\""), "%s", w);
+  cr_assert(strstr(w, "tools.pay.rules[2].if: warning: \"prefix\" /data/ also matches \"/data/../etc/passwd\""), "%s", w);
+  static const char *const typed =
+      "{\"version\": 1, \"tools\": {\"pay\": {\"backend\": {\"type\": \"builtin\", \"name\": \"echo\"},\n"
+      " \"args\": {\"type\": \"object\", \"additionalProperties\": false, \"properties\": {\n"
+      "   \"amount\": {\"type\": \"integer\"},\n"
+      "   \"account\": {\"type\": \"object\", \"additionalProperties\": false, \"properties\": {\"id\": {\"type\": \"string\"}}}}},\n"
+      " \"rules\": [{\"if\": {\"arg\": \"amount\", \"op\": \">\", \"value\": 50}, \"effect\": \"deny\"},\n"
+      "  {\"if\": {\"any\": [{\"arg\": \"account.id\", \"op\": \"in\", \"value\": [\"ACC-666\"]}]}, \"effect\": \"deny\"},\n"
+      "  {\"effect\": \"allow\"}]}}}";
+  cleanup_free char *w2 = lint(typed, &n);
+  cr_assert_eq(n, 0, "%s", w2);
+  /* a schema declaring both "a.b" and a -> b is the ambiguity, declared */
+  static const char *const both =
+      "{\"version\": 1, \"tools\": {\"t\": {\"backend\": {\"type\": \"builtin\", \"name\": \"echo\"},\n"
+      " \"args\": {\"type\": \"object\", \"additionalProperties\": false, \"properties\": {\n"
+      "   \"a.b\": {\"type\": \"string\"},\n"
+      "   \"a\": {\"type\": \"object\", \"properties\": {\"b\": {\"type\": \"string\"}}}}},\n"
+      " \"rules\": [{\"if\": {\"arg\": \"a.b\", \"op\": \"==\", \"value\": \"x\"}, \"effect\": \"allow\"}]}}}";
+  cleanup_free char *w3 = lint(both, &n);
+  cr_assert_eq(n, 1, "%s", w3);
+  cr_assert(strstr(w3, "can name a literal key \"a.b\""), "%s", w3);
 }

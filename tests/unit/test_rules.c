@@ -3,6 +3,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
+#include "governance/args_canonical.h"
 #include "governance/rules.h"
 #include "shim/util.h"
 
@@ -22,10 +23,14 @@ static bool holds(const char *cond, const char *args) {
   cleanup_free char *rules = xasprintf("[{\"if\": %s, \"effect\": \"allow\"}]", cond);
   size_t n;
   struct rule *r = parse(rules, &n);
-  cleanup_json json_t *a = json_parse(args, strlen(args), NULL, NULL);
-  cr_assert_not_null(a);
+  cleanup_json json_t *raw = json_parse(args, strlen(args), NULL, NULL);
+  cr_assert_not_null(raw);
+  char *why = NULL;
+  cleanup_json json_t *a = args_canonicalize(raw, &why);
+  cr_assert_not_null(a, "%s", why);
   const char *reason;
-  bool ok = rules_decide(r, n, a, &reason) == EFFECT_ALLOW;
+  cleanup_free char *mistyped = NULL;
+  bool ok = rules_decide(r, n, a, &reason, &mistyped) == EFFECT_ALLOW;
   rules_free(r, n);
   return ok;
 }
@@ -79,17 +84,75 @@ Test(rules, first_match_wins_and_default_is_deny) {
                          " {\"if\": {\"arg\": \"amount\", \"op\": \"<=\", \"value\": 1000}, \"effect\": \"approve\", \"reason\": \"needs a human\"}]",
                          &n);
   const char *reason;
+  char *mistyped = NULL;
   cleanup_json json_t *a = json_parse("{\"amount\": 20}", 14, NULL, NULL);
-  cr_assert_eq(rules_decide(r, n, a, &reason), EFFECT_ALLOW);
+  cr_assert_eq(rules_decide(r, n, a, &reason, &mistyped), EFFECT_ALLOW);
   cr_assert_str_eq(reason, "small refund");
   cleanup_json json_t *b = json_parse("{\"amount\": 200}", 15, NULL, NULL);
-  cr_assert_eq(rules_decide(r, n, b, &reason), EFFECT_APPROVE);
+  cr_assert_eq(rules_decide(r, n, b, &reason, &mistyped), EFFECT_APPROVE);
   cr_assert_str_eq(reason, "needs a human");
   cleanup_json json_t *c = json_parse("{\"amount\": 5000}", 16, NULL, NULL);
-  cr_assert_eq(rules_decide(r, n, c, &reason), EFFECT_DENY);
+  cr_assert_eq(rules_decide(r, n, c, &reason, &mistyped), EFFECT_DENY);
   cr_assert(strstr(reason, "default is deny"));
   rules_free(r, n);
   struct rule *none = parse("[]", &n);
-  cr_assert_eq(rules_decide(none, n, a, &reason), EFFECT_DENY);
+  cr_assert_eq(rules_decide(none, n, a, &reason, &mistyped), EFFECT_DENY);
   rules_free(none, n);
+}
+
+/* Issue 16 at the rule level: exact numbers, one reading of a dotted name,
+ * and a mistyped comparison refusing the call instead of not matching. */
+static enum effect decide(const char *rules, const char *args, char **mistyped) {
+  size_t n;
+  struct rule *r = parse(rules, &n);
+  cleanup_json json_t *raw = json_parse(args, strlen(args), NULL, NULL);
+  cr_assert_not_null(raw);
+  char *why = NULL;
+  cleanup_json json_t *a = args_canonicalize(raw, &why);
+  cr_assert_not_null(a, "%s", why);
+  const char *reason;
+  enum effect e = rules_decide(r, n, a, &reason, mistyped);
+  rules_free(r, n);
+  return e;
+}
+
+Test(rules, issue16_shapes) {
+  char *m = NULL;
+  const char *in_list = "[{\"if\": {\"arg\": \"id\", \"op\": \"in\", \"value\": [1234567890123456789]}, \"effect\": \"allow\"}]";
+  cr_assert_eq(decide(in_list, "{\"id\": 1234567890123456790}", &m), EFFECT_DENY);
+  cr_assert_null(m);
+  cr_assert_eq(decide(in_list, "{\"id\": 12345678901234567890e-1}", &m), EFFECT_ALLOW);
+  const char *deny_big = "[{\"if\": {\"arg\": \"amount\", \"op\": \">\", \"value\": 50}, \"effect\": \"deny\"}, {\"effect\": \"allow\"}]";
+  cr_assert_eq(decide(deny_big, "{\"amount\": \"640\"}", &m), EFFECT_DENY);
+  cr_assert_not_null(m);
+  cr_assert(strstr(m, "args.amount: rule 0 compares it with \">\"") && strstr(m, "string"), "%s", m);
+  free(m);
+  cr_assert_eq(decide(deny_big, "{\"amount\": 6.4e2}", &m), EFFECT_DENY);
+  cr_assert_null(m);
+  cr_assert_eq(decide(deny_big, "{\"amount\": 5e1}", &m), EFFECT_ALLOW);
+  /* an earlier rule that decides first: the later mistyped one is never reached */
+  const char *first = "[{\"if\": {\"arg\": \"kind\", \"op\": \"==\", \"value\": \"ro\"}, \"effect\": \"allow\"},"
+                      " {\"if\": {\"arg\": \"amount\", \"op\": \">\", \"value\": 50}, \"effect\": \"deny\"}]";
+  cr_assert_eq(decide(first, "{\"kind\": \"ro\", \"amount\": \"x\"}", &m), EFFECT_ALLOW);
+  cr_assert_null(m);
+  /* a mistyped child of any/all refuses too */
+  const char *any = "[{\"if\": {\"any\": [{\"arg\": \"a\", \"op\": \"==\", \"value\": 1}, {\"arg\": \"p\", \"op\": \"prefix\", \"value\": \"/x\"}]}, \"effect\": \"deny\"}, {\"effect\": \"allow\"}]";
+  cr_assert_eq(decide(any, "{\"p\": [\"/x\"]}", &m), EFFECT_DENY);
+  cr_assert_not_null(m);
+  free(m);
+  /* dotted: each reading alone reaches the value */
+  const char *dot = "[{\"if\": {\"arg\": \"account.id\", \"op\": \"==\", \"value\": \"ACC-1\"}, \"effect\": \"allow\"}]";
+  cr_assert_eq(decide(dot, "{\"account\": {\"id\": \"ACC-1\"}}", &m), EFFECT_ALLOW);
+  cr_assert_eq(decide(dot, "{\"account.id\": \"ACC-1\"}", &m), EFFECT_ALLOW);
+  cr_assert_eq(decide(dot, "{\"account\": {\"id\": \"ACC-666\"}}", &m), EFFECT_DENY);
+  /* a policy operand is canonical too: 6.4e2 in a rule equals 640 in a call */
+  const char *eq = "[{\"if\": {\"arg\": \"n\", \"op\": \"==\", \"value\": 6.4e2}, \"effect\": \"allow\"}]";
+  cr_assert_eq(decide(eq, "{\"n\": 640}", &m), EFFECT_ALLOW);
+  /* a long key name is as reachable as a short one */
+  char key[301];
+  memset(key, 'k', 300);
+  key[300] = '\0';
+  cleanup_free char *lr = xasprintf("[{\"if\": {\"arg\": \"a.%s\", \"op\": \"exists\"}, \"effect\": \"deny\"}, {\"effect\": \"allow\"}]", key);
+  cleanup_free char *la = xasprintf("{\"a\": {\"%s\": 1}}", key);
+  cr_assert_eq(decide(lr, la, &m), EFFECT_DENY);
 }

@@ -77,3 +77,23 @@ Test(schema, strict_rejects_what_lenient_skips) {
   cr_assert_not_null(s);
   schema_free(s);
 }
+
+/* Issue 16: bounds, enum and integer are exact decimals, never doubles;
+ * the docs' list_files pattern refuses ".." components. */
+Test(schema, exact_numbers_and_the_docs_path_pattern) {
+  check("{\"maximum\": 9007199254740992}", "9007199254740993", false, "greater than the maximum 9007199254740992");
+  check("{\"maximum\": 9007199254740992}", "9007199254740992", true, NULL);
+  check("{\"minimum\": 0.1}", "0.09999999999999999999", false, "less than the minimum 0.1");
+  check("{\"enum\": [1234567890123456789]}", "1234567890123456790", false, "must be one of");
+  check("{\"enum\": [1234567890123456789]}", "1.234567890123456789e18", true, NULL);
+  check("{\"enum\": [640]}", "6.4e2", true, NULL);
+  check("{\"type\": \"integer\"}", "6.4e2", true, NULL);
+  check("{\"type\": \"integer\"}", "12345678901234567890.5", false, "must be integer");
+  const char *pat = "{\"type\": \"string\", \"pattern\": \"^/srv/data/([^./][^/]*/?)*$\"}";
+  check(pat, "\"/srv/data/a/b.txt\"", true, NULL);
+  check(pat, "\"/srv/data/\"", true, NULL);
+  check(pat, "\"/srv/data/../../etc/passwd\"", false, "pattern");
+  check(pat, "\"/srv/data/a/../../etc\"", false, "pattern");
+  check(pat, "\"/srv/data/.ssh\"", false, "pattern");
+  check(pat, "\"/srv/database\"", false, "pattern");
+}

@@ -51,6 +51,16 @@ put "$CONFIG/config.json" "$HOST/etc/tollgate/config.json" 0644 && say "wrote /e
 mkdir -p "$HOST/etc/tollgate/policies" "$HOST/var/log/tollgate/audit"
 chmod 0755 "$HOST/etc/tollgate/policies"
 chmod 0700 "$HOST/var/log/tollgate/audit"
+# The per-node audit key the host config names: an unkeyed chain proves
+# only that nothing was damaged by accident (docs/audit.md).  Created once,
+# never replaced, so earlier logs still verify.
+if [ ! -s "$HOST/etc/tollgate/audit.key" ]; then
+  (umask 077; head -c 32 /dev/urandom > "$HOST/etc/tollgate/audit.key.tmp.$$") &&
+    mv "$HOST/etc/tollgate/audit.key.tmp.$$" "$HOST/etc/tollgate/audit.key" &&
+    say "created the audit key /etc/tollgate/audit.key (0600)" ||
+    die "could not create /etc/tollgate/audit.key"
+fi
+chmod 0600 "$HOST/etc/tollgate/audit.key"
 
 # 3. containerd: the runtime handler, appended to config.toml between markers.
 begin_mark='# BEGIN tollgate runtime handler (written by the tollgate installer; edits here are replaced)'
