@@ -134,7 +134,7 @@ int oci_harden(json_t *config, const struct harden_options *opts, struct harden_
   int ret = 0;
   if (!p.passthrough) {
     cleanup_json json_t *before = json_copy(config);
-    ret = oci_refuse_escapes(config, &p, err);
+    ret = oci_refuse_escapes(config, &p, opts, err);
     if (ret == 0)
       ret = apply_profile(config, &p, opts->backend, err);
     /* Belt and braces: every step above only tightens by construction;

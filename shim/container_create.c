@@ -388,6 +388,9 @@ static int do_create(struct cli *cli, const struct create_request *req,
       .seccomp_dir = seccomp,
       .allow_passthrough = cli->config.allow_passthrough,
       .backend = json_string_value(json_object_get(state, "backend")),
+      .bundle_dir = bundle,
+      .state_root = cli->root,
+      .audit_dir = cli->config.audit_dir,
   };
   struct harden_result hr = {0};
   if (oci_harden(config, &ho, &hr, err) < 0)

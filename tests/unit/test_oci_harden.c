@@ -461,12 +461,38 @@ static json_t *case_input(const struct hcase *c) {
   return cfg;
 }
 
+/* The bundle directory every case resolves against, made once: rootfs/
+ * and data/ are directories, hostroot and etc-link are links out of it
+ * (the relative-source shape), and a fake tollgate root holds a state
+ * directory (0700, state.json) beside a plain bundles/ directory. */
+static char unit_dir[64];
+static void unit_dirs(void) {
+  if (unit_dir[0])
+    return;
+  strcpy(unit_dir, "/tmp/tg-unit-bundle.XXXXXX");
+  cr_assert_not_null(mkdtemp(unit_dir));
+  const char *cmd_fmt = "cd %s && mkdir -p bundle/rootfs bundle/data root/c1 root/bundles/b/rootfs audit && "
+                        "chmod 700 root/c1 && touch root/c1/state.json && ln -s / bundle/hostroot && "
+                        "ln -s /etc bundle/etc-link && ln -s ../.. bundle/up";
+  char *cmd = xasprintf(cmd_fmt, unit_dir);
+  cr_assert_eq(system(cmd), 0);
+  free(cmd);
+}
+
+static char bundle_dir[96], root_dir[96], audit_dir[96];
 static struct harden_options case_opts(const struct hcase *c) {
+  unit_dirs();
+  snprintf(bundle_dir, sizeof bundle_dir, "%s/bundle", unit_dir);
+  snprintf(root_dir, sizeof root_dir, "%s/root", unit_dir);
+  snprintf(audit_dir, sizeof audit_dir, "%s/audit", unit_dir);
   struct harden_options o = {.profile = c->profile ? c->profile : "hardened",
                              .profiles_dir = PROFILES_DIR,
                              .seccomp_dir = SECCOMP_DIR,
                              .allow_passthrough = c->allow_passthrough,
-                             .backend = c->backend ? c->backend : "runsc"};
+                             .backend = c->backend ? c->backend : "runsc",
+                             .bundle_dir = bundle_dir,
+                             .state_root = root_dir,
+                             .audit_dir = audit_dir};
   return o;
 }
 
