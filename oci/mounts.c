@@ -38,18 +38,22 @@ static long long size_value(const char *o) {
   const char *v = o + (blocks ? 10 : 5);
   char *end;
   long long n = strtoll(v, &end, 10);
-  if (end == v || n < 0 || n > (1LL << 50))
+  if (end == v || n < 0)
     return -1;
+  long long unit = 1;
   if (blocks)
-    return *end == '\0' ? n * 4096 : -1;
-  switch (tolower((unsigned char)*end)) {
-  case '\0': return n;
-  case 'k': n <<= 10; break;
-  case 'm': n <<= 20; break;
-  case 'g': n <<= 30; break;
-  default: return -1;
-  }
-  return end[1] == '\0' ? n : -1;
+    unit = 4096;
+  else if (*end != '\0')
+    switch (tolower((unsigned char)*end++)) {
+    case 'k': unit = 1LL << 10; break;
+    case 'm': unit = 1LL << 20; break;
+    case 'g': unit = 1LL << 30; break;
+    default: return -1; /* a percentage of host memory: not a fixed bound */
+    }
+  long long bytes;
+  if (*end != '\0' || __builtin_mul_overflow(n, unit, &bytes))
+    return -1;
+  return bytes;
 }
 
 static bool is_size_option(const char *o) {
@@ -108,6 +112,17 @@ static void set_tmpfs_size(json_t *m, long long bytes) {
   /* Every size option goes, so the one left is the one the kernel uses
    * (with "size=1m", "size=8g" it would take the last). */
   json_t *opts = json_object_ensure_array(m, "options");
+  size_t n = 0;
+  bool same = false;
+  for (size_t i = 0; i < json_array_len(opts); i++) {
+    const char *o = json_string_value(json_array_get(opts, i));
+    if (o && is_size_option(o)) {
+      n++;
+      same = size_value(o) == bytes;
+    }
+  }
+  if (n == 1 && same)
+    return; /* already the one bound: hardening twice changes nothing */
   for (size_t i = json_array_len(opts); i-- > 0;) {
     const char *o = json_string_value(json_array_get(opts, i));
     if (o && is_size_option(o))

@@ -5,6 +5,8 @@
  * every axis by an implementation independent of oci/tighter.c, and
  * hardening twice must give the same config as hardening once. */
 #include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -424,7 +426,7 @@ static const struct hcase cases[] = {
     {"docker.sock", NULL, "{\"mounts\":[{\"destination\":\"/var/run/docker.sock\",\"type\":\"bind\",\"source\":\"/var/run/docker.sock\",\"options\":[\"rbind\"]}]}", "runc", NULL, false, "host socket", NULL, NULL},
     {"containerd socket dir", NULL, "{\"mounts\":[{\"destination\":\"/c\",\"source\":\"/run/containerd\",\"options\":[\"rbind\",\"rw\"]}]}", "runc", NULL, false, "would expose", NULL, NULL},
     {"all of /run", NULL, "{\"mounts\":[{\"destination\":\"/hostrun\",\"type\":\"bind\",\"source\":\"/run\",\"options\":[\"rbind\"]}]}", "runc", NULL, false, "would expose", NULL, NULL},
-    {"host root", NULL, "{\"mounts\":[{\"destination\":\"/host\",\"type\":\"bind\",\"source\":\"/\",\"options\":[\"rbind\"]}]}", "runc", NULL, false, "would expose", NULL, NULL},
+    {"host root", NULL, "{\"mounts\":[{\"destination\":\"/host\",\"type\":\"bind\",\"source\":\"/\",\"options\":[\"rbind\"]}]}", "runc", NULL, false, "host's root directory", NULL, NULL},
     {"host /proc/sys", NULL, "{\"mounts\":[{\"destination\":\"/hs\",\"type\":\"bind\",\"source\":\"/proc/sys\",\"options\":[\"bind\"]}]}", "runc", NULL, false, "host's /proc", NULL, NULL},
     {"block device fs", NULL, "{\"mounts\":[{\"destination\":\"/disk\",\"type\":\"ext4\",\"source\":\"/dev/sda1\"}]}", "runc", NULL, false, "filesystem type ext4", NULL, NULL},
     /* devices */
