@@ -48,6 +48,11 @@ int oci_harden_process(json_t *process, const json_t *effective_config,
 
 void harden_result_free(struct harden_result *res);
 
+/* The host path a config path names: an absolute path cleaned, a relative
+ * one joined to bundle_dir (where runc and runsc resolve it) and cleaned.
+ * NULL when it is relative and bundle_dir is NULL.  Owned. */
+char *oci_host_path(const char *path, const char *bundle_dir);
+
 /* The host-path rules for a bind source (rootfs false) or root.path
  * (rootfs true), on resolved, the absolute host path it names (as
  * written, or as the kernel reports an opened object): never /, never a

@@ -36,11 +36,6 @@ int oci_check_process_escapes(const json_t *process, const char *field,
  * "..".  Owned result. */
 char *oci_path_clean(const char *path);
 
-/* The host path a config path names: an absolute path cleaned, a relative
- * one joined to bundle_dir (where runc and runsc resolve it) and cleaned.
- * NULL when it is relative and bundle_dir is NULL.  Owned. */
-char *oci_host_path(const char *path, const char *bundle_dir);
-
 /* true when name ("CAP_NET_ADMIN") is a capability libcap-ng knows. */
 bool oci_cap_name_known(const char *name);
 

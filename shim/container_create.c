@@ -15,6 +15,7 @@
 #include "oci/cri.h"
 #include "oci/harden.h"
 #include "oci/netcheck.h"
+#include "shim/mount_pin.h"
 #include "shim/state.h"
 #include "shim/util.h"
 
@@ -103,6 +104,8 @@ static void undo_all(struct cli *cli, struct undo *u, const char *id) {
   if (u->dir) {
     tg_error *e = NULL;
     bridge_teardown(u->dir, &e);
+    tg_error_free(&e);
+    mount_pin_release(u->dir, &e);
     tg_error_free(&e);
     remove_tree(u->dir, &e);
     tg_error_free(&e);
@@ -398,6 +401,10 @@ static int do_create(struct cli *cli, const struct create_request *req,
   cleanup_free char *profile = hr.profile ? xstrdup(hr.profile) : xstrdup("");
   harden_result_free(&hr);
   if (oci_apply_cri_policy(config, err) < 0)
+    return tg_error_wrap(err, "bundle %s: config.json", bundle);
+  /* The backend gets sources that cannot change after this check (a
+   * passthrough profile applies nothing, this included). */
+  if (strcmp(profile, "passthrough") != 0 && mount_pin_all(u->dir, config, &ho, err) < 0)
     return tg_error_wrap(err, "bundle %s: config.json", bundle);
   json_object_set(json_object_ensure_object(config, "annotations"),
                   EFFECTIVE_ANNOTATION, json_new_string("true"));
