@@ -48,6 +48,16 @@ int oci_harden_process(json_t *process, const json_t *effective_config,
 
 void harden_result_free(struct harden_result *res);
 
+struct oci_profile;
+/* The resources object of `tollgate update` (OCI linux.resources), in
+ * place: only memory, cpu (no realtime budget), pids and blockIO keys are
+ * accepted (anything else is an error naming it); memory, pids and the
+ * CPU quota it sets are lowered to the profile's ceilings (an update may
+ * tighten, or loosen up to the profile, never beyond), swap follows the
+ * memory limit, the OOM killer stays on.  0 or -1 with *err. */
+int oci_update_harden(json_t *resources, const struct oci_profile *p,
+                      tg_error **err);
+
 /* The host path a config path names: an absolute path cleaned, a relative
  * one joined to bundle_dir (where runc and runsc resolve it) and cleaned.
  * NULL when it is relative and bundle_dir is NULL.  Owned. */

@@ -27,6 +27,15 @@ static int caps_tighter(const json_t *in, const json_t *out, tg_error **err) {
   return 0;
 }
 
+static bool json_array_has_int(const json_t *arr, long long v) {
+  for (size_t i = 0; i < json_array_len(arr); i++) {
+    long long x;
+    if (json_integer_value(json_array_get(arr, i), &x) && x == v)
+      return true;
+  }
+  return false;
+}
+
 static int flags_tighter(const json_t *in, const json_t *out, tg_error **err) {
   if (json_is_true(json_get_path(in, "process.noNewPrivileges")) && !json_is_true(json_get_path(out, "process.noNewPrivileges")))
     return tg_error_set(err, 0, "process.noNewPrivileges was turned off");
@@ -36,6 +45,15 @@ static int flags_tighter(const json_t *in, const json_t *out, tg_error **err) {
   long long ig = get_ll(json_get_path(in, "process.user.gid"), 0), og = get_ll(json_get_path(out, "process.user.gid"), 0);
   if ((ou == 0 && iu != 0) || (og == 0 && ig != 0))
     return tg_error_set(err, 0, "process.user became root");
+  if (!json_array_has_int(json_get_path(in, "process.user.additionalGids"), 0) && ig != 0 &&
+      json_array_has_int(json_get_path(out, "process.user.additionalGids"), 0))
+    return tg_error_set(err, 0, "process.user gained group 0");
+  static const char *const labels[] = {"process.apparmorProfile", "process.selinuxLabel"};
+  for (size_t k = 0; k < 2; k++) {
+    const json_t *il = json_get_path(in, labels[k]), *ol = json_get_path(out, labels[k]);
+    if (il && !json_equal(il, ol))
+      return tg_error_set(err, 0, "%s was changed", labels[k]);
+  }
   long long ia = get_ll(json_get_path(in, "process.oomScoreAdj"), 0), oa = get_ll(json_get_path(out, "process.oomScoreAdj"), 0);
   if (oa < ia)
     return tg_error_set(err, 0, "process.oomScoreAdj was lowered");
@@ -252,4 +270,11 @@ int oci_check_tighter(const json_t *in, const json_t *out, tg_error **err) {
     return -1;
   }
   return 0;
+}
+
+int oci_check_process_tighter(const json_t *in, const json_t *out, tg_error **err) {
+  cleanup_json json_t *wi = json_new_object(), *wo = json_new_object();
+  json_object_set(wi, "process", json_copy(in));
+  json_object_set(wo, "process", json_copy(out));
+  return oci_check_tighter(wi, wo, err);
 }

@@ -94,4 +94,9 @@ long long oci_cpu_millis(const json_t *config);
  * seccomp, sysctls, hooks); -1 with *err naming the first looser axis. */
 int oci_check_tighter(const json_t *in, const json_t *out, tg_error **err);
 
+/* The same check for two process objects (exec): out is no looser than
+ * in on capabilities, noNewPrivileges, user and groups, LSM labels,
+ * rlimits and oomScoreAdj.  0 or -1 with *err. */
+int oci_check_process_tighter(const json_t *in, const json_t *out, tg_error **err);
+
 #endif
