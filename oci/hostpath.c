@@ -91,10 +91,12 @@ static int check_one(const char *field, const char *written, const char *p, bool
     for (size_t f = 0; f < 2; f++) {
       if (forms[f] == NULL)
         continue;
+      bool same = strcmp(p, forms[f]) == 0;
       bool inside = is_under(p, forms[f]) && (k == 1 || is_state_dir_path(p, forms[f]));
       if (is_under(forms[f], p) || inside)
         return tg_error_set(err, 0, "%s: %s (%s) %s tollgate's %s %s; %s", field, written, p,
-                            inside ? "is inside" : "contains", k == 0 ? "state root" : "audit directory", forms[f], what);
+                            same ? "is" : inside ? "is inside" : "contains", k == 0 ? "state root" : "audit directory",
+                            forms[f], what);
     }
   }
   return 0;
