@@ -134,6 +134,7 @@ install: all
 	install -D -m 0644 bridge/client/tollgate.py $(DESTDIR)$(PREFIX)/lib/tollgate/tollgate.py
 	install -d $(DESTDIR)$(PREFIX)/share/tollgate
 	cp -r bundles/profiles bundles/seccomp $(DESTDIR)$(PREFIX)/share/tollgate/
+	cp bundles/backend-floor.json $(DESTDIR)$(PREFIX)/share/tollgate/
 	install -D -m 0644 docs/tollgate.1 $(DESTDIR)$(PREFIX)/share/man/man1/tollgate.1
 
 clean:

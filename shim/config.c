@@ -23,6 +23,7 @@ void host_config_defaults(struct host_config *cfg) {
   cfg->profile = xstrdup("hardened");
   cfg->policy_dir = xstrdup("/etc/tollgate/policies");
   cfg->audit_dir = xstrdup("/var/log/tollgate/audit");
+  cfg->runc_version_floor = xstrdup("warn");
   cfg->approval_timeout_ms = 60000;
   cfg->bridge_tmpfs_bytes = 16u * 1024 * 1024;
   cfg->request_max_bytes = 64u * 1024;
@@ -45,7 +46,7 @@ static const struct field fields[] = {
     FIELD(audit_dir, F_STRING),      FIELD(audit_key, F_STRING),
     FIELD(approval_hook, F_STRING),  FIELD(approval_timeout_ms, F_INT),
     FIELD(approver_group, F_STRING), FIELD(bridge_tmpfs_bytes, F_SIZE),
-    FIELD(request_max_bytes, F_SIZE),
+    FIELD(request_max_bytes, F_SIZE), FIELD(runc_version_floor, F_STRING),
 };
 
 static void free_strv(char **v) {
@@ -191,6 +192,15 @@ int host_config_load(const char *path, struct host_config *cfg,
     free(cfg->platform);
     cfg->platform = xstrdup("ptrace");
   }
+  if (cfg->runc_version_floor == NULL ||
+      (strcmp(cfg->runc_version_floor, "warn") != 0 && strcmp(cfg->runc_version_floor, "refuse") != 0)) {
+    tg_error_set(err, 0,
+                 "host config %s: \"runc_version_floor\" must be \"warn\" or "
+                 "\"refuse\", not \"%s\"",
+                 path, cfg->runc_version_floor ? cfg->runc_version_floor : "null");
+    host_config_free(cfg);
+    return -1;
+  }
   if (cfg->profile == NULL) {
     host_config_free(cfg);
     return tg_error_set(err, 0,
@@ -210,6 +220,7 @@ void host_config_free(struct host_config *cfg) {
   free(cfg->data_dir);
   free(cfg->policy_dir);
   free(cfg->audit_dir);
+  free(cfg->runc_version_floor);
   free(cfg->audit_key);
   free(cfg->approval_hook);
   free(cfg->approver_group);

@@ -36,6 +36,9 @@ struct host_config {
   char *approver_group;   /* group allowed to approve besides root, or NULL */
   size_t bridge_tmpfs_bytes; /* default 16 MiB */
   size_t request_max_bytes;  /* default 64 KiB */
+  char *runc_version_floor;  /* "warn" (default: once per root and binary)
+                                or "refuse": what create does with a runc
+                                older than data file backend-floor.json */
 };
 
 /* Load path (NULL = TG_DEFAULT_CONFIG, where a missing file is fine).

@@ -16,6 +16,7 @@
 #include "oci/harden.h"
 #include "oci/netcheck.h"
 #include "shim/mount_pin.h"
+#include "shim/runc_floor.h"
 #include "shim/state.h"
 #include "shim/util.h"
 
@@ -249,6 +250,10 @@ static int do_create(struct cli *cli, const struct create_request *req,
   struct backend b;
   if (backend_choose(cli, &b, err) < 0)
     return -1;
+  if (runc_floor_check(cli, &b, err) < 0) {
+    backend_free(&b);
+    return -1;
+  }
   json_t *state = json_new_object();
   backend_to_state(&b, state);
   backend_free(&b);
