@@ -171,6 +171,42 @@ PY
   fi
 done
 
+# --- the runc version floor ---------------------------------------------------
+# Debian 12's runc 1.1.5+ds1 predates the fixes for CVE-2025-31133/52565/52881
+# (its changelog carries only CVE-2024-21626): a warning, once per root and
+# binary, by default; refused when the host config says so.
+case " $BACKENDS " in *" runc "*)
+  ver=$(runc --version | sed -n 's/^runc version //p')
+  floor_below=$(python3 - "$ver" <<'PY'
+import sys
+v = sys.argv[1].split("+")[0]
+p = [int(x) for x in v.split("-")[0].split(".")]
+print("yes" if p < [1, 2, 8] or (p[:2] == [1, 3] and p < [1, 3, 3]) else "no")
+PY
+)
+  ver_re=$(printf '%s' "$ver" | sed 's/[.+]/\\&/g')
+  if [ "$floor_below" = yes ]; then
+    rm -f "$TG_ROOT/.runc-version.json"
+    with 'pass' true
+    (cd / && tg --runtime runc run --bundle "$B" fv1 >/dev/null 2>"$TG_ROOT/err" </dev/null)
+    check_eq "runc floor: runc $ver still runs by default" 0 "$?"
+    check_match "runc floor: the warning names version and CVEs" "warning: runc $ver_re .*predates the fixes for CVE-2025-31133, CVE-2025-52565, CVE-2025-52881 \\(fixed in 1.2.8, 1.3.3, 1.4.0-rc.3\\)" "$(cat "$TG_ROOT/err")"
+    (cd / && tg --runtime runc run --bundle "$B" fv2 >/dev/null 2>"$TG_ROOT/err" </dev/null)
+    check_eq "runc floor: the warning is shown once" "" "$(cat "$TG_ROOT/err")"
+    write_config 'runc_version_floor="refuse"'
+    msg=$(cd / && tg --runtime runc run --bundle "$B" fv3 2>&1 >/dev/null </dev/null)
+    check_match "runc floor: refused when the host config says so" "runc $ver_re .*predates the fixes for CVE-2025-31133.*upgrade runc, use runsc" "$msg"
+    check_eq "runc floor: refused leaves no container" "" "$(tg list -q)"
+    write_config 'runc_version_floor="sometimes"'
+    msg=$(cd / && tg --runtime runc run --bundle "$B" fv4 2>&1 >/dev/null </dev/null)
+    check_match "runc floor: a bad host config value is named" 'runc_version_floor" must be "warn" or "refuse"' "$msg"
+    write_config
+  else
+    echo "# runc $ver is at or above the floor: nothing to warn about"
+  fi
+  ;;
+esac
+
 # --- the race: a source flipped between a directory and a link to / ----------
 # RENAME_EXCHANGE swaps the two names atomically, as fast as it can, while
 # create checks and the backend mounts.  Each run either is refused (the
