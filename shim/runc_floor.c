@@ -164,6 +164,26 @@ static void remember(const struct cli *cli, const struct backend *b, const struc
   tg_error_free(&e);
 }
 
+static json_t *load_floor(const struct cli *cli, tg_error **err) {
+  cleanup_free char *path = host_config_data_path(&cli->config, FLOOR_FILE, err);
+  if (path == NULL)
+    return NULL;
+  cleanup_free char *buf = NULL;
+  size_t len = 0;
+  if (read_file(path, 64 * 1024, &buf, &len, err) < 0)
+    return NULL;
+  struct json_parse_options po = {.max_depth = 8};
+  tg_error *pe = NULL;
+  json_t *doc = json_parse(buf, len, &po, &pe);
+  if (doc == NULL || !json_is(json_object_get(doc, "runc"), JSON_OBJECT)) {
+    tg_error_set(err, 0, "%s: %s; reinstall tollgate's data files", path, pe ? pe->msg : "no \"runc\" object");
+    tg_error_free(&pe);
+    json_free(doc);
+    return NULL;
+  }
+  return doc;
+}
+
 int runc_floor_check(const struct cli *cli, const struct backend *b, tg_error **err) {
   if (b->kind != BACKEND_RUNC)
     return 0;
@@ -175,17 +195,21 @@ int runc_floor_check(const struct cli *cli, const struct backend *b, tg_error **
   cleanup_free char *version = runc_version(cli, b, &st, &warned, err);
   if (version == NULL)
     return -1;
-  cleanup_free char *path = host_config_data_path(&cli->config, FLOOR_FILE, err);
-  if (path == NULL)
-    return tg_error_wrap(err, "the runc version floor");
-  cleanup_free char *buf = NULL;
-  size_t len = 0;
-  if (read_file(path, 64 * 1024, &buf, &len, err) < 0)
-    return tg_error_wrap(err, "the runc version floor");
-  struct json_parse_options po = {.max_depth = 8};
-  cleanup_json json_t *doc = json_parse(buf, len, &po, err);
-  if (doc == NULL)
-    return tg_error_wrap(err, "%s", path);
+  tg_error *le = NULL;
+  cleanup_json json_t *doc = load_floor(cli, &le);
+  if (doc == NULL) {
+    /* An install without the data file cannot check: refuse says so;
+     * warn says so on every create until the file is there. */
+    if (refuse) {
+      tg_error_set(err, le->errnum, "the runc version floor (\"runc_version_floor\": \"refuse\"): %s", le->msg);
+      tg_error_free(&le);
+      return -1;
+    }
+    cleanup_free char *msg = xasprintf("cannot check runc %s against the version floor: %s", version, le->msg);
+    tg_error_free(&le);
+    log_line(cli->log_path, cli->log_json, "warning", msg);
+    return 0;
+  }
   const json_t *floor = json_object_get(doc, "runc");
   cleanup_free char *fix = NULL;
   bool below = runc_below_floor(version, floor, &fix);
