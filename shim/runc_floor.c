@@ -122,9 +122,9 @@ static char *version_from_output(const char *out) {
 }
 
 /* The binary's version, from the cache when the binary is the same file. */
-static char *runc_version(const struct cli *cli, const struct backend *b, const struct stat *st, bool *warned,
-                          tg_error **err) {
-  *warned = false;
+static char *runc_version(const struct cli *cli, const struct backend *b, const struct stat *st, bool *cached,
+                          bool *warned, tg_error **err) {
+  *warned = *cached = false;
   cleanup_free char *key = xasprintf("%s:%llu:%llu:%lld:%lld", b->path, (unsigned long long)st->st_dev,
                                      (unsigned long long)st->st_ino, (long long)st->st_size,
                                      (long long)st->st_mtim.tv_sec);
@@ -135,6 +135,7 @@ static char *runc_version(const struct cli *cli, const struct backend *b, const 
   const char *cver = json_string_value(json_object_get(cache, "version"));
   if (ckey && cver && strcmp(ckey, key) == 0) {
     *warned = json_is_true(json_object_get(cache, "warned"));
+    *cached = true;
     return xstrdup(cver);
   }
   char *argv[] = {b->path, "--version", NULL};
@@ -191,8 +192,8 @@ int runc_floor_check(const struct cli *cli, const struct backend *b, tg_error **
   struct stat st;
   if (stat(b->path, &st) < 0)
     return tg_error_set(err, errno, "runc %s", b->path);
-  bool warned = false;
-  cleanup_free char *version = runc_version(cli, b, &st, &warned, err);
+  bool warned = false, cached = false;
+  cleanup_free char *version = runc_version(cli, b, &st, &cached, &warned, err);
   if (version == NULL)
     return -1;
   tg_error *le = NULL;
@@ -214,7 +215,7 @@ int runc_floor_check(const struct cli *cli, const struct backend *b, tg_error **
   cleanup_free char *fix = NULL;
   bool below = runc_below_floor(version, floor, &fix);
   if (!below) {
-    if (!warned)
+    if (!cached)
       remember(cli, b, &st, version, false);
     return 0;
   }
