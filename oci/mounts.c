@@ -161,9 +161,30 @@ static long long default_tmpfs_cap(const struct oci_profile *p) {
   return cap;
 }
 
+/* An option and its opposite both given ("ro", "rw"): the input's
+ * intent is unclear, so the tighter one is kept (the kernel would take
+ * whichever came last). */
+static void resolve_conflicts(json_t *m, const char *dst) {
+  static const char *const pairs[][2] = {{"ro", "rw"}, {"nosuid", "suid"}, {"nodev", "dev"}, {"noexec", "exec"}};
+  const json_t *opts = json_object_get(m, "options");
+  for (size_t k = 0; k < 4; k++) {
+    bool on = false, off = false;
+    for (size_t i = 0; i < json_array_len(opts); i++) {
+      const char *o = json_string_value(json_array_get(opts, i));
+      if (o == NULL)
+        continue;
+      on |= strcmp(o, pairs[k][0]) == 0 || (o[0] == 'r' && strcmp(o + 1, pairs[k][0]) == 0);
+      off |= strcmp(o, pairs[k][1]) == 0 || (o[0] == 'r' && strcmp(o + 1, pairs[k][1]) == 0);
+    }
+    if (on && off && !(k == 2 && dst && strcmp(dst, "/dev") == 0))
+      opt_set(m, pairs[k][0], pairs[k][1]);
+  }
+}
+
 static void harden_one_mount(json_t *m, const struct oci_profile *p) {
   const char *type = json_string_value(json_object_get(m, "type"));
   const char *dst = json_string_value(json_object_get(m, "destination"));
+  resolve_conflicts(m, dst);
   if (mount_is_bind(m)) {
     /* Set-uid binaries and device nodes from the host are how a bind
      * mount turns into privilege; the data itself stays usable. */

@@ -59,6 +59,7 @@ runs() {
 
 mkdir -p "$B/data"
 echo marker >"$B/data/marker"
+chmod 1777 "$B/data" # writable for 65534: only the mount can say no
 ln -sfn / "$B/hostroot"
 ln -sfn ../../../../../../../../.. "$B/up"
 
@@ -71,6 +72,11 @@ for be in $BACKENDS; do
   with 'c["mounts"].append({"destination": "/mnt", "type": "bind", "source": "data", "options": ["rbind", "ro"]})' ls /mnt
   runs "a relative source inside the bundle" "$be"
   check_eq "$be: the relative source is the bundle's data/" marker "$(cat "$TG_ROOT/out")"
+
+  with 'c["mounts"].append({"destination": "/mnt", "type": "bind", "source": "data", "options": ["rbind", "ro", "rw", "noexec", "exec"]})' sh -c 'touch /mnt/x 2>&1 && echo writable; cp /bin/busybox /tmp/b 2>/dev/null; ls /mnt'
+  runs "a bind with ro,rw and noexec,exec" "$be"
+  check_match "$be: ro,rw resolves to read-only" 'Read-only file system' "$(cat "$TG_ROOT/out")"
+  check "$be: nothing was written through it" test ! -e "$B/data/x"
 
   # --- root.path --------------------------------------------------------
   with 'c["root"]["path"] = "/"' ls /
