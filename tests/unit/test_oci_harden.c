@@ -538,17 +538,29 @@ static json_t *case_input(const struct hcase *c) {
  * (the relative-source shape), and a fake tollgate root holds a state
  * directory (0700, state.json) beside a plain bundles/ directory. */
 static char unit_dir[64];
+static pid_t unit_dir_owner;
 static void unit_dirs(void) {
   if (unit_dir[0])
     return;
   strcpy(unit_dir, "/tmp/tg-unit-bundle.XXXXXX");
   cr_assert_not_null(mkdtemp(unit_dir));
+  unit_dir_owner = getpid();
   const char *cmd_fmt = "cd %s && mkdir -p bundle/rootfs bundle/data root/c1 root/bundles/b/rootfs audit && "
                         "chmod 700 root/c1 && touch root/c1/state.json && ln -s / bundle/hostroot && "
                         "ln -s /etc bundle/etc-link && ln -s ../.. bundle/up";
   char *cmd = xasprintf(cmd_fmt, unit_dir);
   cr_assert_eq(system(cmd), 0);
   free(cmd);
+}
+
+/* Criterion runs each test in its own process: each removes its own. */
+__attribute__((destructor)) static void unit_dirs_remove(void) {
+  if (unit_dir[0] && unit_dir_owner == getpid()) {
+    char *cmd = xasprintf("rm -rf '%s'", unit_dir);
+    if (system(cmd) != 0)
+      fprintf(stderr, "could not remove %s\n", unit_dir);
+    free(cmd);
+  }
 }
 
 static char bundle_dir[96], root_dir[96], audit_dir[96];
