@@ -149,6 +149,7 @@ install: all
 	install -m 0644 bridge/sdk/tollgate_sdk/*.py $(DESTDIR)$(PREFIX)/lib/tollgate/tollgate_sdk/
 	install -d $(DESTDIR)$(PREFIX)/share/tollgate
 	cp -r bundles/profiles bundles/seccomp $(DESTDIR)$(PREFIX)/share/tollgate/
+	cp bundles/backend-floor.json $(DESTDIR)$(PREFIX)/share/tollgate/
 	install -D -m 0644 docs/tollgate.1 $(DESTDIR)$(PREFIX)/share/man/man1/tollgate.1
 	@# The audit chain is keyed by default: an unkeyed one proves only that
 	@# nothing was damaged by accident (docs/audit.md).  A per-node key,

@@ -1,4 +1,6 @@
 /* Capabilities and the user a container runs as. */
+#include <cap-ng.h>
+#include <ctype.h>
 #include <string.h>
 
 #include "oci/transform.h"
@@ -66,4 +68,17 @@ void oci_user_harden(json_t *process, const struct oci_profile *p) {
     if (!json_integer_value(json_array_get(extra, i), &g) || g == 0)
       json_array_remove(extra, i);
   }
+}
+
+bool oci_cap_name_known(const char *name) {
+  if (name == NULL || strncmp(name, "CAP_", 4) != 0)
+    return false;
+  char low[64];
+  size_t i;
+  for (i = 0; name[4 + i] && i < sizeof low - 1; i++)
+    low[i] = (char)tolower((unsigned char)name[4 + i]);
+  if (name[4 + i] != '\0' || i == 0)
+    return false;
+  low[i] = '\0';
+  return capng_name_to_capability(low) >= 0;
 }

@@ -6,12 +6,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "oci/harden.h"
 #include "oci/transform.h"
 #include "shim/util.h"
 
-/* Lexically clean an absolute path: collapse "//", drop ".", resolve
- * "..".  Owned result. */
-static char *path_clean(const char *path) {
+char *oci_path_clean(const char *path) {
   size_t len = strlen(path);
   char *out = xmalloc(len + 2);
   size_t o = 0;
@@ -68,7 +67,7 @@ static bool take(const char **p, const char *word) {
 bool oci_path_is_fd_escape(const char *path) {
   if (path == NULL)
     return false;
-  cleanup_free char *c = path_clean(path);
+  cleanup_free char *c = oci_path_clean(path);
   const char *p = c;
   /* /dev/fd and /dev/std* are links into /proc/self/fd. */
   if (take(&p, "dev")) {
@@ -138,24 +137,6 @@ static int check_namespaces(const json_t *config, tg_error **err) {
   return 0;
 }
 
-/* Host paths that must never be bind-mounted, nor any directory above
- * them (a directory exposes every socket below it). */
-static const char *const sensitive[] = {
-    "/var/run/docker.sock", "/run/docker.sock", "/run/containerd", "/var/run/containerd",
-    "/run/crio", "/var/run/crio", "/run/podman", "/run/dbus", "/var/run/dbus", "/run/systemd",
-    "/var/lib/docker", "/var/lib/containerd", "/var/lib/kubelet", "/etc/shadow", "/root",
-    "/etc/tollgate",
-};
-/* Host trees that must never be bind-mounted, nor anything inside. */
-static const char *const sensitive_trees[] = {"/proc", "/sys", "/dev", "/boot", "/lib/modules", "/usr/lib/modules"};
-
-static bool is_under(const char *path, const char *tree) {
-  if (strcmp(tree, "/") == 0)
-    return true;
-  size_t n = strlen(tree);
-  return strncmp(path, tree, n) == 0 && (path[n] == '\0' || path[n] == '/');
-}
-
 static bool is_bind(const json_t *m) {
   const char *type = json_string_value(json_object_get(m, "type"));
   const json_t *opts = json_object_get(m, "options");
@@ -165,7 +146,37 @@ static bool is_bind(const json_t *m) {
 
 static const char *const allowed_fs[] = {"bind", "tmpfs", "proc", "sysfs", "cgroup", "cgroup2", "mqueue", "devpts", "none"};
 
-static int check_mount(const json_t *m, size_t i, tg_error **err) {
+/* The kernel filesystems that show host-wide state through what they
+ * contain, each at the one place the masked and read-only path lists
+ * cover: a second procfs at /p2 would show /p2/interrupts, /p2/kcore...
+ * unmasked.  cgroup and cgroup2 share /sys/fs/cgroup. */
+static const struct {
+  const char *type, *destination;
+} pseudo_fs[] = {
+    {"proc", "/proc"},   {"sysfs", "/sys"},          {"mqueue", "/dev/mqueue"},
+    {"devpts", "/dev/pts"}, {"cgroup", "/sys/fs/cgroup"}, {"cgroup2", "/sys/fs/cgroup"},
+};
+#define N_PSEUDO (sizeof pseudo_fs / sizeof pseudo_fs[0])
+
+static int check_pseudo_mount(const json_t *m, size_t i, const char *type, unsigned *seen, tg_error **err) {
+  const char *dst = json_string_value(json_object_get(m, "destination"));
+  for (size_t k = 0; k < N_PSEUDO; k++) {
+    if (strcmp(type, pseudo_fs[k].type) != 0)
+      continue;
+    cleanup_free char *clean = dst && dst[0] == '/' ? oci_path_clean(dst) : NULL;
+    if (clean == NULL || strcmp(clean, pseudo_fs[k].destination) != 0)
+      return tg_error_set(err, 0, "mounts[%zu]: a %s filesystem may only be mounted at %s, not at %s (elsewhere it shows what the masked paths hide); remove it or set \"destination\": \"%s\"",
+                          i, type, pseudo_fs[k].destination, dst ? dst : "(none)", pseudo_fs[k].destination);
+    /* one bit per destination: cgroup and cgroup2 count as one */
+    unsigned bit = 1u << (k == 5 ? 4 : k);
+    if (*seen & bit)
+      return tg_error_set(err, 0, "mounts[%zu]: a second %s mount at %s; keep only one", i, type, clean);
+    *seen |= bit;
+  }
+  return 0;
+}
+
+static int check_mount(const json_t *m, size_t i, const struct harden_options *o, unsigned *seen, tg_error **err) {
   const char *src = json_string_value(json_object_get(m, "source"));
   const char *dst = json_string_value(json_object_get(m, "destination"));
   const char *type = json_string_value(json_object_get(m, "type"));
@@ -179,34 +190,31 @@ static int check_mount(const json_t *m, size_t i, tg_error **err) {
     if (!ok)
       return tg_error_set(err, 0, "mounts[%zu] (%s): filesystem type %s gives the container a host device or filesystem; use a bind mount of a directory instead",
                           i, dst ? dst : "?", type);
-    return 0;
+    return type ? check_pseudo_mount(m, i, type, seen, err) : 0;
   }
-  if (src == NULL)
+  if (src == NULL || src[0] == '\0')
     return tg_error_set(err, 0, "mounts[%zu]: a bind mount needs a source", i);
-  cleanup_free char *clean = path_clean(src);
-  cleanup_free char *real = realpath(src, NULL);
-  const char *cands[] = {clean, real};
-  for (size_t c = 0; c < 2; c++) {
-    const char *p = cands[c];
-    if (p == NULL)
-      continue;
-    size_t n = strlen(p);
-    /* A socket gives the container a host service to talk to (the
-     * docker.sock shape): root on the host in one request. */
-    if ((n > 5 && strcmp(p + n - 5, ".sock") == 0) || (n > 7 && strcmp(p + n - 7, ".socket") == 0))
-      return tg_error_set(err, 0, "mounts[%zu]: %s looks like a host socket; host sockets are never mounted into a container", i, src);
-    for (size_t k = 0; k < sizeof sensitive / sizeof sensitive[0]; k++)
-      if (is_under(sensitive[k], p))
-        return tg_error_set(err, 0, "mounts[%zu]: bind mount of %s would expose %s from the host; mount a narrower directory", i,
-                            src, sensitive[k]);
-    for (size_t k = 0; k < sizeof sensitive_trees / sizeof sensitive_trees[0]; k++)
-      if (is_under(p, sensitive_trees[k]))
-        return tg_error_set(err, 0, "mounts[%zu]: bind mount of %s exposes the host's %s; remove it", i, src, sensitive_trees[k]);
-  }
-  struct stat st;
-  if (stat(src, &st) == 0 && S_ISSOCK(st.st_mode))
-    return tg_error_set(err, 0, "mounts[%zu]: %s is a host socket; host sockets are never mounted into a container", i, src);
-  return 0;
+  /* A relative source names a path in the bundle directory: that is
+   * where runc and runsc resolve it, so that is what is checked. */
+  cleanup_free char *host = oci_host_path(src, o ? o->bundle_dir : NULL);
+  if (host == NULL)
+    return tg_error_set(err, 0, "mounts[%zu]: relative bind source %s cannot be checked without the bundle directory; give an absolute path",
+                        i, src);
+  cleanup_free char *field = xasprintf("mounts[%zu] (bind source)", i);
+  return oci_check_host_path(field, src, host, false, o, err);
+}
+
+static int check_root(const json_t *config, const struct harden_options *o, tg_error **err) {
+  const char *root = json_string_value(json_get_path(config, "root.path"));
+  if (root == NULL)
+    return 0;
+  if (oci_path_is_fd_escape(root))
+    return tg_error_set(err, 0, "root.path %s is a file descriptor path; use the rootfs directory", root);
+  cleanup_free char *host = oci_host_path(root, o ? o->bundle_dir : NULL);
+  if (host == NULL)
+    return tg_error_set(err, 0, "root.path %s is relative and cannot be checked without the bundle directory; give an absolute path",
+                        root);
+  return oci_check_host_path("root.path", root, host, true, o, err);
 }
 
 static int check_devices(const json_t *config, const struct oci_profile *p, tg_error **err) {
@@ -242,19 +250,43 @@ static int check_sysctls(const json_t *config, const struct oci_profile *p, tg_e
   return 0;
 }
 
-int oci_refuse_escapes(const json_t *config, const struct oci_profile *p, tg_error **err) {
-  const char *cwd = json_string_value(json_get_path(config, "process.cwd"));
+static int check_capabilities(const json_t *process, const char *field, tg_error **err) {
+  static const char *const sets[] = {"bounding", "effective", "permitted", "inheritable", "ambient"};
+  const json_t *caps = json_object_get(process, "capabilities");
+  for (size_t s = 0; s < 5; s++) {
+    const json_t *arr = json_object_get(caps, sets[s]);
+    for (size_t k = 0; k < json_array_len(arr); k++) {
+      const char *name = json_string_value(json_array_get(arr, k));
+      /* The runtime spec: an unknown capability MUST be an error.  A
+       * silently dropped name hides a typo that may matter (CAP_SYS_ADMN). */
+      if (name == NULL || !oci_cap_name_known(name))
+        return tg_error_set(err, 0, "%s.capabilities.%s[%zu]: unknown capability %s%s%s; use a name from capabilities(7) such as CAP_CHOWN, or remove it",
+                            field, sets[s], k, name ? "\"" : "", name ? name : "(not a string)", name ? "\"" : "");
+    }
+  }
+  return 0;
+}
+
+int oci_check_process_escapes(const json_t *process, const char *field, tg_error **err) {
+  const char *cwd = json_string_value(json_object_get(process, "cwd"));
   /* CVE-2024-21626: a cwd under /proc/self/fd/N resolves through a file
    * descriptor the runtime leaked from the host, outside the rootfs. */
   if (oci_path_is_fd_escape(cwd))
-    return tg_error_set(err, 0, "process.cwd %s is a file descriptor path under /proc (the CVE-2024-21626 shape); use a directory inside the container",
-                        cwd);
-  const char *root = json_string_value(json_get_path(config, "root.path"));
-  if (oci_path_is_fd_escape(root))
-    return tg_error_set(err, 0, "root.path %s is a file descriptor path; use the rootfs directory", root);
+    return tg_error_set(err, 0, "%s.cwd %s is a file descriptor path under /proc (the CVE-2024-21626 shape); use a directory inside the container",
+                        field, cwd);
+  return check_capabilities(process, field, err);
+}
+
+int oci_refuse_escapes(const json_t *config, const struct oci_profile *p, const struct harden_options *o,
+                       tg_error **err) {
+  if (oci_check_process_escapes(json_object_get(config, "process"), "process", err) < 0)
+    return -1;
+  if (check_root(config, o, err) < 0)
+    return -1;
   const json_t *mounts = json_object_get(config, "mounts");
+  unsigned seen = 0;
   for (size_t i = 0; i < json_array_len(mounts); i++)
-    if (check_mount(json_array_get(mounts, i), i, err) < 0)
+    if (check_mount(json_array_get(mounts, i), i, o, &seen, err) < 0)
       return -1;
   if (check_namespaces(config, err) < 0 || check_devices(config, p, err) < 0 || check_sysctls(config, p, err) < 0)
     return -1;

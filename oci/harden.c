@@ -134,7 +134,7 @@ int oci_harden(json_t *config, const struct harden_options *opts, struct harden_
   int ret = 0;
   if (!p.passthrough) {
     cleanup_json json_t *before = json_copy(config);
-    ret = oci_refuse_escapes(config, &p, err);
+    ret = oci_refuse_escapes(config, &p, opts, err);
     if (ret == 0)
       ret = apply_profile(config, &p, opts->backend, err);
     /* Belt and braces: every step above only tightens by construction;
@@ -151,33 +151,74 @@ int oci_harden(json_t *config, const struct harden_options *opts, struct harden_
   return ret;
 }
 
-int oci_harden_process(json_t *process, const json_t *effective_config, tg_error **err) {
-  if (!json_is(process, JSON_OBJECT))
-    return tg_error_set(err, 0, "the process spec must be a JSON object");
-  const json_t *limit = json_object_get(effective_config, "process");
-  const char *cwd = json_string_value(json_object_get(process, "cwd"));
-  if (oci_path_is_fd_escape(cwd))
-    return tg_error_set(err, 0, "process cwd %s is a file descriptor path under /proc (the CVE-2024-21626 shape); use a directory inside the container",
-                        cwd);
-  const char *applied = json_string_value(json_object_get(json_object_get(effective_config, "annotations"), ANN_APPLIED));
-  if (applied && strcmp(applied, "passthrough") == 0)
-    return 0;
-  /* An exec'd process gets nothing the container itself was denied. */
-  oci_caps_intersect(process, limit);
-  if (json_is_true(json_object_get(limit, "noNewPrivileges")))
-    json_object_set(process, "noNewPrivileges", json_new_bool(true));
-  long long cuid = 0, cgid = 0, uid = 0;
+/* Does the container's own process hold group g (primary or extra)? */
+static bool holds_group(const json_t *user, long long g) {
+  long long gid = 0;
+  json_integer_value(json_object_get(user, "gid"), &gid);
+  if (gid == g)
+    return true;
+  const json_t *extra = json_object_get(user, "additionalGids");
+  for (size_t i = 0; i < json_array_len(extra); i++) {
+    long long x;
+    if (json_integer_value(json_array_get(extra, i), &x) && x == g)
+      return true;
+  }
+  return false;
+}
+
+/* uid 0 and group 0 only where the container itself has them: create's
+ * oci_user_harden() rule, with the container's ids as the substitute. */
+static void exec_user_harden(json_t *process, const json_t *limit) {
+  long long cuid = 0, cgid = 0, uid = 0, gid = 0;
   const json_t *cuser = json_object_get(limit, "user");
   json_integer_value(json_object_get(cuser, "uid"), &cuid);
   json_integer_value(json_object_get(cuser, "gid"), &cgid);
   json_t *user = json_object_ensure_object(process, "user");
+  /* A missing uid or gid means 0 to the runtime. */
   json_integer_value(json_object_get(user, "uid"), &uid);
+  json_integer_value(json_object_get(user, "gid"), &gid);
   if (cuid != 0 && uid == 0) {
     /* The container was denied root: so is anything exec'd into it. */
     json_object_set(user, "uid", json_new_integer(cuid));
     json_object_set(user, "gid", json_new_integer(cgid));
     json_object_del(user, "additionalGids");
+    return;
   }
+  if (gid == 0 && !holds_group(cuser, 0))
+    json_object_set(user, "gid", json_new_integer(cgid));
+  /* Group 0 owns much of a typical rootfs and of /proc: `--user 65534:0`
+   * or additionalGids [0] would hand it back. */
+  json_t *extra = json_object_get(user, "additionalGids");
+  for (size_t i = json_array_len(extra); i-- > 0;) {
+    long long g;
+    if (!json_integer_value(json_array_get(extra, i), &g) || g < 0 || (g == 0 && !holds_group(cuser, 0)))
+      json_array_remove(extra, i);
+  }
+}
+
+/* Fields an exec'd process takes from the container, never from the
+ * request: its LSM labels (an "unconfined" apparmorProfile would lift
+ * the confinement), scheduler and I/O priority. */
+static void exec_copy_from_container(json_t *process, const json_t *limit) {
+  static const char *const keys[] = {"apparmorProfile", "selinuxLabel", "scheduler", "ioPriority"};
+  for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+    const json_t *v = json_object_get(limit, keys[k]);
+    if (v)
+      json_object_set(process, keys[k], json_copy(v));
+    else
+      json_object_del(process, keys[k]);
+  }
+  long long cadj = 0, adj = 0;
+  json_integer_value(json_object_get(limit, "oomScoreAdj"), &cadj);
+  if (!json_integer_value(json_object_get(process, "oomScoreAdj"), &adj) || adj < cadj) {
+    if (json_object_get(limit, "oomScoreAdj"))
+      json_object_set(process, "oomScoreAdj", json_new_integer(cadj));
+    else
+      json_object_del(process, "oomScoreAdj");
+  }
+}
+
+static void exec_rlimits_harden(json_t *process, const json_t *limit) {
   /* rlimits no higher than the container's */
   const json_t *crl = json_object_get(limit, "rlimits");
   json_t *rl = json_object_ensure_array(process, "rlimits");
@@ -206,6 +247,35 @@ int oci_harden_process(json_t *process, const json_t *effective_config, tg_error
     json_object_set(mine, "hard", json_new_integer(hard));
     json_object_set(mine, "soft", json_new_integer(soft));
   }
+}
+
+int oci_harden_process(json_t *process, const json_t *effective_config, tg_error **err) {
+  if (!json_is(process, JSON_OBJECT))
+    return tg_error_set(err, 0, "the process spec must be a JSON object");
+  const json_t *limit = json_object_get(effective_config, "process");
+  if (oci_check_process_escapes(process, "process", err) < 0)
+    return -1;
+  const char *applied = json_string_value(json_object_get(json_object_get(effective_config, "annotations"), ANN_APPLIED));
+  if (applied && strcmp(applied, "passthrough") == 0)
+    return 0;
+  /* The labels, scheduler and I/O priority are the container's whatever
+   * the request said: the proof against the request leaves them out, the
+   * proof against the container covers them. */
+  cleanup_json json_t *before = json_copy(process);
+  exec_copy_from_container(before, limit);
+  /* An exec'd process gets nothing the container itself was denied. */
+  oci_caps_intersect(process, limit);
+  if (json_is_true(json_object_get(limit, "noNewPrivileges")))
+    json_object_set(process, "noNewPrivileges", json_new_bool(true));
+  exec_user_harden(process, limit);
+  exec_copy_from_container(process, limit);
+  exec_rlimits_harden(process, limit);
+  /* The same proof as create's, twice: no looser than what was asked,
+   * and no looser than the container itself. */
+  if (oci_check_process_tighter(before, process, err) < 0)
+    return tg_error_wrap(err, "internal error: exec hardening loosened the process; this is a tollgate bug");
+  if (oci_check_process_tighter(limit, process, err) < 0)
+    return tg_error_wrap(err, "internal error: the exec'd process is looser than the container; this is a tollgate bug");
   return 0;
 }
 

@@ -20,6 +20,12 @@ struct harden_options {
   const char *seccomp_dir;  /* directory holding the syscall lists */
   bool allow_passthrough;   /* host config permits the passthrough profile */
   const char *backend;      /* "runsc" or "runc" */
+  const char *bundle_dir;   /* absolute; relative root.path and bind sources
+                               resolve here, as the backend resolves them.
+                               NULL: a relative one is refused */
+  const char *state_root;   /* tollgate's --root: never a bind source or
+                               rootfs (nor above it); NULL = unchecked */
+  const char *audit_dir;    /* the audit directory: likewise */
 };
 
 struct harden_result {
@@ -41,5 +47,33 @@ int oci_harden_process(json_t *process, const json_t *effective_config,
                        tg_error **err);
 
 void harden_result_free(struct harden_result *res);
+
+struct oci_profile;
+/* The resources object of `tollgate update` (OCI linux.resources), in
+ * place: only memory, cpu (no realtime budget), pids and blockIO keys are
+ * accepted (anything else is an error naming it); memory, pids and the
+ * CPU quota it sets are lowered to the profile's ceilings (an update may
+ * tighten, or loosen up to the profile, never beyond), swap follows the
+ * memory limit, the OOM killer stays on.  0 or -1 with *err. */
+int oci_update_harden(json_t *resources, const struct oci_profile *p,
+                      tg_error **err);
+
+/* The host path a config path names: an absolute path cleaned, a relative
+ * one joined to bundle_dir (where runc and runsc resolve it) and cleaned.
+ * NULL when it is relative and bundle_dir is NULL.  Owned. */
+char *oci_host_path(const char *path, const char *bundle_dir);
+
+/* The host-path rules for a bind source (rootfs false) or root.path
+ * (rootfs true), on resolved, the absolute host path it names (as
+ * written, or as the kernel reports an opened object): never /, never a
+ * host socket, never at or above a sensitive path (docker.sock, /root,
+ * /etc/tollgate...), never inside /proc, /sys, /dev, /boot or the kernel
+ * modules, never at or above opts->state_root or opts->audit_dir, nor
+ * inside a container's state directory or the audit directory.  Both the
+ * lexical form and the form with links resolved are checked.  field and
+ * written name the config field and its value in the error.  0 or -1. */
+int oci_check_host_path(const char *field, const char *written,
+                        const char *resolved, bool rootfs,
+                        const struct harden_options *opts, tg_error **err);
 
 #endif

@@ -111,3 +111,83 @@ void oci_limits_harden(json_t *config, const struct oci_profile *p, const char *
   if (json_integer_value(json_object_get(process, "oomScoreAdj"), &adj) && adj < 0)
     json_object_set(process, "oomScoreAdj", json_new_integer(0));
 }
+
+/* The keys `update` may carry, per linux.resources section.  Anything
+ * else (devices, hugepage or rdma limits, the realtime CPU budget, raw
+ * cgroup v2 "unified" files) is refused: update is for the limits a
+ * profile bounds, not a way around create's hardening. */
+static const struct {
+  const char *section;
+  const char *const keys[10];
+} update_keys[] = {
+    {"memory", {"limit", "reservation", "swap", "kernel", "kernelTCP", "swappiness", "disableOOMKiller", "checkBeforeUpdate"}},
+    {"cpu", {"shares", "quota", "period", "cpus", "mems", "idle", "burst"}},
+    {"pids", {"limit"}},
+    {"blockIO", {"weight", "leafWeight"}},
+};
+
+static int check_update_keys(const json_t *res, tg_error **err) {
+  if (!json_is(res, JSON_OBJECT))
+    return tg_error_set(err, 0, "update: the resources must be a JSON object (linux.resources of the runtime spec)");
+  for (size_t i = 0; i < res->u.object.len; i++) {
+    const char *sec = res->u.object.keys[i];
+    const json_t *v = res->u.object.values[i];
+    size_t k = 0;
+    while (k < sizeof update_keys / sizeof update_keys[0] && strcmp(update_keys[k].section, sec) != 0)
+      k++;
+    if (k == sizeof update_keys / sizeof update_keys[0])
+      return tg_error_set(err, 0, "update: resources.%s cannot be updated by tollgate (only memory, cpu, pids, blockIO); recreate the container to change it",
+                          sec);
+    if (!json_is(v, JSON_OBJECT))
+      return tg_error_set(err, 0, "update: resources.%s must be an object", sec);
+    for (size_t j = 0; j < v->u.object.len; j++) {
+      bool ok = false;
+      for (size_t n = 0; update_keys[k].keys[n]; n++)
+        ok |= strcmp(update_keys[k].keys[n], v->u.object.keys[j]) == 0;
+      if (!ok)
+        return tg_error_set(err, 0, "update: resources.%s.%s cannot be updated by tollgate; remove it (realtime CPU budgets are never granted)",
+                            sec, v->u.object.keys[j]);
+    }
+  }
+  return 0;
+}
+
+int oci_update_harden(json_t *res, const struct oci_profile *p, tg_error **err) {
+  if (check_update_keys(res, err) < 0)
+    return -1;
+  json_t *mem = json_object_get(res, "memory");
+  if (mem) {
+    long long have = get_ll(json_object_get(mem, "limit"), 0);
+    if (json_object_get(mem, "limit")) {
+      long long limit = tighter(have, p->memory_bytes);
+      if (limit > 0)
+        json_object_set(mem, "limit", json_new_integer(limit));
+    }
+    /* No swap, as at create: swap follows the limit, or is left as it is. */
+    json_object_del(mem, "swap");
+    if (json_object_get(mem, "limit") && get_ll(json_object_get(mem, "limit"), 0) > 0)
+      json_object_set(mem, "swap", json_copy(json_object_get(mem, "limit")));
+    if (json_is_true(json_object_get(mem, "disableOOMKiller")))
+      json_object_set(mem, "disableOOMKiller", json_new_bool(false));
+  }
+  json_t *pids = json_object_get(res, "pids");
+  if (pids && json_object_get(pids, "limit")) {
+    long long v = tighter(get_ll(json_object_get(pids, "limit"), 0), p->pids);
+    if (v > 0)
+      json_object_set(pids, "limit", json_new_integer(v));
+  }
+  json_t *cpu = json_object_get(res, "cpu");
+  if (cpu && (json_object_get(cpu, "quota") || json_object_get(cpu, "period")) && p->cpu_millis > 0) {
+    long long period = get_ll(json_object_get(cpu, "period"), 100000);
+    long long quota = get_ll(json_object_get(cpu, "quota"), -1);
+    /* A period alone would rescale the quota the container has now (a
+     * period of 1 ms with a 100 ms quota is 100 CPUs): both are set. */
+    if (period <= 0)
+      period = 100000;
+    if (quota <= 0 || quota * 1000 / period > p->cpu_millis || !json_object_get(cpu, "quota"))
+      quota = p->cpu_millis * period / 1000;
+    json_object_set(cpu, "period", json_new_integer(period));
+    json_object_set(cpu, "quota", json_new_integer(quota));
+  }
+  return 0;
+}

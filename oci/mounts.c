@@ -12,7 +12,11 @@ static void opt_set(json_t *m, const char *on, const char *opposite) {
   json_t *opts = json_object_ensure_array(m, "options");
   for (size_t i = json_array_len(opts); i-- > 0;) {
     const char *o = json_string_value(json_array_get(opts, i));
-    if (o && opposite && strcmp(o, opposite) == 0)
+    /* The opposite anywhere (also runc's recursive "r" form, and
+     * "defaults", which means rw,suid,dev,exec) would undo `on` wherever
+     * it comes after it. */
+    if (o && ((opposite && strcmp(o, opposite) == 0) || (opposite && o[0] == 'r' && strcmp(o + 1, opposite) == 0) ||
+              strcmp(o, "defaults") == 0))
       json_array_remove(opts, i);
   }
   if (!json_array_has_string(opts, on))
@@ -26,33 +30,102 @@ static bool mount_is_bind(const json_t *m) {
          json_array_has_string(opts, "rbind");
 }
 
-long long oci_tmpfs_size(const json_t *m) {
+/* A tmpfs size option's value in bytes: size=N[kKmMgG] or nr_blocks=N
+ * (pages).  -1 when it is not a fixed bound (a percentage of host memory,
+ * a suffix we do not take); 0 means unlimited to the kernel. */
+static long long size_value(const char *o) {
+  bool blocks = strncmp(o, "nr_blocks=", 10) == 0;
+  const char *v = o + (blocks ? 10 : 5);
+  char *end;
+  long long n = strtoll(v, &end, 10);
+  if (end == v || n < 0)
+    return -1;
+  long long unit = 1;
+  if (blocks)
+    unit = 4096;
+  else if (*end != '\0')
+    switch (tolower((unsigned char)*end++)) {
+    case 'k': unit = 1LL << 10; break;
+    case 'm': unit = 1LL << 20; break;
+    case 'g': unit = 1LL << 30; break;
+    default: return -1; /* a percentage of host memory: not a fixed bound */
+    }
+  long long bytes;
+  if (*end != '\0' || __builtin_mul_overflow(n, unit, &bytes))
+    return -1;
+  return bytes;
+}
+
+static bool is_size_option(const char *o) {
+  return strncmp(o, "size=", 5) == 0 || strncmp(o, "nr_blocks=", 10) == 0;
+}
+
+/* The flag options runc and runsc act on, and which protective flag each
+ * sets (on) or clears (off).  The kernel, runc and runsc all take the
+ * options in order, the last word winning: ["ro", "rw"] is read-write. */
+static const struct {
+  const char *name;
+  int flag; /* index into oci_mount_flags' bools */
+  bool on;
+} flag_words[] = {
+    {"ro", 0, true},      {"rro", 0, true},     {"rw", 0, false},       {"rrw", 0, false},
+    {"nosuid", 1, true},  {"rnosuid", 1, true}, {"suid", 1, false},     {"rsuid", 1, false},
+    {"nodev", 2, true},   {"rnodev", 2, true},  {"dev", 2, false},      {"rdev", 2, false},
+    {"noexec", 3, true},  {"rnoexec", 3, true}, {"exec", 3, false},     {"rexec", 3, false},
+};
+
+void oci_mount_flags(const json_t *m, struct oci_mount_flags *out) {
+  bool f[4] = {false, false, false, false};
+  out->size = -1;
+  out->rbind = false;
   const json_t *opts = json_object_get(m, "options");
   for (size_t i = 0; i < json_array_len(opts); i++) {
     const char *o = json_string_value(json_array_get(opts, i));
-    if (o == NULL || strncmp(o, "size=", 5) != 0)
+    if (o == NULL)
       continue;
-    char *end;
-    long long v = strtoll(o + 5, &end, 10);
-    if (end == o + 5 || v < 0)
-      return -1;
-    switch (tolower((unsigned char)*end)) {
-    case '\0': return v;
-    case 'k': v <<= 10; break;
-    case 'm': v <<= 20; break;
-    case 'g': v <<= 30; break;
-    default: return -1; /* a percentage of host memory: not a fixed bound */
+    if (strcmp(o, "defaults") == 0) {
+      /* mount(8)'s "defaults" is rw,suid,dev,exec */
+      f[0] = f[1] = f[2] = f[3] = false;
+      continue;
     }
-    return end[1] == '\0' ? v : -1;
+    if (strcmp(o, "rbind") == 0)
+      out->rbind = true;
+    if (is_size_option(o))
+      out->size = size_value(o);
+    for (size_t k = 0; k < sizeof flag_words / sizeof flag_words[0]; k++)
+      if (strcmp(o, flag_words[k].name) == 0)
+        f[flag_words[k].flag] = flag_words[k].on;
   }
-  return -1;
+  out->ro = f[0];
+  out->nosuid = f[1];
+  out->nodev = f[2];
+  out->noexec = f[3];
+}
+
+long long oci_tmpfs_size(const json_t *m) {
+  struct oci_mount_flags f;
+  oci_mount_flags(m, &f);
+  return f.size;
 }
 
 static void set_tmpfs_size(json_t *m, long long bytes) {
+  /* Every size option goes, so the one left is the one the kernel uses
+   * (with "size=1m", "size=8g" it would take the last). */
   json_t *opts = json_object_ensure_array(m, "options");
+  size_t n = 0;
+  bool same = false;
+  for (size_t i = 0; i < json_array_len(opts); i++) {
+    const char *o = json_string_value(json_array_get(opts, i));
+    if (o && is_size_option(o)) {
+      n++;
+      same = size_value(o) == bytes;
+    }
+  }
+  if (n == 1 && same)
+    return; /* already the one bound: hardening twice changes nothing */
   for (size_t i = json_array_len(opts); i-- > 0;) {
     const char *o = json_string_value(json_array_get(opts, i));
-    if (o && strncmp(o, "size=", 5) == 0)
+    if (o && is_size_option(o))
       json_array_remove(opts, i);
   }
   cleanup_free char *s = (bytes % (1 << 20)) == 0 ? xasprintf("size=%lldm", bytes >> 20) : xasprintf("size=%lldk", (bytes + 1023) >> 10);
@@ -88,9 +161,30 @@ static long long default_tmpfs_cap(const struct oci_profile *p) {
   return cap;
 }
 
+/* An option and its opposite both given ("ro", "rw"): the input's
+ * intent is unclear, so the tighter one is kept (the kernel would take
+ * whichever came last). */
+static void resolve_conflicts(json_t *m, const char *dst) {
+  static const char *const pairs[][2] = {{"ro", "rw"}, {"nosuid", "suid"}, {"nodev", "dev"}, {"noexec", "exec"}};
+  const json_t *opts = json_object_get(m, "options");
+  for (size_t k = 0; k < 4; k++) {
+    bool on = false, off = false;
+    for (size_t i = 0; i < json_array_len(opts); i++) {
+      const char *o = json_string_value(json_array_get(opts, i));
+      if (o == NULL)
+        continue;
+      on |= strcmp(o, pairs[k][0]) == 0 || (o[0] == 'r' && strcmp(o + 1, pairs[k][0]) == 0);
+      off |= strcmp(o, pairs[k][1]) == 0 || (o[0] == 'r' && strcmp(o + 1, pairs[k][1]) == 0);
+    }
+    if (on && off && !(k == 2 && dst && strcmp(dst, "/dev") == 0))
+      opt_set(m, pairs[k][0], pairs[k][1]);
+  }
+}
+
 static void harden_one_mount(json_t *m, const struct oci_profile *p) {
   const char *type = json_string_value(json_object_get(m, "type"));
   const char *dst = json_string_value(json_object_get(m, "destination"));
+  resolve_conflicts(m, dst);
   if (mount_is_bind(m)) {
     /* Set-uid binaries and device nodes from the host are how a bind
      * mount turns into privilege; the data itself stays usable. */
@@ -104,8 +198,7 @@ static void harden_one_mount(json_t *m, const struct oci_profile *p) {
     const struct profile_tmpfs *t = profile_tmpfs_at(p, dst);
     long long cap = t ? t->size_bytes : default_tmpfs_cap(p);
     long long have = oci_tmpfs_size(m);
-    if (have <= 0 || have > cap)
-      set_tmpfs_size(m, cap);
+    set_tmpfs_size(m, have <= 0 || have > cap ? cap : have);
     opt_set(m, "nosuid", "suid");
     opt_set(m, "noexec", "exec");
     /* /dev holds the device nodes the runtime creates there; nodev on it

@@ -1,5 +1,6 @@
 /* Loading, validating and comparing hardening profiles. */
 #include "oci/profile.h"
+#include "oci/transform.h"
 
 #include <cap-ng.h>
 #include <ctype.h>
@@ -32,18 +33,6 @@ static bool rlimit_name_known(const char *n) {
     if (strcmp(rlimit_names[i], n) == 0)
       return true;
   return false;
-}
-
-/* "CAP_NET_ADMIN" -> known to libcap-ng as "net_admin". */
-static bool cap_name_known(const char *name) {
-  if (strncmp(name, "CAP_", 4) != 0)
-    return false;
-  char low[64];
-  size_t i;
-  for (i = 0; name[4 + i] && i < sizeof low - 1; i++)
-    low[i] = (char)tolower((unsigned char)name[4 + i]);
-  low[i] = '\0';
-  return capng_name_to_capability(low) >= 0;
 }
 
 static bool name_is_plain(const char *n) {
@@ -118,7 +107,7 @@ int profile_from_json(const json_t *doc, const char *seccomp_dir, const char *sr
   if (get_list(doc, "capabilities", &p->caps, src, err) < 0)
     return -1;
   for (size_t i = 0; i < p->caps.n; i++)
-    if (!cap_name_known(p->caps.v[i]))
+    if (!oci_cap_name_known(p->caps.v[i]))
       return tg_error_set(err, 0, "%s: unknown capability \"%s\" (write it like CAP_CHOWN)", src, p->caps.v[i]);
   if (get_bool(doc, "no_new_privileges", &p->no_new_privileges, src, err) < 0 ||
       get_bool(doc, "readonly_rootfs", &p->readonly_rootfs, src, err) < 0)

@@ -106,6 +106,20 @@ static int parse_cond(const json_t *a, struct cond *c, const char *where, tg_err
   return 0;
 }
 
+/* Can a caller change the verdict with the upper 32 bits alone, which
+ * the kernel ignores for a 32-bit argument?  For an allowing rule that
+ * is any comparison an upper bit can make true: NE, GT, GE (EQ, LT, LE
+ * and MASKED_EQ only get harder to meet).  For a denying rule, any an
+ * upper bit can make false: EQ, LT, LE, and MASKED_EQ whose mask
+ * reaches above bit 31. */
+static bool cond_evadable(const struct cond *c, bool allows) {
+  if (allows)
+    return strcmp(c->op, "SCMP_CMP_NE") == 0 || strcmp(c->op, "SCMP_CMP_GT") == 0 || strcmp(c->op, "SCMP_CMP_GE") == 0;
+  if (strcmp(c->op, "SCMP_CMP_MASKED_EQ") == 0)
+    return c->value > 0xffffffffULL;
+  return strcmp(c->op, "SCMP_CMP_EQ") == 0 || strcmp(c->op, "SCMP_CMP_LT") == 0 || strcmp(c->op, "SCMP_CMP_LE") == 0;
+}
+
 static bool cond_equal(const struct cond *a, const struct cond *b) {
   return a->index == b->index && strcmp(a->op, b->op) == 0 && a->value == b->value && a->value2 == b->value2;
 }
@@ -274,6 +288,9 @@ int oci_seccomp_validate_allowlist(const json_t *sc, const char *source, tg_erro
       struct cond c;
       if (parse_cond(json_array_get(args, k), &c, where, err) < 0)
         return -1;
+      if (cond_evadable(&c, action_allows(action)))
+        return tg_error_set(err, 0, "%s: args[%zu] %s compares all 64 bits, but the kernel reads most arguments (ioctl requests, flags, fds) as 32 bits: setting an upper bit would %s the rule (the TIOCSTI 0x100005412 shape); use SCMP_CMP_MASKED_EQ with a mask below 2^32",
+                            where, k, c.op, action_allows(action) ? "satisfy" : "slip past");
     }
   }
   return 0;

@@ -27,6 +27,15 @@ static int caps_tighter(const json_t *in, const json_t *out, tg_error **err) {
   return 0;
 }
 
+static bool json_array_has_int(const json_t *arr, long long v) {
+  for (size_t i = 0; i < json_array_len(arr); i++) {
+    long long x;
+    if (json_integer_value(json_array_get(arr, i), &x) && x == v)
+      return true;
+  }
+  return false;
+}
+
 static int flags_tighter(const json_t *in, const json_t *out, tg_error **err) {
   if (json_is_true(json_get_path(in, "process.noNewPrivileges")) && !json_is_true(json_get_path(out, "process.noNewPrivileges")))
     return tg_error_set(err, 0, "process.noNewPrivileges was turned off");
@@ -36,6 +45,15 @@ static int flags_tighter(const json_t *in, const json_t *out, tg_error **err) {
   long long ig = get_ll(json_get_path(in, "process.user.gid"), 0), og = get_ll(json_get_path(out, "process.user.gid"), 0);
   if ((ou == 0 && iu != 0) || (og == 0 && ig != 0))
     return tg_error_set(err, 0, "process.user became root");
+  if (!json_array_has_int(json_get_path(in, "process.user.additionalGids"), 0) && ig != 0 &&
+      json_array_has_int(json_get_path(out, "process.user.additionalGids"), 0))
+    return tg_error_set(err, 0, "process.user gained group 0");
+  static const char *const labels[] = {"process.apparmorProfile", "process.selinuxLabel"};
+  for (size_t k = 0; k < 2; k++) {
+    const json_t *il = json_get_path(in, labels[k]), *ol = json_get_path(out, labels[k]);
+    if (il && !json_equal(il, ol))
+      return tg_error_set(err, 0, "%s was changed", labels[k]);
+  }
   long long ia = get_ll(json_get_path(in, "process.oomScoreAdj"), 0), oa = get_ll(json_get_path(out, "process.oomScoreAdj"), 0);
   if (oa < ia)
     return tg_error_set(err, 0, "process.oomScoreAdj was lowered");
@@ -81,8 +99,46 @@ static bool mount_is_bind(const json_t *m) {
 
 static bool str_eq(const char *a, const char *b) { return a && b && strcmp(a, b) == 0; }
 
+/* Options hardening may add to a mount: each only takes something away. */
+static bool option_tightens(const char *o) {
+  static const char *const words[] = {"ro", "rro", "nosuid", "rnosuid", "nodev", "rnodev", "noexec", "rnoexec"};
+  for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+    if (strcmp(o, words[i]) == 0)
+      return true;
+  return strncmp(o, "size=", 5) == 0; /* bounded below by the size check */
+}
+
+/* Every option of out against the matching input mount: the effective
+ * flags (last word wins) keep every protection, the size does not grow,
+ * a bind does not become recursive, and no option appears that could
+ * loosen (exec, dev, suid, rw, defaults, a mode or uid...). */
+static int options_tighter(const json_t *im, const json_t *om, const char *dst, tg_error **err) {
+  struct oci_mount_flags fi, fo;
+  oci_mount_flags(im, &fi);
+  oci_mount_flags(om, &fo);
+  const bool in_on[] = {fi.ro, fi.nosuid, fi.nodev, fi.noexec}, out_on[] = {fo.ro, fo.nosuid, fo.nodev, fo.noexec};
+  static const char *const names[] = {"ro", "nosuid", "nodev", "noexec"};
+  for (size_t k = 0; k < 4; k++)
+    if (in_on[k] && !out_on[k])
+      return tg_error_set(err, 0, "mounts: %s lost option %s", dst, names[k]);
+  if (fo.rbind && !fi.rbind)
+    return tg_error_set(err, 0, "mounts: %s became a recursive bind", dst);
+  const json_t *oo = json_object_get(om, "options"), *io = json_object_get(im, "options");
+  for (size_t k = 0; k < json_array_len(oo); k++) {
+    const char *o = json_string_value(json_array_get(oo, k));
+    if (o && !json_array_has_string(io, o) && !option_tightens(o))
+      return tg_error_set(err, 0, "mounts: %s gained option %s", dst, o);
+  }
+  const char *type = json_string_value(json_object_get(om, "type"));
+  if (str_eq(type, "tmpfs")) {
+    long long isz = fi.size, osz = fo.size;
+    if (isz > 0 && (osz <= 0 || osz > isz))
+      return tg_error_set(err, 0, "mounts: tmpfs %s grew", dst);
+  }
+  return 0;
+}
+
 static int mounts_tighter(const json_t *in, const json_t *out, tg_error **err) {
-  static const char *const protective[] = {"ro", "nosuid", "nodev", "noexec"};
   const json_t *om = json_object_get(out, "mounts"), *im = json_object_get(in, "mounts");
   for (size_t i = 0; i < json_array_len(om); i++) {
     const json_t *m = json_array_get(om, i);
@@ -99,17 +155,17 @@ static int mounts_tighter(const json_t *in, const json_t *out, tg_error **err) {
     }
     if (mount_is_bind(m) && match == NULL)
       return tg_error_set(err, 0, "mounts: bind mount of %s at %s was added", src ? src : "?", dst ? dst : "?");
-    if (match == NULL)
-      continue; /* a new pseudo or tmpfs mount hides, it does not expose */
-    for (size_t k = 0; k < 4; k++)
-      if (json_array_has_string(json_object_get(match, "options"), protective[k]) &&
-          !json_array_has_string(json_object_get(m, "options"), protective[k]))
-        return tg_error_set(err, 0, "mounts: %s lost option %s", dst, protective[k]);
-    if (str_eq(type, "tmpfs")) {
-      long long isz = oci_tmpfs_size(match), osz = oci_tmpfs_size(m);
-      if (isz > 0 && (osz <= 0 || osz > isz))
-        return tg_error_set(err, 0, "mounts: tmpfs %s grew", dst);
+    if (match == NULL) {
+      /* A new tmpfs hides what is below it and exposes nothing; a new
+       * kernel filesystem (a second procfs) would expose host state. */
+      if (!str_eq(type, "tmpfs"))
+        return tg_error_set(err, 0, "mounts: a %s mount at %s was added", type ? type : "?", dst ? dst : "?");
+      continue;
     }
+    if (!str_eq(type, json_string_value(json_object_get(match, "type"))))
+      return tg_error_set(err, 0, "mounts: %s changed type", dst ? dst : "?");
+    if (options_tighter(match, m, dst ? dst : "?", err) < 0)
+      return -1;
   }
   return 0;
 }
@@ -214,4 +270,11 @@ int oci_check_tighter(const json_t *in, const json_t *out, tg_error **err) {
     return -1;
   }
   return 0;
+}
+
+int oci_check_process_tighter(const json_t *in, const json_t *out, tg_error **err) {
+  cleanup_json json_t *wi = json_new_object(), *wo = json_new_object();
+  json_object_set(wi, "process", json_copy(in));
+  json_object_set(wo, "process", json_copy(out));
+  return oci_check_tighter(wi, wo, err);
 }

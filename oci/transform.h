@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 
+#include "oci/harden.h"
 #include "oci/profile.h"
 #include "shim/error.h"
 #include "shim/json.h"
@@ -23,7 +24,20 @@
  * is not a pseudo filesystem or bind; a device outside p->devices; a
  * sysctl outside p->sysctls.  0 or -1 with *err naming the field and fix. */
 int oci_refuse_escapes(const json_t *config, const struct oci_profile *p,
-                       tg_error **err);
+                       const struct harden_options *o, tg_error **err);
+
+/* The process-level escape shapes, for create and exec alike: a cwd under
+ * a /proc fd directory, an unknown capability name in any set.  field
+ * names the object in errors ("process").  0 or -1 with *err. */
+int oci_check_process_escapes(const json_t *process, const char *field,
+                              tg_error **err);
+
+/* Lexically clean an absolute path: collapse "//", drop ".", resolve
+ * "..".  Owned result. */
+char *oci_path_clean(const char *path);
+
+/* true when name ("CAP_NET_ADMIN") is a capability libcap-ng knows. */
+bool oci_cap_name_known(const char *name);
 
 /* true when path (after lexical clean-up) lies under a /proc/.../fd
  * directory or /dev/fd, the CVE-2024-21626 shape. */
@@ -46,8 +60,21 @@ void oci_user_harden(json_t *process, const struct oci_profile *p);
  * extended, device cgroup rules reduced to the profile's devices. */
 void oci_mounts_harden(json_t *config, const struct oci_profile *p);
 
-/* Parse a tmpfs "size=" value (bytes, or with k/m/g suffix).  -1 when
- * absent or not understood (a percentage, say). */
+/* A mount's options as the kernel and runtimes apply them: in order, the
+ * last word winning ("ro","rw" is read-write; "defaults" clears all four;
+ * runc's recursive forms rro/rnosuid/... count as their plain ones).
+ * size: bytes of the last size=/nr_blocks= option, -1 when none or not a
+ * fixed bound (a percentage), 0 = unlimited. */
+struct oci_mount_flags {
+  bool ro, nosuid, nodev, noexec;
+  bool rbind;
+  long long size;
+};
+void oci_mount_flags(const json_t *mount, struct oci_mount_flags *out);
+
+/* The tmpfs size the kernel would use: the last size= (bytes, or with a
+ * k/m/g suffix) or nr_blocks= option.  -1 when absent or not understood
+ * (a percentage, say). */
 long long oci_tmpfs_size(const json_t *mount);
 
 /* rlimits, linux.resources memory (no swap), pids, cpu, and
@@ -66,5 +93,10 @@ long long oci_cpu_millis(const json_t *config);
  * root, user, namespaces, mounts, paths, devices, rlimits, resources,
  * seccomp, sysctls, hooks); -1 with *err naming the first looser axis. */
 int oci_check_tighter(const json_t *in, const json_t *out, tg_error **err);
+
+/* The same check for two process objects (exec): out is no looser than
+ * in on capabilities, noNewPrivileges, user and groups, LSM labels,
+ * rlimits and oomScoreAdj.  0 or -1 with *err. */
+int oci_check_process_tighter(const json_t *in, const json_t *out, tg_error **err);
 
 #endif

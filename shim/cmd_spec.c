@@ -76,11 +76,18 @@ int cmd_spec(struct cli *cli, int argc, char **argv, tg_error **err) {
   cleanup_free char *seccomp = host_config_data_path(&cli->config, "seccomp", err);
   if (seccomp == NULL)
     return tg_error_wrap(err, "spec");
+  /* root.path "rootfs" is checked where it will resolve: in the bundle. */
+  cleanup_free char *bundle_abs = realpath(bundle, NULL);
+  if (bundle_abs == NULL)
+    return tg_error_set(err, errno, "spec: bundle directory %s (create it first)", bundle);
   struct harden_options ho = {.profile = cli->config.profile,
                               .profiles_dir = profiles,
                               .seccomp_dir = seccomp,
                               .allow_passthrough = cli->config.allow_passthrough,
-                              .backend = backend_name(cli)};
+                              .backend = backend_name(cli),
+                              .bundle_dir = bundle_abs,
+                              .state_root = cli->root,
+                              .audit_dir = cli->config.audit_dir};
   struct harden_result hr = {0};
   if (oci_harden(config, &ho, &hr, err) < 0)
     return tg_error_wrap(err, "spec");

@@ -24,6 +24,7 @@ void host_config_defaults(struct host_config *cfg) {
   cfg->profile = xstrdup("hardened");
   cfg->policy_dir = xstrdup("/etc/tollgate/policies");
   cfg->audit_dir = xstrdup("/var/log/tollgate/audit");
+  cfg->runc_version_floor = xstrdup("warn");
   cfg->approval_timeout_ms = 60000;
   cfg->bridge_tmpfs_bytes = 16u * 1024 * 1024;
   cfg->request_max_bytes = 64u * 1024;
@@ -53,6 +54,7 @@ static const struct field fields[] = {
     FIELD(audit_max_bytes, F_SIZE),  FIELD(bridge_refused_per_second, F_INT),
     FIELD(bridge_backoff_ms, F_INT),
     FIELD(policy_bindings, F_JSON),  FIELD(namespace_policies, F_JSON),
+    FIELD(runc_version_floor, F_STRING),
 };
 
 static void free_strv(char **v) {
@@ -208,6 +210,15 @@ int host_config_load(const char *path, struct host_config *cfg,
     free(cfg->platform);
     cfg->platform = xstrdup("ptrace");
   }
+  if (cfg->runc_version_floor == NULL ||
+      (strcmp(cfg->runc_version_floor, "warn") != 0 && strcmp(cfg->runc_version_floor, "refuse") != 0)) {
+    tg_error_set(err, 0,
+                 "host config %s: \"runc_version_floor\" must be \"warn\" or "
+                 "\"refuse\", not \"%s\"",
+                 path, cfg->runc_version_floor ? cfg->runc_version_floor : "null");
+    host_config_free(cfg);
+    return -1;
+  }
   if (cfg->profile == NULL) {
     host_config_free(cfg);
     return tg_error_set(err, 0,
@@ -227,6 +238,7 @@ void host_config_free(struct host_config *cfg) {
   free(cfg->data_dir);
   free(cfg->policy_dir);
   free(cfg->audit_dir);
+  free(cfg->runc_version_floor);
   free(cfg->audit_key);
   json_free(cfg->policy_bindings);
   json_free(cfg->namespace_policies);

@@ -49,6 +49,9 @@ struct host_config {
                                  NULL: any policy may be selected
                                  (shim/policy_binding.h) */
   json_t *namespace_policies; /* {"NAMESPACE": "POLICY"}: the default, or NULL */
+  char *runc_version_floor;  /* "warn" (default: once per root and binary)
+                                or "refuse": what create does with a runc
+                                older than data file backend-floor.json */
 };
 
 /* Load path (NULL = TG_DEFAULT_CONFIG, where a missing file is fine).

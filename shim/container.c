@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "shim/log.h"
+#include "shim/mount_pin.h"
 #include "shim/state.h"
 #include "shim/util.h"
 
@@ -265,7 +266,7 @@ static int delete_container(struct cli *cli, const char *id, bool force,
     struct stat st;
     if (force && stat(dir, &st) == 0 && S_ISDIR(st.st_mode)) {
       tg_error_free(&load_err);
-      if (bridge_teardown(dir, err) < 0)
+      if (bridge_teardown(dir, err) < 0 || mount_pin_release(dir, err) < 0)
         return -1;
       return remove_tree(dir, err);
     }
@@ -312,6 +313,8 @@ static int delete_container(struct cli *cli, const char *id, bool force,
   }
   proc_result_free(&res);
   int r = bridge_teardown(c.dir, err);
+  if (r == 0)
+    r = mount_pin_release(c.dir, err);
   if (r == 0)
     r = remove_tree(c.dir, err);
   container_free(&c);

@@ -16,6 +16,8 @@
 #include "oci/harden.h"
 #include "oci/netcheck.h"
 #include "shim/policy_binding.h"
+#include "shim/mount_pin.h"
+#include "shim/runc_floor.h"
 #include "shim/state.h"
 #include "shim/util.h"
 
@@ -105,6 +107,8 @@ static void undo_all(struct cli *cli, struct undo *u, const char *id) {
   if (u->dir) {
     tg_error *e = NULL;
     bridge_teardown(u->dir, &e);
+    tg_error_free(&e);
+    mount_pin_release(u->dir, &e);
     tg_error_free(&e);
     remove_tree(u->dir, &e);
     tg_error_free(&e);
@@ -257,6 +261,10 @@ static int do_create(struct cli *cli, const struct create_request *req,
   struct backend b;
   if (backend_choose(cli, &b, err) < 0)
     return -1;
+  if (runc_floor_check(cli, &b, err) < 0) {
+    backend_free(&b);
+    return -1;
+  }
   json_t *state = json_new_object();
   backend_to_state(&b, state);
   struct backend kind_only = {.kind = b.kind};
@@ -400,6 +408,9 @@ static int do_create(struct cli *cli, const struct create_request *req,
       .seccomp_dir = seccomp,
       .allow_passthrough = cli->config.allow_passthrough,
       .backend = json_string_value(json_object_get(state, "backend")),
+      .bundle_dir = bundle,
+      .state_root = cli->root,
+      .audit_dir = cli->config.audit_dir,
   };
   struct harden_result hr = {0};
   if (oci_harden(config, &ho, &hr, err) < 0)
@@ -407,6 +418,10 @@ static int do_create(struct cli *cli, const struct create_request *req,
   cleanup_free char *profile = hr.profile ? xstrdup(hr.profile) : xstrdup("");
   harden_result_free(&hr);
   if (oci_apply_cri_policy(config, err) < 0)
+    return tg_error_wrap(err, "bundle %s: config.json", bundle);
+  /* The backend gets sources that cannot change after this check (a
+   * passthrough profile applies nothing, this included). */
+  if (strcmp(profile, "passthrough") != 0 && mount_pin_all(u->dir, config, &ho, err) < 0)
     return tg_error_wrap(err, "bundle %s: config.json", bundle);
   json_object_set(json_object_ensure_object(config, "annotations"),
                   EFFECTIVE_ANNOTATION, json_new_string("true"));

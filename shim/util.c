@@ -254,6 +254,14 @@ static int remove_at(int parent, const char *name, tg_error **err) {
                   O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0)
     return tg_error_set(err, errno, "open %s", name);
+  /* Never into a mount: a bind mount left in a state directory (a pin
+   * of a host directory) would have its host files deleted. */
+  struct statx stx;
+  if (statx(fd, "", AT_EMPTY_PATH, 0, &stx) == 0 && (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
+      (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT)) {
+    close(fd);
+    return tg_error_set(err, EBUSY, "refusing to remove %s: it is a mount point (unmount it first)", name);
+  }
   DIR *d = fdopendir(fd);
   if (d == NULL) {
     int e = errno;

@@ -43,6 +43,7 @@ install -D -m 0755 "$obj/tollgate-call" "$P/lib/tollgate/tollgate-call"
 install -D -m 0644 "$top/bridge/client/tollgate.py" "$P/lib/tollgate/tollgate.py"
 mkdir -p "$P/share/tollgate"
 cp -r "$top/bundles/profiles" "$top/bundles/seccomp" "$P/share/tollgate/"
+cp "$top/bundles/backend-floor.json" "$P/share/tollgate/"
 install -D -m 0755 "$here/installer/install.sh" "$stage/opt/tollgate-installer/install.sh"
 install -D -m 0755 "$here/installer/sync.sh" "$stage/opt/tollgate-installer/sync.sh"
 

@@ -9,6 +9,9 @@
  *                               started and the first fork error
  *   tollgate-probe fill PATH    write PATH until the write fails; print
  *                               the bytes written and the error
+ *   tollgate-probe ioctl REQ    ioctl(0, REQ, &c) with REQ passed as all
+ *                               64 bits (0x100005412 is TIOCSTI to the
+ *                               kernel); print the result
  *
  * A result is "ok" when the operation succeeded, otherwise the errno name
  * ("EPERM"), so the tests see *why* something failed, not only that it
@@ -411,12 +414,22 @@ static int fill(const char *path) {
   return 0;
 }
 
+static int ioctl_raw(const char *req) {
+  unsigned long long r = strtoull(req, NULL, 0);
+  char c = 'x';
+  long ret = syscall(SYS_ioctl, 0, (unsigned long)r, &c);
+  printf("{\"ioctl\": \"%s\"}\n", ret == 0 ? "ok" : strerrorname_np(errno));
+  return 0;
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOFBF, 1 << 16);
   if (argc == 3 && strcmp(argv[1], "hog") == 0)
     return hog(atol(argv[2]));
   if (argc == 3 && strcmp(argv[1], "fork") == 0)
     return forks(atol(argv[2]));
+  if (argc == 3 && strcmp(argv[1], "ioctl") == 0)
+    return ioctl_raw(argv[2]);
   if (argc == 3 && strcmp(argv[1], "fill") == 0)
     return fill(argv[2]);
   if (argc != 1) {

@@ -5,11 +5,14 @@
  * every axis by an implementation independent of oci/tighter.c, and
  * hardening twice must give the same config as hardening once. */
 #include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "oci/harden.h"
+#include "oci/profile.h"
 #include "oci/netcheck.h"
 #include "oci/seccomp.h"
 #include "oci/transform.h"
@@ -118,6 +121,46 @@ static void assert_not_looser(const char *name, const json_t *in, const json_t *
 }
 
 /* ---- per-field expectations -------------------------------------------- */
+
+static void one_size_option(const json_t *out, const char *dst, const char *want) {
+  const json_t *opts = json_object_get(mount_at(out, dst), "options");
+  size_t n = 0;
+  for (size_t i = 0; i < json_array_len(opts); i++) {
+    const char *o = json_string_value(json_array_get(opts, i));
+    n += strncmp(o, "size=", 5) == 0 || strncmp(o, "nr_blocks=", 10) == 0;
+  }
+  cr_expect_eq(n, 1, "%s: one size option, not %zu", dst, n);
+  cr_expect(str_in(opts, want), "%s: %s", dst, want);
+}
+
+static void dup_sizes_capped(const json_t *in, const json_t *out) {
+  (void)in;
+  one_size_option(out, "/tmp", "size=64m");
+  one_size_option(out, "/dev/shm", "size=64m");
+}
+
+static void conflicting_flags_tightest(const json_t *in, const json_t *out) {
+  (void)in;
+  struct oci_mount_flags f;
+  oci_mount_flags(mount_at(out, "/tmp"), &f);
+  cr_expect(f.nosuid && f.nodev && f.noexec, "/tmp: nosuid,nodev,noexec after suid/dev/exec/defaults");
+  oci_mount_flags(mount_at(out, "/data"), &f);
+  cr_expect(f.nosuid && f.nodev, "/data: nosuid,nodev after rsuid/rdev");
+  cr_expect(f.ro, "/data: ro,rw resolves to ro");
+  cr_expect(f.noexec, "/data: noexec,exec resolves to noexec");
+}
+
+static void relative_source_in_bundle(const json_t *in, const json_t *out) {
+  (void)in;
+  cr_expect_str_eq(json_string_value(json_object_get(mount_at(out, "/data"), "source")), "data",
+                   "the source stays as written; create pins it");
+}
+
+static void cgroup_at_its_place(const json_t *in, const json_t *out) {
+  (void)in;
+  cr_expect_not_null(mount_at(out, "/sys/fs/cgroup"));
+}
+
 
 static void caps_empty(const json_t *in, const json_t *out) {
   (void)in;
@@ -424,7 +467,7 @@ static const struct hcase cases[] = {
     {"docker.sock", NULL, "{\"mounts\":[{\"destination\":\"/var/run/docker.sock\",\"type\":\"bind\",\"source\":\"/var/run/docker.sock\",\"options\":[\"rbind\"]}]}", "runc", NULL, false, "host socket", NULL, NULL},
     {"containerd socket dir", NULL, "{\"mounts\":[{\"destination\":\"/c\",\"source\":\"/run/containerd\",\"options\":[\"rbind\",\"rw\"]}]}", "runc", NULL, false, "would expose", NULL, NULL},
     {"all of /run", NULL, "{\"mounts\":[{\"destination\":\"/hostrun\",\"type\":\"bind\",\"source\":\"/run\",\"options\":[\"rbind\"]}]}", "runc", NULL, false, "would expose", NULL, NULL},
-    {"host root", NULL, "{\"mounts\":[{\"destination\":\"/host\",\"type\":\"bind\",\"source\":\"/\",\"options\":[\"rbind\"]}]}", "runc", NULL, false, "would expose", NULL, NULL},
+    {"host root", NULL, "{\"mounts\":[{\"destination\":\"/host\",\"type\":\"bind\",\"source\":\"/\",\"options\":[\"rbind\"]}]}", "runc", NULL, false, "host's root directory", NULL, NULL},
     {"host /proc/sys", NULL, "{\"mounts\":[{\"destination\":\"/hs\",\"type\":\"bind\",\"source\":\"/proc/sys\",\"options\":[\"bind\"]}]}", "runc", NULL, false, "host's /proc", NULL, NULL},
     {"block device fs", NULL, "{\"mounts\":[{\"destination\":\"/disk\",\"type\":\"ext4\",\"source\":\"/dev/sda1\"}]}", "runc", NULL, false, "filesystem type ext4", NULL, NULL},
     /* devices */
@@ -446,6 +489,35 @@ static const struct hcase cases[] = {
     {"annotation hardens a passthrough host", NULL, "{\"annotations\":{\"dev.tollgate.profile\":\"hardened\"}}", "runc", "passthrough", true, NULL, defaults_runc, "hardened"},
     {"workload forges profile-applied", NULL, "{\"annotations\":{\"dev.tollgate.profile-applied\":\"passthrough\"}}", "runc", NULL, false, NULL, defaults_runc, "hardened"},
     {"gvisor annotations stripped", NULL, "{\"annotations\":{\"dev.gvisor.spec.mount.x.source\":\"/var/run\",\"dev.gvisor.internal.nvproxy\":\"true\"}}", "runsc", NULL, false, NULL, defaults_runsc, "hardened"},
+
+    /* ---- issue 15: duplicate and conflicting mount options -------------- */
+    {"duplicate size options", NULL, "{\"mounts\":[{\"destination\":\"/tmp\",\"type\":\"tmpfs\",\"source\":\"tmpfs\",\"options\":[\"size=1m\",\"size=4g\"]},{\"destination\":\"/dev/shm\",\"type\":\"tmpfs\",\"source\":\"shm\",\"options\":[\"size=64m\",\"nr_blocks=4194304\"]}]}", "runc", NULL, false, NULL, dup_sizes_capped, "hardened"},
+    {"size after a percentage", NULL, "{\"mounts\":[{\"destination\":\"/tmp\",\"type\":\"tmpfs\",\"source\":\"tmpfs\",\"options\":[\"size=8m\",\"size=50%\"]},{\"destination\":\"/dev/shm\",\"type\":\"tmpfs\",\"source\":\"shm\",\"options\":[\"size=8g\"]}]}", "runsc", NULL, false, NULL, dup_sizes_capped, "hardened"},
+    {"conflicting flags resolve to the tightest", NULL, "{\"mounts\":[{\"destination\":\"/tmp\",\"type\":\"tmpfs\",\"source\":\"tmpfs\",\"options\":[\"nosuid\",\"suid\",\"noexec\",\"exec\",\"nodev\",\"defaults\"]},{\"destination\":\"/data\",\"type\":\"bind\",\"source\":\"/srv/data\",\"options\":[\"rbind\",\"ro\",\"rw\",\"noexec\",\"exec\",\"nosuid\",\"rsuid\",\"rdev\"]}]}", "runc", NULL, false, NULL, conflicting_flags_tightest, "hardened"},
+    /* ---- issue 15: kernel filesystems at their place, once --------------- */
+    {"second procfs", NULL, "{\"mounts\":[{\"destination\":\"/proc\",\"type\":\"proc\",\"source\":\"proc\"},{\"destination\":\"/p2\",\"type\":\"proc\",\"source\":\"proc\"}]}", "runc", NULL, false, "a proc filesystem may only be mounted at /proc, not at /p2", NULL, NULL},
+    {"procfs twice at /proc", NULL, "{\"mounts\":[{\"destination\":\"/proc\",\"type\":\"proc\",\"source\":\"proc\"},{\"destination\":\"/proc/\",\"type\":\"proc\",\"source\":\"proc\"}]}", "runsc", NULL, false, "a second proc mount at /proc", NULL, NULL},
+    {"sysfs elsewhere", NULL, "{\"mounts\":[{\"destination\":\"/s2\",\"type\":\"sysfs\",\"source\":\"sysfs\"}]}", "runc", NULL, false, "a sysfs filesystem may only be mounted at /sys", NULL, NULL},
+    {"mqueue elsewhere", NULL, "{\"mounts\":[{\"destination\":\"/mq\",\"type\":\"mqueue\",\"source\":\"mqueue\"}]}", "runc", NULL, false, "only be mounted at /dev/mqueue", NULL, NULL},
+    {"devpts elsewhere", NULL, "{\"mounts\":[{\"destination\":\"/pts\",\"type\":\"devpts\",\"source\":\"devpts\"}]}", "runsc", NULL, false, "only be mounted at /dev/pts", NULL, NULL},
+    {"cgroup and cgroup2 both", NULL, "{\"mounts\":[{\"destination\":\"/sys/fs/cgroup\",\"type\":\"cgroup\",\"source\":\"cgroup\"},{\"destination\":\"/sys/fs/cgroup\",\"type\":\"cgroup2\",\"source\":\"cgroup\"}]}", "runc", NULL, false, "a second cgroup2 mount", NULL, NULL},
+    {"cgroup at its place", NULL, "{\"mounts\":[{\"destination\":\"/sys/fs/cgroup\",\"type\":\"cgroup\",\"source\":\"cgroup\",\"options\":[\"ro\"]}]}", "runc", NULL, false, NULL, cgroup_at_its_place, "hardened"},
+    /* ---- issue 15: root.path and relative sources ------------------------ */
+    {"root.path /", NULL, "{\"root\":{\"path\":\"/\"}}", "runc", NULL, false, "root.path: / is the host's root directory", NULL, NULL},
+    {"root.path //.", NULL, "{\"root\":{\"path\":\"//.\"}}", "runsc", NULL, false, "host's root directory", NULL, NULL},
+    {"root.path /etc", NULL, "{\"root\":{\"path\":\"/etc\"}}", "runc", NULL, false, "would expose /etc/shadow", NULL, NULL},
+    {"root.path /var", NULL, "{\"root\":{\"path\":\"/var\"}}", "runc", NULL, false, "would expose /var/run/docker.sock", NULL, NULL},
+    {"root.path under /proc", NULL, "{\"root\":{\"path\":\"/proc/1/root\"}}", "runc", NULL, false, "exposes the host's /proc", NULL, NULL},
+    {"root.path relative link to /", NULL, "{\"root\":{\"path\":\"hostroot\"}}", "runsc", NULL, false, "root.path: hostroot is the host's root directory (after resolving it)", NULL, NULL},
+    {"root.path link and dot-dot", NULL, "{\"root\":{\"path\":\"up/../..\"}}", "runc", NULL, false, "root.path: up/../.. (", NULL, NULL},
+    {"root.path /etc via a link", NULL, "{\"root\":{\"path\":\"etc-link\"}}", "runc", NULL, false, "would expose /etc/shadow", NULL, NULL},
+    {"relative bind source linking to /", NULL, "{\"mounts\":[{\"destination\":\"/h\",\"type\":\"bind\",\"source\":\"hostroot\",\"options\":[\"rbind\",\"ro\"]}]}", "runc", NULL, false, "mounts[0] (bind source): hostroot is the host's root directory", NULL, NULL},
+    {"relative bind source climbing out", NULL, "{\"mounts\":[{\"destination\":\"/h\",\"type\":\"bind\",\"source\":\"../../../../../../../../..\",\"options\":[\"rbind\"]}]}", "runsc", NULL, false, "host's root directory", NULL, NULL},
+    {"relative bind source to /etc", NULL, "{\"mounts\":[{\"destination\":\"/h\",\"type\":\"bind\",\"source\":\"etc-link\",\"options\":[\"rbind\"]}]}", "runc", NULL, false, "would expose /etc/shadow", NULL, NULL},
+    {"relative bind source in the bundle", NULL, "{\"mounts\":[{\"destination\":\"/data\",\"type\":\"bind\",\"source\":\"data\",\"options\":[\"rbind\",\"ro\"]}]}", "runc", NULL, false, NULL, relative_source_in_bundle, "hardened"},
+    /* ---- issue 15: capabilities ------------------------------------------ */
+    {"unknown capability", NULL, "{\"process\":{\"capabilities\":{\"bounding\":[\"CAP_CHOWN\",\"CAP_TEST\"]}}}", "runc", NULL, false, "process.capabilities.bounding[1]: unknown capability \"CAP_TEST\"", NULL, NULL},
+    {"lower-case capability", NULL, "{\"process\":{\"capabilities\":{\"ambient\":[\"cap_chown\"]}}}", "runsc", NULL, false, "unknown capability \"cap_chown\"", NULL, NULL},
     {"passthrough host profile", "ctr-run-config.json", NULL, "runc", "passthrough", true, NULL, passthrough_untouched, "passthrough"},
     {"passthrough not allowed", NULL, NULL, "runc", "passthrough", false, "allow_passthrough is false", NULL, NULL},
     {"passthrough keeps escapes as written", NULL, "{\"linux\":{\"sysctl\":{\"kernel.core_pattern\":\"x\"}}}", "runsc", "passthrough", true, NULL, passthrough_untouched, "passthrough"},
@@ -461,12 +533,50 @@ static json_t *case_input(const struct hcase *c) {
   return cfg;
 }
 
+/* The bundle directory every case resolves against, made once: rootfs/
+ * and data/ are directories, hostroot and etc-link are links out of it
+ * (the relative-source shape), and a fake tollgate root holds a state
+ * directory (0700, state.json) beside a plain bundles/ directory. */
+static char unit_dir[64];
+static pid_t unit_dir_owner;
+static void unit_dirs(void) {
+  if (unit_dir[0])
+    return;
+  strcpy(unit_dir, "/tmp/tg-unit-bundle.XXXXXX");
+  cr_assert_not_null(mkdtemp(unit_dir));
+  unit_dir_owner = getpid();
+  const char *cmd_fmt = "cd %s && mkdir -p bundle/rootfs bundle/data root/c1 root/bundles/b/rootfs audit && "
+                        "chmod 700 root/c1 && touch root/c1/state.json && ln -s / bundle/hostroot && "
+                        "ln -s /etc bundle/etc-link && ln -s ../.. bundle/up";
+  char *cmd = xasprintf(cmd_fmt, unit_dir);
+  cr_assert_eq(system(cmd), 0);
+  free(cmd);
+}
+
+/* Criterion runs each test in its own process: each removes its own. */
+__attribute__((destructor)) static void unit_dirs_remove(void) {
+  if (unit_dir[0] && unit_dir_owner == getpid()) {
+    char *cmd = xasprintf("rm -rf '%s'", unit_dir);
+    if (system(cmd) != 0)
+      fprintf(stderr, "could not remove %s\n", unit_dir);
+    free(cmd);
+  }
+}
+
+static char bundle_dir[96], root_dir[96], audit_dir[96];
 static struct harden_options case_opts(const struct hcase *c) {
+  unit_dirs();
+  snprintf(bundle_dir, sizeof bundle_dir, "%s/bundle", unit_dir);
+  snprintf(root_dir, sizeof root_dir, "%s/root", unit_dir);
+  snprintf(audit_dir, sizeof audit_dir, "%s/audit", unit_dir);
   struct harden_options o = {.profile = c->profile ? c->profile : "hardened",
                              .profiles_dir = PROFILES_DIR,
                              .seccomp_dir = SECCOMP_DIR,
                              .allow_passthrough = c->allow_passthrough,
-                             .backend = c->backend ? c->backend : "runsc"};
+                             .backend = c->backend ? c->backend : "runsc",
+                             .bundle_dir = bundle_dir,
+                             .state_root = root_dir,
+                             .audit_dir = audit_dir};
   return o;
 }
 
@@ -552,6 +662,210 @@ Test(oci_harden, exec_process_gets_nothing_more) {
   json_free(p);
   json_free(cfg);
   harden_result_free(&res);
+}
+
+
+/* ---- issue 15: tollgate's own directories, exec and update inputs ------- */
+
+static int harden_with_root(const char *root_path, tg_error **err) {
+  struct hcase c = {.backend = "runc"};
+  struct harden_options o = case_opts(&c);
+  json_t *cfg = load_fixture("runc-spec-config.json");
+  json_object_set(json_object_ensure_object(cfg, "root"), "path", json_new_string(root_path));
+  struct harden_result res = {0};
+  int r = oci_harden(cfg, &o, &res, err);
+  harden_result_free(&res);
+  json_free(cfg);
+  return r;
+}
+
+Test(oci_harden, root_path_never_tollgates_own) {
+  struct hcase c = {0};
+  (void)case_opts(&c);
+  struct {
+    const char *rel, *error; /* NULL error: accepted */
+  } t[] = {
+      {"root", "is tollgate's state root"},
+      {"", "contains tollgate's state root"},
+      {"root/c1", "is inside tollgate's state root"},
+      {"root/c1/pins/rootfs", "is inside tollgate's state root"},
+      {"audit", "is tollgate's audit directory"},
+      {"audit/x", "is inside tollgate's audit directory"},
+      {"root/bundles/b/rootfs", NULL},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    char *path = xasprintf("%s/%s", unit_dir, t[i].rel);
+    tg_error *err = NULL;
+    int r = harden_with_root(path, &err);
+    if (t[i].error)
+      cr_expect(r < 0 && strstr(err->msg, t[i].error), "%s: want \"%s\", got %s", path, t[i].error, err ? err->msg : "success");
+    else
+      cr_expect_eq(r, 0, "%s: %s", path, err ? err->msg : "");
+    tg_error_free(&err);
+    free(path);
+  }
+}
+
+static json_t *hardened_container(const char *patch) {
+  json_t *cfg = load_fixture("ctr-run-config.json");
+  if (patch) {
+    json_t *p = parse_or_die(patch);
+    merge_into(cfg, p);
+    json_free(p);
+  }
+  struct hcase c = {.backend = "runc"};
+  struct harden_options o = case_opts(&c);
+  struct harden_result res = {0};
+  tg_error *err = NULL;
+  cr_assert_eq(oci_harden(cfg, &o, &res, &err), 0, "%s", err ? err->msg : "");
+  harden_result_free(&res);
+  return cfg;
+}
+
+/* Table: an exec request, and what must hold after oci_harden_process. */
+Test(oci_harden, exec_inputs_never_looser) {
+  json_t *cfg = hardened_container("{\"process\":{\"apparmorProfile\":\"tollgate-default\",\"oomScoreAdj\":100}}");
+  struct {
+    const char *name, *process, *error;
+    long long gid;        /* expected user.gid, -1 = do not check */
+    bool no_group0;
+  } t[] = {
+      {"--user 65534:0", "{\"args\":[\"id\"],\"cwd\":\"/\",\"user\":{\"uid\":65534,\"gid\":0}}", NULL, 65534, true},
+      {"additionalGids 0,4,27", "{\"args\":[\"id\"],\"cwd\":\"/\",\"user\":{\"uid\":65534,\"gid\":65534,\"additionalGids\":[0,4,27]}}", NULL, 65534, true},
+      {"uid 0 gid 0", "{\"args\":[\"id\"],\"cwd\":\"/\",\"user\":{\"uid\":0,\"gid\":0,\"additionalGids\":[0]}}", NULL, 65534, true},
+      {"no user at all", "{\"args\":[\"id\"],\"cwd\":\"/\"}", NULL, 65534, true},
+      {"apparmor unconfined", "{\"args\":[\"id\"],\"cwd\":\"/\",\"apparmorProfile\":\"unconfined\",\"selinuxLabel\":\"system_u:system_r:spc_t:s0\"}", NULL, -1, true},
+      {"oomScoreAdj -1000", "{\"args\":[\"id\"],\"cwd\":\"/\",\"oomScoreAdj\":-1000}", NULL, -1, true},
+      {"unknown capability", "{\"args\":[\"id\"],\"cwd\":\"/\",\"capabilities\":{\"effective\":[\"CAP_TEST\"]}}", "unknown capability \"CAP_TEST\"", -1, true},
+      {"cwd through /proc fd", "{\"args\":[\"id\"],\"cwd\":\"/proc/self/fd/3\"}", "CVE-2024-21626", -1, true},
+      {"all capabilities", "{\"args\":[\"id\"],\"cwd\":\"/\",\"capabilities\":{\"bounding\":[\"CAP_SYS_ADMIN\",\"CAP_NET_RAW\"],\"ambient\":[\"CAP_SYS_ADMIN\"]}}", NULL, -1, true},
+      {"rlimits raised", "{\"args\":[\"id\"],\"cwd\":\"/\",\"rlimits\":[{\"type\":\"RLIMIT_NOFILE\",\"hard\":1048576,\"soft\":1048576}]}", NULL, -1, true},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    json_t *p = parse_or_die(t[i].process);
+    json_t *asked = json_copy(p);
+    tg_error *err = NULL;
+    int r = oci_harden_process(p, cfg, &err);
+    if (t[i].error) {
+      cr_expect(r < 0 && strstr(err->msg, t[i].error), "%s: want \"%s\", got %s", t[i].name, t[i].error, err ? err->msg : "success");
+    } else {
+      cr_expect_eq(r, 0, "%s: %s", t[i].name, err ? err->msg : "");
+      if (t[i].gid >= 0)
+        cr_expect_eq(ll_at(p, "user.gid", 0), t[i].gid, "%s: gid", t[i].name);
+      cr_expect_neq(ll_at(p, "user.gid", 0), 0, "%s: gid 0", t[i].name);
+      cr_expect_neq(ll_at(p, "user.uid", 0), 0, "%s: uid 0", t[i].name);
+      const json_t *g = json_get_path(p, "user.additionalGids");
+      for (size_t k = 0; k < json_array_len(g); k++) {
+        long long x = -1;
+        cr_expect(json_integer_value(json_array_get(g, k), &x) && x != 0, "%s: group 0 kept", t[i].name);
+      }
+      cr_expect_str_eq(json_string_value(json_object_get(p, "apparmorProfile")), "tollgate-default", "%s: label", t[i].name);
+      cr_expect_null(json_object_get(p, "selinuxLabel"), "%s: selinux label", t[i].name);
+      cr_expect_geq(ll_at(p, "oomScoreAdj", 0), 100, "%s: oomScoreAdj", t[i].name);
+      /* the independent oracle, against the container and the request */
+      json_t *wrap = json_new_object(), *wasked = json_new_object();
+      json_object_set(wrap, "process", json_copy(p));
+      json_object_set(wasked, "process", json_copy(json_object_get(cfg, "process")));
+      assert_not_looser(t[i].name, wasked, wrap);
+      json_free(wrap);
+      json_free(wasked);
+    }
+    tg_error_free(&err);
+    json_free(p);
+    json_free(asked);
+  }
+  json_free(cfg);
+}
+
+/* Table: an update request, and the resources runc gets. */
+Test(oci_harden, update_inputs_within_the_profile) {
+  struct oci_profile p;
+  tg_error *err = NULL;
+  cr_assert_eq(profile_load(PROFILES_DIR, SECCOMP_DIR, "hardened", &p, &err), 0, "%s", err ? err->msg : "");
+  struct {
+    const char *name, *req, *error;
+    long long memory, pids, cpu_millis; /* expected; -1 = absent */
+  } t[] = {
+      {"64 GiB and 100000 pids", "{\"memory\":{\"limit\":68719476736},\"pids\":{\"limit\":100000}}", NULL, 536870912, 256, -1},
+      {"unlimited", "{\"memory\":{\"limit\":-1,\"swap\":-1},\"pids\":{\"limit\":-1},\"cpu\":{\"quota\":-1}}", NULL, 536870912, 256, 1000},
+      {"tighter kept", "{\"memory\":{\"limit\":104857600},\"pids\":{\"limit\":40},\"cpu\":{\"quota\":50000,\"period\":100000}}", NULL, 104857600, 40, 500},
+      {"a period alone", "{\"cpu\":{\"period\":1000}}", NULL, -1, -1, 1000},
+      {"16 CPUs", "{\"cpu\":{\"quota\":1600000,\"period\":100000}}", NULL, -1, -1, 1000},
+      {"OOM killer off", "{\"memory\":{\"disableOOMKiller\":true}}", NULL, -1, -1, -1},
+      {"swap alone", "{\"memory\":{\"swap\":68719476736}}", NULL, -1, -1, -1},
+      {"devices", "{\"devices\":[{\"allow\":true,\"access\":\"rwm\"}]}", "resources.devices cannot be updated", 0, 0, 0},
+      {"realtime budget", "{\"cpu\":{\"realtimeRuntime\":950000}}", "resources.cpu.realtimeRuntime", 0, 0, 0},
+      {"unified", "{\"unified\":{\"memory.max\":\"max\"}}", "resources.unified", 0, 0, 0},
+      {"hugepages", "{\"hugepageLimits\":[]}", "resources.hugepageLimits", 0, 0, 0},
+      {"not an object", "[1]", "must be a JSON object", 0, 0, 0},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    json_t *r = parse_or_die(t[i].req);
+    int ret = oci_update_harden(r, &p, &err);
+    if (t[i].error) {
+      cr_expect(ret < 0 && strstr(err->msg, t[i].error), "%s: want \"%s\", got %s", t[i].name, t[i].error, err ? err->msg : "success");
+    } else {
+      cr_expect_eq(ret, 0, "%s: %s", t[i].name, err ? err->msg : "");
+      cr_expect_eq(ll_at(r, "memory.limit", -1), t[i].memory, "%s: memory", t[i].name);
+      cr_expect_eq(ll_at(r, "pids.limit", -1), t[i].pids, "%s: pids", t[i].name);
+      json_t *wrap = json_new_object();
+      json_object_set(json_object_ensure_object(wrap, "linux"), "resources", json_copy(r));
+      long long cpu = oci_cpu_millis(wrap);
+      cr_expect_eq(t[i].cpu_millis < 0 ? 0 : t[i].cpu_millis, cpu, "%s: cpu millis %lld", t[i].name, cpu);
+      json_free(wrap);
+      cr_expect_not(json_is_true(json_get_path(r, "memory.disableOOMKiller")), "%s: OOM killer", t[i].name);
+      if (json_get_path(r, "memory.swap"))
+        cr_expect_eq(ll_at(r, "memory.swap", 0), ll_at(r, "memory.limit", -2), "%s: swap follows the limit", t[i].name);
+    }
+    tg_error_free(&err);
+    json_free(r);
+  }
+  profile_free(&p);
+}
+
+/* The tighter-check reads every option as the kernel does. */
+Test(oci_harden, tighter_check_compares_every_option) {
+  struct {
+    const char *in, *out, *error; /* NULL: no looser */
+  } t[] = {
+      {"[\"ro\"]", "[\"ro\",\"rw\"]", "lost option ro"},
+      {"[\"nosuid\"]", "[\"nosuid\",\"defaults\"]", "lost option nosuid"},
+      {"[\"noexec\"]", "[\"rexec\",\"noexec\",\"exec\"]", "lost option noexec"},
+      {"[\"bind\"]", "[\"rbind\"]", "became a recursive bind"},
+      {"[\"bind\"]", "[\"bind\",\"suid\"]", "gained option suid"},
+      {"[\"bind\"]", "[\"bind\",\"nosuid\",\"nodev\",\"ro\"]", NULL},
+      {"[\"bind\",\"rw\",\"ro\"]", "[\"bind\",\"ro\"]", NULL},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    char *a = xasprintf("{\"mounts\":[{\"destination\":\"/d\",\"type\":\"bind\",\"source\":\"/srv/d\",\"options\":%s}]}", t[i].in);
+    char *b = xasprintf("{\"mounts\":[{\"destination\":\"/d\",\"type\":\"bind\",\"source\":\"/srv/d\",\"options\":%s}]}", t[i].out);
+    json_t *in = parse_or_die(a), *out = parse_or_die(b);
+    tg_error *err = NULL;
+    int r = oci_check_tighter(in, out, &err);
+    if (t[i].error)
+      cr_expect(r < 0 && strstr(err->msg, t[i].error), "%s -> %s: want \"%s\", got %s", t[i].in, t[i].out, t[i].error,
+                err ? err->msg : "no looser");
+    else
+      cr_expect_eq(r, 0, "%s -> %s: %s", t[i].in, t[i].out, err ? err->msg : "");
+    tg_error_free(&err);
+    json_free(in);
+    json_free(out);
+    free(a);
+    free(b);
+  }
+  /* tmpfs: the last size counts, and a second procfs is an addition */
+  json_t *in = parse_or_die("{\"mounts\":[{\"destination\":\"/t\",\"type\":\"tmpfs\",\"source\":\"t\",\"options\":[\"size=8g\",\"size=1m\"]}]}");
+  json_t *out = parse_or_die("{\"mounts\":[{\"destination\":\"/t\",\"type\":\"tmpfs\",\"source\":\"t\",\"options\":[\"size=1m\",\"size=8g\"]},{\"destination\":\"/p2\",\"type\":\"proc\",\"source\":\"proc\"}]}");
+  tg_error *err = NULL;
+  cr_expect_eq(oci_check_tighter(in, out, &err), -1);
+  cr_expect(err && strstr(err->msg, "tmpfs /t grew"), "%s", err ? err->msg : "");
+  tg_error_free(&err);
+  json_array_remove(json_object_get(out, "mounts"), 0);
+  cr_expect_eq(oci_check_tighter(in, out, &err), -1);
+  cr_expect(err && strstr(err->msg, "a proc mount at /p2 was added"), "%s", err ? err->msg : "");
+  tg_error_free(&err);
+  json_free(in);
+  json_free(out);
 }
 
 /* ---- the loopback-only network check -------------------------------------- */

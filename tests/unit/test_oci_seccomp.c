@@ -308,3 +308,86 @@ Test(oci_profile, profile_errors) {
   cr_expect(err && strstr(err->msg, "not a plain name"));
   tg_error_free(&err);
 }
+
+/* ---- issue 15: comparisons on the 32 bits the kernel reads ---------------- */
+
+/* Does sc allow syscall name with argument arg1 (the other args 0)?  An
+ * evaluator of our own: rules ORed, comparisons ANDed, 64-bit compares
+ * as libseccomp and gVisor make them. */
+static bool allows_arg1(const json_t *sc, const char *name, unsigned long long arg1) {
+  const json_t *rules = json_object_get(sc, "syscalls");
+  for (size_t i = 0; i < json_array_len(rules); i++) {
+    const json_t *r = json_array_get(rules, i);
+    if (!str_in(json_object_get(r, "names"), name) ||
+        strcmp(json_string_value(json_object_get(r, "action")), "SCMP_ACT_ALLOW") != 0)
+      continue;
+    bool all = true;
+    const json_t *args = json_object_get(r, "args");
+    for (size_t k = 0; k < json_array_len(args); k++) {
+      const json_t *a = json_array_get(args, k);
+      unsigned long long idx = strtoull(json_object_get(a, "index")->u.number.text, NULL, 10);
+      unsigned long long v = strtoull(json_object_get(a, "value")->u.number.text, NULL, 10);
+      const json_t *v2j = json_object_get(a, "valueTwo");
+      unsigned long long v2 = v2j ? strtoull(v2j->u.number.text, NULL, 10) : 0;
+      unsigned long long x = idx == 1 ? arg1 : 0;
+      const char *op = json_string_value(json_object_get(a, "op"));
+      bool ok = strcmp(op, "SCMP_CMP_MASKED_EQ") == 0 ? (x & v) == v2
+                : strcmp(op, "SCMP_CMP_EQ") == 0     ? x == v
+                : strcmp(op, "SCMP_CMP_NE") == 0     ? x != v
+                : strcmp(op, "SCMP_CMP_LT") == 0     ? x < v
+                : strcmp(op, "SCMP_CMP_LE") == 0     ? x <= v
+                : strcmp(op, "SCMP_CMP_GT") == 0     ? x > v
+                                                     : x >= v;
+      all &= ok;
+    }
+    if (all)
+      return true;
+  }
+  return false;
+}
+
+Test(oci_seccomp, tiocsti_denied_on_the_low_32_bits) {
+  json_t *o = ours();
+  const unsigned long long tiocsti[] = {0x5412, 0x100005412ULL, 0xffffffff00005412ULL, 0x8000000000005412ULL};
+  for (size_t i = 0; i < sizeof tiocsti / sizeof tiocsti[0]; i++)
+    cr_expect_not(allows_arg1(o, "ioctl", tiocsti[i]), "ioctl 0x%llx is TIOCSTI to the kernel", tiocsti[i]);
+  const unsigned long long fine[] = {0x5401, 0x5413, 0x5402, 0x541B, 0x4012, 0x5410, 0, 0xffffffffULL, 0x100005413ULL};
+  for (size_t i = 0; i < sizeof fine / sizeof fine[0]; i++)
+    cr_expect(allows_arg1(o, "ioctl", fine[i]), "ioctl 0x%llx is allowed", fine[i]);
+  json_free(o);
+}
+
+Test(oci_seccomp, allowlist_comparisons_an_upper_bit_defeats_are_refused) {
+  struct {
+    const char *action, *op, *value;
+    bool refused;
+  } t[] = {
+      {"SCMP_ACT_ALLOW", "SCMP_CMP_NE", "21522", true},
+      {"SCMP_ACT_ALLOW", "SCMP_CMP_GT", "5", true},
+      {"SCMP_ACT_ALLOW", "SCMP_CMP_GE", "5", true},
+      {"SCMP_ACT_ALLOW", "SCMP_CMP_EQ", "2", false},
+      {"SCMP_ACT_ALLOW", "SCMP_CMP_LT", "2", false},
+      {"SCMP_ACT_ALLOW", "SCMP_CMP_MASKED_EQ", "4294967295", false},
+      {"SCMP_ACT_ERRNO", "SCMP_CMP_EQ", "21522", true},
+      {"SCMP_ACT_ERRNO", "SCMP_CMP_LE", "3", true},
+      {"SCMP_ACT_ERRNO", "SCMP_CMP_MASKED_EQ", "4294967295", false},
+      {"SCMP_ACT_ERRNO", "SCMP_CMP_MASKED_EQ", "18446744073709551615", true},
+      {"SCMP_ACT_ERRNO", "SCMP_CMP_NE", "3", false},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    char *text = xasprintf("{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"architectures\":[\"SCMP_ARCH_X86_64\"],\"syscalls\":["
+                           "{\"names\":[\"ioctl\"],\"action\":\"%s\",\"args\":[{\"index\":1,\"value\":%s,\"valueTwo\":0,\"op\":\"%s\"}]}]}",
+                           t[i].action, t[i].value, t[i].op);
+    json_t *sc = parse_or_die(text);
+    tg_error *err = NULL;
+    int r = oci_seccomp_validate_allowlist(sc, "test", &err);
+    if (t[i].refused)
+      cr_expect(r < 0 && strstr(err->msg, "SCMP_CMP_MASKED_EQ with a mask below 2^32"), "%s %s: want refused, got %s",
+                t[i].action, t[i].op, err ? err->msg : "accepted");
+    else
+      cr_expect_eq(r, 0, "%s %s: %s", t[i].action, t[i].op, err ? err->msg : "");
+    tg_error_free(&err);
+    json_free(sc);
+    free(text);
+  }
+}
