@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -42,6 +44,33 @@ static int cap_last_cap(void) {
   return last;
 }
 
+/* The identity tools run as (host config tool_uid/tool_gid): one that no
+ * container has, so that a tool shares no uid with any container's
+ * processes, gVisor's sandbox (65534) or another tenant's workload. */
+static uid_t tool_uid = SANDBOX_UID;
+static gid_t tool_gid = SANDBOX_GID;
+
+void sandbox_set_identity(uid_t uid, gid_t gid) {
+  tool_uid = uid;
+  tool_gid = gid;
+}
+
+uid_t sandbox_uid(void) { return tool_uid; }
+gid_t sandbox_gid(void) { return tool_gid; }
+
+/* fork(), but as root into a new pid and mount namespace: the tool is pid 1
+ * of a namespace holding nothing else, and sees a /proc of its own (mounted
+ * by child_exec), so no container, sandbox or gofer process can even be
+ * named by it, let alone signalled, traced or read through /proc.  Raw
+ * clone() with no stack behaves as fork() (the child runs on a copy of
+ * this stack).  Fails closed: no unisolated fallback. */
+static pid_t sandbox_fork(bool *isolated) {
+  *isolated = geteuid() == 0;
+  if (!*isolated)
+    return fork();
+  return (pid_t)syscall(SYS_clone, (unsigned long)(SIGCHLD | CLONE_NEWPID | CLONE_NEWNS), NULL, NULL, NULL, 0UL);
+}
+
 static void child_fail(int fd, const char *what) {
   /* async-signal-safe: write and _exit only */
   if (fd >= 0) {
@@ -55,7 +84,8 @@ static void child_fail(int fd, const char *what) {
 /* In the child: become an unprivileged, capability-less process in its own
  * session, then exec.  Never returns. */
 static void child_exec(char *const argv[], char *const envp[], int in, int out, int errfd,
-                       int last_cap, pid_t parent) {
+                       int last_cap, pid_t parent, bool isolated, uid_t uid, gid_t gid) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
   setsid();
   if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(errfd, 2) < 0)
     _exit(126);
@@ -66,6 +96,13 @@ static void child_exec(char *const argv[], char *const envp[], int in, int out, 
   sigemptyset(&all);
   sigprocmask(SIG_SETMASK, &all, NULL);
   signal(SIGPIPE, SIG_DFL);
+  if (isolated) {
+    /* Our mount namespace is a copy: keep its changes from propagating
+     * back to the host, then a procfs of the new pid namespace. */
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+        mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+      child_fail(2, "cannot mount the tool's own /proc");
+  }
   if (chdir("/") < 0)
     child_fail(2, "chdir /");
   struct rlimit nofile = {256, 256}, core = {0, 0}, fsize = {64 << 20, 64 << 20},
@@ -80,9 +117,8 @@ static void child_exec(char *const argv[], char *const envp[], int in, int out, 
      * effective and ambient sets, so nothing can be regained. */
     for (int c = 0; c <= last_cap; c++)
       prctl(PR_CAPBSET_DROP, c, 0, 0, 0);
-    if (setgroups(0, NULL) < 0 || setresgid(SANDBOX_GID, SANDBOX_GID, SANDBOX_GID) < 0 ||
-        setresuid(SANDBOX_UID, SANDBOX_UID, SANDBOX_UID) < 0)
-      child_fail(2, "cannot drop to uid 65534");
+    if (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0)
+      child_fail(2, "cannot drop to the tools' uid (tool_uid in the host config)");
     setrlimit(RLIMIT_NPROC, &nproc);
   }
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
@@ -90,10 +126,18 @@ static void child_exec(char *const argv[], char *const envp[], int in, int out, 
   /* Die with the gate.  Set after the id change, which clears it; and if
    * the parent is already gone, the signal will never come: leave now. */
   prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != parent)
+  if (isolated) {
+    /* pid 1 of its own namespace: getppid() is 0 whether or not the gate
+     * lives.  The gate holds the read end of our stdout for as long as it
+     * runs; with no reader left the write end reports POLLERR. */
+    struct pollfd alive = {.fd = 1, .events = POLLOUT};
+    if (poll(&alive, 1, 0) == 1 && (alive.revents & POLLERR))
+      _exit(126);
+  } else if (getppid() != parent) {
     _exit(126);
+  }
   execve(argv[0], argv, envp);
-  child_fail(2, "exec failed (is the program executable by uid 65534?)");
+  child_fail(2, "exec failed (is the program readable and executable by the tools' uid, tool_uid in the host config?)");
 }
 
 void sigpipe_block(struct sigpipe_guard *g) {
@@ -165,15 +209,18 @@ int sandbox_run(char *const argv[], char *const extra_env[], const char *input,
   char **env = build_env(extra_env);
   int last = cap_last_cap();
   pid_t self = getpid();
-  pid_t pid = fork();
+  uid_t uid = tool_uid;
+  gid_t gid = tool_gid;
+  bool isolated;
+  pid_t pid = sandbox_fork(&isolated);
   if (pid < 0) {
     int e = errno;
     free_env(env);
     close(inp[0]); close(inp[1]); close(outp[0]); close(outp[1]); close(errp[0]); close(errp[1]);
-    return tg_error_set(err, e, "fork for %s", argv[0]);
+    return tg_error_set(err, e, "start %s in its own pid and mount namespace", argv[0]);
   }
   if (pid == 0)
-    child_exec(argv, env, inp[0], outp[1], errp[1], last, self);
+    child_exec(argv, env, inp[0], outp[1], errp[1], last, self, isolated, uid, gid);
   free_env(env);
   if (watch)
     watch->pid(watch->ctx, pid);
@@ -307,17 +354,20 @@ int sandbox_spawn(char *const argv[], pid_t *pid, int *to_child, int *from_child
   char **env = build_env(NULL);
   int last = cap_last_cap();
   pid_t self = getpid();
-  pid_t p = fork();
+  uid_t uid = tool_uid;
+  gid_t gid = tool_gid;
+  bool isolated;
+  pid_t p = sandbox_fork(&isolated);
   if (p < 0) {
     int e = errno;
     free_env(env);
     close(inp[0]); close(inp[1]); close(outp[0]); close(outp[1]);
     if (devnull >= 0)
       close(devnull);
-    return tg_error_set(err, e, "fork for %s", argv[0]);
+    return tg_error_set(err, e, "start %s in its own pid and mount namespace", argv[0]);
   }
   if (p == 0)
-    child_exec(argv, env, inp[0], outp[1], devnull, last, self);
+    child_exec(argv, env, inp[0], outp[1], devnull, last, self, isolated, uid, gid);
   free_env(env);
   close(inp[0]);
   close(outp[1]);
