@@ -117,7 +117,11 @@ static void child_exec(char *const argv[], char *const envp[], int in, int out, 
      * effective and ambient sets, so nothing can be regained. */
     for (int c = 0; c <= last_cap; c++)
       prctl(PR_CAPBSET_DROP, c, 0, 0, 0);
-    if (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0)
+    /* Raw system calls: glibc's wrappers broadcast an id change to every
+     * thread it believes the process has, and after clone() (not fork())
+     * it still believes in the gate's threads, and waits for them forever. */
+    if (syscall(SYS_setgroups, 0, NULL) < 0 || syscall(SYS_setresgid, gid, gid, gid) < 0 ||
+        syscall(SYS_setresuid, uid, uid, uid) < 0)
       child_fail(2, "cannot drop to the tools' uid (tool_uid in the host config)");
     setrlimit(RLIMIT_NPROC, &nproc);
   }

@@ -443,6 +443,11 @@ static int do_create(struct cli *cli, const struct create_request *req,
     return tg_error_wrap(err, "bundle %s: config.json", bundle);
   cleanup_free char *profile = hr.profile ? xstrdup(hr.profile) : xstrdup("");
   harden_result_free(&hr);
+  /* passthrough maps nothing: its range would be held for no one. */
+  if (ho.id_range_size != 0 && json_get_path(config, "linux.uidMappings") == NULL) {
+    idrange_release_owner(&cli->config, u->dir);
+    json_object_del(state, "id_range");
+  }
   if (oci_apply_cri_policy(config, err) < 0)
     return tg_error_wrap(err, "bundle %s: config.json", bundle);
   json_object_set(json_object_ensure_object(config, "annotations"),

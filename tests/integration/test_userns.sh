@@ -172,6 +172,7 @@ P
   wait "${pids[@]}"
   ranges=$(for i in $(seq 1 20); do tg state "many$i" 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["tollgate"]["id_range"]["ranges"][0]["host_first"])' 2>/dev/null; done)
   check_eq "runc: 20 concurrent creates got 20 ranges" 20 "$(echo "$ranges" | grep -c .)"
+  for i in $(seq 1 20); do [ -s "$TG_ROOT/err-many$i" ] && sed "s/^/# many$i: /" "$TG_ROOT/err-many$i"; done
   check_eq "runc: ... all distinct" 20 "$(echo "$ranges" | sort -u | grep -c .)"
   check_eq "runc: ... and 20 claims" 20 "$(claims)"
   for i in $(seq 1 20); do tg delete --force "many$i"; done
