@@ -9,12 +9,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "shim/util.h"
 
 #define CLAIM_MAX 4096
+/* In the owner directory: the token its claims carry.  An inode number
+ * alone is no proof of identity (ext4 hands a freed one straight out
+ * again to the next directory of the same name). */
+#define OWNER_TOKEN ".id-claim"
 
 static int pool_lock(const struct id_pool *pool, int *dir_fd, tg_error **err) {
   if (mkdir_p(pool->dir, 0700, err) < 0)
@@ -34,9 +39,9 @@ static int pool_lock(const struct id_pool *pool, int *dir_fd, tg_error **err) {
 }
 
 /* The owner recorded in claim file name, or NULL when it is unreadable or
- * short (a crash mid-write): such a claim is free.  *ino gets the owner's
- * inode at claim time. */
-static char *claim_owner(int dir_fd, const char *name, unsigned long long *ino) {
+ * short (a crash mid-write): such a claim is free.  token gets the token
+ * the owner directory held at claim time. */
+static char *claim_owner(int dir_fd, const char *name, char token[33]) {
   char *buf = NULL;
   size_t len = 0;
   tg_error *e = NULL;
@@ -51,19 +56,61 @@ static char *claim_owner(int dir_fd, const char *name, unsigned long long *ino) 
     return NULL;
   }
   *sp = '\0';
-  *ino = strtoull(sp + 1, NULL, 10);
+  size_t tl = (size_t)(nl - sp - 1);
+  if (tl != 32) {
+    free(buf);
+    return NULL;
+  }
+  memcpy(token, sp + 1, 32);
+  token[32] = '\0';
   return buf;
+}
+
+/* The token in dir/OWNER_TOKEN, or -1 when there is none. */
+static int read_token(const char *dir, char token[33]) {
+  cleanup_close int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dfd < 0)
+    return -1;
+  char *buf = NULL;
+  size_t len = 0;
+  tg_error *e = NULL;
+  if (read_file_untrusted(dfd, OWNER_TOKEN, 64, &buf, &len, &e) < 0) {
+    tg_error_free(&e);
+    return -1;
+  }
+  int r = len == 32 ? 0 : -1;
+  if (r == 0) {
+    memcpy(token, buf, 32);
+    token[32] = '\0';
+  }
+  free(buf);
+  return r;
+}
+
+/* The owner's token, made on its first claim. */
+static int owner_token(const char *owner, char token[33], tg_error **err) {
+  if (read_token(owner, token) == 0)
+    return 0;
+  unsigned char raw[16];
+  if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
+    return tg_error_set(err, errno, "id range claim: getrandom");
+  for (size_t i = 0; i < sizeof raw; i++)
+    snprintf(token + 2 * i, 3, "%02x", raw[i]);
+  cleanup_close int dfd = open(owner, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dfd < 0)
+    return tg_error_set(err, errno, "id range claim: owner %s", owner);
+  return write_file_atomic(dfd, OWNER_TOKEN, token, 32, 0600, false, err);
 }
 
 /* Does the claim still belong to a live owner, and is that owner owner? */
 enum claim_state { CLAIM_FREE, CLAIM_MINE, CLAIM_OTHER };
 static enum claim_state claim_state(int dir_fd, const char *name, const char *owner, char **holder) {
-  unsigned long long ino = 0;
-  char *who = claim_owner(dir_fd, name, &ino);
-  struct stat st;
+  char token[33];
+  char *who = claim_owner(dir_fd, name, token);
   if (who == NULL)
     return CLAIM_FREE;
-  if (stat(who, &st) < 0 || !S_ISDIR(st.st_mode) || (unsigned long long)st.st_ino != ino) {
+  char have[33];
+  if (read_token(who, have) < 0 || strcmp(have, token) != 0) {
     free(who);
     return CLAIM_FREE; /* the owner's state directory is gone: reclaimable */
   }
@@ -93,11 +140,11 @@ static char *canonical_owner(const char *owner, tg_error **err) {
   return xasprintf("%s/%s", strcmp(rp, "/") == 0 ? "" : rp, base);
 }
 
-static int write_claim(int dir_fd, unsigned long long slot, const char *owner, unsigned long long ino,
+static int write_claim(int dir_fd, unsigned long long slot, const char *owner, const char *token,
                        tg_error **err) {
   char name[32];
   snprintf(name, sizeof name, "%llu", slot);
-  cleanup_free char *text = xasprintf("%s %llu\n", owner, ino);
+  cleanup_free char *text = xasprintf("%s %s\n", owner, token);
   /* Not synced: claims only need to outlive a crashed tollgate, not the
    * host; after a reboot no container holds any id. */
   return write_file_atomic(dir_fd, name, text, strlen(text), 0600, false, err);
@@ -109,9 +156,10 @@ int idrange_claim(const struct id_pool *pool, const char *owner, const unsigned 
   if (abs == NULL)
     return -1;
   owner = abs;
-  struct stat ost;
-  if (stat(owner, &ost) < 0)
-    return tg_error_set(err, errno, "id range claim: owner %s", owner);
+  /* The token is in place before any claim names it. */
+  char token[33];
+  if (owner_token(owner, token, err) < 0)
+    return -1;
   int dir_fd = -1;
   cleanup_close int lock = pool_lock(pool, &dir_fd, err);
   if (lock < 0)
@@ -123,7 +171,7 @@ int idrange_claim(const struct id_pool *pool, const char *owner, const unsigned 
       snprintf(name, sizeof name, "%llu", k);
       if (claim_state(dfd, name, owner, NULL) == CLAIM_OTHER)
         continue;
-      if (write_claim(dfd, k, owner, (unsigned long long)ost.st_ino, err) < 0)
+      if (write_claim(dfd, k, owner, token, err) < 0)
         return -1;
       *slot = k;
       return 0;
@@ -147,7 +195,7 @@ int idrange_claim(const struct id_pool *pool, const char *owner, const unsigned 
     free(holder);
   }
   for (size_t i = 0; i < n; i++)
-    if (write_claim(dfd, want[i], owner, (unsigned long long)ost.st_ino, err) < 0)
+    if (write_claim(dfd, want[i], owner, token, err) < 0)
       return -1;
   if (slot)
     *slot = want[0];
@@ -175,8 +223,8 @@ int idrange_release(const struct id_pool *pool, const char *owner, tg_error **er
   while ((de = readdir(d)) != NULL) {
     if (de->d_name[0] < '0' || de->d_name[0] > '9')
       continue;
-    unsigned long long ino;
-    char *who = claim_owner(dirfd(d), de->d_name, &ino);
+    char token[33];
+    char *who = claim_owner(dirfd(d), de->d_name, token);
     if (who && strcmp(who, owner) == 0)
       unlinkat(dirfd(d), de->d_name, 0);
     free(who);

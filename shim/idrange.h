@@ -3,12 +3,13 @@
  * tools) ever share a host uid.
  *
  * Slot k of the pool is host ids [base + k*size, base + (k+1)*size).  A
- * claim is the file <pool dir>/<k> holding "<owner dir> <inode>\n": the
- * container's state directory, whose existence is what keeps the claim
- * alive.  Every change happens under flock(<pool dir>/.lock), so concurrent
+ * claim is the file <pool dir>/<k> holding "<owner dir> <token>\n": the
+ * container's state directory and a random token written into it
+ * (<owner>/.id-claim) before the claim; the owner holding that token is
+ * what keeps the claim alive.  Every change happens under flock(<pool dir>/.lock), so concurrent
  * creates never get the same slot.  Crash safety needs no journal: a claim
  * whose owner directory is gone (or is a different directory of the same
- * name, or whose file a crash left short) is free to take again. */
+ * name, which lacks the token, or whose file a crash left short) is free to take again. */
 #ifndef TOLLGATE_IDRANGE_H
 #define TOLLGATE_IDRANGE_H
 
