@@ -155,12 +155,13 @@ static int claim_id_range(struct cli *cli, const json_t *config, const char *dir
   if (n == 0) {
     ho->id_range_first = pool.base + slot * pool.size;
     ho->id_range_size = pool.size;
-    /* runc mounts as the container's root, an unprivileged host id:
-     * it must be able to walk into the state directory to reach the
-     * bridge area (the files in it stay 0600 root). */
-    if (chmod(dir, 0711) < 0)
-      return tg_error_set(err, errno, "chmod %s", dir);
   }
+  /* runc mounts, and runsc's gofer opens mounts, as the container's root:
+   * an unprivileged host id of the range.  It must be able to walk into
+   * the state directory to reach the bridge area (its files stay 0600
+   * root, and it cannot list it). */
+  if (chmod(dir, 0711) < 0)
+    return tg_error_set(err, errno, "chmod %s", dir);
   return 0;
 }
 
