@@ -58,19 +58,6 @@ void sandbox_set_identity(uid_t uid, gid_t gid) {
 uid_t sandbox_uid(void) { return tool_uid; }
 gid_t sandbox_gid(void) { return tool_gid; }
 
-/* fork(), but as root into a new pid and mount namespace: the tool is pid 1
- * of a namespace holding nothing else, and sees a /proc of its own (mounted
- * by child_exec), so no container, sandbox or gofer process can even be
- * named by it, let alone signalled, traced or read through /proc.  Raw
- * clone() with no stack behaves as fork() (the child runs on a copy of
- * this stack).  Fails closed: no unisolated fallback. */
-static pid_t sandbox_fork(bool *isolated) {
-  *isolated = geteuid() == 0;
-  if (!*isolated)
-    return fork();
-  return (pid_t)syscall(SYS_clone, (unsigned long)(SIGCHLD | CLONE_NEWPID | CLONE_NEWNS), NULL, NULL, NULL, 0UL);
-}
-
 static void child_fail(int fd, const char *what) {
   /* async-signal-safe: write and _exit only */
   if (fd >= 0) {
@@ -81,10 +68,76 @@ static void child_fail(int fd, const char *what) {
   _exit(126);
 }
 
+/* Write text to a /proc/self file, async-signal-safely. */
+static bool write_proc_self(const char *name, const char *text) {
+  int fd = open(name, O_WRONLY | O_CLOEXEC);
+  if (fd < 0)
+    return false;
+  ssize_t n = write(fd, text, strlen(text));
+  close(fd);
+  return n == (ssize_t)strlen(text);
+}
+
+/* In the child, already running as the tools' uid: move into a user, pid
+ * and mount namespace of the tool's own.  The tool becomes pid 1 of a pid
+ * namespace that holds nothing else, with a /proc of its own, so no
+ * container, sandbox or gofer process can even be named by it, let alone
+ * signalled, traced or read through /proc.  The user namespace is what
+ * lets an unprivileged process make the other two (the sidecar keeps no
+ * CAP_SYS_ADMIN); it maps only the tool's own uid and gid, and execve()
+ * as that non-root uid leaves the tool no capability in it either.
+ * This process stays outside as the tool's parent and passes its exit
+ * status on; only the tool returns.  Fails closed: no unisolated run. */
+static void enter_own_namespaces(const char *uid_map, const char *gid_map) {
+  if (unshare(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS) < 0)
+    child_fail(2, "cannot create the tool's own user, pid and mount namespaces (are unprivileged user namespaces disabled? see docs/hardening.md)");
+  /* The id change made us non-dumpable, which leaves /proc/self root's:
+   * dumpable just long enough to write our own maps. */
+  prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+  bool mapped = write_proc_self("/proc/self/uid_map", uid_map) && write_proc_self("/proc/self/setgroups", "deny") &&
+                write_proc_self("/proc/self/gid_map", gid_map);
+  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  if (!mapped)
+    child_fail(2, "cannot map the tool's uid in its user namespace");
+  /* Raw clone: glibc's fork() runs atfork handlers and takes locks. */
+  pid_t tool = (pid_t)syscall(SYS_clone, (unsigned long)SIGCHLD, NULL, NULL, NULL, 0UL);
+  if (tool < 0)
+    child_fail(2, "cannot start the tool in its pid namespace");
+  if (tool == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    /* Our mount namespace is a copy: keep its changes from propagating
+     * back to the host, then a procfs of the new pid namespace. */
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+        mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+      child_fail(2, "cannot mount the tool's own /proc");
+    /* pid 1 here: getppid() is 0 whether or not the parent lives.  The
+     * gate holds the read end of our stdout while it waits for us; with
+     * no reader left the write end reports POLLERR. */
+    struct pollfd alive = {.fd = 1, .events = POLLOUT};
+    if (poll(&alive, 1, 0) == 1 && (alive.revents & POLLERR))
+      _exit(126);
+    return;
+  }
+  close(0);
+  close(1);
+  close(2);
+  int status = 0;
+  while (syscall(SYS_wait4, tool, &status, 0, NULL) < 0)
+    if (errno != EINTR)
+      _exit(126);
+  if (WIFEXITED(status))
+    _exit(WEXITSTATUS(status));
+  int sig = WTERMSIG(status);
+  signal(sig, SIG_DFL);
+  syscall(SYS_kill, syscall(SYS_getpid), sig);
+  _exit(128 + sig);
+}
+
 /* In the child: become an unprivileged, capability-less process in its own
  * session, then exec.  Never returns. */
 static void child_exec(char *const argv[], char *const envp[], int in, int out, int errfd,
-                       int last_cap, pid_t parent, bool isolated, uid_t uid, gid_t gid) {
+                       int last_cap, pid_t parent, uid_t uid, gid_t gid, const char *uid_map,
+                       const char *gid_map) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   setsid();
   if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(errfd, 2) < 0)
@@ -96,13 +149,6 @@ static void child_exec(char *const argv[], char *const envp[], int in, int out, 
   sigemptyset(&all);
   sigprocmask(SIG_SETMASK, &all, NULL);
   signal(SIGPIPE, SIG_DFL);
-  if (isolated) {
-    /* Our mount namespace is a copy: keep its changes from propagating
-     * back to the host, then a procfs of the new pid namespace. */
-    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
-        mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
-      child_fail(2, "cannot mount the tool's own /proc");
-  }
   if (chdir("/") < 0)
     child_fail(2, "chdir /");
   struct rlimit nofile = {256, 256}, core = {0, 0}, fsize = {64 << 20, 64 << 20},
@@ -117,11 +163,7 @@ static void child_exec(char *const argv[], char *const envp[], int in, int out, 
      * effective and ambient sets, so nothing can be regained. */
     for (int c = 0; c <= last_cap; c++)
       prctl(PR_CAPBSET_DROP, c, 0, 0, 0);
-    /* Raw system calls: glibc's wrappers broadcast an id change to every
-     * thread it believes the process has, and after clone() (not fork())
-     * it still believes in the gate's threads, and waits for them forever. */
-    if (syscall(SYS_setgroups, 0, NULL) < 0 || syscall(SYS_setresgid, gid, gid, gid) < 0 ||
-        syscall(SYS_setresuid, uid, uid, uid) < 0)
+    if (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0)
       child_fail(2, "cannot drop to the tools' uid (tool_uid in the host config)");
     setrlimit(RLIMIT_NPROC, &nproc);
   }
@@ -130,16 +172,9 @@ static void child_exec(char *const argv[], char *const envp[], int in, int out, 
   /* Die with the gate.  Set after the id change, which clears it; and if
    * the parent is already gone, the signal will never come: leave now. */
   prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (isolated) {
-    /* pid 1 of its own namespace: getppid() is 0 whether or not the gate
-     * lives.  The gate holds the read end of our stdout for as long as it
-     * runs; with no reader left the write end reports POLLERR. */
-    struct pollfd alive = {.fd = 1, .events = POLLOUT};
-    if (poll(&alive, 1, 0) == 1 && (alive.revents & POLLERR))
-      _exit(126);
-  } else if (getppid() != parent) {
+  if (getppid() != parent)
     _exit(126);
-  }
+  enter_own_namespaces(uid_map, gid_map);
   execve(argv[0], argv, envp);
   child_fail(2, "exec failed (is the program readable and executable by the tools' uid, tool_uid in the host config?)");
 }
@@ -162,6 +197,18 @@ void sigpipe_unblock(struct sigpipe_guard *g) {
   while (sigtimedwait(&pipe, NULL, &zero) > 0)
     ;
   pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+}
+
+/* The tool's user namespace maps only the ids it runs as: the tools' ids
+ * when the gate is root (it drops to them), else the gate's own.  Made
+ * before fork: the child may not format strings. */
+static void id_maps(uid_t uid, gid_t gid, char uid_map[32], char gid_map[32]) {
+  if (geteuid() != 0) {
+    uid = geteuid();
+    gid = getegid();
+  }
+  snprintf(uid_map, 32, "%u %u 1\n", (unsigned)uid, (unsigned)uid);
+  snprintf(gid_map, 32, "%u %u 1\n", (unsigned)gid, (unsigned)gid);
 }
 
 static char **build_env(char *const extra[]) {
@@ -215,16 +262,17 @@ int sandbox_run(char *const argv[], char *const extra_env[], const char *input,
   pid_t self = getpid();
   uid_t uid = tool_uid;
   gid_t gid = tool_gid;
-  bool isolated;
-  pid_t pid = sandbox_fork(&isolated);
+  char uid_map[32], gid_map[32];
+  id_maps(uid, gid, uid_map, gid_map);
+  pid_t pid = fork();
   if (pid < 0) {
     int e = errno;
     free_env(env);
     close(inp[0]); close(inp[1]); close(outp[0]); close(outp[1]); close(errp[0]); close(errp[1]);
-    return tg_error_set(err, e, "start %s in its own pid and mount namespace", argv[0]);
+    return tg_error_set(err, e, "fork for %s", argv[0]);
   }
   if (pid == 0)
-    child_exec(argv, env, inp[0], outp[1], errp[1], last, self, isolated, uid, gid);
+    child_exec(argv, env, inp[0], outp[1], errp[1], last, self, uid, gid, uid_map, gid_map);
   free_env(env);
   if (watch)
     watch->pid(watch->ctx, pid);
@@ -360,18 +408,19 @@ int sandbox_spawn(char *const argv[], pid_t *pid, int *to_child, int *from_child
   pid_t self = getpid();
   uid_t uid = tool_uid;
   gid_t gid = tool_gid;
-  bool isolated;
-  pid_t p = sandbox_fork(&isolated);
+  char uid_map[32], gid_map[32];
+  id_maps(uid, gid, uid_map, gid_map);
+  pid_t p = fork();
   if (p < 0) {
     int e = errno;
     free_env(env);
     close(inp[0]); close(inp[1]); close(outp[0]); close(outp[1]);
     if (devnull >= 0)
       close(devnull);
-    return tg_error_set(err, e, "start %s in its own pid and mount namespace", argv[0]);
+    return tg_error_set(err, e, "fork for %s", argv[0]);
   }
   if (p == 0)
-    child_exec(argv, env, inp[0], outp[1], devnull, last, self, isolated, uid, gid);
+    child_exec(argv, env, inp[0], outp[1], devnull, last, self, uid, gid, uid_map, gid_map);
   free_env(env);
   close(inp[0]);
   close(outp[1]);

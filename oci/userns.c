@@ -40,6 +40,16 @@ static bool mapping_fields(const json_t *m, unsigned long long *c, unsigned long
   return true;
 }
 
+bool oci_joins_a_namespace(const json_t *config) {
+  const json_t *nss = json_get_path(config, "linux.namespaces");
+  for (size_t i = 0; i < json_array_len(nss); i++) {
+    const char *path = json_string_value(json_object_get(json_array_get(nss, i), "path"));
+    if (path && path[0] != '\0')
+      return true;
+  }
+  return false;
+}
+
 static bool has_mappings(const json_t *config) {
   return json_array_len(json_get_path(config, "linux.uidMappings")) > 0 ||
          json_array_len(json_get_path(config, "linux.gidMappings")) > 0;
@@ -125,6 +135,12 @@ int oci_userns_harden(json_t *config, const struct harden_options *o, tg_error *
     return 0;
   }
   bool runc = o->backend && strcmp(o->backend, "runc") == 0;
+  /* A pod member joins its sandbox's ipc/uts/pid namespaces, which a new
+   * user namespace of its own could not administer (runc's mqueue and
+   * proc mounts fail): it keeps the host's user namespace (docs/
+   * hardening.md "Known limits"). */
+  if (runc && oci_joins_a_namespace(config))
+    return 0;
   if (!runc || o->id_range_size == 0) {
     /* runsc: the sentry is the container's kernel and gVisor's sandbox
      * runs as its own unprivileged host user either way. */

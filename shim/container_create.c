@@ -135,7 +135,7 @@ static int claim_id_range(struct cli *cli, const json_t *config, const char *dir
   bool maps = false;
   oci_userns_slots(config, pool.base, pool.size, pool.count, &slots, &n, &maps);
   bool runc = strcmp(json_string_value(json_object_get(state, "backend")) ?: "", "runc") == 0;
-  if (n == 0 && (maps || !runc))
+  if (n == 0 && (maps || !runc || oci_joins_a_namespace(config)))
     return 0; /* nothing to claim (out-of-pool mappings are refused by oci_harden) */
   unsigned long long slot = 0;
   if (idrange_claim(&pool, dir, slots, n, &slot, err) < 0)
