@@ -46,8 +46,9 @@ struct sandbox_output {
 };
 
 /* Run argv (argv[0] an absolute path) as the tools' uid/gid (see
- * sandbox_set_identity), as pid 1 of a new pid namespace with a mount
- * namespace and /proc of its own (when started by root), no capabilities,
+ * sandbox_set_identity), as pid 1 of a user, pid and mount namespace of
+ * its own with its own /proc (refused, not run, when they cannot be
+ * made), no capabilities,
  * no_new_privs, a scrubbed environment (PATH, LANG, HOME=/ plus extra_env),
  * rlimits, cwd /, and its own process group; feed input on stdin; collect
  * stdout and the tail of stderr; kill the whole group after timeout_ms.
