@@ -1,6 +1,7 @@
 /* Policy parsing and checking.  Every problem is collected with its line,
  * column and field path, so one `tollgate policy check` run shows them all. */
 #include "governance/policy.h"
+#include "governance/tool_identity.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -168,11 +169,11 @@ static char *resolve_program(struct ctx *c, const char *prog) {
   return xasprintf("%s/%s", c->p->dir, prog);
 }
 
-/* Tools, hooks and MCP servers run as uid/gid 65534 (see tools.h).  When
+/* Tools, hooks and MCP servers run as the tools' uid/gid (see tools.h).  When
  * tollgate runs as root, a program that uid cannot reach fails only at the
  * first call, deep inside a container run; say so at policy check time.
  * Every directory on the way needs search permission and the file read
- * and execute permission for "other" (or for 65534 as owner or group). */
+ * and execute permission for "other" (or for that uid as owner or group). */
 static const char *unreachable_by_nobody(const char *path) {
   if (geteuid() != 0)
     return NULL;
@@ -188,12 +189,12 @@ static const char *unreachable_by_nobody(const char *path) {
     if (stat(buf[0] ? buf : "/", &st) < 0)
       return NULL;
     mode_t need = last ? 05 : 01; /* r-x for the file, --x for directories */
-    mode_t have = st.st_uid == 65534 ? (st.st_mode >> 6) & 07
-                : st.st_gid == 65534 ? (st.st_mode >> 3) & 07
+    mode_t have = st.st_uid == sandbox_uid() ? (st.st_mode >> 6) & 07
+                : st.st_gid == sandbox_gid() ? (st.st_mode >> 3) & 07
                                      : st.st_mode & 07;
     if ((have & need) != need)
-      return last ? "the program is not readable and executable by uid 65534, which runs it (chmod o+rx)"
-                  : "a directory on its path is not searchable by uid 65534, which runs it (chmod o+x)";
+      return last ? "the program is not readable and executable by the tools' uid (tool_uid), which runs it (chmod o+rx)"
+                  : "a directory on its path is not searchable by the tools' uid (tool_uid), which runs it (chmod o+x)";
     if (last)
       return NULL;
     *next = '/';

@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -42,6 +44,20 @@ static int cap_last_cap(void) {
   return last;
 }
 
+/* The identity tools run as (host config tool_uid/tool_gid): one that no
+ * container has, so that a tool shares no uid with any container's
+ * processes, gVisor's sandbox (65534) or another tenant's workload. */
+static uid_t tool_uid = SANDBOX_UID;
+static gid_t tool_gid = SANDBOX_GID;
+
+void sandbox_set_identity(uid_t uid, gid_t gid) {
+  tool_uid = uid;
+  tool_gid = gid;
+}
+
+uid_t sandbox_uid(void) { return tool_uid; }
+gid_t sandbox_gid(void) { return tool_gid; }
+
 static void child_fail(int fd, const char *what) {
   /* async-signal-safe: write and _exit only */
   if (fd >= 0) {
@@ -52,10 +68,77 @@ static void child_fail(int fd, const char *what) {
   _exit(126);
 }
 
+/* Write text to a /proc/self file, async-signal-safely. */
+static bool write_proc_self(const char *name, const char *text) {
+  int fd = open(name, O_WRONLY | O_CLOEXEC);
+  if (fd < 0)
+    return false;
+  ssize_t n = write(fd, text, strlen(text));
+  close(fd);
+  return n == (ssize_t)strlen(text);
+}
+
+/* In the child, already running as the tools' uid: move into a user, pid
+ * and mount namespace of the tool's own.  The tool becomes pid 1 of a pid
+ * namespace that holds nothing else, with a /proc of its own, so no
+ * container, sandbox or gofer process can even be named by it, let alone
+ * signalled, traced or read through /proc.  The user namespace is what
+ * lets an unprivileged process make the other two (the sidecar keeps no
+ * CAP_SYS_ADMIN); it maps only the tool's own uid and gid, and execve()
+ * as that non-root uid leaves the tool no capability in it either.
+ * This process stays outside as the tool's parent and passes its exit
+ * status on; only the tool returns.  Fails closed: no unisolated run. */
+static void enter_own_namespaces(const char *uid_map, const char *gid_map) {
+  if (unshare(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS) < 0)
+    child_fail(2, "cannot create the tool's own user, pid and mount namespaces (are unprivileged user namespaces disabled? see docs/hardening.md)");
+  /* The id change made us non-dumpable, which leaves /proc/self root's:
+   * dumpable just long enough to write our own maps. */
+  prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+  bool mapped = write_proc_self("/proc/self/uid_map", uid_map) && write_proc_self("/proc/self/setgroups", "deny") &&
+                write_proc_self("/proc/self/gid_map", gid_map);
+  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  if (!mapped)
+    child_fail(2, "cannot map the tool's uid in its user namespace");
+  /* Raw clone: glibc's fork() runs atfork handlers and takes locks. */
+  pid_t tool = (pid_t)syscall(SYS_clone, (unsigned long)SIGCHLD, NULL, NULL, NULL, 0UL);
+  if (tool < 0)
+    child_fail(2, "cannot start the tool in its pid namespace");
+  if (tool == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    /* Our mount namespace is a copy: keep its changes from propagating
+     * back to the host, then a procfs of the new pid namespace. */
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+        mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+      child_fail(2, "cannot mount the tool's own /proc");
+    /* pid 1 here: getppid() is 0 whether or not the parent lives.  The
+     * gate holds the read end of our stdout while it waits for us; with
+     * no reader left the write end reports POLLERR. */
+    struct pollfd alive = {.fd = 1, .events = POLLOUT};
+    if (poll(&alive, 1, 0) == 1 && (alive.revents & POLLERR))
+      _exit(126);
+    return;
+  }
+  close(0);
+  close(1);
+  close(2);
+  int status = 0;
+  while (syscall(SYS_wait4, tool, &status, 0, NULL) < 0)
+    if (errno != EINTR)
+      _exit(126);
+  if (WIFEXITED(status))
+    _exit(WEXITSTATUS(status));
+  int sig = WTERMSIG(status);
+  signal(sig, SIG_DFL);
+  syscall(SYS_kill, syscall(SYS_getpid), sig);
+  _exit(128 + sig);
+}
+
 /* In the child: become an unprivileged, capability-less process in its own
  * session, then exec.  Never returns. */
 static void child_exec(char *const argv[], char *const envp[], int in, int out, int errfd,
-                       int last_cap, pid_t parent) {
+                       int last_cap, pid_t parent, uid_t uid, gid_t gid, const char *uid_map,
+                       const char *gid_map) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
   setsid();
   if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(errfd, 2) < 0)
     _exit(126);
@@ -80,9 +163,8 @@ static void child_exec(char *const argv[], char *const envp[], int in, int out, 
      * effective and ambient sets, so nothing can be regained. */
     for (int c = 0; c <= last_cap; c++)
       prctl(PR_CAPBSET_DROP, c, 0, 0, 0);
-    if (setgroups(0, NULL) < 0 || setresgid(SANDBOX_GID, SANDBOX_GID, SANDBOX_GID) < 0 ||
-        setresuid(SANDBOX_UID, SANDBOX_UID, SANDBOX_UID) < 0)
-      child_fail(2, "cannot drop to uid 65534");
+    if (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0)
+      child_fail(2, "cannot drop to the tools' uid (tool_uid in the host config)");
     setrlimit(RLIMIT_NPROC, &nproc);
   }
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
@@ -92,8 +174,9 @@ static void child_exec(char *const argv[], char *const envp[], int in, int out, 
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent)
     _exit(126);
+  enter_own_namespaces(uid_map, gid_map);
   execve(argv[0], argv, envp);
-  child_fail(2, "exec failed (is the program executable by uid 65534?)");
+  child_fail(2, "exec failed (is the program readable and executable by the tools' uid, tool_uid in the host config?)");
 }
 
 void sigpipe_block(struct sigpipe_guard *g) {
@@ -114,6 +197,18 @@ void sigpipe_unblock(struct sigpipe_guard *g) {
   while (sigtimedwait(&pipe, NULL, &zero) > 0)
     ;
   pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+}
+
+/* The tool's user namespace maps only the ids it runs as: the tools' ids
+ * when the gate is root (it drops to them), else the gate's own.  Made
+ * before fork: the child may not format strings. */
+static void id_maps(uid_t uid, gid_t gid, char uid_map[32], char gid_map[32]) {
+  if (geteuid() != 0) {
+    uid = geteuid();
+    gid = getegid();
+  }
+  snprintf(uid_map, 32, "%u %u 1\n", (unsigned)uid, (unsigned)uid);
+  snprintf(gid_map, 32, "%u %u 1\n", (unsigned)gid, (unsigned)gid);
 }
 
 static char **build_env(char *const extra[]) {
@@ -165,6 +260,10 @@ int sandbox_run(char *const argv[], char *const extra_env[], const char *input,
   char **env = build_env(extra_env);
   int last = cap_last_cap();
   pid_t self = getpid();
+  uid_t uid = tool_uid;
+  gid_t gid = tool_gid;
+  char uid_map[32], gid_map[32];
+  id_maps(uid, gid, uid_map, gid_map);
   pid_t pid = fork();
   if (pid < 0) {
     int e = errno;
@@ -173,7 +272,7 @@ int sandbox_run(char *const argv[], char *const extra_env[], const char *input,
     return tg_error_set(err, e, "fork for %s", argv[0]);
   }
   if (pid == 0)
-    child_exec(argv, env, inp[0], outp[1], errp[1], last, self);
+    child_exec(argv, env, inp[0], outp[1], errp[1], last, self, uid, gid, uid_map, gid_map);
   free_env(env);
   if (watch)
     watch->pid(watch->ctx, pid);
@@ -307,6 +406,10 @@ int sandbox_spawn(char *const argv[], pid_t *pid, int *to_child, int *from_child
   char **env = build_env(NULL);
   int last = cap_last_cap();
   pid_t self = getpid();
+  uid_t uid = tool_uid;
+  gid_t gid = tool_gid;
+  char uid_map[32], gid_map[32];
+  id_maps(uid, gid, uid_map, gid_map);
   pid_t p = fork();
   if (p < 0) {
     int e = errno;
@@ -317,7 +420,7 @@ int sandbox_spawn(char *const argv[], pid_t *pid, int *to_child, int *from_child
     return tg_error_set(err, e, "fork for %s", argv[0]);
   }
   if (p == 0)
-    child_exec(argv, env, inp[0], outp[1], devnull, last, self);
+    child_exec(argv, env, inp[0], outp[1], devnull, last, self, uid, gid, uid_map, gid_map);
   free_env(env);
   close(inp[0]);
   close(outp[1]);

@@ -181,7 +181,7 @@ int mcp_start(const struct mcp_server_config *cfg, struct mcp_client **out, tg_e
   json_object_set(params, "clientInfo", info);
   cleanup_json json_t *init = request(c, "initialize", params, cfg->timeout_ms, &to, err);
   if (init == NULL) {
-    tg_error_wrap(err, "MCP server %s (%s) did not complete initialize; it runs as uid 65534 with "
+    tg_error_wrap(err, "MCP server %s (%s) did not complete initialize; it runs as the tools' uid with "
                        "stdin/stdout for JSON-RPC and stderr discarded: run it by hand that way to see why",
                   cfg->name, cfg->argv[0]);
     goto fail;

@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include "governance/policy.h"
+#include "governance/tool_identity.h"
 #include "shim/error.h"
 #include "shim/json.h"
 
@@ -25,8 +26,6 @@ void tool_result_clear(struct tool_result *r);
 
 /* --- the sandboxed runner (tool_exec.c) --------------------------------- */
 
-#define SANDBOX_UID 65534 /* nobody */
-#define SANDBOX_GID 65534
 #define TOOL_OUTPUT_MAX (1u << 20)
 #define STDERR_TAIL 2048
 
@@ -46,7 +45,10 @@ struct sandbox_output {
   bool too_big;   /* stdout exceeded TOOL_OUTPUT_MAX */
 };
 
-/* Run argv (argv[0] an absolute path) as uid/gid 65534 with no capabilities,
+/* Run argv (argv[0] an absolute path) as the tools' uid/gid (see
+ * sandbox_set_identity), as pid 1 of a user, pid and mount namespace of
+ * its own with its own /proc (refused, not run, when they cannot be
+ * made), no capabilities,
  * no_new_privs, a scrubbed environment (PATH, LANG, HOME=/ plus extra_env),
  * rlimits, cwd /, and its own process group; feed input on stdin; collect
  * stdout and the tail of stderr; kill the whole group after timeout_ms.

@@ -136,6 +136,8 @@ int oci_harden(json_t *config, const struct harden_options *opts, struct harden_
     cleanup_json json_t *before = json_copy(config);
     ret = oci_refuse_escapes(config, &p, opts, err);
     if (ret == 0)
+      ret = oci_userns_harden(config, opts, err);
+    if (ret == 0)
       ret = apply_profile(config, &p, opts->backend, err);
     /* Belt and braces: every step above only tightens by construction;
      * this check makes a future mistake fail closed instead of quietly

@@ -26,6 +26,14 @@ struct harden_options {
   const char *state_root;   /* tollgate's --root: never a bind source or
                                rootfs (nor above it); NULL = unchecked */
   const char *audit_dir;    /* the audit directory: likewise */
+  /* The host id pool (docs/hardening.md "Identities").  A user namespace
+   * in the input may map only to host ids in [id_pool_first, id_pool_end)
+   * (an empty pool still refuses host id 0).  When id_range_size is not 0,
+   * a runc container without mappings gets a user namespace mapping its
+   * ids 0..id_range_size-1 to host ids id_range_first.. (the range the
+   * caller claimed for it). */
+  unsigned long long id_pool_first, id_pool_end;
+  unsigned long long id_range_first, id_range_size;
 };
 
 struct harden_result {
@@ -45,6 +53,20 @@ int oci_harden(json_t *config, const struct harden_options *opts,
  * non-root user, cwd checked for escape shapes.  0 or -1 with *err. */
 int oci_harden_process(json_t *process, const json_t *effective_config,
                        tg_error **err);
+
+/* The slots of a pool (slot k: host ids first + k*size, size ids) that the
+ * input's user namespace mappings touch, for the caller to claim before
+ * oci_harden() checks them.  *slots (owned, *n entries, no duplicates) is
+ * NULL when the input maps nothing; *maps says whether it has mappings at
+ * all.  Ids outside the pool are skipped here and refused by oci_harden(). */
+void oci_userns_slots(const json_t *config, unsigned long long first,
+                      unsigned long long size, unsigned long long count,
+                      unsigned long long **slots, size_t *n, bool *maps);
+
+/* Whether config joins an existing namespace by path (a pod member) or
+ * is a CRI container: under runc such a container keeps the host's user
+ * namespace (docs/hardening.md "Known limits"). */
+bool oci_joins_a_namespace(const json_t *config);
 
 void harden_result_free(struct harden_result *res);
 

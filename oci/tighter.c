@@ -256,12 +256,33 @@ static int hooks_tighter(const json_t *in, const json_t *out, tg_error **err) {
   return 0;
 }
 
+/* A mapping the output has and the input did not may only send container
+ * ids to host ids above the host's own users (the pool starts at 100000,
+ * shim/config.c): never to host root or a host account. */
+static int mappings_tighter(const json_t *in, const json_t *out, tg_error **err) {
+  static const char *const keys[] = {"linux.uidMappings", "linux.gidMappings"};
+  for (size_t k = 0; k < 2; k++) {
+    const json_t *oa = json_get_path(out, keys[k]), *ia = json_get_path(in, keys[k]);
+    for (size_t i = 0; i < json_array_len(oa); i++) {
+      const json_t *m = json_array_get(oa, i);
+      bool found = false;
+      for (size_t j = 0; j < json_array_len(ia) && !found; j++)
+        found = json_equal(m, json_array_get(ia, j));
+      if (!found && get_ll(json_object_get(m, "hostID"), 0) < 100000)
+        return tg_error_set(err, 0, "%s: a mapping to host id %lld was added", keys[k],
+                            get_ll(json_object_get(m, "hostID"), 0));
+    }
+  }
+  return 0;
+}
+
 int oci_check_tighter(const json_t *in, const json_t *out, tg_error **err) {
   if (caps_tighter(in, out, err) < 0 || flags_tighter(in, out, err) < 0 || namespaces_tighter(in, out, err) < 0 ||
       mounts_tighter(in, out, err) < 0 || superset(in, out, "linux.maskedPaths", err) < 0 ||
       superset(in, out, "linux.readonlyPaths", err) < 0 || devices_tighter(in, out, err) < 0 ||
       rlimits_tighter(in, out, err) < 0 || resources_tighter(in, out, err) < 0 ||
-      sysctl_tighter(in, out, err) < 0 || hooks_tighter(in, out, err) < 0)
+      sysctl_tighter(in, out, err) < 0 || hooks_tighter(in, out, err) < 0 ||
+      mappings_tighter(in, out, err) < 0)
     return -1;
   char *why = NULL;
   if (!oci_seccomp_subset(json_get_path(out, "linux.seccomp"), json_get_path(in, "linux.seccomp"), &why)) {

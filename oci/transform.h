@@ -55,6 +55,14 @@ void oci_caps_intersect(json_t *process, const json_t *limit);
  * unless p->allow_root. */
 void oci_user_harden(json_t *process, const struct oci_profile *p);
 
+/* User namespace (oci/userns.c): refuse input mappings that reach host
+ * ids outside opts' pool (always host id 0), or a user namespace joined by
+ * path; give a runc container without mappings its own user namespace
+ * with opts' range.  0 or -1 with *err naming the mapping. */
+struct harden_options;
+int oci_userns_harden(json_t *config, const struct harden_options *opts,
+                      tg_error **err);
+
 /* Root read-only, tmpfs per profile, nosuid/nodev/noexec/ro on the pseudo
  * and bind mounts, tmpfs sizes capped, masked and read-only path lists
  * extended, device cgroup rules reduced to the profile's devices. */

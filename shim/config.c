@@ -31,9 +31,15 @@ void host_config_defaults(struct host_config *cfg) {
   cfg->audit_max_bytes = 256u * 1024 * 1024;
   cfg->bridge_refused_per_second = 200;
   cfg->bridge_backoff_ms = 1000;
+  cfg->id_range_base = 1LL << 28;
+  cfg->id_range_size = 65536;
+  cfg->id_range_count = 4096;
+  cfg->id_range_dir = xstrdup("/run/tollgate-ids");
+  cfg->tool_uid = 65533;
+  cfg->tool_gid = 65533;
 }
 
-enum field_kind { F_STRING, F_STRV, F_BOOL, F_INT, F_SIZE, F_JSON };
+enum field_kind { F_STRING, F_STRV, F_BOOL, F_INT, F_SIZE, F_JSON, F_LL };
 
 struct field {
   const char *key;
@@ -55,6 +61,9 @@ static const struct field fields[] = {
     FIELD(bridge_backoff_ms, F_INT),
     FIELD(policy_bindings, F_JSON),  FIELD(namespace_policies, F_JSON),
     FIELD(runc_version_floor, F_STRING),
+    FIELD(id_range_base, F_LL),      FIELD(id_range_size, F_LL),
+    FIELD(id_range_count, F_LL),     FIELD(id_range_dir, F_STRING),
+    FIELD(tool_uid, F_LL),           FIELD(tool_gid, F_LL),
 };
 
 static void free_strv(char **v) {
@@ -129,7 +138,36 @@ static int set_field(const char *path, const struct field *f, const json_t *v,
     *slot = json_is(v, JSON_NULL) ? NULL : json_copy(v);
     return 0;
   }
+  case F_LL:
+    if (!json_integer_value(v, &n) || n < 0 || n > 0xFFFFFFFELL)
+      return wrong_type(path, f->key, v, "an integer from 0 to 4294967294", err);
+    *(long long *)base = n;
+    return 0;
   }
+  return 0;
+}
+
+/* The id pool must never reach host id 0, the ids below 100000 that a
+ * host's own users and services (and gVisor's sandbox, 65534) have, nor
+ * the tools' identity; and it must fit in 32 bits. */
+static int check_id_pool(const char *path, const struct host_config *cfg, tg_error **err) {
+  if (cfg->id_range_count == 0)
+    return 0;
+  if (cfg->id_range_count > 65536) /* keeps the product below from overflowing */
+    return tg_error_set(err, 0, "host config %s: id_range_count %lld is above 65536", path, cfg->id_range_count);
+  long long end = cfg->id_range_base + cfg->id_range_size * cfg->id_range_count;
+  if (cfg->id_range_base < 100000 || cfg->id_range_size < 65536 || end > 0xFFFFFFFELL)
+    return tg_error_set(err, 0, "host config %s: the id pool id_range_base %lld + id_range_count %lld x id_range_size %lld "
+                        "must start at 100000 or above, give each container at least 65536 ids and end below 4294967294",
+                        path, cfg->id_range_base, cfg->id_range_count, cfg->id_range_size);
+  for (int k = 0; k < 2; k++) {
+    long long t = k ? cfg->tool_gid : cfg->tool_uid;
+    if (t == 0 || (t >= cfg->id_range_base && t < end))
+      return tg_error_set(err, 0, "host config %s: %s %lld must be neither 0 nor inside the container id pool [%lld, %lld)",
+                          path, k ? "tool_gid" : "tool_uid", t, cfg->id_range_base, end);
+  }
+  if (cfg->id_range_dir == NULL || cfg->id_range_dir[0] != '/')
+    return tg_error_set(err, 0, "host config %s: \"id_range_dir\" must be an absolute path", path);
   return 0;
 }
 
@@ -226,6 +264,10 @@ int host_config_load(const char *path, struct host_config *cfg,
                         "profile (\"hardened\") or remove the key",
                         path);
   }
+  if (check_id_pool(path, cfg, err) < 0) {
+    host_config_free(cfg);
+    return -1;
+  }
   return 0;
 }
 
@@ -244,6 +286,7 @@ void host_config_free(struct host_config *cfg) {
   json_free(cfg->namespace_policies);
   free(cfg->approval_hook);
   free(cfg->approver_group);
+  free(cfg->id_range_dir);
   memset(cfg, 0, sizeof *cfg);
 }
 

@@ -52,6 +52,16 @@ struct host_config {
   char *runc_version_floor;  /* "warn" (default: once per root and binary)
                                 or "refuse": what create does with a runc
                                 older than data file backend-floor.json */
+  /* Host id ranges for user namespaces (shim/idrange.h, docs/hardening.md):
+   * container k of the pool maps to host ids
+   * [id_range_base + k*id_range_size, +id_range_size).  Claims live in
+   * id_range_dir, shared by every tollgate root on the host. */
+  long long id_range_base;   /* default 1<<28 (268435456); >= 100000 */
+  long long id_range_size;   /* default 65536 */
+  long long id_range_count;  /* default 4096; 0 disables the pool */
+  char *id_range_dir;        /* default /run/tollgate-ids */
+  long long tool_uid;        /* host tools, hooks, MCP servers; default 65533 */
+  long long tool_gid;        /* default 65533 */
 };
 
 /* Load path (NULL = TG_DEFAULT_CONFIG, where a missing file is fine).

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "shim/idrange.h"
 #include "shim/log.h"
 #include "shim/mount_pin.h"
 #include "shim/state.h"
@@ -268,7 +269,10 @@ static int delete_container(struct cli *cli, const char *id, bool force,
       tg_error_free(&load_err);
       if (bridge_teardown(dir, err) < 0 || mount_pin_release(dir, err) < 0)
         return -1;
-      return remove_tree(dir, err);
+      if (remove_tree(dir, err) < 0)
+        return -1;
+      idrange_release_owner(&cli->config, dir);
+      return 0;
     }
     /* runc: `delete --force` of an id that does not exist succeeds, and
      * containerd's cleanup after a failed create relies on it. */
@@ -317,6 +321,8 @@ static int delete_container(struct cli *cli, const char *id, bool force,
     r = mount_pin_release(c.dir, err);
   if (r == 0)
     r = remove_tree(c.dir, err);
+  if (r == 0)
+    idrange_release_owner(&cli->config, c.dir);
   container_free(&c);
   return r;
 }
@@ -414,6 +420,8 @@ json_t *container_query(const struct cli *cli, const struct container *c,
   json_object_set(tg, "policy", json_copy(json_object_get(c->state, "policy")));
   json_object_set(tg, "sidecar_pid",
                   json_copy(json_object_get(c->state, "sidecar_pid")));
+  const json_t *ids = json_object_get(c->state, "id_range");
+  json_object_set(tg, "id_range", ids ? json_copy(ids) : json_new_null());
   json_object_set(out, "tollgate", tg);
   json_free(live);
   return out;

@@ -14,6 +14,7 @@
 
 #include "oci/cri.h"
 #include "oci/harden.h"
+#include "shim/idrange.h"
 #include "oci/netcheck.h"
 #include "shim/policy_binding.h"
 #include "shim/mount_pin.h"
@@ -112,6 +113,7 @@ static void undo_all(struct cli *cli, struct undo *u, const char *id) {
     tg_error_free(&e);
     remove_tree(u->dir, &e);
     tg_error_free(&e);
+    idrange_release_owner(&cli->config, u->dir);
   }
   if (u->wrote_config) {
     tg_error *e = NULL;
@@ -121,6 +123,56 @@ static void undo_all(struct cli *cli, struct undo *u, const char *id) {
   }
   if (u->wrote_orig)
     unlinkat(u->bundle_fd, "config.json.orig", 0);
+}
+
+/* Claim the container's host id range before hardening: the slots its
+ * own user namespace mappings touch, or (runc without mappings) a free
+ * one, which oci_harden() then maps.  Recorded in state as "id_range";
+ * freed by delete (idrange_release_owner). */
+static int claim_id_range(struct cli *cli, const json_t *config, const char *bundle, const char *dir,
+                          json_t *state, struct harden_options *ho, tg_error **err) {
+  struct id_pool pool = idrange_pool(&cli->config);
+  if (pool.count == 0)
+    return 0;
+  ho->id_pool_first = pool.base;
+  ho->id_pool_end = pool.base + pool.size * pool.count;
+  cleanup_free unsigned long long *slots = NULL;
+  size_t n = 0;
+  bool maps = false;
+  oci_userns_slots(config, pool.base, pool.size, pool.count, &slots, &n, &maps);
+  bool runc = strcmp(json_string_value(json_object_get(state, "backend")) ?: "", "runc") == 0;
+  /* containerd (1.6) prepares its bundles and rootfs mounts for host root
+   * only: a mapped id cannot reach them (docs/hardening.md "Known
+   * limits"), so its containers keep the host user namespace under runc. */
+  bool containerd = strstr(bundle, "/io.containerd.runtime.v2.task/") != NULL;
+  if (n == 0 && (maps || !runc || containerd || oci_joins_a_namespace(config)))
+    return 0; /* nothing to claim (out-of-pool mappings are refused by oci_harden) */
+  unsigned long long slot = 0;
+  if (idrange_claim(&pool, dir, slots, n, &slot, err) < 0)
+    return -1;
+  json_t *r = json_new_object();
+  json_t *list = json_new_array();
+  for (size_t i = 0; i < (n ? n : 1); i++) {
+    unsigned long long k = n ? slots[i] : slot;
+    json_t *one = json_new_object();
+    json_object_set(one, "host_first", json_new_integer((long long)(pool.base + k * pool.size)));
+    json_object_set(one, "size", json_new_integer((long long)pool.size));
+    json_array_append(list, one);
+  }
+  json_object_set(r, "ranges", list);
+  json_object_set(r, "pool", json_new_string(pool.dir));
+  json_object_set(state, "id_range", r);
+  if (n == 0) {
+    ho->id_range_first = pool.base + slot * pool.size;
+    ho->id_range_size = pool.size;
+  }
+  /* runc mounts, and runsc's gofer opens mounts, as the container's root:
+   * an unprivileged host id of the range.  It must be able to walk into
+   * the state directory to reach the bridge area (its files stay 0600
+   * root, and it cannot list it). */
+  if (chmod(dir, 0711) < 0)
+    return tg_error_set(err, errno, "chmod %s", dir);
+  return 0;
 }
 
 static json_t *parse_config(const char *bundle, const char *name,
@@ -412,11 +464,18 @@ static int do_create(struct cli *cli, const struct create_request *req,
       .state_root = cli->root,
       .audit_dir = cli->config.audit_dir,
   };
+  if (claim_id_range(cli, config, bundle, u->dir, state, &ho, err) < 0)
+    return tg_error_wrap(err, "bundle %s: config.json", bundle);
   struct harden_result hr = {0};
   if (oci_harden(config, &ho, &hr, err) < 0)
     return tg_error_wrap(err, "bundle %s: config.json", bundle);
   cleanup_free char *profile = hr.profile ? xstrdup(hr.profile) : xstrdup("");
   harden_result_free(&hr);
+  /* passthrough maps nothing: its range would be held for no one. */
+  if (ho.id_range_size != 0 && json_get_path(config, "linux.uidMappings") == NULL) {
+    idrange_release_owner(&cli->config, u->dir);
+    json_object_del(state, "id_range");
+  }
   if (oci_apply_cri_policy(config, err) < 0)
     return tg_error_wrap(err, "bundle %s: config.json", bundle);
   /* The backend gets sources that cannot change after this check (a

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "governance/tool_identity.h"
 #include "shim/cli_parse.h"
 #include "shim/commands.h"
 #include "shim/help.h"
@@ -59,6 +60,8 @@ int main(int argc, char **argv) {
     tg_error_free(&err);
     host_config_defaults(&cli.config);
   }
+  /* Before any policy is checked or tool started (the sidecar is a fork). */
+  sandbox_set_identity((uid_t)cli.config.tool_uid, (gid_t)cli.config.tool_gid);
   status = entry->fn(&cli, argc - v, argv + v, &err);
   host_config_free(&cli.config);
   if (status >= 0 && err == NULL)

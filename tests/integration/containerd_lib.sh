@@ -31,6 +31,10 @@ CTRD_PID=
 # and CRI ids are 64 characters.
 TG_CTR_ROOT=$(mktemp -d /tmp/tgr.XXXXXX)
 TG_NS_ROOT=$TG_CTR_ROOT/$CTRD_NS
+# runc containers run as host ids of their own range (docs/hardening.md
+# "Identities"): containerd's bundles and rootfs mounts below these must be
+# reachable by them, as under /run/containerd.  Search only, no listing.
+chmod 711 "$CTRD_DIR" "$TG_CTR_ROOT"
 TG_RUNTIME=$CTRD_DIR/tollgate-runtime
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 

@@ -11,6 +11,10 @@
 set -u
 TG=${TG:-$BUILD/tollgate}
 TG_ROOT=$(mktemp -d /tmp/tollgate-root.XXXXXX)
+# runc containers run as unprivileged host ids of their own range
+# (docs/hardening.md "Identities"): bundles under the root must be
+# reachable by them.  Search only, no listing.
+chmod 711 "$TG_ROOT"
 BACKENDS=${BACKENDS:-"runsc runc"}
 _cleanups=()
 on_exit() { _cleanups+=("$*"); }

@@ -40,7 +40,7 @@ for rt in $BACKENDS; do
     sidecar=$(state_field "$TG_ROOT/$id/state.json" sidecar_pid)
     check "$rt: the intent record is on disk before the tool finishes" grep -q '"event":"intent"' "$log"
     who=$(cat "$TG_ROOT/out/who" 2>/dev/null)
-    check_match "$rt: sidecar exec tools run as uid/gid 65534 without groups" "uid=65534 gid=65534 groups=65534" "$who"
+    check_match "$rt: sidecar exec tools run as the tools' uid/gid 65533 without groups" "uid=65533 gid=65533 groups=65533" "$who"
     check_match "$rt: ... with no capabilities" "CapPrm: 0000000000000000.*CapEff: 0000000000000000.*CapAmb: 0000000000000000" "$(echo $who)"
     check_match "$rt: ... with no_new_privs" "NoNewPrivs: 1" "$who"
     check_match "$rt: ... and a scrubbed environment" "env=HOME=/ LANG=C.UTF-8 PATH=/usr/local/bin:/usr/bin:/bin PWD=/ TOLLGATE_CALL_ID=[0-9a-f]+ TOLLGATE_TOOL=who $" "$who"

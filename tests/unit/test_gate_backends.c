@@ -84,7 +84,7 @@ Test(backends, mcp_tools_are_imported_listed_and_governed) {
   cr_assert(strstr(r5, "\"tool_failed\"") && strstr(r5, "the warehouse is on fire"), "%s", r5);
   cleanup_free char *r6 = call(g, "{\"v\":1,\"tool\":\"whoami\",\"args\":{}}");
   if (geteuid() == 0)
-    cr_assert(strstr(r6, "\"uid\":65534"), "the MCP server must run unprivileged: %s", r6);
+    cr_assert(strstr(r6, "\"uid\":65533"), "the MCP server must run unprivileged: %s", r6);
   int dfd = open(dir, O_RDONLY | O_DIRECTORY);
   cr_assert_eq(gate_write_tools_json(g, dfd, "tools.json", NULL), 0);
   cleanup_free char *tj = NULL;

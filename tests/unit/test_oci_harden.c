@@ -936,3 +936,171 @@ Test(oci_netcheck, bad_pid_fails) {
   cr_expect_eq(oci_check_netns_loopback_only(999999999, &err), -1);
   tg_error_free(&err);
 }
+
+/* ---- user namespaces and the host id pool (oci/userns.c) ---------------- */
+
+#define POOL_FIRST 268435456LL
+#define POOL_END (POOL_FIRST + 4096LL * 65536)
+
+static int harden_userns(json_t *cfg, const char *backend, long long range_first, tg_error **err) {
+  struct hcase c = {.backend = backend};
+  struct harden_options o = case_opts(&c);
+  o.id_pool_first = POOL_FIRST;
+  o.id_pool_end = POOL_END;
+  o.id_range_first = range_first > 0 ? (unsigned long long)range_first : 0;
+  o.id_range_size = range_first > 0 ? 65536 : 0;
+  struct harden_result res = {0};
+  int r = oci_harden(cfg, &o, &res, err);
+  harden_result_free(&res);
+  return r;
+}
+
+static json_t *with_maps(const char *uid_maps, const char *gid_maps) {
+  json_t *cfg = load_fixture("runc-spec-config.json");
+  char *patch = xasprintf("{\"linux\":{\"uidMappings\":%s,\"gidMappings\":%s}}", uid_maps, gid_maps);
+  json_t *p = parse_or_die(patch);
+  merge_into(cfg, p);
+  json_free(p);
+  free(patch);
+  json_t *u = json_new_object();
+  json_object_set(u, "type", json_new_string("user"));
+  json_array_append(json_get_path(cfg, "linux.namespaces"), u);
+  return cfg;
+}
+
+Test(oci_harden, runc_gets_a_user_namespace_of_its_own_range) {
+  json_t *cfg = load_fixture("runc-spec-config.json");
+  tg_error *err = NULL;
+  cr_assert_eq(harden_userns(cfg, "runc", POOL_FIRST + 3 * 65536, &err), 0, "%s", err ? err->msg : "");
+  const json_t *m = json_array_get(json_get_path(cfg, "linux.uidMappings"), 0);
+  cr_expect_eq(ll_at(m, "containerID", -1), 0);
+  cr_expect_eq(ll_at(m, "hostID", -1), POOL_FIRST + 3 * 65536);
+  cr_expect_eq(ll_at(m, "size", -1), 65536);
+  cr_expect_eq(ll_at(json_array_get(json_get_path(cfg, "linux.gidMappings"), 0), "hostID", -1), POOL_FIRST + 3 * 65536);
+  bool userns = false;
+  const json_t *nss = json_get_path(cfg, "linux.namespaces");
+  for (size_t i = 0; i < json_array_len(nss); i++)
+    userns |= strcmp(json_string_value(json_object_get(json_array_get(nss, i), "type")), "user") == 0;
+  cr_expect(userns, "a user namespace was added");
+  cr_expect_eq(ll_at(cfg, "process.user.uid", 0), 65534, "the process stays non-root inside");
+  json_free(cfg);
+}
+
+Test(oci_harden, runsc_gets_no_mappings_added) {
+  json_t *cfg = load_fixture("runc-spec-config.json");
+  tg_error *err = NULL;
+  cr_assert_eq(harden_userns(cfg, "runsc", POOL_FIRST, &err), 0, "%s", err ? err->msg : "");
+  cr_expect_null(json_get_path(cfg, "linux.uidMappings"));
+  json_free(cfg);
+}
+
+Test(oci_harden, hostile_mappings_are_refused_by_name) {
+  static const struct {
+    const char *uid, *gid, *want;
+  } bad[] = {
+      {"[{\"containerID\":65534,\"hostID\":0,\"size\":1}]", "[{\"containerID\":0,\"hostID\":268435456,\"size\":65536}]",
+       "linux.uidMappings[0] maps container ids 65534-65534 to host ids 0-0"},
+      {"[{\"containerID\":0,\"hostID\":268435456,\"size\":65536}]", "[{\"containerID\":0,\"hostID\":0,\"size\":65536}]",
+       "linux.gidMappings[0] maps container ids 0-65535 to host ids 0-65535"},
+      {"[{\"containerID\":0,\"hostID\":1000,\"size\":65536}]", "[]", "to host ids 1000-66535, outside"},
+      /* straddles the start of the pool */
+      {"[{\"containerID\":0,\"hostID\":268435000,\"size\":65536}]", "[]", "outside the host's container id pool"},
+      /* past its end */
+      {"[{\"containerID\":0,\"hostID\":536870900,\"size\":65536}]", "[]", "outside the host's container id pool"},
+      {"[{\"containerID\":0,\"hostID\":268435456,\"size\":0}]", "[]", "must have integer containerID, hostID and size"},
+      {"[{\"containerID\":0,\"hostID\":4294967290,\"size\":65536}]", "[]", "must have integer"},
+      {"[{\"containerID\":0,\"hostID\":\"0\",\"size\":1}]", "[]", "must have integer"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    json_t *cfg = with_maps(bad[i].uid, bad[i].gid);
+    tg_error *err = NULL;
+    cr_expect_eq(harden_userns(cfg, "runc", 0, &err), -1, "case %zu accepted", i);
+    cr_expect(err && strstr(err->msg, bad[i].want), "case %zu: \"%s\" lacks \"%s\"", i, err ? err->msg : "", bad[i].want);
+    tg_error_free(&err);
+    json_free(cfg);
+  }
+}
+
+Test(oci_harden, host_zero_refused_without_a_pool) {
+  json_t *cfg = with_maps("[{\"containerID\":65534,\"hostID\":0,\"size\":1}]", "[]");
+  struct hcase c = {.backend = "runsc"};
+  struct harden_options o = case_opts(&c);
+  struct harden_result res = {0};
+  tg_error *err = NULL;
+  cr_expect_eq(oci_harden(cfg, &o, &res, &err), -1);
+  cr_expect(err && strstr(err->msg, "host id 0 is host root"), "%s", err ? err->msg : "");
+  tg_error_free(&err);
+  json_free(cfg);
+}
+
+Test(oci_harden, userns_path_and_mappings_without_userns_refused) {
+  /* a user namespace that is not the host's: a child's own */
+  int ready[2];
+  cr_assert_eq(pipe(ready), 0);
+  pid_t child = fork();
+  if (child == 0) {
+    char c = unshare(CLONE_NEWUSER) == 0 ? 'y' : 'n';
+    (void)!write(ready[1], &c, 1);
+    pause();
+    _exit(0);
+  }
+  char c = 0;
+  cr_assert_eq(read(ready[0], &c, 1), 1);
+  cr_assert_eq(c, 'y');
+  json_t *cfg = load_fixture("runc-spec-config.json");
+  char *patch = xasprintf("{\"type\":\"user\",\"path\":\"/proc/%d/ns/user\"}", (int)child);
+  json_array_append(json_get_path(cfg, "linux.namespaces"), parse_or_die(patch));
+  free(patch);
+  tg_error *err = NULL;
+  cr_expect_eq(harden_userns(cfg, "runc", POOL_FIRST, &err), -1);
+  cr_expect(err && strstr(err->msg, "joining the user namespace"), "%s", err ? err->msg : "");
+  tg_error_free(&err);
+  kill(child, SIGKILL);
+  waitpid(child, NULL, 0);
+  close(ready[0]);
+  close(ready[1]);
+  json_free(cfg);
+  cfg = load_fixture("runc-spec-config.json");
+  json_t *p = parse_or_die("{\"linux\":{\"uidMappings\":[{\"containerID\":0,\"hostID\":268435456,\"size\":65536}]}}");
+  merge_into(cfg, p);
+  json_free(p);
+  cr_expect_eq(harden_userns(cfg, "runc", 0, &err), -1);
+  cr_expect(err && strstr(err->msg, "no user namespace"), "%s", err ? err->msg : "");
+  tg_error_free(&err);
+  json_free(cfg);
+}
+
+Test(oci_harden, mappings_inside_the_pool_run_hardened_and_name_their_slots) {
+  json_t *cfg = with_maps("[{\"containerID\":0,\"hostID\":268566528,\"size\":65536}]",
+                          "[{\"containerID\":0,\"hostID\":268566528,\"size\":1},{\"containerID\":65534,\"hostID\":268697599,\"size\":2}]");
+  unsigned long long *slots = NULL;
+  size_t n = 0;
+  bool maps = false;
+  oci_userns_slots(cfg, POOL_FIRST, 65536, 4096, &slots, &n, &maps);
+  cr_expect(maps);
+  cr_assert_eq(n, 3, "slots 2, 3 and 4 (the last mapping straddles 3 and 4)");
+  cr_expect(slots[0] == 2 && slots[1] == 3 && slots[2] == 4, "%llu %llu %llu", slots[0], slots[1], slots[2]);
+  free(slots);
+  json_t *before = json_copy(cfg);
+  tg_error *err = NULL;
+  cr_assert_eq(harden_userns(cfg, "runc", 0, &err), 0, "%s", err ? err->msg : "");
+  cr_expect(json_equal(json_get_path(before, "linux.uidMappings"), json_get_path(cfg, "linux.uidMappings")));
+  cr_expect_eq(ll_at(cfg, "process.user.uid", 0), 65534);
+  cr_expect(json_is_true(json_get_path(cfg, "process.noNewPrivileges")));
+  json_free(before);
+  json_free(cfg);
+}
+
+Test(oci_harden, tighter_refuses_an_added_mapping_to_host_ids) {
+  json_t *in = load_fixture("runc-spec-config.json");
+  json_t *out = json_copy(in);
+  json_t *p = parse_or_die("{\"linux\":{\"uidMappings\":[{\"containerID\":0,\"hostID\":0,\"size\":65536}]}}");
+  merge_into(out, p);
+  json_free(p);
+  tg_error *err = NULL;
+  cr_expect_eq(oci_check_tighter(in, out, &err), -1);
+  cr_expect(err && strstr(err->msg, "linux.uidMappings: a mapping to host id 0 was added"), "%s", err ? err->msg : "");
+  tg_error_free(&err);
+  json_free(in);
+  json_free(out);
+}

@@ -1,0 +1,167 @@
+/* User namespaces under the hardened profiles: whose host ids a container
+ * may use.  A mapping is the one thing in config.json that decides which
+ * host user a container's processes are; a mapping to host 0 makes the
+ * container's "nobody" root on every bind mount.  So input mappings are
+ * checked against the host's id pool, and a runc container without any is
+ * given a range of its own (docs/hardening.md "Identities"). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "oci/harden.h"
+#include "oci/transform.h"
+#include "shim/util.h"
+
+#define ID_MAX 0xFFFFFFFFULL /* (uid_t)-1 is never a valid id */
+
+static json_t *find_userns(json_t *config, size_t *index) {
+  json_t *nss = json_get_path(config, "linux.namespaces");
+  for (size_t i = 0; i < json_array_len(nss); i++) {
+    json_t *ns = json_array_get(nss, i);
+    const char *t = json_string_value(json_object_get(ns, "type"));
+    if (t && strcmp(t, "user") == 0) {
+      *index = i;
+      return ns;
+    }
+  }
+  return NULL;
+}
+
+/* One mapping's numbers, or false when it is not three integers in range. */
+static bool mapping_fields(const json_t *m, unsigned long long *c, unsigned long long *h, unsigned long long *n) {
+  long long lc, lh, ln;
+  if (!json_integer_value(json_object_get(m, "containerID"), &lc) ||
+      !json_integer_value(json_object_get(m, "hostID"), &lh) || !json_integer_value(json_object_get(m, "size"), &ln) ||
+      lc < 0 || lh < 0 || ln <= 0 || (unsigned long long)lc + (unsigned long long)ln > ID_MAX ||
+      (unsigned long long)lh + (unsigned long long)ln > ID_MAX)
+    return false;
+  *c = (unsigned long long)lc;
+  *h = (unsigned long long)lh;
+  *n = (unsigned long long)ln;
+  return true;
+}
+
+bool oci_joins_a_namespace(const json_t *config) {
+  /* containerd's CRI (pause and app containers alike): its snapshots and
+   * bundles are made for the host's root, not for a range (containerd 1.6
+   * has no user namespace support to prepare them). */
+  if (json_object_get(json_object_get(config, "annotations"), "io.kubernetes.cri.container-type"))
+    return true;
+  const json_t *nss = json_get_path(config, "linux.namespaces");
+  for (size_t i = 0; i < json_array_len(nss); i++) {
+    const char *path = json_string_value(json_object_get(json_array_get(nss, i), "path"));
+    if (path && path[0] != '\0')
+      return true;
+  }
+  return false;
+}
+
+static bool has_mappings(const json_t *config) {
+  return json_array_len(json_get_path(config, "linux.uidMappings")) > 0 ||
+         json_array_len(json_get_path(config, "linux.gidMappings")) > 0;
+}
+
+void oci_userns_slots(const json_t *config, unsigned long long first, unsigned long long size,
+                      unsigned long long count, unsigned long long **slots, size_t *n, bool *maps) {
+  static const char *const keys[] = {"linux.uidMappings", "linux.gidMappings"};
+  *slots = NULL;
+  *n = 0;
+  *maps = has_mappings(config);
+  if (size == 0 || count == 0)
+    return;
+  size_t cap = 0;
+  for (size_t k = 0; k < 2; k++) {
+    const json_t *arr = json_get_path(config, keys[k]);
+    for (size_t i = 0; i < json_array_len(arr); i++) {
+      unsigned long long c, h, len;
+      if (!mapping_fields(json_array_get(arr, i), &c, &h, &len) || h < first || h + len > first + size * count)
+        continue;
+      for (unsigned long long s = (h - first) / size; s <= (h + len - 1 - first) / size; s++) {
+        bool dup = false;
+        for (size_t j = 0; j < *n && !dup; j++)
+          dup = (*slots)[j] == s;
+        if (dup)
+          continue;
+        if (*n == cap) {
+          cap = cap ? cap * 2 : 4;
+          *slots = realloc(*slots, cap * sizeof **slots);
+          if (*slots == NULL)
+            abort();
+        }
+        (*slots)[(*n)++] = s;
+      }
+    }
+  }
+}
+
+static int check_mappings(const json_t *config, const char *key, const struct harden_options *o, tg_error **err) {
+  const json_t *arr = json_get_path(config, key);
+  for (size_t i = 0; i < json_array_len(arr); i++) {
+    unsigned long long c, h, n;
+    if (!mapping_fields(json_array_get(arr, i), &c, &h, &n))
+      return tg_error_set(err, 0, "%s[%zu] must have integer containerID, hostID and size (size at least 1, "
+                          "every id below 4294967295)", key, i);
+    /* Host id 0 is refused even with no pool configured: it is root. */
+    bool in_pool = o->id_pool_end > o->id_pool_first ? h >= o->id_pool_first && h + n <= o->id_pool_end : h > 0;
+    if (!in_pool)
+      return tg_error_set(err, 0, "%s[%zu] maps container ids %llu-%llu to host ids %llu-%llu, outside the host's "
+                          "container id pool %llu-%llu%s: map only to host ids of the pool (see docs/hardening.md), "
+                          "or leave out the user namespace so tollgate allocates a range",
+                          key, i, c, c + n - 1, h, h + n - 1, o->id_pool_first,
+                          o->id_pool_end ? o->id_pool_end - 1 : 0, h == 0 ? " (host id 0 is host root)" : "");
+  }
+  return 0;
+}
+
+static json_t *one_mapping(unsigned long long host, unsigned long long size) {
+  json_t *arr = json_new_array();
+  json_t *m = json_new_object();
+  json_object_set(m, "containerID", json_new_integer(0));
+  json_object_set(m, "hostID", json_new_integer((long long)host));
+  json_object_set(m, "size", json_new_integer((long long)size));
+  json_array_append(arr, m);
+  return arr;
+}
+
+int oci_userns_harden(json_t *config, const struct harden_options *o, tg_error **err) {
+  size_t index = 0;
+  json_t *ns = find_userns(config, &index);
+  const char *path = json_string_value(json_object_get(ns, "path"));
+  if (path && path[0] != '\0')
+    return tg_error_set(err, 0, "linux.namespaces[%zu]: joining the user namespace %s is not allowed under a "
+                        "hardened profile: its host ids cannot be checked against the id pool; remove the "
+                        "namespace (tollgate gives each container its own)", index, path);
+  if (has_mappings(config)) {
+    if (ns == NULL)
+      return tg_error_set(err, 0, "linux.uidMappings/gidMappings are set but linux.namespaces has no user "
+                          "namespace: add {\"type\": \"user\"} or remove the mappings");
+    if (check_mappings(config, "linux.uidMappings", o, err) < 0 ||
+        check_mappings(config, "linux.gidMappings", o, err) < 0)
+      return -1;
+    return 0;
+  }
+  bool runc = o->backend && strcmp(o->backend, "runc") == 0;
+  /* A pod member joins its sandbox's ipc/uts/pid namespaces, which a new
+   * user namespace of its own could not administer (runc's mqueue and
+   * proc mounts fail): it keeps the host's user namespace (docs/
+   * hardening.md "Known limits"). */
+  if (runc && oci_joins_a_namespace(config))
+    return 0;
+  if (!runc || o->id_range_size == 0) {
+    /* runsc: the sentry is the container's kernel and gVisor's sandbox
+     * runs as its own unprivileged host user either way. */
+    if (ns != NULL && runc)
+      return tg_error_set(err, 0, "linux.namespaces has a user namespace without linux.uidMappings/gidMappings "
+                          "and the host config has no id pool (id_range_count 0): add mappings or configure a pool");
+    return 0;
+  }
+  json_t *linux_ = json_object_ensure_object(config, "linux");
+  if (ns == NULL) {
+    json_t *nss = json_object_ensure_array(linux_, "namespaces");
+    json_t *u = json_new_object();
+    json_object_set(u, "type", json_new_string("user"));
+    json_array_append(nss, u);
+  }
+  json_object_set(linux_, "uidMappings", one_mapping(o->id_range_first, o->id_range_size));
+  json_object_set(linux_, "gidMappings", one_mapping(o->id_range_first, o->id_range_size));
+  return 0;
+}

@@ -1,0 +1,51 @@
+/* Host id ranges for user namespaces: one range of the host config's pool
+ * per container, so that no two containers (and no container and the
+ * tools) ever share a host uid.
+ *
+ * Slot k of the pool is host ids [base + k*size, base + (k+1)*size).  A
+ * claim is the file <pool dir>/<k> holding "<owner dir> <token>\n": the
+ * container's state directory and a random token written into it
+ * (<owner>/.id-claim) before the claim; the owner holding that token is
+ * what keeps the claim alive.  Every change happens under flock(<pool dir>/.lock), so concurrent
+ * creates never get the same slot.  Crash safety needs no journal: a claim
+ * whose owner directory is gone (or is a different directory of the same
+ * name, which lacks the token, or whose file a crash left short) is free to take again. */
+#ifndef TOLLGATE_IDRANGE_H
+#define TOLLGATE_IDRANGE_H
+
+#include <stddef.h>
+
+#include "shim/config.h"
+#include "shim/error.h"
+
+struct id_pool {
+  const char *dir;         /* claim directory (made 0700 if missing) */
+  unsigned long long base; /* first host id of slot 0 */
+  unsigned long long size; /* ids per slot */
+  unsigned long long count; /* number of slots; 0: no pool */
+};
+
+/* Claim slots for owner (an existing directory).  With n == 0, claims the
+ * lowest free slot and stores it in *slot; otherwise claims exactly
+ * want[0..n-1], all or none, refusing one held by another owner with an
+ * error naming it.  A slot owner already holds counts as claimed.
+ * 0 or -1 with *err. */
+int idrange_claim(const struct id_pool *pool, const char *owner,
+                  const unsigned long long *want, size_t n,
+                  unsigned long long *slot, tg_error **err);
+
+/* Drop every claim naming owner (whether or not it still exists).  Missing
+ * pool directory is fine.  0 or -1 with *err. */
+int idrange_release(const struct id_pool *pool, const char *owner,
+                    tg_error **err);
+
+/* The host config's pool (count 0 when it has none). */
+struct id_pool idrange_pool(const struct host_config *cfg);
+
+/* idrange_release() for the host config's pool, errors dropped: used on
+ * delete and undo paths, after the owner's directory is gone (so that a
+ * crash in between leaves a claim that is reclaimable, never one that is
+ * freed while its container still runs). */
+void idrange_release_owner(const struct host_config *cfg, const char *owner);
+
+#endif

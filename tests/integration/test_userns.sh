@@ -1,0 +1,196 @@
+#!/usr/bin/env bash
+# One host identity per container (docs/hardening.md "Identities"), with
+# real runc and runsc containers:
+# - user namespace mappings that reach host 0, a host id below the pool or
+#   another container's range are refused, naming the mapping; mappings
+#   inside the pool run under the hardened profile (the probe agrees);
+# - runc containers each get their own range: two hold 250 processes
+#   each and a third still starts 250; host uids (/proc/<pid>/status)
+#   come from distinct ranges;
+# - a hostile host exec tool cannot kill, ptrace or read /proc environ of
+#   another container's init nor of a runsc sandbox process;
+# - 20 concurrent creates get 20 distinct ranges; kill -9 of create at
+#   random points then delete --force leaks none (claims are counted).
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/lib.sh"
+
+# The mapped ids are unprivileged host users: the bundles' rootfs must be
+# reachable by them (docs/hardening.md, "What operators must know").
+chmod 755 "$TG_ROOT"
+IDS=$TG_ROOT/ids
+BASE=268435456
+SIZE=65536
+conf() { write_config id_range_dir="\"$IDS\"" "$@"; }
+conf
+claims() { ls "$IDS" 2>/dev/null | grep -cE '^[0-9]+$'; }
+PROBE=$BUILD/tollgate-probe
+EXPECT="python3 $here/probe_expect.py"
+
+# set_maps CONFIG UIDMAP GIDMAP: add a user namespace with these mapping
+# lists (JSON) to a bundle's config.json.
+set_maps() {
+  python3 - "$@" <<'PY'
+import json, sys
+path, um, gm = sys.argv[1:4]
+c = json.load(open(path))
+c["linux"]["namespaces"].append({"type": "user"})
+c["linux"]["uidMappings"] = json.loads(um)
+c["linux"]["gidMappings"] = json.loads(gm)
+json.dump(c, open(path, "w"), indent=2)
+PY
+}
+host_uid() { awk '/^Uid:/ {print $2}' "/proc/$1/status" 2>/dev/null; }
+state_pid() { tg state "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])'; }
+
+GOOD_HOST=$((BASE + 100 * SIZE))
+for be in $BACKENDS; do
+  # --- hostile mappings are refused, naming the mapping ------------------
+  B=$TG_ROOT/bundles/map-$be
+  make_bundle "$B"
+  set_maps "$B/config.json" '[{"containerID":65534,"hostID":0,"size":1},{"containerID":0,"hostID":'$GOOD_HOST',"size":1}]' \
+    '[{"containerID":0,"hostID":'$GOOD_HOST',"size":65536}]'
+  out=$(tg --runtime "$be" run -b "$B" "m0-$be" 2>&1); rc=$?
+  check_eq "$be: container 65534 -> host 0 is refused" 1 "$([ $rc -ne 0 ] && echo 1)"
+  check_match "$be: ... naming the mapping" 'linux.uidMappings\[0\] maps container ids 65534-65534 to host ids 0-0.*host id 0 is host root' "$out"
+  make_bundle "$B"
+  set_maps "$B/config.json" '[{"containerID":0,"hostID":1000,"size":65536}]' '[{"containerID":0,"hostID":'$GOOD_HOST',"size":65536}]'
+  out=$(tg --runtime "$be" run -b "$B" "m1-$be" 2>&1); rc=$?
+  check_eq "$be: a mapping to host ids below the pool is refused" 1 "$([ $rc -ne 0 ] && echo 1)"
+  check_match "$be: ... naming it" 'linux.uidMappings\[0\] maps container ids 0-65535 to host ids 1000-66535, outside' "$out"
+  make_bundle "$B"
+  set_maps "$B/config.json" '[{"containerID":0,"hostID":'$GOOD_HOST',"size":65536}]' '[{"containerID":65534,"hostID":0,"size":1},{"containerID":0,"hostID":'$GOOD_HOST',"size":1}]'
+  out=$(tg --runtime "$be" run -b "$B" "m2-$be" 2>&1); rc=$?
+  check_match "$be: a gid mapping to host 0 is refused too" 'linux.gidMappings\[0\] maps container ids 65534-65534 to host ids 0-0' "$out"
+  check_eq "$be: no claim is left by refused creates" 0 "$(claims)"
+
+  # --- a user namespace inside the pool runs hardened ---------------------
+  P=$TG_ROOT/bundles/probe-$be
+  make_bundle "$P" /bin/tollgate-probe
+  rm -rf "$P/rootfs"; cp -a "$BUSYBOX_ROOTFS" "$P/rootfs"; cp "$PROBE" "$P/rootfs/bin/tollgate-probe"
+  python3 - "$P/config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1])); c["root"]["path"] = "rootfs"; json.dump(c, open(sys.argv[1], "w"), indent=2)
+PY
+  set_maps "$P/config.json" '[{"containerID":0,"hostID":'$GOOD_HOST',"size":65536}]' '[{"containerID":0,"hostID":'$GOOD_HOST',"size":65536}]'
+  tg --runtime "$be" run -b "$P" "pv-$be" >"$TG_ROOT/probe-$be.json" 2>"$TG_ROOT/err"; rc=$?
+  check_eq "$be: a config with mappings inside the pool runs hardened" 0 "$rc"
+  [ "$rc" -eq 0 ] || sed 's/^/# /' "$TG_ROOT/err"
+  # One difference: with a user namespace gVisor reports the read-only
+  # root as EROFS, as Linux does (without one it checks permissions first).
+  $EXPECT "$be" hardened "$TG_ROOT/probe-$be.json" "$be/hardened+userns" | grep -v "write_root"
+  check_match "$be/hardened+userns: the root stays read-only" '"write_root": ?"(EROFS|EACCES)"' "$(tr -d '\n' < "$TG_ROOT/probe-$be.json")"
+  check_eq "$be: its claim is freed after run" 0 "$(claims)"
+
+  # another container's range is not available
+  if tg --runtime "$be" create -b "$P" "hold-$be" >/dev/null 2>"$TG_ROOT/err"; then
+    on_exit "tg delete --force hold-$be"
+    check_match "$be: state shows the host id range" '"host_first": '$GOOD_HOST', *"size": 65536' "$(tg state "hold-$be" | tr -d '\n')"
+    B2=$TG_ROOT/bundles/steal-$be
+    make_bundle "$B2"
+    set_maps "$B2/config.json" '[{"containerID":0,"hostID":'$((GOOD_HOST + 5))',"size":10}]' '[{"containerID":0,"hostID":'$GOOD_HOST',"size":1}]'
+    out=$(tg --runtime "$be" run -b "$B2" "steal-$be" 2>&1)
+    check_match "$be: mapping into another container's range is refused" "host ids $GOOD_HOST-$((GOOD_HOST + SIZE - 1)) belong to container state .*/hold-$be" "$out"
+    tg delete --force "hold-$be"
+  else
+    echo "FAIL - $be: create hold-$be: $(cat "$TG_ROOT/err")"
+  fi
+  check_eq "$be: no claims left" 0 "$(claims)"
+done
+
+case " $BACKENDS " in *" runc "*)
+  # --- three runc containers at 250 processes each ----------------------
+  for n in 1 2; do
+    make_bundle "$TG_ROOT/bundles/fork$n" sh -c 'for i in $(seq 1 250); do sleep 600 & done; echo started; wait'
+    tg --runtime runc create -b "$TG_ROOT/bundles/fork$n" "fork$n" >/dev/null 2>"$TG_ROOT/err" || sed 's/^/# /' "$TG_ROOT/err"
+    on_exit "tg delete --force fork$n"
+    tg start "fork$n"
+  done
+  count_in() { # the number of processes whose host uid is in container $1's range
+    local lo
+    lo=$(tg state "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["tollgate"]["id_range"]["ranges"][0]["host_first"])')
+    # cat, not awk FILES: awk stops at a file whose process just exited
+    cat /proc/[0-9]*/status 2>/dev/null | awk -v lo="$lo" -v hi=$((lo + SIZE)) '/^Uid:/ { if ($2 >= lo && $2 < hi) n++ } END { print n+0 }'
+  }
+  # exactly 251 once the loops are done (their short-lived helpers gone)
+  for _ in $(seq 1 600); do [ "$(count_in fork1)" -eq 251 ] && [ "$(count_in fork2)" -eq 251 ] && break; sleep 0.2; done
+  check_eq "runc: container 1 holds 250 processes (+ its shell)" 251 "$(count_in fork1)"
+  check_eq "runc: container 2 holds 250 processes (+ its shell)" 251 "$(count_in fork2)"
+  make_bundle "$TG_ROOT/bundles/fork3" sh -c 'n=0; for i in $(seq 1 250); do sleep 600 & n=$((n+1)); done; echo forked=$n; kill $(jobs -p) 2>/dev/null; echo done'
+  out=$(tg --runtime runc run -b "$TG_ROOT/bundles/fork3" fork3 2>&1)
+  check_match "runc: a third container still starts 250" "forked=250" "$out"
+  check_fails "runc: ... and never hits 'can't fork'" grep -q "can't fork" <<<"$out"
+  u1=$(host_uid "$(state_pid fork1)"); u2=$(host_uid "$(state_pid fork2)")
+  check_eq "runc: container 1's init is host uid base+k*65536+65534" 65534 $(( (u1 - BASE) % SIZE ))
+  check_match "runc: containers 1 and 2 run as different host uids" "^[0-9]+ [0-9]+$" "$u1 $u2"
+  check_eq "runc: ... from distinct ranges" 1 "$([ $(( (u1 - BASE) / SIZE )) -ne $(( (u2 - BASE) / SIZE )) ] && echo 1)"
+  check_eq "runc: ... neither is 65534 nor 0" 1 "$([ "$u1" -gt $BASE ] && [ "$u2" -gt $BASE ] && echo 1)"
+
+  # --- a hostile host tool against another container and a runsc sandbox -
+  POL=$TG_ROOT/pol
+  mkdir -p "$POL"
+  cc -O1 -o "$POL/victim" "$here/userns/victim.c"
+  chmod -R a+rX "$POL"
+  targets=$(state_pid fork1)
+  sandbox=
+  case " $BACKENDS " in *" runsc "*)
+    make_bundle "$TG_ROOT/bundles/gv" sleep 600
+    if tg --runtime runsc create -b "$TG_ROOT/bundles/gv" gv >/dev/null 2>"$TG_ROOT/err"; then
+      on_exit "tg delete --force gv"
+      tg start gv
+      sandbox=$(state_pid gv)
+      check_eq "runsc: gVisor's sandbox process runs as host uid 65534" 65534 "$(host_uid "$sandbox")"
+      targets="$targets $sandbox"
+      gofer=$(pgrep -f "runsc-gofer.*gv" | head -1)
+      [ -n "$gofer" ] && targets="$targets $gofer"
+    else
+      echo "FAIL - runsc: create gv: $(cat "$TG_ROOT/err")"
+    fi;;
+  esac
+  argv=$(python3 -c 'import json,sys; print(json.dumps(sys.argv[1:]))' "$POL/victim" $targets)
+  cat > "$POL/p.json" <<P
+{"version": 1, "tools": {"victim": {"backend": {"type": "exec", "argv": $argv}, "rules": [{"effect": "allow"}]}}}
+P
+  for rt in $BACKENDS; do
+    make_bundle "$TG_ROOT/bundles/att-$rt" sh -c '/run/tollgate/tollgate-call victim "{}"'
+    out=$(tg --runtime "$rt" run --policy "$POL/p.json" -b "$TG_ROOT/bundles/att-$rt" "att-$rt" 2>&1)
+    for pid in $targets; do
+      got=$(python3 -c 'import json,sys; r=json.loads(sys.argv[1]); r=r.get("result", r); t=r[sys.argv[2]]; print(t["kill"], t["ptrace"], t["environ"])' "$out" "$pid" 2>&1)
+      [[ "$got" =~ Traceback ]] && echo "# $out"
+      check_match "$rt caller: the tool cannot kill, ptrace or read environ of pid $pid" '^(EPERM|ESRCH) (EPERM|ESRCH) (EPERM|ESRCH|ENOENT|EACCES)$' "$got"
+    done
+    check_match "$rt caller: the tool runs as the tools' uid, as pid 1 of its own namespace" '"self_uid": ?65533, ?"self_pid": ?1[,}]' "$out"
+  done
+  check "runc: container 1 survived the tool" kill -0 "$(state_pid fork1)"
+  [ -n "$sandbox" ] && check "runsc: the sandbox survived the tool" kill -0 "$sandbox"
+  tg delete --force fork1; tg delete --force fork2; [ -n "$sandbox" ] && tg delete --force gv
+  check_eq "runc: every claim is freed after delete" 0 "$(claims)"
+
+  # --- 20 concurrent creates: 20 distinct ranges ------------------------
+  make_bundle "$TG_ROOT/bundles/many" sleep 600
+  pids=()
+  for i in $(seq 1 20); do
+    tg --runtime runc create -b "$TG_ROOT/bundles/many" "many$i" >/dev/null 2>"$TG_ROOT/err-many$i" &
+    pids+=($!)
+  done
+  for i in $(seq 1 20); do on_exit "tg delete --force many$i"; done
+  wait "${pids[@]}"
+  ranges=$(for i in $(seq 1 20); do tg state "many$i" 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["tollgate"]["id_range"]["ranges"][0]["host_first"])' 2>/dev/null; done)
+  check_eq "runc: 20 concurrent creates got 20 ranges" 20 "$(echo "$ranges" | grep -c .)"
+  for i in $(seq 1 20); do [ -s "$TG_ROOT/err-many$i" ] && sed "s/^/# many$i: /" "$TG_ROOT/err-many$i"; done
+  check_eq "runc: ... all distinct" 20 "$(echo "$ranges" | sort -u | grep -c .)"
+  check_eq "runc: ... and 20 claims" 20 "$(claims)"
+  for i in $(seq 1 20); do tg delete --force "many$i"; done
+  check_eq "runc: after delete no claim is left" 0 "$(claims)"
+
+  # --- kill -9 of create at random points, then delete --force ----------
+  for i in $(seq 1 12); do
+    tg --runtime runc create -b "$TG_ROOT/bundles/many" "k$i" >/dev/null 2>&1 &
+    p=$!
+    sleep "0.$((RANDOM % 10))$((RANDOM % 10))"
+    kill -9 "$p" 2>/dev/null
+    wait "$p" 2>/dev/null
+    tg delete --force "k$i" >/dev/null 2>&1
+  done
+  check_eq "runc: kill -9 of create at random points + delete --force leaks no claim" 0 "$(claims)"
+  ;;
+esac

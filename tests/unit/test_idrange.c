@@ -1,0 +1,123 @@
+/* shim/idrange: claims are exclusive across processes, stale claims are
+ * reclaimed, release drops exactly the owner's. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "shim/idrange.h"
+#include "shim/util.h"
+
+static char base[64];
+
+static void setup(void) {
+  strcpy(base, "/tmp/tg-idrange.XXXXXX");
+  cr_assert_not_null(mkdtemp(base));
+}
+static void teardown(void) {
+  tg_error *e = NULL;
+  remove_tree(base, &e);
+  tg_error_free(&e);
+}
+
+static char *owner_dir(const char *name) {
+  char *d = xasprintf("%s/%s", base, name);
+  mkdir(d, 0700);
+  return d;
+}
+
+static int count_claims(const char *dir) {
+  DIR *d = opendir(dir);
+  int n = 0;
+  struct dirent *de;
+  while (d && (de = readdir(d)) != NULL)
+    n += de->d_name[0] >= '0' && de->d_name[0] <= '9' && strchr(de->d_name, '.') == NULL;
+  if (d)
+    closedir(d);
+  return n;
+}
+
+TestSuite(idrange, .init = setup, .fini = teardown);
+
+Test(idrange, concurrent_claims_are_distinct) {
+  char *pool_dir = xasprintf("%s/pool", base);
+  struct id_pool pool = {.dir = pool_dir, .base = 1 << 28, .size = 65536, .count = 64};
+  enum { N = 20 };
+  int fds[N][2];
+  for (int i = 0; i < N; i++) {
+    cr_assert_eq(pipe(fds[i]), 0);
+    if (fork() == 0) {
+      char name[16];
+      snprintf(name, sizeof name, "c%d", i);
+      char *o = owner_dir(name);
+      unsigned long long slot = 999;
+      tg_error *e = NULL;
+      int r = idrange_claim(&pool, o, NULL, 0, &slot, &e);
+      (void)!write(fds[i][1], &slot, sizeof slot);
+      _exit(r == 0 ? 0 : 1);
+    }
+  }
+  bool seen[64] = {false};
+  for (int i = 0; i < N; i++) {
+    unsigned long long slot = 999;
+    cr_assert_eq(read(fds[i][0], &slot, sizeof slot), (ssize_t)sizeof slot);
+    cr_assert_lt(slot, 64);
+    cr_expect(!seen[slot], "slot %llu handed out twice", slot);
+    seen[slot] = true;
+  }
+  while (wait(NULL) > 0)
+    ;
+  cr_expect_eq(count_claims(pool_dir), N);
+  for (int i = 0; i < N; i++) {
+    char *o = xasprintf("%s/c%d", base, i);
+    tg_error *e = NULL;
+    cr_expect_eq(idrange_release(&pool, o, &e), 0);
+    free(o);
+  }
+  cr_expect_eq(count_claims(pool_dir), 0);
+  free(pool_dir);
+}
+
+Test(idrange, stale_claims_are_reclaimed_and_others_refused) {
+  char *pool_dir = xasprintf("%s/pool", base);
+  struct id_pool pool = {.dir = pool_dir, .base = 1 << 28, .size = 65536, .count = 2};
+  char *a = owner_dir("a"), *b = owner_dir("b"), *c = owner_dir("c");
+  unsigned long long sa, sb, sc;
+  tg_error *e = NULL;
+  cr_assert_eq(idrange_claim(&pool, a, NULL, 0, &sa, &e), 0);
+  cr_assert_eq(idrange_claim(&pool, b, NULL, 0, &sb, &e), 0);
+  cr_expect_neq(sa, sb);
+  cr_expect_eq(idrange_claim(&pool, c, NULL, 0, &sc, &e), -1, "the pool is full");
+  cr_expect(e && strstr(e->msg, "raise id_range_count"), "%s", e ? e->msg : "");
+  tg_error_free(&e);
+  /* a asks for b's slot by mapping: refused, naming b */
+  unsigned long long want = sb;
+  cr_expect_eq(idrange_claim(&pool, c, &want, 1, NULL, &e), -1);
+  cr_expect(e && strstr(e->msg, b), "%s", e ? e->msg : "");
+  tg_error_free(&e);
+  /* b's state directory goes away without a release (a crash): reclaimable */
+  cr_assert_eq(remove_tree(b, &e), 0);
+  cr_expect_eq(idrange_claim(&pool, c, &want, 1, &sc, &e), 0, "%s", e ? e->msg : "");
+  cr_expect_eq(sc, sb);
+  /* a new directory of a's name is not a's owner */
+  cr_assert_eq(remove_tree(a, &e), 0);
+  free(owner_dir("a"));
+  cr_expect_eq(idrange_claim(&pool, b = owner_dir("b2"), NULL, 0, &sb, &e), 0, "%s", e ? e->msg : "");
+  cr_expect_eq(sb, sa);
+  /* a short claim file (crash mid-write) is free */
+  char *p = xasprintf("%s/0", pool_dir);
+  FILE *f = fopen(p, "w");
+  fputs("/tmp/x", f);
+  fclose(f);
+  cr_expect_eq(idrange_claim(&pool, a, NULL, 0, &sa, &e), 0, "%s", e ? e->msg : "");
+  cr_expect_eq(sa, 0);
+  free(p);
+  free(a);
+  free(b);
+  free(c);
+  free(pool_dir);
+}
