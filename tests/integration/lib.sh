@@ -44,12 +44,17 @@ TG_CONFIG=$TG_ROOT/config.json
 mkdir -p "$TG_ROOT/audit" "$TG_ROOT/policies"
 write_config() {
   python3 - "$TG_CONFIG" "$TG_ROOT" "$@" <<'PY'
-import json, sys
+import json, os, sys
 path, root, *pairs = sys.argv[1:]
 cfg = {"audit_dir": root + "/audit", "policy_dir": root + "/policies"}
 for p in pairs:
     k, v = p.split("=", 1)
     cfg[k] = json.loads(v)
+# run.sh --runsc PATH: every runsc container uses that binary, unless the
+# script names a runtime_path of its own (the missing-runsc tests do).
+alt = os.environ.get("TG_RUNSC")
+if alt and cfg.get("runtime", "runsc") == "runsc" and "runtime_path" not in cfg:
+    cfg["runtime_path"] = alt
 json.dump(cfg, open(path, "w"), indent=2)
 PY
 }
