@@ -18,8 +18,7 @@
 
 void runsc_version_free(struct runsc_version *v) {
   free(v->text);
-  v->text = NULL;
-  v->date = 0;
+  memset(v, 0, sizeof *v);
 }
 
 /* The first run of exactly eight digits that reads as a plausible date
@@ -51,6 +50,24 @@ void runsc_version_parse(const char *text, struct runsc_version *v) {
   const char *m = strstr(v->text, "version ");
   if (m != NULL)
     v->date = date_in(m + strlen("version "));
+}
+
+void runsc_flags_parse(const char *text, struct runsc_version *v) {
+  v->systrap = v->directfs = false;
+  for (const char *line = text; line && *line;) {
+    const char *end = strchr(line, '\n');
+    size_t len = end ? (size_t)(end - line) : strlen(line);
+    cleanup_free char *l = xstrndup(line, len);
+    const char *flag = l + strspn(l, " \t");
+    /* "-platform string" then its help on the next line: "specifies
+     * which platform to use: systrap (default), ptrace, kvm." */
+    if (strstr(flag, "specifies which platform to use") != NULL &&
+        strstr(flag, "systrap") != NULL)
+      v->systrap = true;
+    if (strcmp(flag, "-directfs") == 0)
+      v->directfs = true;
+    line = end ? end + 1 : NULL;
+  }
 }
 
 /* FNV-1a of the path: the cache file's name, one per binary. */
@@ -92,10 +109,15 @@ static bool cached(const char *file, const json_t *id, struct runsc_version *v) 
   json_t *c = json_parse(text, len, NULL, NULL);
   bool hit = c != NULL && json_equal(json_object_get(c, "binary"), id);
   const char *line = json_string_value(json_object_get(c, "version"));
-  if (hit && line != NULL)
+  const json_t *systrap = json_object_get(c, "systrap");
+  const json_t *directfs = json_object_get(c, "directfs");
+  if (hit && line != NULL && json_is(systrap, JSON_BOOL) && json_is(directfs, JSON_BOOL)) {
     runsc_version_parse(line, v);
-  else
+    v->systrap = json_is_true(systrap);
+    v->directfs = json_is_true(directfs);
+  } else {
     hit = false;
+  }
   json_free(c);
   return hit;
 }
@@ -103,13 +125,15 @@ static bool cached(const char *file, const json_t *id, struct runsc_version *v) 
 /* Best effort: a cache that cannot be written only costs the next create
  * another `runsc --version`. */
 static void remember(const char *cache_dir, const char *name, json_t *id,
-                     const char *line) {
+                     const struct runsc_version *v) {
   tg_error *e = NULL;
   if (mkdir(cache_dir, 0700) < 0 && errno != EEXIST)
     return;
   json_t *c = json_new_object();
   json_object_set(c, "binary", json_copy(id));
-  json_object_set(c, "version", json_new_string(line));
+  json_object_set(c, "version", json_new_string(v->text));
+  json_object_set(c, "systrap", json_new_bool(v->systrap));
+  json_object_set(c, "directfs", json_new_bool(v->directfs));
   size_t len = 0;
   cleanup_free char *text = json_dump(c, true, &len);
   json_free(c);
@@ -121,17 +145,29 @@ static void remember(const char *cache_dir, const char *name, json_t *id,
   tg_error_free(&e);
 }
 
-static void ask(const char *path, struct runsc_version *v) {
-  char *const argv[] = {(char *)path, "--version", NULL};
+/* Run `path arg` and return its stdout (owned), or NULL when it fails. */
+static char *answer_of(const char *path, const char *arg) {
+  char *const argv[] = {(char *)path, (char *)arg, NULL};
   struct proc_opts o = {.capture_stdout = true, .capture_stderr = true};
   struct proc_result res = {0};
   tg_error *e = NULL;
-  if (proc_run(argv, &o, &res, &e) == 0 && res.status == 0)
-    runsc_version_parse(res.out, v);
-  else
-    runsc_version_parse("", v);
+  char *out = NULL;
+  if (proc_run(argv, &o, &res, &e) == 0 && res.status == 0) {
+    out = res.out;
+    res.out = NULL;
+  }
   tg_error_free(&e);
   proc_result_free(&res);
+  return out;
+}
+
+/* Both questions; true when both were answered. */
+static bool ask(const char *path, struct runsc_version *v) {
+  cleanup_free char *version = answer_of(path, "--version");
+  cleanup_free char *flags = version ? answer_of(path, "flags") : NULL;
+  runsc_version_parse(version ? version : "", v);
+  runsc_flags_parse(flags, v);
+  return version != NULL && flags != NULL;
 }
 
 int runsc_version_of(const char *path, const char *cache_dir,
@@ -147,11 +183,10 @@ int runsc_version_of(const char *path, const char *cache_dir,
   cleanup_free char *file =
       cache_dir ? xasprintf("%s/%s", cache_dir, name) : NULL;
   if (file == NULL || !cached(file, id, v)) {
-    ask(path, v);
     /* Only a real answer is remembered: a binary that failed once (a
      * full disk, a signal) is asked again next time. */
-    if (cache_dir != NULL && v->date != 0)
-      remember(cache_dir, name, id, v->text);
+    if (ask(path, v) && cache_dir != NULL)
+      remember(cache_dir, name, id, v);
   }
   json_free(id);
   return 0;
@@ -159,17 +194,18 @@ int runsc_version_of(const char *path, const char *cache_dir,
 
 const char *runsc_platform_for(const struct runsc_version *v,
                                const char *configured, tg_error **err) {
-  bool systrap = v->date >= RUNSC_SYSTRAP_SINCE;
   if (configured == NULL || configured[0] == '\0' ||
       strcmp(configured, "auto") == 0)
-    return systrap ? "systrap" : "ptrace";
-  if (strcmp(configured, "systrap") == 0 && v->date != 0 && !systrap) {
+    return v->systrap ? "systrap" : "ptrace";
+  /* A release that answered and does not list systrap lacks it; one that
+   * could not say is given the host's choice and runsc's own error. */
+  if (strcmp(configured, "systrap") == 0 && v->text[0] != '\0' && !v->systrap) {
     tg_error_set(err, 0,
-                 "platform \"systrap\": %s has no systrap platform (tollgate "
-                 "uses it from gVisor %u on): set \"platform\": \"auto\" or \"ptrace\" "
-                 "in the host config, or install a newer runsc with 'make "
-                 "deps'",
-                 v->text, RUNSC_SYSTRAP_SINCE);
+                 "platform \"systrap\": %s has no systrap platform (gVisor "
+                 "has it since mid-2023): set \"platform\": \"auto\" or "
+                 "\"ptrace\" in the host config, or install a newer runsc "
+                 "with 'make deps'",
+                 v->text);
     return NULL;
   }
   return configured;

@@ -2,8 +2,8 @@
  *
  * Debian 12 ships runsc 0.0~20221219 (ptrace platform only); its
  * backports and Debian 13 ship 0.0~20240729 (systrap, gVisor's default
- * since mid-2023).  tollgate asks the binary once (`runsc --version`) at
- * create and remembers the answer per binary, keyed by its device, inode,
+ * since mid-2023, and directfs).  tollgate asks the binary once at create
+ * (`runsc --version`, `runsc flags`) and remembers the answer per binary, keyed by its device, inode,
  * size, mtime and ctime, so an upgraded or replaced binary is asked again
  * and an unchanged one costs a stat and a small read.
  */
@@ -17,16 +17,20 @@
 struct runsc_version {
   unsigned date; /* the release, as YYYYMMDD (20240729), or 0 when unknown */
   char *text;    /* the first line of `runsc --version`, owned; may be "" */
+  /* What the binary itself lists in `runsc flags` (a capability, not a
+   * guess from the date): */
+  bool systrap;  /* --platform takes systrap (20240729 yes, 20221219 no) */
+  bool directfs; /* it has --directfs (on by default where it exists) */
 };
-
-/* The first release that has the systrap platform (20221219 answers
- * "unknown platform: systrap"; 20230605 has it and makes it its default). */
-#define RUNSC_SYSTRAP_SINCE 20230605u
 
 /* Parse `runsc --version` output: "runsc version 0.0~20240729.0" (Debian),
  * "runsc version release-20240729.0" (upstream) or anything else (a source
- * build says "VERSION_MISSING": date 0).  Fills *v; never fails. */
+ * build says "VERSION_MISSING": date 0).  Fills date and text; never
+ * fails. */
 void runsc_version_parse(const char *text, struct runsc_version *v);
+
+/* Parse `runsc flags` output into v's systrap and directfs. */
+void runsc_flags_parse(const char *text, struct runsc_version *v);
 
 /* The version of the runsc binary at path (absolute).  The answer is
  * cached in cache_dir (created if its parent exists; NULL = no cache) as
@@ -38,7 +42,7 @@ int runsc_version_of(const char *path, const char *cache_dir,
 
 /* The --platform value for v: "auto" (the default) becomes systrap where
  * v has it, else ptrace; an explicit value is kept, except systrap on a
- * release known to lack it, which is an error naming the fix.  Returns a
+ * release that lacks it, which is an error naming the fix.  Returns a
  * static or the configured string (not owned), or NULL with *err set. */
 const char *runsc_platform_for(const struct runsc_version *v,
                                const char *configured, tg_error **err);

@@ -28,12 +28,26 @@ static int index_of(const struct argv *a, const char *s) {
  * (the platform choice depends on it; the real binaries are exercised by
  * the integration suite under both releases). */
 static char *fake_runsc(const char *version_line) {
+  /* `flags` as the release lists it: 20221219 has no systrap and no
+   * directfs; anything newer here has both. */
+  bool old = strstr(version_line, "20221219") || strstr(version_line, "MISSING");
   char dir[] = "/tmp/tg-unit-runsc.XXXXXX";
   cr_assert_not_null(mkdtemp(dir));
   char *path = xasprintf("%s/runsc", dir);
   FILE *f = fopen(path, "w");
   cr_assert_not_null(f);
-  fprintf(f, "#!/bin/sh\necho '%s'\necho 'spec: 1.0.2-dev'\n", version_line);
+  fprintf(f,
+          "#!/bin/sh\n"
+          "if [ \"$1\" = flags ]; then\n"
+          "  echo '  -platform string'\n"
+          "  echo '    \tspecifies which platform to use: %s'\n"
+          "  %s\n"
+          "  exit 0\n"
+          "fi\n"
+          "echo '%s'\necho 'spec: 1.0.2-dev'\n",
+          old ? "ptrace (default), kvm." : "systrap (default), ptrace, kvm.",
+          old ? ":" : "echo '  -directfs'; echo '    \tdirectly access ...'",
+          version_line);
   fclose(f);
   chmod(path, 0755);
   return path;
@@ -104,6 +118,9 @@ Test(backend, default_platform_follows_the_runsc_release) {
     struct argv a = {0};
     backend_argv(&b, NULL, "create", &a);
     cr_assert(has(&a, cases[i].flag), "%s: want %s", cases[i].version, cases[i].flag);
+    /* directfs off wherever the release has it, after the host's flags */
+    bool directfs = strcmp(cases[i].flag, "--platform=systrap") == 0;
+    cr_assert_eq(has(&a, "--directfs=false"), directfs, "%s", cases[i].version);
     argv_free(&a);
     backend_free(&b);
     host_config_free(&cli.config);
@@ -145,6 +162,7 @@ Test(backend, configured_platform_and_extra_args) {
   cr_assert(has(&a, "--platform=systrap"));
   cr_assert(has(&a, "--watchdog-action=panic"));
   cr_assert_not(has(&a, "--platform=ptrace"));
+  cr_assert_gt(index_of(&a, "--directfs=false"), index_of(&a, "--watchdog-action=panic"));
   argv_free(&a);
   backend_free(&b);
   host_config_free(&cli.config);

@@ -33,10 +33,36 @@ Test(runsc_version, parses_debian_upstream_and_unknown) {
   }
 }
 
+/* Excerpts of the two releases' `runsc flags`, as Debian ships them. */
+static const char flags_20221219[] =
+    "  -oci-seccomp\n    \tEnables loading OCI seccomp filters inside the sandbox.\n"
+    "  -platform string\n    \tspecifies which platform to use: ptrace (default), kvm. (default \"ptrace\")\n"
+    "  -platform_device_path string\n    \tpath to a platform-specific device file\n";
+static const char flags_20240729[] =
+    "  -directfs\n    \tdirectly access the container filesystems from the sentry. Sentry runs with higher privileges. (default true)\n"
+    "  -directfs-fstat\n    \tnot the same flag\n"
+    "  -platform string\n    \tspecifies which platform to use: systrap (default), ptrace, kvm. (default \"systrap\")\n";
+
+Test(runsc_version, flags_list_systrap_and_directfs) {
+  struct runsc_version v = {0};
+  runsc_flags_parse(flags_20221219, &v);
+  cr_expect_not(v.systrap);
+  cr_expect_not(v.directfs);
+  runsc_flags_parse(flags_20240729, &v);
+  cr_expect(v.systrap);
+  cr_expect(v.directfs);
+  runsc_flags_parse(NULL, &v);
+  cr_expect_not(v.systrap || v.directfs);
+  /* a mention in some other flag's help is not the flag */
+  runsc_flags_parse("  -x\n    \tsee -directfs and systrap\n", &v);
+  cr_expect_not(v.systrap || v.directfs);
+}
+
 Test(runsc_version, platform_auto_explicit_and_refused) {
   struct runsc_version old = {.date = 20221219, .text = "runsc version 0.0~20221219.0"};
-  struct runsc_version new = {.date = 20240729, .text = "runsc version 0.0~20240729.0"};
-  struct runsc_version unknown = {.date = 0, .text = "runsc version VERSION_MISSING"};
+  struct runsc_version new = {.date = 20240729, .text = "runsc version 0.0~20240729.0",
+                              .systrap = true, .directfs = true};
+  struct runsc_version unknown = {.date = 0, .text = ""};
   tg_error *err = NULL;
   cr_assert_str_eq(runsc_platform_for(&old, "auto", &err), "ptrace");
   cr_assert_str_eq(runsc_platform_for(&new, "auto", &err), "systrap");
@@ -56,7 +82,11 @@ Test(runsc_version, platform_auto_explicit_and_refused) {
 static void write_fake(const char *path, const char *counter, const char *version) {
   FILE *f = fopen(path, "w");
   cr_assert_not_null(f);
-  fprintf(f, "#!/bin/sh\necho x >>%s\necho 'runsc version %s'\n", counter, version);
+  fprintf(f,
+          "#!/bin/sh\necho x >>%s\n"
+          "[ \"$1\" = flags ] && { echo '  -directfs'; exit 0; }\n"
+          "echo 'runsc version %s'\n",
+          counter, version);
   fclose(f);
   chmod(path, 0755);
 }
@@ -85,20 +115,21 @@ Test(runsc_version, cached_per_binary_and_asked_again_when_it_changes) {
     cr_assert_eq(v.date, 20221219);
     runsc_version_free(&v);
   }
-  cr_assert_eq(lines_in(counter), 1, "asked once, then cached");
+  cr_assert_eq(lines_in(counter), 2, "asked once (--version, flags), then cached");
   /* An upgrade in place (dpkg writes a new file): asked again. */
   cleanup_free char *tmp = xasprintf("%s/runsc.new", dir);
   write_fake(tmp, counter, "0.0~20240729.0");
   cr_assert_eq(rename(tmp, bin), 0);
   cr_assert_eq(runsc_version_of(bin, cache, &v, NULL), 0);
   cr_assert_eq(v.date, 20240729);
+  cr_assert(v.directfs);
   runsc_version_free(&v);
-  cr_assert_eq(lines_in(counter), 2);
+  cr_assert_eq(lines_in(counter), 4);
   /* No cache directory: asked every time, still answered. */
   cr_assert_eq(runsc_version_of(bin, NULL, &v, NULL), 0);
   cr_assert_eq(v.date, 20240729);
   runsc_version_free(&v);
-  cr_assert_eq(lines_in(counter), 3);
+  cr_assert_eq(lines_in(counter), 6);
   /* A missing binary is the one error. */
   tg_error *err = NULL;
   cleanup_free char *gone = xasprintf("%s/none", dir);
