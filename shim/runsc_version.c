@@ -145,7 +145,8 @@ static void remember(const char *cache_dir, const char *name, json_t *id,
   tg_error_free(&e);
 }
 
-/* Run `path arg` and return its stdout (owned), or NULL when it fails. */
+/* Run `path arg` and return what it printed (owned), or NULL when it
+ * fails.  `runsc flags` prints its list on stderr, --version on stdout. */
 static char *answer_of(const char *path, const char *arg) {
   char *const argv[] = {(char *)path, (char *)arg, NULL};
   struct proc_opts o = {.capture_stdout = true, .capture_stderr = true};
@@ -153,8 +154,9 @@ static char *answer_of(const char *path, const char *arg) {
   tg_error *e = NULL;
   char *out = NULL;
   if (proc_run(argv, &o, &res, &e) == 0 && res.status == 0) {
-    out = res.out;
-    res.out = NULL;
+    char **keep = res.out && res.out[0] ? &res.out : &res.err_text;
+    out = *keep;
+    *keep = NULL;
   }
   tg_error_free(&e);
   proc_result_free(&res);

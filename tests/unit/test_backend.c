@@ -38,7 +38,7 @@ static char *fake_runsc(const char *version_line) {
   cr_assert_not_null(f);
   fprintf(f,
           "#!/bin/sh\n"
-          "if [ \"$1\" = flags ]; then\n"
+          "if [ \"$1\" = flags ]; then exec >&2  # as runsc does\n"
           "  echo '  -platform string'\n"
           "  echo '    \tspecifies which platform to use: %s'\n"
           "  %s\n"
