@@ -8,6 +8,8 @@
 #   check_fails NAME CMD...    ok when CMD exits non-zero
 #   on_exit CMD                run CMD at exit (cleanups run last-in first-out)
 #   BACKENDS      "runsc runc" unless overridden
+#   runsc_platform             the --platform runsc gets (systrap|ptrace)
+#   TG_RUNSC      (from run.sh --runsc PATH) the runsc binary host configs name
 set -u
 TG=${TG:-$BUILD/tollgate}
 TG_ROOT=$(mktemp -d /tmp/tollgate-root.XXXXXX)
@@ -60,6 +62,10 @@ PY
 }
 write_config
 tg() { "$TG" --root "$TG_ROOT" --config "$TG_CONFIG" "$@"; }
+# The --platform tollgate gives runsc under the current host config
+# (systrap or ptrace: it depends on the runsc release), for the few
+# expectations where gVisor's platforms differ.
+runsc_platform() { tg --runtime runsc version | sed -n 's/^backend flags:.*--platform=\([a-z]*\).*/\1/p'; }
 
 # The busybox rootfs, built once per build directory and shared read-only.
 BUSYBOX_ROOTFS=$BUILD/rootfs/busybox
