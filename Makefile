@@ -1,7 +1,10 @@
 # tollgate: a gVisor-first OCI runtime shim with a governed tool bridge.
 #
 # make            build build/tollgate (and the in-container client)
-# make deps       install missing Debian packages through apt-get
+# make deps       install missing Debian packages through apt-get, and the
+#                 newest runsc the Debian archive offers (Debian 12: from
+#                 bookworm-backports, pinned to runsc alone; RUNSC_CHANNEL=stable
+#                 keeps the release's own 20221219; see bundles/apt/runsc.sh)
 # make check      every test: unit, integration (real runsc and runc), fuzz and bench smoke
 # make demo       the main job end to end under gVisor
 # make asan       unit tests under AddressSanitizer and UBSan
@@ -10,6 +13,7 @@
 PREFIX  ?= /usr/local
 BUILD   ?= build
 RUNTIME ?= runsc
+RUNSC_CHANNEL ?= backports
 
 CC      ?= cc
 PKGS    := yajl libseccomp libcap-ng libmnl libcrypto
@@ -36,7 +40,7 @@ UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 
 DEB_PACKAGES := build-essential pkg-config libyajl-dev libseccomp-dev libcap-ng-dev \
-                libmnl-dev libcriterion-dev libssl-dev runsc runc busybox-static \
+                libmnl-dev libcriterion-dev libssl-dev runc busybox-static \
                 containerd clang libclang-rt-14-dev python3 python3-yaml iproute2 \
                 python3-grpcio python3-grpc-tools
 
@@ -46,6 +50,8 @@ DEB_PACKAGES := build-essential pkg-config libyajl-dev libseccomp-dev libcap-ng-
 all: $(BUILD)/tollgate $(BUILD)/tollgate-call $(BUILD)/tollgate-probe $(BUILD)/tollgate-flood
 
 # Install only what is missing; apt-get update runs once, and only then.
+# runsc is not in DEB_PACKAGES: bundles/apt/runsc.sh chooses its suite and
+# upgrades an older one already installed.
 deps:
 	@missing=""; for p in $(DEB_PACKAGES); do \
 	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || missing="$$missing $$p"; \
@@ -54,6 +60,7 @@ deps:
 	  echo "make deps: installing$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
+	@RUNSC_CHANNEL=$(RUNSC_CHANNEL) sh bundles/apt/runsc.sh
 	@# The MCP client of tests/integration/test_mcp.sh: the official TypeScript
 	@# SDK, pinned by tests/mcp/package-lock.json, into tests/mcp/node_modules
 	@# (git-ignored); npm from Debian when no node is installed at all.

@@ -47,7 +47,12 @@ def machine():
 
 def versions(build):
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    flags = os.environ.get("RUNSC_FLAGS", "").split()
+    plat = [f.split("=", 1)[1] for f in flags if f.startswith("--platform=")]
     return {"runsc": sh("runsc", "--version").splitlines()[0] if sh("runsc", "--version") else None,
+            "runsc_path": os.environ.get("RUNSC_PATH") or None,
+            "runsc_platform": plat[-1] if plat else None,
+            "runsc_flags": " ".join(flags) or None,
             "runc": sh("runc", "--version").splitlines()[0] if sh("runc", "--version") else None,
             "tollgate": sh(os.path.join(build, "tollgate"), "--version").splitlines()[0]
             if sh(os.path.join(build, "tollgate"), "--version") else None,
@@ -191,7 +196,9 @@ def print_table(doc):
     print("\n== tollgate benchmarks (%s) on %s, %s cores, %s MiB, kernel %s (%s)" % (
         doc["mode"], m["cpu"], m["cores"], m["memory_mib"], m["kernel"], m["virtualization"]))
     v = doc["versions"]
-    print("   %s | %s | tollgate %s" % (v.get("runsc"), v.get("runc"), v.get("git")))
+    print("   %s (platform %s, %s) | %s | tollgate %s" % (
+        v.get("runsc"), v.get("runsc_platform") or "?", v.get("runsc_path") or "?",
+        v.get("runc"), v.get("git")))
 
     print("\n-- bridge round trip (echo, allow policy, audit on), latencies in us")
     print("%-7s %-9s %-14s %7s %8s %8s %8s %8s %9s" % ("backend", "variant", "client", "calls", "p50",

@@ -24,7 +24,11 @@
 # Environment: BUILD (default ./build), BACKENDS (default "runsc runc"),
 # PARTS (default all: "bridge python startup memory host policy audit"; a
 # subset runs only those, for profiling one path), BENCH_OUT (default
-# bench/results.json), and the counts below.
+# bench/results.json), RUNSC (a runsc binary to bench instead of the one in
+# PATH, e.g. the backports one unpacked with dpkg-deb -x), and the counts
+# below.  The runsc release and the --platform tollgate chose for it are
+# printed and recorded (versions.runsc, versions.runsc_platform): the bare
+# baseline runs with the same flags, so each ratio compares like with like.
 set -u
 mode=${1:-full}
 case $mode in
@@ -50,6 +54,12 @@ started=$(date +%s)
 
 W=$(mktemp -d /tmp/tollgate-bench.XXXXXX)
 chmod 755 "$W"
+if [ -n "${RUNSC:-}" ]; then
+  [ -x "$RUNSC" ] || { echo "bench: RUNSC=$RUNSC is not an executable file" >&2; rm -rf "$W"; exit 1; }
+  mkdir -p "$W/runsc-bin"
+  ln -s "$(realpath "$RUNSC")" "$W/runsc-bin/runsc"
+  export PATH="$W/runsc-bin:$PATH"
+fi
 RESULTS=$W/results.jsonl
 : >"$RESULTS"
 TG_ROOT=$W/root
@@ -651,6 +661,7 @@ want policy && bench_policy
 want audit && bench_audit
 
 elapsed=$(( $(date +%s) - started ))
+RUNSC_FLAGS="${GLOBALS[runsc]:-}" RUNSC_PATH="$(realpath "$(command -v runsc)" 2>/dev/null)" \
 python3 bench/report.py "$RESULTS" "$OUT_JSON" "$mode" "$elapsed" "$BUILD" \
   "SEQ=$SEQ CONC=$CONC PER=$PER CLI_CALLS=$CLI_CALLS PY_SEQ=$PY_SEQ START_REPS=$START_REPS DECISIONS=$DECISIONS AUDIT_RECORDS=$AUDIT_RECORDS INTENTS=$INTENTS MEM_PER=$MEM_PER WARMUP=$WARMUP" \
   || failures=$((failures + 1))

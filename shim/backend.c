@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "shim/runsc_version.h"
 #include "shim/util.h"
 
 void argv_add(struct argv *a, const char *s) {
@@ -85,6 +86,41 @@ static int missing_backend(const char *name, const char *where,
                       where);
 }
 
+/* The flags that depend on the runsc release at path, asked of the binary
+ * once and cached in <root>/backend/ (only the first create after an
+ * upgrade runs it):
+ *  - before the host's runtime_args, which may override it: --platform,
+ *    the host config's choice, or for "auto" (the default) systrap where
+ *    the binary lists it (20240729: faster bridge round trips than ptrace,
+ *    docs/performance.md), else ptrace (20221219 has nothing else that
+ *    works here; kvm hangs in nested VMs);
+ *  - after them, so they cannot be undone: --directfs=false where the
+ *    release has directfs (on by default in 20240729).  With directfs the
+ *    Sentry, which runs the untrusted program's system calls, opens host
+ *    files itself ("Sentry runs with higher privileges", runsc's own
+ *    help); without it only the gofer touches the host, as in 20221219.
+ *    It also breaks the bridge: creating a file the sidecar consumes at
+ *    once (the request marker) fails with ENOENT inside the container
+ *    about one call in eight (the Sentry looks the new name up again
+ *    after creating it), so a served call looks failed to its client.
+ *    tests/integration/test_bridge_hostile.sh runs that race. */
+static int runsc_release_flags(const struct cli *cli, const char *path,
+                               struct argv *early, struct argv *late,
+                               tg_error **err) {
+  struct runsc_version v;
+  cleanup_free char *cache = xasprintf("%s/backend", cli->root);
+  if (runsc_version_of(path, cache, &v, err) < 0)
+    return -1;
+  const char *platform = runsc_platform_for(&v, cli->config.platform, err);
+  if (platform != NULL) {
+    argv_addf(early, "--platform=%s", platform);
+    if (v.directfs)
+      argv_add(late, "--directfs=false");
+  }
+  runsc_version_free(&v);
+  return platform != NULL ? 0 : -1;
+}
+
 int backend_choose(const struct cli *cli, struct backend *b, tg_error **err) {
   memset(b, 0, sizeof *b);
   const struct host_config *cfg = &cli->config;
@@ -135,10 +171,14 @@ int backend_choose(const struct cli *cli, struct backend *b, tg_error **err) {
   b->kind = strcmp(name, "runsc") == 0 ? BACKEND_RUNSC : BACKEND_RUNC;
   b->name = xstrdup(name);
   b->root = xasprintf("%s/backend/%s", cli->root, name);
-  struct argv args = {0};
-  if (b->kind == BACKEND_RUNSC)
-    /* The platform from the host config (kvm hangs on these machines). */
-    argv_addf(&args, "--platform=%s", cfg->platform ? cfg->platform : "ptrace");
+  struct argv args = {0}, late = {0};
+  if (b->kind == BACKEND_RUNSC &&
+      runsc_release_flags(cli, b->path, &args, &late, err) < 0) {
+    argv_free(&args);
+    argv_free(&late);
+    backend_free(b);
+    return -1;
+  }
   for (size_t i = 0; cfg->runtime_args && cfg->runtime_args[i]; i++)
     argv_add(&args, cfg->runtime_args[i]);
   if (b->kind == BACKEND_RUNSC) {
@@ -147,7 +187,10 @@ int backend_choose(const struct cli *cli, struct backend *b, tg_error **err) {
      * value: no runtime_args entry can turn them off. */
     argv_add(&args, "--network=none");
     argv_add(&args, "--oci-seccomp");
+    for (size_t i = 0; i < late.len; i++)
+      argv_add(&args, late.v[i]);
   }
+  argv_free(&late);
   if (args.v == NULL)
     args.v = xcalloc(1, sizeof *args.v);
   b->args = args.v;

@@ -3,8 +3,10 @@
  * tollgate never does a runtime's work itself: each verb becomes one call
  * of the backend binary, with the backend's own --root (it never shares
  * tollgate's layout) and the global flags tollgate insists on.  For runsc
- * these are --network=none --oci-seccomp --platform=P, passed on EVERY
- * call: runsc does not remember them between create and start.  Flags a
+ * these are --network=none --oci-seccomp --platform=P (and --directfs=false
+ * where the release has directfs; shim/runsc_version.h says how the
+ * release is found), passed on EVERY call: runsc does not remember them
+ * between create and start.  Flags a
  * backend does not take are translated or dropped here, in one place.
  */
 #ifndef TOLLGATE_BACKEND_H

@@ -20,7 +20,7 @@
 void host_config_defaults(struct host_config *cfg) {
   memset(cfg, 0, sizeof *cfg);
   cfg->runtime = xstrdup("runsc");
-  cfg->platform = xstrdup("ptrace");
+  cfg->platform = xstrdup("auto");
   cfg->profile = xstrdup("hardened");
   cfg->policy_dir = xstrdup("/etc/tollgate/policies");
   cfg->audit_dir = xstrdup("/var/log/tollgate/audit");
@@ -246,7 +246,7 @@ int host_config_load(const char *path, struct host_config *cfg,
   }
   if (cfg->platform == NULL || cfg->platform[0] == '\0') {
     free(cfg->platform);
-    cfg->platform = xstrdup("ptrace");
+    cfg->platform = xstrdup("auto");
   }
   if (cfg->runc_version_floor == NULL ||
       (strcmp(cfg->runc_version_floor, "warn") != 0 && strcmp(cfg->runc_version_floor, "refuse") != 0)) {

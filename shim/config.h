@@ -23,7 +23,8 @@ struct host_config {
   char *runtime_path;     /* backend binary; NULL = look up runtime in PATH */
   char **runtime_args;    /* extra global flags for the backend, NULL-terminated
                              (e.g. {"--platform=ptrace", NULL}) */
-  char *platform;         /* runsc --platform value; default "ptrace" */
+  char *platform;         /* runsc --platform value, or "auto" (the default):
+                             systrap where the runsc has it, else ptrace */
   char *profile;          /* default hardening profile; "hardened" */
   bool allow_passthrough; /* may the passthrough profile be used at all */
   char *data_dir;         /* where profiles/, seccomp/, client/ live; NULL =

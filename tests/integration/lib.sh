@@ -8,6 +8,8 @@
 #   check_fails NAME CMD...    ok when CMD exits non-zero
 #   on_exit CMD                run CMD at exit (cleanups run last-in first-out)
 #   BACKENDS      "runsc runc" unless overridden
+#   runsc_platform             the --platform runsc gets (systrap|ptrace)
+#   TG_RUNSC      (from run.sh --runsc PATH) the runsc binary host configs name
 set -u
 TG=${TG:-$BUILD/tollgate}
 TG_ROOT=$(mktemp -d /tmp/tollgate-root.XXXXXX)
@@ -48,17 +50,26 @@ TG_CONFIG=$TG_ROOT/config.json
 mkdir -p "$TG_ROOT/audit" "$TG_ROOT/policies"
 write_config() {
   python3 - "$TG_CONFIG" "$TG_ROOT" "$@" <<'PY'
-import json, sys
+import json, os, sys
 path, root, *pairs = sys.argv[1:]
 cfg = {"audit_dir": root + "/audit", "policy_dir": root + "/policies"}
 for p in pairs:
     k, v = p.split("=", 1)
     cfg[k] = json.loads(v)
+# run.sh --runsc PATH: every runsc container uses that binary, unless the
+# script names a runtime_path of its own (the missing-runsc tests do).
+alt = os.environ.get("TG_RUNSC")
+if alt and cfg.get("runtime", "runsc") == "runsc" and "runtime_path" not in cfg:
+    cfg["runtime_path"] = alt
 json.dump(cfg, open(path, "w"), indent=2)
 PY
 }
 write_config
 tg() { "$TG" --root "$TG_ROOT" --config "$TG_CONFIG" "$@"; }
+# The --platform tollgate gives runsc under the current host config
+# (systrap or ptrace: it depends on the runsc release), for the few
+# expectations where gVisor's platforms differ.
+runsc_platform() { tg --runtime runsc version | sed -n 's/^backend flags:.*--platform=\([a-z]*\).*/\1/p'; }
 
 # The busybox rootfs, built once per build directory and shared read-only.
 BUSYBOX_ROOTFS=$BUILD/rootfs/busybox

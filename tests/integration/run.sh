@@ -2,7 +2,33 @@
 # Run every tests/integration/test_*.sh (or those named in $TESTS) against
 # real runsc and runc.  Each script prints "ok - NAME" or "FAIL - NAME" per
 # check; this runner adds them up and ends with "N passed, N failed".
+#
+#   run.sh [--runsc PATH]
+#
+# --runsc PATH runs the suite against another runsc binary (for example
+# the backports one unpacked with dpkg-deb -x, next to the system's):
+# lib.sh's host configs name it as runtime_path, and a directory holding
+# a `runsc` link to it goes first in PATH, so the scripts' own `runsc
+# list` calls, containerd's shim and the installer image see the same
+# binary.  TG_RUNSC may be set instead of the flag.
 set -u
+while [ $# -gt 0 ]; do
+  case $1 in
+    --runsc) [ $# -ge 2 ] || { echo "run.sh: --runsc needs a PATH" >&2; exit 2; }
+             TG_RUNSC=$2; shift 2 ;;
+    --runsc=*) TG_RUNSC=${1#--runsc=}; shift ;;
+    *) echo "run.sh: unknown argument '$1' (only --runsc PATH)" >&2; exit 2 ;;
+  esac
+done
+if [ -n "${TG_RUNSC:-}" ]; then
+  [ -x "$TG_RUNSC" ] || { echo "run.sh: --runsc $TG_RUNSC is not an executable file" >&2; exit 2; }
+  TG_RUNSC=$(realpath "$TG_RUNSC")
+  runsc_dir=$(mktemp -d /tmp/tollgate-runsc.XXXXXX)
+  trap 'rm -rf "$runsc_dir"' EXIT
+  ln -s "$TG_RUNSC" "$runsc_dir/runsc"
+  export TG_RUNSC PATH="$runsc_dir:$PATH"
+fi
+echo "== runsc: $(command -v runsc) ($(runsc --version 2>/dev/null | head -n1))"
 here=$(cd "$(dirname "$0")" && pwd)
 export BUILD=${BUILD:-$(cd "$here/../.." && pwd)/build}
 cd "$here/../.."

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "shim/backend.h"
@@ -24,6 +25,42 @@ static int index_of(const struct argv *a, const char *s) {
   return -1;
 }
 
+/* A stand-in runsc that only answers --version as the given release does
+ * (the platform choice depends on it; the real binaries are exercised by
+ * the integration suite under both releases). */
+static char *fake_runsc(const char *version_line) {
+  /* `flags` as the release lists it: 20221219 has no systrap and no
+   * directfs; anything newer here has both. */
+  bool old = strstr(version_line, "20221219") || strstr(version_line, "MISSING");
+  char dir[] = "/tmp/tg-unit-runsc.XXXXXX";
+  cr_assert_not_null(mkdtemp(dir));
+  char *path = xasprintf("%s/runsc", dir);
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f);
+  fprintf(f,
+          "#!/bin/sh\n"
+          "if [ \"$1\" = flags ]; then exec >&2  # as runsc does\n"
+          "  echo '  -platform string'\n"
+          "  echo '    \tspecifies which platform to use: %s'\n"
+          "  %s\n"
+          "  exit 0\n"
+          "fi\n"
+          "echo '%s'\necho 'spec: 1.0.2-dev'\n",
+          old ? "ptrace (default), kvm." : "systrap (default), ptrace, kvm.",
+          old ? ":" : "echo '  -directfs'; echo '    \tdirectly access ...'",
+          version_line);
+  fclose(f);
+  chmod(path, 0755);
+  return path;
+}
+
+static void remove_fake(char *path) {
+  unlink(path);
+  *strrchr(path, '/') = '\0';
+  rmdir(path);
+  free(path);
+}
+
 static struct cli cli_for(const char *runtime, const char *override) {
   struct cli cli = {.root = "/run/tg", .runtime_override = override};
   host_config_defaults(&cli.config);
@@ -34,6 +71,8 @@ static struct cli cli_for(const char *runtime, const char *override) {
 
 Test(backend, runsc_always_gets_network_none_oci_seccomp_platform) {
   struct cli cli = cli_for("runsc", NULL);
+  char *runsc = fake_runsc("runsc version 0.0~20221219.0");
+  cli.config.runtime_path = xstrdup(runsc);
   struct backend b;
   tg_error *err = NULL;
   cr_assert_eq(backend_choose(&cli, &b, &err), 0, "%s", err ? err->msg : "");
@@ -57,10 +96,62 @@ Test(backend, runsc_always_gets_network_none_oci_seccomp_platform) {
   argv_free(&a);
   backend_free(&b);
   host_config_free(&cli.config);
+  remove_fake(runsc);
+}
+
+/* "auto" (the default): systrap where the release has it, else ptrace. */
+Test(backend, default_platform_follows_the_runsc_release) {
+  const struct {
+    const char *version, *flag;
+  } cases[] = {
+      {"runsc version 0.0~20221219.0", "--platform=ptrace"},
+      {"runsc version 0.0~20240729.0", "--platform=systrap"},
+      {"runsc version release-20250512.0", "--platform=systrap"},
+      {"runsc version VERSION_MISSING", "--platform=ptrace"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    struct cli cli = cli_for("runsc", NULL);
+    char *runsc = fake_runsc(cases[i].version);
+    cli.config.runtime_path = xstrdup(runsc);
+    struct backend b;
+    tg_error *err = NULL;
+    cr_assert_eq(backend_choose(&cli, &b, &err), 0, "%s", err ? err->msg : "");
+    struct argv a = {0};
+    backend_argv(&b, NULL, "create", &a);
+    cr_assert(has(&a, cases[i].flag), "%s: want %s", cases[i].version, cases[i].flag);
+    /* directfs off wherever the release has it, after the host's flags */
+    bool directfs = strcmp(cases[i].flag, "--platform=systrap") == 0;
+    cr_assert_eq(has(&a, "--directfs=false"), directfs, "%s", cases[i].version);
+    argv_free(&a);
+    backend_free(&b);
+    host_config_free(&cli.config);
+    remove_fake(runsc);
+  }
+}
+
+/* systrap asked of a release without it: refused at create with the fix,
+ * instead of runsc's "unknown platform" from inside the sandbox start. */
+Test(backend, systrap_on_an_old_runsc_is_an_error_naming_the_fix) {
+  struct cli cli = cli_for("runsc", NULL);
+  char *runsc = fake_runsc("runsc version 0.0~20221219.0");
+  cli.config.runtime_path = xstrdup(runsc);
+  free(cli.config.platform);
+  cli.config.platform = xstrdup("systrap");
+  struct backend b;
+  tg_error *err = NULL;
+  cr_assert_lt(backend_choose(&cli, &b, &err), 0);
+  cr_assert(strstr(err->msg, "20221219"), "%s", err->msg);
+  cr_assert(strstr(err->msg, "\"ptrace\""), "%s", err->msg);
+  cr_assert(strstr(err->msg, "make deps"), "%s", err->msg);
+  tg_error_free(&err);
+  host_config_free(&cli.config);
+  remove_fake(runsc);
 }
 
 Test(backend, configured_platform_and_extra_args) {
   struct cli cli = cli_for("runsc", NULL);
+  char *runsc = fake_runsc("runsc version 0.0~20240729.0");
+  cli.config.runtime_path = xstrdup(runsc);
   free(cli.config.platform);
   cli.config.platform = xstrdup("systrap");
   cli.config.runtime_args = xcalloc(2, sizeof(char *));
@@ -72,9 +163,11 @@ Test(backend, configured_platform_and_extra_args) {
   cr_assert(has(&a, "--platform=systrap"));
   cr_assert(has(&a, "--watchdog-action=panic"));
   cr_assert_not(has(&a, "--platform=ptrace"));
+  cr_assert_gt(index_of(&a, "--directfs=false"), index_of(&a, "--watchdog-action=panic"));
   argv_free(&a);
   backend_free(&b);
   host_config_free(&cli.config);
+  remove_fake(runsc);
 }
 
 Test(backend, runtime_args_cannot_turn_the_network_back_on) {

@@ -25,7 +25,7 @@ Test(config, defaults) {
   struct host_config c;
   host_config_defaults(&c);
   cr_assert_str_eq(c.runtime, "runsc");
-  cr_assert_str_eq(c.platform, "ptrace");
+  cr_assert_str_eq(c.platform, "auto");
   cr_assert_str_eq(c.profile, "hardened");
   cr_assert_not(c.allow_passthrough);
   cr_assert_not(c.mcp_allow_approve);

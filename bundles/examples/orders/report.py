@@ -97,6 +97,22 @@ def backend_version(runtime):
         return "not found"
 
 
+def runsc_platform(tg, a):
+    """The --platform tollgate gives this runsc (systrap on 20240729,
+    ptrace on 20221219), as `tollgate version` prints it."""
+    try:
+        out = subprocess.run(tg + ["--config", a.config, "--runtime", a.runtime, "version"],
+                             capture_output=True, text=True, timeout=10).stdout
+    except OSError:
+        return "unknown"
+    for line in out.splitlines():
+        if line.startswith("backend flags:"):
+            for flag in line.split()[2:]:
+                if flag.startswith("--platform="):
+                    return flag.split("=", 1)[1]
+    return "unknown"
+
+
 def was_parked(c):
     """An approve-effect call is decided by a hook, a person or the
     timeout; a policy allow/deny has approver "policy"."""
@@ -168,7 +184,8 @@ def main():
 
     profile, confinement, network = describe_confinement(config, a.runtime)
     budgets = policy.get("budgets", {})
-    say("backend   %s (%s)" % ({"runsc": "runsc, gVisor on the ptrace platform", "runc": "runc"}[a.runtime],
+    say("backend   %s (%s)" % ({"runsc": "runsc, gVisor on the %s platform" % runsc_platform(tg, a),
+                               "runc": "runc"}[a.runtime],
                               backend_version(a.runtime)))
     say("profile   %s: %s" % (profile, confinement))
     say("network   %s" % network)
