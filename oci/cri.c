@@ -43,6 +43,7 @@
 #include "oci/cri.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "shim/util.h"
@@ -52,9 +53,6 @@
 #define CRIO_TYPE "io.kubernetes.cri-o.ContainerType"
 #define CRIO_SANDBOX_ID "io.kubernetes.cri-o.SandboxID"
 
-#define TG_CRI_PREFIX "dev.tollgate.cri."
-#define TG_CRI_ROLE "dev.tollgate.cri.role"
-#define TG_CRI_POD "dev.tollgate.cri.pod"
 
 /* Read annotation key as a string.  *out is NULL when absent. */
 static int annotation_string(const json_t *annotations, const char *key,
@@ -117,21 +115,8 @@ static int read_sandbox_id(const json_t *annotations, const char *key,
   return 0;
 }
 
-/* Drop every dev.tollgate.cri.* key the workload wrote itself: those keys
- * are tollgate's record of what the container manager asked for, and a
- * workload must not be able to forge that record. */
-static void drop_forged_records(json_t *annotations) {
-  size_t i = 0;
-  while (i < annotations->u.object.len) {
-    if (strncmp(annotations->u.object.keys[i], TG_CRI_PREFIX,
-                strlen(TG_CRI_PREFIX)) == 0)
-      json_object_del(annotations, annotations->u.object.keys[i]);
-    else
-      i++;
-  }
-}
-
-int oci_apply_cri_policy(json_t *config, tg_error **err) {
+int oci_apply_cri_policy(json_t *config, struct cri_record *rec, tg_error **err) {
+  rec->role = rec->pod = NULL;
   json_t *annotations = json_object_get(config, "annotations");
   if (annotations == NULL)
     return 0;
@@ -140,7 +125,6 @@ int oci_apply_cri_policy(json_t *config, tg_error **err) {
                         "config.json \"annotations\" is a %s, not an object of strings; "
                         "fix the bundle's config.json",
                         json_type_name(annotations->type));
-  drop_forged_records(annotations);
 
   const char *role = NULL, *pod = NULL;
   if (read_type(annotations, CRI_TYPE, &role, err) < 0 ||
@@ -151,9 +135,9 @@ int oci_apply_cri_policy(json_t *config, tg_error **err) {
   if (role == NULL && pod == NULL)
     return 0; /* not started by a CRI runtime: nothing to decide */
 
-  /* Copy before the keys they point into are rewritten or deleted. */
-  cleanup_free char *role_copy = xstrdup(role ? role : "container");
-  cleanup_free char *pod_copy = pod ? xstrdup(pod) : NULL;
+  /* Copy before the keys they point into are deleted. */
+  rec->role = xstrdup(role ? role : "container");
+  rec->pod = pod ? xstrdup(pod) : NULL;
 
   /* One sandbox per container: with no type runsc makes this the root
    * container of a new sandbox, and with no sandbox id there is nothing
@@ -163,9 +147,11 @@ int oci_apply_cri_policy(json_t *config, tg_error **err) {
   json_object_del(annotations, CRI_SANDBOX_ID);
   json_object_del(annotations, CRIO_SANDBOX_ID);
 
-  json_object_set(annotations, TG_CRI_ROLE, json_new_string(role_copy));
-  if (pod_copy != NULL)
-    json_object_set(annotations, TG_CRI_POD, json_new_string(pod_copy));
-
   return 0;
+}
+
+void cri_record_free(struct cri_record *rec) {
+  free(rec->role);
+  free(rec->pod);
+  rec->role = rec->pod = NULL;
 }

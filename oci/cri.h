@@ -9,16 +9,24 @@
 #include "shim/error.h"
 #include "shim/json.h"
 
+/* What the container manager asked for: role "sandbox" (the pause
+ * container) or "container", and the pod's sandbox id (NULL if none).
+ * Both NULL for a config without CRI annotations.  Owned. */
+struct cri_record {
+  char *role;
+  char *pod;
+};
+
 /* Apply tollgate's pod policy to config in place: remove
  * io.kubernetes.cri.container-type / io.kubernetes.cri.sandbox-id (and
  * CRI-O's ContainerType / SandboxID), so no backend joins another
- * container's sandbox, and record what was asked as dev.tollgate.cri.role
- * ("sandbox" or "container") and dev.tollgate.cri.pod (the sandbox id),
- * after dropping any dev.tollgate.cri.* the workload set itself (the only
- * change to a config without CRI annotations).  Touches nothing outside
- * "annotations".  0, or -1 with *err for an unknown container type, a sandbox
- * id that is not id-shaped, two managers' annotations that disagree, or
- * annotations that are not an object of strings. */
-int oci_apply_cri_policy(json_t *config, tg_error **err);
+ * container's sandbox, and return what was asked in *rec (the caller
+ * records it in the state directory; nothing is added to the config).
+ * Touches nothing outside "annotations".  0, or -1 with *err for an
+ * unknown container type, a sandbox id that is not id-shaped, two
+ * managers' annotations that disagree, or annotations that are not an
+ * object of strings. */
+int oci_apply_cri_policy(json_t *config, struct cri_record *rec, tg_error **err);
+void cri_record_free(struct cri_record *rec);
 
 #endif

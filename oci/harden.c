@@ -11,7 +11,6 @@
 #include "shim/util.h"
 
 #define ANN_PROFILE "dev.tollgate.profile"
-#define ANN_APPLIED "dev.tollgate.profile-applied"
 
 /* Pick the profile: the host's, or the workload's annotation when that
  * one is at least as strict.  Loosening is the host config's alone. */
@@ -97,11 +96,6 @@ static void annotations_harden(json_t *config) {
       json_object_del(ann, ann->u.object.keys[i]);
 }
 
-static void record_profile(json_t *config, const char *name) {
-  json_t *ann = json_object_ensure_object(config, "annotations");
-  json_object_set(ann, ANN_APPLIED, json_new_string(name));
-}
-
 static int apply_profile(json_t *config, const struct oci_profile *p, const char *backend, tg_error **err) {
   json_t *process = json_object_ensure_object(config, "process");
   oci_caps_restrict(process, &p->caps);
@@ -124,6 +118,7 @@ static int apply_profile(json_t *config, const struct oci_profile *p, const char
 
 int oci_harden(json_t *config, const struct harden_options *opts, struct harden_result *res, tg_error **err) {
   res->profile = NULL;
+  res->passthrough = false;
   if (!json_is(config, JSON_OBJECT))
     return tg_error_set(err, 0, "config.json must hold a JSON object");
   if (opts->backend && strcmp(opts->backend, "runsc") != 0 && strcmp(opts->backend, "runc") != 0)
@@ -143,15 +138,18 @@ int oci_harden(json_t *config, const struct harden_options *opts, struct harden_
     if (ret == 0 && oci_check_tighter(before, config, err) < 0)
       ret = tg_error_wrap(err, "internal error: hardening with profile %s loosened the config; this is a tollgate bug", p.name);
   }
+  /* Nothing is written into the config to say which profile ran: the
+   * config's annotations reach hooks and the container's state, which must
+   * carry the user's annotations only.  The caller records res instead. */
   if (ret == 0) {
-    record_profile(config, p.name);
     res->profile = xstrdup(p.name);
+    res->passthrough = p.passthrough;
   }
   profile_free(&p);
   return ret;
 }
 
-int oci_harden_process(json_t *process, const json_t *effective_config, tg_error **err) {
+int oci_harden_process(json_t *process, const json_t *effective_config, bool passthrough, tg_error **err) {
   if (!json_is(process, JSON_OBJECT))
     return tg_error_set(err, 0, "the process spec must be a JSON object");
   const json_t *limit = json_object_get(effective_config, "process");
@@ -159,8 +157,7 @@ int oci_harden_process(json_t *process, const json_t *effective_config, tg_error
   if (oci_path_is_fd_escape(cwd))
     return tg_error_set(err, 0, "process cwd %s is a file descriptor path under /proc (the CVE-2024-21626 shape); use a directory inside the container",
                         cwd);
-  const char *applied = json_string_value(json_object_get(json_object_get(effective_config, "annotations"), ANN_APPLIED));
-  if (applied && strcmp(applied, "passthrough") == 0)
+  if (passthrough)
     return 0;
   /* An exec'd process gets nothing the container itself was denied. */
   oci_caps_intersect(process, limit);

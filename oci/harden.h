@@ -23,22 +23,27 @@ struct harden_options {
 };
 
 struct harden_result {
-  char *profile; /* name of the profile applied, owned */
+  char *profile;    /* name of the profile applied, owned */
+  bool passthrough; /* that profile applies nothing: config is untouched */
 };
 
 /* Harden config in place.  Honours the workload annotation
  * dev.tollgate.profile only when it names a profile at least as strict as
- * opts->profile.  Records the applied profile in the annotation
- * dev.tollgate.profile-applied.  0 or -1 with *err. */
+ * opts->profile.  Adds nothing to the config's annotations (they reach
+ * hooks and the container's state): the applied profile is returned in
+ * res for the caller to record in the state directory.  A passthrough
+ * profile leaves config exactly as it was.  0 or -1 with *err. */
 int oci_harden(json_t *config, const struct harden_options *opts,
                struct harden_result *res, tg_error **err);
 
 /* Harden a process spec given to `exec --process FILE` (or built for the
  * runc-style `exec ID CMD...`) against the container's effective config:
  * capabilities no wider than the container's, noNewPrivileges, the same
- * non-root user, cwd checked for escape shapes.  0 or -1 with *err. */
+ * non-root user, cwd checked for escape shapes.  passthrough: the
+ * container runs under a passthrough profile, and only the cwd is
+ * checked.  0 or -1 with *err. */
 int oci_harden_process(json_t *process, const json_t *effective_config,
-                       tg_error **err);
+                       bool passthrough, tg_error **err);
 
 void harden_result_free(struct harden_result *res);
 
