@@ -2,6 +2,7 @@
  * axis, then prove the result is no looser than the input. */
 #include "oci/harden.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -116,6 +117,20 @@ static int apply_profile(json_t *config, const struct oci_profile *p, const char
   return 0;
 }
 
+/* runsc, app container of a tollgate pod: see oci_harden() in harden.h.
+ * Only removes paths: each such namespace becomes a new one. */
+static void forget_pod_sandbox_paths(json_t *config, int pod_pid) {
+  char prefix[48];
+  int n = snprintf(prefix, sizeof prefix, "/proc/%d/ns/", pod_pid);
+  json_t *nss = json_get_path(config, "linux.namespaces");
+  for (size_t i = 0; i < json_array_len(nss); i++) {
+    json_t *ns = json_array_get(nss, i);
+    const char *path = json_string_value(json_object_get(ns, "path"));
+    if (path != NULL && strncmp(path, prefix, (size_t)n) == 0)
+      json_object_del(ns, "path");
+  }
+}
+
 int oci_harden(json_t *config, const struct harden_options *opts, struct harden_result *res, tg_error **err) {
   res->profile = NULL;
   res->passthrough = false;
@@ -128,6 +143,8 @@ int oci_harden(json_t *config, const struct harden_options *opts, struct harden_
     return -1;
   int ret = 0;
   if (!p.passthrough) {
+    if (opts->pod_sandbox_pid > 0 && opts->backend != NULL && strcmp(opts->backend, "runsc") == 0)
+      forget_pod_sandbox_paths(config, opts->pod_sandbox_pid);
     cleanup_json json_t *before = json_copy(config);
     ret = oci_refuse_escapes(config, &p, err);
     if (ret == 0)

@@ -20,6 +20,9 @@ struct harden_options {
   const char *seccomp_dir;  /* directory holding the syscall lists */
   bool allow_passthrough;   /* host config permits the passthrough profile */
   const char *backend;      /* "runsc" or "runc" */
+  int pod_sandbox_pid;      /* > 0: the container is an app container of a
+                               pod whose sandbox (pause) container tollgate
+                               runs as this host pid; see oci_harden() */
 };
 
 struct harden_result {
@@ -32,7 +35,14 @@ struct harden_result {
  * opts->profile.  Adds nothing to the config's annotations (they reach
  * hooks and the container's state): the applied profile is returned in
  * res for the caller to record in the state directory.  A passthrough
- * profile leaves config exactly as it was.  0 or -1 with *err. */
+ * profile leaves config exactly as it was.
+ * With opts->pod_sandbox_pid under runsc, namespace paths naming that
+ * process (/proc/<pid>/ns/...: containerd's way to share the pod's IPC
+ * and PID namespaces) are removed before anything is checked: the pause
+ * container is a gVisor sandbox of its own, its host-side namespaces are
+ * the sandbox process's (the host's PID namespace), and joining them
+ * would share nothing the pod means; the container gets new ones in its
+ * own sandbox (docs/kubernetes.md, "Pods").  0 or -1 with *err. */
 int oci_harden(json_t *config, const struct harden_options *opts,
                struct harden_result *res, tg_error **err);
 

@@ -7,6 +7,7 @@
 #include <openssl/evp.h>
 #include <pthread.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -257,6 +258,32 @@ static int resolve_policy(const struct cli *cli, const char *policy_file,
   return 0;
 }
 
+/* The host pid of the pod's sandbox (pause) container when tollgate runs
+ * it in this root under the same backend: recorded with CRI role
+ * "sandbox", and alive.  0 otherwise: the container then gets namespaces
+ * of its own, as any container outside a pod. */
+static pid_t pod_sandbox_pid(const struct cli *cli, const char *pod, const char *backend) {
+  if (pod == NULL || !container_id_is_valid(pod))
+    return 0;
+  json_t *st = NULL;
+  char *dir = NULL;
+  tg_error *e = NULL;
+  pid_t pid = 0;
+  if (state_load(cli->root, pod, &st, &dir, &e) == 0) {
+    const char *role = json_string_value(json_get_path(st, "cri.role"));
+    const char *be = json_string_value(json_object_get(st, "backend"));
+    long long init = 0;
+    json_integer_value(json_object_get(st, "init_pid"), &init);
+    if (role != NULL && strcmp(role, "sandbox") == 0 && be != NULL && backend != NULL &&
+        strcmp(be, backend) == 0 && init > 0 && init < INT_MAX && kill((pid_t)init, 0) == 0)
+      pid = (pid_t)init;
+  }
+  tg_error_free(&e);
+  json_free(st);
+  free(dir);
+  return pid;
+}
+
 static char *owner_name(void) {
   /* runc reports an owner only for rootless containers; root is "". */
   if (geteuid() == 0)
@@ -468,6 +495,19 @@ static int do_create(struct cli *cli, const struct create_request *req,
       .allow_passthrough = cli->config.allow_passthrough,
       .backend = json_string_value(json_object_get(state, "backend")),
   };
+  /* A pod's app container shares its sandbox's namespaces (docs/
+   * kubernetes.md, "Pods").  A config whose CRI annotations are malformed
+   * is refused by oci_apply_cri_policy() below. */
+  pid_t pod_pid = 0;
+  {
+    struct cri_record asked = {0};
+    tg_error *ce = NULL;
+    if (oci_cri_read(config, &asked, &ce) == 0 && oci_cri_is_pod_member(&asked))
+      pod_pid = pod_sandbox_pid(cli, asked.pod, ho.backend);
+    tg_error_free(&ce);
+    cri_record_free(&asked);
+  }
+  ho.pod_sandbox_pid = pod_pid;
   struct harden_result hr = {0};
   if (oci_harden(config, &ho, &hr, err) < 0)
     return tg_error_wrap(err, "bundle %s: config.json", bundle);
@@ -481,6 +521,14 @@ static int do_create(struct cli *cli, const struct create_request *req,
   struct cri_record cri = {0};
   if (!passthrough && oci_apply_cri_policy(config, &cri, err) < 0)
     return tg_error_wrap(err, "bundle %s: config.json", bundle);
+  /* runc: the pod's loopback is its sandbox's network namespace (checked
+   * loopback-only after the backend's create, like any other).  runsc:
+   * each container is a sandbox of its own (oci/cri.c says why). */
+  if (pod_pid > 0 && !passthrough && ho.backend != NULL && strcmp(ho.backend, "runc") == 0 &&
+      oci_cri_join_pod_network(config, pod_pid, err) < 0) {
+    cri_record_free(&cri);
+    return tg_error_wrap(err, "bundle %s: config.json", bundle);
+  }
   if (cri.role != NULL) {
     json_t *pod = json_new_object();
     json_object_set(pod, "role", json_new_string(cri.role));
@@ -556,13 +604,6 @@ static int do_create(struct cli *cli, const struct create_request *req,
   json_object_set(state, "profile", json_new_string(profile));
   json_object_set(state, "passthrough", json_new_bool(passthrough));
   json_object_set(state, "bridge", json_new_bool(out->bridged));
-  if (cri.role != NULL) {
-    json_t *pod = json_new_object();
-    json_object_set(pod, "role", json_new_string(cri.role));
-    json_object_set(pod, "sandbox", cri.pod ? json_new_string(cri.pod) : json_new_null());
-    json_object_set(state, "cri", pod);
-  }
-  cri_record_free(&cri);
   json_object_set(state, "policy", policy ? json_new_string(policy) : json_new_null());
   json_object_set(state, "created", json_new_string(now));
   json_object_set(state, "owner", json_new_string(owner));
