@@ -16,6 +16,7 @@
 #include "oci/cri.h"
 #include "oci/harden.h"
 #include "oci/netcheck.h"
+#include "shim/log.h"
 #include "shim/state.h"
 #include "shim/util.h"
 
@@ -653,9 +654,27 @@ static int do_create(struct cli *cli, const struct create_request *req,
 
   /* runc: the new network namespace must hold nothing but lo before the
    * process starts (runsc runs with --network=none and has no netns). */
-  if (c->backend.kind == BACKEND_RUNC && !passthrough &&
-      oci_check_netns_loopback_only(out->init_pid, err) < 0)
-    return -1;
+  if (c->backend.kind == BACKEND_RUNC && !passthrough) {
+    /* A pod's namespace is shared: checked, never changed.  The
+     * container's own fresh namespace may have gained a client's veth
+     * (Docker's default network, set up by its prestart hook): removed,
+     * so the container runs loopback-only as the profile says, and said
+     * once in the runtime log. */
+    if (pod_pid > 0) {
+      if (oci_check_netns_loopback_only(out->init_pid, err) < 0)
+        return tg_error_wrap(err, "the pod's network namespace");
+    } else {
+      cleanup_free char *removed = NULL;
+      if (oci_netns_strip_to_loopback(out->init_pid, &removed, err) < 0)
+        return -1;
+      if (removed != NULL) {
+        cleanup_free char *msg = xasprintf(
+            "container %s: the %s profile gives no network: removed %s that the client set up in the container's network namespace (the container has lo only; run it with --network none to say so)",
+            id, profile, removed);
+        log_line(cli->log_path, cli->log_json, "warning", msg);
+      }
+    }
+  }
 
   pid_t sidecar = 0;
   if (!req->in_process_bridge && out->bridged &&

@@ -192,7 +192,7 @@ for backend in runsc runc; do
   seen=$(sed -n 's/^.* ps: //p' "$CTRD_DIR/pods/shared-$b/two.log" 2>/dev/null)
   if [ "$b" = runc ]; then
     check_match "$b: shared pid: the second container sees the first's process" '(^|'$'\n'')sleep 301' "$seen"
-    check_match "$b: shared pid: ... and the pause container's" 'pause' "$seen"
+    check_match "$b: shared pid: ... and the pause container's (this test's pause image sleeps)" 'sleep 2147483647' "$seen"
   else
     check_match "$b: shared pid: the container runs, its own processes only (one sandbox per container)" 'ps -o args' "$seen"
   fi
