@@ -131,9 +131,80 @@ static void forget_pod_sandbox_paths(json_t *config, int pod_pid) {
   }
 }
 
+static bool has_namespace(const json_t *config, const char *type, const char **path) {
+  const json_t *nss = json_get_path(config, "linux.namespaces");
+  for (size_t i = 0; i < json_array_len(nss); i++) {
+    const json_t *ns = json_array_get(nss, i);
+    const char *t = json_string_value(json_object_get(ns, "type"));
+    if (t != NULL && strcmp(t, type) == 0) {
+      if (path)
+        *path = json_string_value(json_object_get(ns, "path"));
+      return true;
+    }
+  }
+  return false;
+}
+
+static bool in_array(const json_t *arr, const char *s) {
+  for (size_t i = 0; i < json_array_len(arr); i++) {
+    const char *v = json_string_value(json_array_get(arr, i));
+    if (v && strcmp(v, s) == 0)
+      return true;
+  }
+  return false;
+}
+
+/* What a client (docker run, podman run) asked for on purpose and the
+ * profile took away: --user 0, --cap-add, --pid host, --network host and
+ * a network of the client's own.  Said once, so nobody is surprised by a
+ * silent change; the container runs as hardened either way. */
+static char *client_changes(const json_t *before, const json_t *after, const char *profile) {
+  /* Docker's and podman's default set: only capabilities beyond it were
+   * asked for with --cap-add. */
+  static const char *const client_default[] = {
+      "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD",
+      "CAP_NET_RAW", "CAP_SETGID", "CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP",
+      "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE"};
+  char buf[1024] = "";
+  size_t used = 0;
+#define ADD(...) used += (size_t)snprintf(buf + used, used < sizeof buf ? sizeof buf - used : 0, __VA_ARGS__)
+  long long uid_in = -1, uid_out = -1;
+  json_integer_value(json_get_path(before, "process.user.uid"), &uid_in);
+  json_integer_value(json_get_path(after, "process.user.uid"), &uid_out);
+  if (uid_in == 0 && uid_out != 0)
+    ADD("%suser 0 runs as %lld", used ? "; " : "", uid_out);
+  const json_t *bnd_in = json_get_path(before, "process.capabilities.bounding");
+  const json_t *bnd_out = json_get_path(after, "process.capabilities.bounding");
+  bool first = true;
+  for (size_t i = 0; i < json_array_len(bnd_in); i++) {
+    const char *cap = json_string_value(json_array_get(bnd_in, i));
+    bool dflt = false;
+    for (size_t k = 0; cap && k < sizeof client_default / sizeof client_default[0]; k++)
+      dflt |= strcmp(cap, client_default[k]) == 0;
+    if (cap == NULL || dflt || in_array(bnd_out, cap))
+      continue;
+    ADD("%s%s", first ? (used ? "; capabilities dropped: " : "capabilities dropped: ") : ", ", cap);
+    first = false;
+  }
+  if (!has_namespace(before, "pid", NULL) && has_namespace(after, "pid", NULL))
+    ADD("%sthe host's PID namespace (--pid host) is a new one", used ? "; " : "");
+  const char *net_in = NULL, *net_out = NULL;
+  bool had_net = has_namespace(before, "network", &net_in);
+  bool has_net = has_namespace(after, "network", &net_out);
+  if (!had_net && has_net)
+    ADD("%sthe host's network (--network host) is none: lo only", used ? "; " : "");
+  else if (had_net && net_in != NULL && net_in[0] != '\0' && net_out == NULL)
+    ADD("%sthe client's network namespace %s is a new one with lo only", used ? "; " : "", net_in);
+#undef ADD
+  if (used == 0)
+    return NULL;
+  return xasprintf("the %s profile changed what the client asked for: %s", profile, buf);
+}
+
 int oci_harden(json_t *config, const struct harden_options *opts, struct harden_result *res, tg_error **err) {
   res->profile = NULL;
   res->passthrough = false;
+  res->notice = NULL;
   if (!json_is(config, JSON_OBJECT))
     return tg_error_set(err, 0, "config.json must hold a JSON object");
   if (opts->backend && strcmp(opts->backend, "runsc") != 0 && strcmp(opts->backend, "runc") != 0)
@@ -154,6 +225,8 @@ int oci_harden(json_t *config, const struct harden_options *opts, struct harden_
      * handing the backend a looser config. */
     if (ret == 0 && oci_check_tighter(before, config, err) < 0)
       ret = tg_error_wrap(err, "internal error: hardening with profile %s loosened the config; this is a tollgate bug", p.name);
+    if (ret == 0)
+      res->notice = client_changes(before, config, p.name);
   }
   /* Nothing is written into the config to say which profile ran: the
    * config's annotations reach hooks and the container's state, which must
@@ -225,5 +298,7 @@ int oci_harden_process(json_t *process, const json_t *effective_config, bool pas
 
 void harden_result_free(struct harden_result *res) {
   free(res->profile);
+  free(res->notice);
   res->profile = NULL;
+  res->notice = NULL;
 }

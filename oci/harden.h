@@ -28,6 +28,10 @@ struct harden_options {
 struct harden_result {
   char *profile;    /* name of the profile applied, owned */
   bool passthrough; /* that profile applies nothing: config is untouched */
+  char *notice;     /* one line naming what the client asked for that the
+                       profile changed (user 0, --cap-add, --pid host,
+                       --network host, the client's network), or NULL;
+                       owned.  For the runtime log, as a warning. */
 };
 
 /* Harden config in place.  Honours the workload annotation

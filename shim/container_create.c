@@ -514,6 +514,13 @@ static int do_create(struct cli *cli, const struct create_request *req,
     return tg_error_wrap(err, "bundle %s: config.json", bundle);
   cleanup_free char *profile = hr.profile ? xstrdup(hr.profile) : xstrdup("");
   bool passthrough = hr.passthrough;
+  /* Into the runtime log (--log, which Docker, Podman and containerd
+   * give), never onto a person's terminal: there the effective config
+   * says it all, and stderr stays the container's. */
+  if (hr.notice != NULL && cli->log_path != NULL) {
+    cleanup_free char *msg = xasprintf("container %s: %s", id, hr.notice);
+    log_line(cli->log_path, cli->log_json, "warning", msg);
+  }
   harden_result_free(&hr);
   /* passthrough is the bare backend: the user's config byte for byte, no
    * pod policy, and no bridge unless a policy was given explicitly (the
@@ -667,7 +674,7 @@ static int do_create(struct cli *cli, const struct create_request *req,
       cleanup_free char *removed = NULL;
       if (oci_netns_strip_to_loopback(out->init_pid, &removed, err) < 0)
         return -1;
-      if (removed != NULL) {
+      if (removed != NULL && cli->log_path != NULL) {
         cleanup_free char *msg = xasprintf(
             "container %s: the %s profile gives no network: removed %s that the client set up in the container's network namespace (the container has lo only; run it with --network none to say so)",
             id, profile, removed);
