@@ -117,6 +117,16 @@ static int apply_profile(json_t *config, const struct oci_profile *p, const char
   return 0;
 }
 
+static void forget_network_path(json_t *config) {
+  json_t *nss = json_get_path(config, "linux.namespaces");
+  for (size_t i = 0; i < json_array_len(nss); i++) {
+    json_t *ns = json_array_get(nss, i);
+    const char *type = json_string_value(json_object_get(ns, "type"));
+    if (type != NULL && strcmp(type, "network") == 0)
+      json_object_del(ns, "path");
+  }
+}
+
 /* runsc, app container of a tollgate pod: see oci_harden() in harden.h.
  * Only removes paths: each such namespace becomes a new one. */
 static void forget_pod_sandbox_paths(json_t *config, int pod_pid) {
@@ -194,7 +204,7 @@ static char *client_changes(const json_t *before, const json_t *after, const cha
   if (!had_net && has_net)
     ADD("%sthe host's network (--network host) is none: lo only", used ? "; " : "");
   else if (had_net && net_in != NULL && net_in[0] != '\0' && net_out == NULL)
-    ADD("%sthe client's network namespace %s is a new one with lo only", used ? "; " : "", net_in);
+    ADD("%sthe network namespace %s (--network host, or a network the client set up) is a new one with lo only", used ? "; " : "", net_in);
 #undef ADD
   if (used == 0)
     return NULL;
@@ -214,8 +224,14 @@ int oci_harden(json_t *config, const struct harden_options *opts, struct harden_
     return -1;
   int ret = 0;
   if (!p.passthrough) {
+    cleanup_json json_t *asked = json_copy(config);
     if (opts->pod_sandbox_pid > 0 && opts->backend != NULL && strcmp(opts->backend, "runsc") == 0)
       forget_pod_sandbox_paths(config, opts->pod_sandbox_pid);
+    /* A profile without network replaces whatever network namespace the
+     * client named (Docker's --network host is the host's, by path) with
+     * a new one: there is nothing to refuse, only a change to report. */
+    if (p.network_none)
+      forget_network_path(config);
     cleanup_json json_t *before = json_copy(config);
     ret = oci_refuse_escapes(config, &p, err);
     if (ret == 0)
@@ -226,7 +242,7 @@ int oci_harden(json_t *config, const struct harden_options *opts, struct harden_
     if (ret == 0 && oci_check_tighter(before, config, err) < 0)
       ret = tg_error_wrap(err, "internal error: hardening with profile %s loosened the config; this is a tollgate bug", p.name);
     if (ret == 0)
-      res->notice = client_changes(before, config, p.name);
+      res->notice = client_changes(asked, config, p.name);
   }
   /* Nothing is written into the config to say which profile ran: the
    * config's annotations reach hooks and the container's state, which must

@@ -358,6 +358,20 @@ static void safe_sysctl_kept(const json_t *in, const json_t *out) {
   cr_expect_not_null(json_object_get(json_get_path(out, "linux.sysctl"), "net.ipv4.ip_unprivileged_port_start"));
 }
 
+static void network_path_dropped(const json_t *in, const json_t *out) {
+  (void)in;
+  const json_t *ns = json_get_path(out, "linux.namespaces");
+  bool found = false;
+  for (size_t i = 0; i < json_array_len(ns); i++) {
+    const json_t *n = json_array_get(ns, i);
+    if (strcmp(json_string_value(json_object_get(n, "type")), "network") == 0) {
+      found = true;
+      cr_expect_null(json_object_get(n, "path"), "the host's network namespace path survived");
+    }
+  }
+  cr_expect(found, "no network namespace");
+}
+
 static void passthrough_untouched(const json_t *in, const json_t *out) {
   cr_expect(json_equal(in, out), "passthrough changed the config");
 }
@@ -401,7 +415,10 @@ static const struct hcase cases[] = {
     /* namespaces */
     {"network namespace added (runc)", NULL, NS_WITHOUT_NET, "runc", NULL, false, NULL, netns_added, "hardened"},
     {"network namespace added (runsc)", NULL, NS_WITHOUT_NET, "runsc", NULL, false, NULL, netns_added, "hardened"},
-    {"host network namespace path", NULL, "{\"linux\":{\"namespaces\":[{\"type\":\"network\",\"path\":\"/proc/self/ns/net\"}]}}", "runc", NULL, false, "host's network namespace", NULL, NULL},
+    /* Docker's --network host names the host's namespace by path: a
+     * profile without network gives a new one instead (and says so). */
+    {"host network namespace path", NULL, "{\"linux\":{\"namespaces\":[{\"type\":\"network\",\"path\":\"/proc/self/ns/net\"}]}}", "runc", NULL, false, NULL, network_path_dropped, "hardened"},
+    {"host network namespace path, relaxed", NULL, "{\"linux\":{\"namespaces\":[{\"type\":\"network\",\"path\":\"/proc/self/ns/net\"}]}}", "runc", "relaxed", false, NULL, network_path_dropped, "relaxed"},
     {"pid 1's namespace path", NULL, "{\"linux\":{\"namespaces\":[{\"type\":\"uts\",\"path\":\"/proc/1/ns/uts\"}]}}", "runsc", NULL, false, "linux.namespaces[0]", NULL, NULL},
     {"host pid namespace path", NULL, "{\"linux\":{\"namespaces\":[{\"type\":\"pid\",\"path\":\"/proc/self/ns/pid\"}]}}", "runc", NULL, false, "host's pid namespace", NULL, NULL},
     {"missing namespace path", NULL, "{\"linux\":{\"namespaces\":[{\"type\":\"ipc\",\"path\":\"/nonexistent/ns\"}]}}", "runc", NULL, false, "cannot check ipc namespace path", NULL, NULL},
