@@ -43,6 +43,8 @@
 #include "oci/cri.h"
 
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "shim/util.h"
@@ -52,9 +54,6 @@
 #define CRIO_TYPE "io.kubernetes.cri-o.ContainerType"
 #define CRIO_SANDBOX_ID "io.kubernetes.cri-o.SandboxID"
 
-#define TG_CRI_PREFIX "dev.tollgate.cri."
-#define TG_CRI_ROLE "dev.tollgate.cri.role"
-#define TG_CRI_POD "dev.tollgate.cri.pod"
 
 /* Read annotation key as a string.  *out is NULL when absent. */
 static int annotation_string(const json_t *annotations, const char *key,
@@ -117,22 +116,9 @@ static int read_sandbox_id(const json_t *annotations, const char *key,
   return 0;
 }
 
-/* Drop every dev.tollgate.cri.* key the workload wrote itself: those keys
- * are tollgate's record of what the container manager asked for, and a
- * workload must not be able to forge that record. */
-static void drop_forged_records(json_t *annotations) {
-  size_t i = 0;
-  while (i < annotations->u.object.len) {
-    if (strncmp(annotations->u.object.keys[i], TG_CRI_PREFIX,
-                strlen(TG_CRI_PREFIX)) == 0)
-      json_object_del(annotations, annotations->u.object.keys[i]);
-    else
-      i++;
-  }
-}
-
-int oci_apply_cri_policy(json_t *config, tg_error **err) {
-  json_t *annotations = json_object_get(config, "annotations");
+int oci_cri_read(const json_t *config, struct cri_record *rec, tg_error **err) {
+  rec->role = rec->pod = NULL;
+  const json_t *annotations = json_object_get(config, "annotations");
   if (annotations == NULL)
     return 0;
   if (!json_is(annotations, JSON_OBJECT))
@@ -140,8 +126,6 @@ int oci_apply_cri_policy(json_t *config, tg_error **err) {
                         "config.json \"annotations\" is a %s, not an object of strings; "
                         "fix the bundle's config.json",
                         json_type_name(annotations->type));
-  drop_forged_records(annotations);
-
   const char *role = NULL, *pod = NULL;
   if (read_type(annotations, CRI_TYPE, &role, err) < 0 ||
       read_type(annotations, CRIO_TYPE, &role, err) < 0 ||
@@ -150,22 +134,50 @@ int oci_apply_cri_policy(json_t *config, tg_error **err) {
     return -1;
   if (role == NULL && pod == NULL)
     return 0; /* not started by a CRI runtime: nothing to decide */
+  rec->role = xstrdup(role ? role : "container");
+  rec->pod = pod ? xstrdup(pod) : NULL;
+  return 0;
+}
 
-  /* Copy before the keys they point into are rewritten or deleted. */
-  cleanup_free char *role_copy = xstrdup(role ? role : "container");
-  cleanup_free char *pod_copy = pod ? xstrdup(pod) : NULL;
-
+int oci_apply_cri_policy(json_t *config, struct cri_record *rec, tg_error **err) {
+  if (oci_cri_read(config, rec, err) < 0)
+    return -1;
+  if (rec->role == NULL)
+    return 0;
   /* One sandbox per container: with no type runsc makes this the root
    * container of a new sandbox, and with no sandbox id there is nothing
    * left to join. */
+  json_t *annotations = json_object_get(config, "annotations");
   json_object_del(annotations, CRI_TYPE);
   json_object_del(annotations, CRIO_TYPE);
   json_object_del(annotations, CRI_SANDBOX_ID);
   json_object_del(annotations, CRIO_SANDBOX_ID);
-
-  json_object_set(annotations, TG_CRI_ROLE, json_new_string(role_copy));
-  if (pod_copy != NULL)
-    json_object_set(annotations, TG_CRI_POD, json_new_string(pod_copy));
-
   return 0;
+}
+
+bool oci_cri_is_pod_member(const struct cri_record *rec) {
+  return rec->role != NULL && strcmp(rec->role, "container") == 0 && rec->pod != NULL;
+}
+
+int oci_cri_join_pod_network(json_t *config, pid_t sandbox_pid, tg_error **err) {
+  if (sandbox_pid <= 0)
+    return tg_error_set(err, 0, "the pod's sandbox has no running process to share its network with");
+  json_t *nss = json_get_path(config, "linux.namespaces");
+  for (size_t i = 0; i < json_array_len(nss); i++) {
+    json_t *ns = json_array_get(nss, i);
+    const char *type = json_string_value(json_object_get(ns, "type"));
+    if (type != NULL && strcmp(type, "network") == 0) {
+      char path[64];
+      snprintf(path, sizeof path, "/proc/%d/ns/net", (int)sandbox_pid);
+      json_object_set(ns, "path", json_new_string(path));
+      return 0;
+    }
+  }
+  return tg_error_set(err, 0, "internal error: the hardened config has no network namespace to point at the pod's; this is a tollgate bug");
+}
+
+void cri_record_free(struct cri_record *rec) {
+  free(rec->role);
+  free(rec->pod);
+  rec->role = rec->pod = NULL;
 }

@@ -6,19 +6,46 @@
 #ifndef TOLLGATE_OCI_CRI_H
 #define TOLLGATE_OCI_CRI_H
 
+#include <stdbool.h>
+#include <sys/types.h>
+
 #include "shim/error.h"
 #include "shim/json.h"
+
+/* What the container manager asked for: role "sandbox" (the pause
+ * container) or "container", and the pod's sandbox id (NULL if none).
+ * Both NULL for a config without CRI annotations.  Owned. */
+struct cri_record {
+  char *role;
+  char *pod;
+};
 
 /* Apply tollgate's pod policy to config in place: remove
  * io.kubernetes.cri.container-type / io.kubernetes.cri.sandbox-id (and
  * CRI-O's ContainerType / SandboxID), so no backend joins another
- * container's sandbox, and record what was asked as dev.tollgate.cri.role
- * ("sandbox" or "container") and dev.tollgate.cri.pod (the sandbox id),
- * after dropping any dev.tollgate.cri.* the workload set itself (the only
- * change to a config without CRI annotations).  Touches nothing outside
- * "annotations".  0, or -1 with *err for an unknown container type, a sandbox
- * id that is not id-shaped, two managers' annotations that disagree, or
- * annotations that are not an object of strings. */
-int oci_apply_cri_policy(json_t *config, tg_error **err);
+ * container's sandbox, and return what was asked in *rec (the caller
+ * records it in the state directory; nothing is added to the config).
+ * Touches nothing outside "annotations".  0, or -1 with *err for an
+ * unknown container type, a sandbox id that is not id-shaped, two
+ * managers' annotations that disagree, or annotations that are not an
+ * object of strings. */
+int oci_apply_cri_policy(json_t *config, struct cri_record *rec, tg_error **err);
+
+/* The same reading, changing nothing (create asks before hardening which
+ * pod a container belongs to).  Same errors. */
+int oci_cri_read(const json_t *config, struct cri_record *rec, tg_error **err);
+
+/* An app container ("container") that names its pod's sandbox. */
+bool oci_cri_is_pod_member(const struct cri_record *rec);
+
+/* runc: point the (hardened, new) network namespace of an app container
+ * at its pod sandbox's: /proc/<sandbox_pid>/ns/net, the loopback-only
+ * namespace tollgate made for the pause container.  Containers of a pod
+ * then share 127.0.0.1, as Kubernetes promises; create still checks that
+ * namespace holds nothing but lo before the process starts.  Called after
+ * oci_harden() (whose own check would count a joined path as a loosening:
+ * it is the pod's, which is what the pod asked for).  0 or -1 with *err. */
+int oci_cri_join_pod_network(json_t *config, pid_t sandbox_pid, tg_error **err);
+void cri_record_free(struct cri_record *rec);
 
 #endif

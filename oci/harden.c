@@ -2,6 +2,7 @@
  * axis, then prove the result is no looser than the input. */
 #include "oci/harden.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,7 +12,6 @@
 #include "shim/util.h"
 
 #define ANN_PROFILE "dev.tollgate.profile"
-#define ANN_APPLIED "dev.tollgate.profile-applied"
 
 /* Pick the profile: the host's, or the workload's annotation when that
  * one is at least as strict.  Loosening is the host config's alone. */
@@ -97,11 +97,6 @@ static void annotations_harden(json_t *config) {
       json_object_del(ann, ann->u.object.keys[i]);
 }
 
-static void record_profile(json_t *config, const char *name) {
-  json_t *ann = json_object_ensure_object(config, "annotations");
-  json_object_set(ann, ANN_APPLIED, json_new_string(name));
-}
-
 static int apply_profile(json_t *config, const struct oci_profile *p, const char *backend, tg_error **err) {
   json_t *process = json_object_ensure_object(config, "process");
   oci_caps_restrict(process, &p->caps);
@@ -122,8 +117,104 @@ static int apply_profile(json_t *config, const struct oci_profile *p, const char
   return 0;
 }
 
+static void forget_network_path(json_t *config) {
+  json_t *nss = json_get_path(config, "linux.namespaces");
+  for (size_t i = 0; i < json_array_len(nss); i++) {
+    json_t *ns = json_array_get(nss, i);
+    const char *type = json_string_value(json_object_get(ns, "type"));
+    if (type != NULL && strcmp(type, "network") == 0)
+      json_object_del(ns, "path");
+  }
+}
+
+/* runsc, app container of a tollgate pod: see oci_harden() in harden.h.
+ * Only removes paths: each such namespace becomes a new one. */
+static void forget_pod_sandbox_paths(json_t *config, int pod_pid) {
+  char prefix[48];
+  int n = snprintf(prefix, sizeof prefix, "/proc/%d/ns/", pod_pid);
+  json_t *nss = json_get_path(config, "linux.namespaces");
+  for (size_t i = 0; i < json_array_len(nss); i++) {
+    json_t *ns = json_array_get(nss, i);
+    const char *path = json_string_value(json_object_get(ns, "path"));
+    if (path != NULL && strncmp(path, prefix, (size_t)n) == 0)
+      json_object_del(ns, "path");
+  }
+}
+
+static bool has_namespace(const json_t *config, const char *type, const char **path) {
+  const json_t *nss = json_get_path(config, "linux.namespaces");
+  for (size_t i = 0; i < json_array_len(nss); i++) {
+    const json_t *ns = json_array_get(nss, i);
+    const char *t = json_string_value(json_object_get(ns, "type"));
+    if (t != NULL && strcmp(t, type) == 0) {
+      if (path)
+        *path = json_string_value(json_object_get(ns, "path"));
+      return true;
+    }
+  }
+  return false;
+}
+
+static bool in_array(const json_t *arr, const char *s) {
+  for (size_t i = 0; i < json_array_len(arr); i++) {
+    const char *v = json_string_value(json_array_get(arr, i));
+    if (v && strcmp(v, s) == 0)
+      return true;
+  }
+  return false;
+}
+
+/* What a client (docker run, podman run) asked for on purpose and the
+ * profile took away: --user 0, --cap-add, --pid host, --network host and
+ * a network of the client's own.  Said once, so nobody is surprised by a
+ * silent change; the container runs as hardened either way. */
+static char *client_changes(const json_t *before, const json_t *after, const char *profile) {
+  /* Docker's and podman's default set: only capabilities beyond it were
+   * asked for with --cap-add. */
+  static const char *const client_default[] = {
+      "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD",
+      "CAP_NET_RAW", "CAP_SETGID", "CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP",
+      "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE"};
+  char buf[1024] = "";
+  size_t used = 0;
+#define ADD(...) used += (size_t)snprintf(buf + used, used < sizeof buf ? sizeof buf - used : 0, __VA_ARGS__)
+  long long uid_in = -1, uid_out = -1;
+  json_integer_value(json_get_path(before, "process.user.uid"), &uid_in);
+  json_integer_value(json_get_path(after, "process.user.uid"), &uid_out);
+  if (uid_in == 0 && uid_out != 0)
+    ADD("%suser 0 runs as %lld", used ? "; " : "", uid_out);
+  const json_t *bnd_in = json_get_path(before, "process.capabilities.bounding");
+  const json_t *bnd_out = json_get_path(after, "process.capabilities.bounding");
+  bool first = true;
+  for (size_t i = 0; i < json_array_len(bnd_in); i++) {
+    const char *cap = json_string_value(json_array_get(bnd_in, i));
+    bool dflt = false;
+    for (size_t k = 0; cap && k < sizeof client_default / sizeof client_default[0]; k++)
+      dflt |= strcmp(cap, client_default[k]) == 0;
+    if (cap == NULL || dflt || in_array(bnd_out, cap))
+      continue;
+    ADD("%s%s", first ? (used ? "; capabilities dropped: " : "capabilities dropped: ") : ", ", cap);
+    first = false;
+  }
+  if (!has_namespace(before, "pid", NULL) && has_namespace(after, "pid", NULL))
+    ADD("%sthe host's PID namespace (--pid host) is a new one", used ? "; " : "");
+  const char *net_in = NULL, *net_out = NULL;
+  bool had_net = has_namespace(before, "network", &net_in);
+  bool has_net = has_namespace(after, "network", &net_out);
+  if (!had_net && has_net)
+    ADD("%sthe host's network (--network host) is none: lo only", used ? "; " : "");
+  else if (had_net && net_in != NULL && net_in[0] != '\0' && net_out == NULL)
+    ADD("%sthe network namespace %s (--network host, or a network the client set up) is a new one with lo only", used ? "; " : "", net_in);
+#undef ADD
+  if (used == 0)
+    return NULL;
+  return xasprintf("the %s profile changed what the client asked for: %s", profile, buf);
+}
+
 int oci_harden(json_t *config, const struct harden_options *opts, struct harden_result *res, tg_error **err) {
   res->profile = NULL;
+  res->passthrough = false;
+  res->notice = NULL;
   if (!json_is(config, JSON_OBJECT))
     return tg_error_set(err, 0, "config.json must hold a JSON object");
   if (opts->backend && strcmp(opts->backend, "runsc") != 0 && strcmp(opts->backend, "runc") != 0)
@@ -133,6 +224,14 @@ int oci_harden(json_t *config, const struct harden_options *opts, struct harden_
     return -1;
   int ret = 0;
   if (!p.passthrough) {
+    cleanup_json json_t *asked = json_copy(config);
+    if (opts->pod_sandbox_pid > 0 && opts->backend != NULL && strcmp(opts->backend, "runsc") == 0)
+      forget_pod_sandbox_paths(config, opts->pod_sandbox_pid);
+    /* A profile without network replaces whatever network namespace the
+     * client named (Docker's --network host is the host's, by path) with
+     * a new one: there is nothing to refuse, only a change to report. */
+    if (p.network_none)
+      forget_network_path(config);
     cleanup_json json_t *before = json_copy(config);
     ret = oci_refuse_escapes(config, &p, opts, err);
     if (ret == 0)
@@ -144,10 +243,15 @@ int oci_harden(json_t *config, const struct harden_options *opts, struct harden_
      * handing the backend a looser config. */
     if (ret == 0 && oci_check_tighter(before, config, err) < 0)
       ret = tg_error_wrap(err, "internal error: hardening with profile %s loosened the config; this is a tollgate bug", p.name);
+    if (ret == 0)
+      res->notice = client_changes(asked, config, p.name);
   }
+  /* Nothing is written into the config to say which profile ran: the
+   * config's annotations reach hooks and the container's state, which must
+   * carry the user's annotations only.  The caller records res instead. */
   if (ret == 0) {
-    record_profile(config, p.name);
     res->profile = xstrdup(p.name);
+    res->passthrough = p.passthrough;
   }
   profile_free(&p);
   return ret;
@@ -251,14 +355,14 @@ static void exec_rlimits_harden(json_t *process, const json_t *limit) {
   }
 }
 
-int oci_harden_process(json_t *process, const json_t *effective_config, tg_error **err) {
+int oci_harden_process(json_t *process, const json_t *effective_config, bool passthrough,
+                       tg_error **err) {
   if (!json_is(process, JSON_OBJECT))
     return tg_error_set(err, 0, "the process spec must be a JSON object");
   const json_t *limit = json_object_get(effective_config, "process");
   if (oci_check_process_escapes(process, "process", err) < 0)
     return -1;
-  const char *applied = json_string_value(json_object_get(json_object_get(effective_config, "annotations"), ANN_APPLIED));
-  if (applied && strcmp(applied, "passthrough") == 0)
+  if (passthrough)
     return 0;
   /* The labels, scheduler and I/O priority are the container's whatever
    * the request said: the proof against the request leaves them out, the
@@ -283,5 +387,7 @@ int oci_harden_process(json_t *process, const json_t *effective_config, tg_error
 
 void harden_result_free(struct harden_result *res) {
   free(res->profile);
+  free(res->notice);
   res->profile = NULL;
+  res->notice = NULL;
 }

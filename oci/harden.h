@@ -34,25 +34,44 @@ struct harden_options {
    * caller claimed for it). */
   unsigned long long id_pool_first, id_pool_end;
   unsigned long long id_range_first, id_range_size;
+  int pod_sandbox_pid;      /* > 0: the container is an app container of a
+                               pod whose sandbox (pause) container tollgate
+                               runs as this host pid; see oci_harden() */
 };
 
 struct harden_result {
-  char *profile; /* name of the profile applied, owned */
+  char *profile;    /* name of the profile applied, owned */
+  bool passthrough; /* that profile applies nothing: config is untouched */
+  char *notice;     /* one line naming what the client asked for that the
+                       profile changed (user 0, --cap-add, --pid host,
+                       --network host, the client's network), or NULL;
+                       owned.  For the runtime log, as a warning. */
 };
 
 /* Harden config in place.  Honours the workload annotation
  * dev.tollgate.profile only when it names a profile at least as strict as
- * opts->profile.  Records the applied profile in the annotation
- * dev.tollgate.profile-applied.  0 or -1 with *err. */
+ * opts->profile.  Adds nothing to the config's annotations (they reach
+ * hooks and the container's state): the applied profile is returned in
+ * res for the caller to record in the state directory.  A passthrough
+ * profile leaves config exactly as it was.
+ * With opts->pod_sandbox_pid under runsc, namespace paths naming that
+ * process (/proc/<pid>/ns/...: containerd's way to share the pod's IPC
+ * and PID namespaces) are removed before anything is checked: the pause
+ * container is a gVisor sandbox of its own, its host-side namespaces are
+ * the sandbox process's (the host's PID namespace), and joining them
+ * would share nothing the pod means; the container gets new ones in its
+ * own sandbox (docs/kubernetes.md, "Pods").  0 or -1 with *err. */
 int oci_harden(json_t *config, const struct harden_options *opts,
                struct harden_result *res, tg_error **err);
 
 /* Harden a process spec given to `exec --process FILE` (or built for the
  * runc-style `exec ID CMD...`) against the container's effective config:
  * capabilities no wider than the container's, noNewPrivileges, the same
- * non-root user, cwd checked for escape shapes.  0 or -1 with *err. */
+ * non-root user, cwd checked for escape shapes.  passthrough: the
+ * container runs under a passthrough profile, and only the cwd is
+ * checked.  0 or -1 with *err. */
 int oci_harden_process(json_t *process, const json_t *effective_config,
-                       tg_error **err);
+                       bool passthrough, tg_error **err);
 
 /* The slots of a pool (slot k: host ids first + k*size, size ids) that the
  * input's user namespace mappings touch, for the caller to claim before

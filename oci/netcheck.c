@@ -46,6 +46,8 @@ static void *open_in_netns(void *arg) {
 struct links {
   char others[512]; /* names that are not "lo", comma separated */
   int count;
+  int index[64];    /* their interface indexes (the first 64) */
+  int n_index;
 };
 
 static int link_cb(const struct nlmsghdr *nlh, void *data) {
@@ -58,13 +60,18 @@ static int link_cb(const struct nlmsghdr *nlh, void *data) {
   }
   l->count++;
   if (name == NULL || strcmp(name, "lo") != 0) {
+    const struct ifinfomsg *ifi = mnl_nlmsg_get_payload(nlh);
+    if (l->n_index < (int)(sizeof l->index / sizeof l->index[0]))
+      l->index[l->n_index++] = ifi->ifi_index;
     size_t used = strlen(l->others);
     snprintf(l->others + used, sizeof l->others - used, "%s%s", used ? ", " : "", name ? name : "(unnamed)");
   }
   return MNL_CB_OK;
 }
 
-int oci_check_netns_loopback_only(pid_t pid, tg_error **err) {
+/* Open a route netlink socket inside pid's network namespace (refusing
+ * the host's own), into *nl.  0 or -1 with *err. */
+static int open_netns_socket(pid_t pid, struct mnl_socket **nl, tg_error **err) {
   if (pid <= 0)
     return tg_error_set(err, 0, "network check: invalid pid %d", (int)pid);
   cleanup_free char *path = xasprintf("/proc/%d/ns/net", (int)pid);
@@ -89,6 +96,18 @@ int oci_check_netns_loopback_only(pid_t pid, tg_error **err) {
   if (o.nl == NULL)
     return tg_error_set(err, o.err, "network check: netlink socket in the network namespace of %d", (int)pid);
 
+  if (mnl_socket_bind(o.nl, 0, MNL_SOCKET_AUTOPID) < 0) {
+    int e = errno;
+    mnl_socket_close(o.nl);
+    return tg_error_set(err, e, "network check: bind a netlink socket in the network namespace of %d", (int)pid);
+  }
+  *nl = o.nl;
+  return 0;
+}
+
+/* Dump the links of the namespace nl lives in. */
+static int list_links(struct mnl_socket *nl, pid_t pid, struct links *links, tg_error **err) {
+  (void)pid;
   char buf[MNL_SOCKET_BUFFER_SIZE];
   struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
   nlh->nlmsg_type = RTM_GETLINK;
@@ -97,31 +116,66 @@ int oci_check_netns_loopback_only(pid_t pid, tg_error **err) {
   nlh->nlmsg_seq = seq;
   struct rtgenmsg *rt = mnl_nlmsg_put_extra_header(nlh, sizeof(struct rtgenmsg));
   rt->rtgen_family = AF_PACKET;
-  int ret = 0;
-  struct links links = {.others = "", .count = 0};
-  if (mnl_socket_bind(o.nl, 0, MNL_SOCKET_AUTOPID) < 0 || mnl_socket_sendto(o.nl, nlh, nlh->nlmsg_len) < 0) {
-    ret = tg_error_set(err, errno, "network check: rtnetlink request");
-    goto out;
-  }
-  unsigned portid = mnl_socket_get_portid(o.nl);
+  memset(links, 0, sizeof *links);
+  if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0)
+    return tg_error_set(err, errno, "network check: rtnetlink request");
+  unsigned portid = mnl_socket_get_portid(nl);
   for (;;) {
-    ssize_t n = mnl_socket_recvfrom(o.nl, buf, sizeof buf);
-    if (n < 0) {
-      ret = tg_error_set(err, errno, "network check: rtnetlink reply");
-      goto out;
-    }
-    r = mnl_cb_run(buf, (size_t)n, seq, portid, link_cb, &links);
+    ssize_t n = mnl_socket_recvfrom(nl, buf, sizeof buf);
+    if (n < 0)
+      return tg_error_set(err, errno, "network check: rtnetlink reply");
+    int r = mnl_cb_run(buf, (size_t)n, seq, portid, link_cb, links);
     if (r == MNL_CB_STOP)
-      break;
-    if (r < 0) {
-      ret = tg_error_set(err, errno, "network check: rtnetlink reply");
-      goto out;
-    }
+      return 0;
+    if (r < 0)
+      return tg_error_set(err, errno, "network check: rtnetlink reply");
   }
+}
+
+static void close_socket(struct mnl_socket **nl) {
+  if (*nl != NULL)
+    mnl_socket_close(*nl);
+}
+
+int oci_check_netns_loopback_only(pid_t pid, tg_error **err) {
+  __attribute__((cleanup(close_socket))) struct mnl_socket *nl = NULL;
+  struct links links;
+  if (open_netns_socket(pid, &nl, err) < 0 || list_links(nl, pid, &links, err) < 0)
+    return -1;
   if (links.others[0] != '\0')
-    ret = tg_error_set(err, 0, "the network namespace of container process %d has interfaces besides lo: %s; the sandbox must have no network (remove them, or do not join that namespace)",
-                       (int)pid, links.others);
-out:
-  mnl_socket_close(o.nl);
-  return ret;
+    return tg_error_set(err, 0, "the network namespace of container process %d has interfaces besides lo: %s; the sandbox must have no network: run the container with --network none (docker, podman), or do not join that namespace",
+                        (int)pid, links.others);
+  return 0;
+}
+
+int oci_netns_strip_to_loopback(pid_t pid, char **removed, tg_error **err) {
+  *removed = NULL;
+  __attribute__((cleanup(close_socket))) struct mnl_socket *nl = NULL;
+  struct links links;
+  if (open_netns_socket(pid, &nl, err) < 0 || list_links(nl, pid, &links, err) < 0)
+    return -1;
+  if (links.others[0] == '\0')
+    return 0;
+  /* Deleting a veth end in here deletes its peer on the host too; the
+   * addresses and routes go with the links.  Nothing else of the
+   * client's network lives in a namespace that was created for this
+   * container alone. */
+  for (int i = 0; i < links.n_index; i++) {
+    char buf[MNL_SOCKET_BUFFER_SIZE];
+    struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+    nlh->nlmsg_type = RTM_DELLINK;
+    nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
+    nlh->nlmsg_seq = (unsigned)time(NULL) + (unsigned)i + 1;
+    struct ifinfomsg *ifm = mnl_nlmsg_put_extra_header(nlh, sizeof *ifm);
+    ifm->ifi_family = AF_UNSPEC;
+    ifm->ifi_index = links.index[i];
+    if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0)
+      return tg_error_set(err, errno, "network: remove interface %d from the network namespace of %d", links.index[i], (int)pid);
+    ssize_t n = mnl_socket_recvfrom(nl, buf, sizeof buf);
+    if (n < 0 || mnl_cb_run(buf, (size_t)n, nlh->nlmsg_seq, mnl_socket_get_portid(nl), NULL, NULL) < 0)
+      return tg_error_set(err, errno, "network: remove interface %d from the network namespace of %d", links.index[i], (int)pid);
+  }
+  *removed = xstrdup(links.others);
+  /* Whatever could not be removed (or appeared meanwhile) is refused. */
+  return oci_check_netns_loopback_only(pid, err);
 }

@@ -132,7 +132,8 @@ int cmd_exec(struct cli *cli, int argc, char **argv, tg_error **err) {
   json_t *proc = effective ? build_process(&req, effective, err) : NULL;
   if (proc == NULL)
     goto out;
-  if (oci_harden_process(proc, effective, err) < 0) {
+  bool passthrough = json_is_true(json_object_get(c.state, "passthrough"));
+  if (oci_harden_process(proc, effective, passthrough, err) < 0) {
     tg_error_wrap(err, "exec");
     goto out;
   }

@@ -249,7 +249,8 @@ int cmd_run(struct cli *cli, int argc, char **argv, tg_error **err) {
   struct bridge_server *server = NULL;
   struct gate *gate = c.gate;
   c.gate = NULL; /* the server's from here on */
-  if (bridge_serve_in_process(&c.setup, gate, &server, err) == 0) {
+  /* passthrough without a policy has no bridge to serve. */
+  if (!c.bridged || bridge_serve_in_process(&c.setup, gate, &server, err) == 0) {
     status = runc ? run_runc(cli, &c, sfd, err)
                   : run_runsc(cli, &c, &req.create, sfd, err);
     /* The gate closes (audit log synced) while the container is removed. */

@@ -406,9 +406,9 @@ json_t *container_query(const struct cli *cli, const struct container *c,
   const json_t *ann = json_object_get(config, "annotations");
   annotations = json_is(ann, JSON_OBJECT) ? json_copy(ann) : json_new_object();
   json_free(config);
+  /* The user's annotations only, as runc shows them; the profile is
+   * tollgate's record (state.json), shown under "tollgate". */
   const char *profile = json_string_value(json_object_get(c->state, "profile"));
-  json_object_set(annotations, "dev.tollgate.profile-applied",
-                  json_new_string(profile ? profile : ""));
   json_object_set(out, "annotations", annotations);
   json_object_set(out, "owner", json_copy(json_object_get(c->state, "owner")));
   json_t *tg = json_new_object();

@@ -78,6 +78,8 @@ struct created {
   pid_t init_pid;
   char *dir;
   char *policy_path;            /* NULL when there is no policy */
+  bool bridged;                 /* a bridge was set up: false only under
+                                   passthrough without a policy */
   struct bridge_setup setup;    /* points into this struct and cli */
   struct gate *gate;            /* in_process_bridge: opened during create,
                                    for bridge_serve_in_process() */

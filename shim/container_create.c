@@ -7,6 +7,7 @@
 #include <openssl/evp.h>
 #include <pthread.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -19,14 +20,25 @@
 #include "shim/policy_binding.h"
 #include "shim/mount_pin.h"
 #include "shim/runc_floor.h"
+#include "shim/log.h"
 #include "shim/state.h"
 #include "shim/util.h"
 
 #define CONFIG_MAX_BYTES (16u * 1024 * 1024)
 /* Marks a config.json that tollgate wrote (the effective config), so a
  * second create from the same bundle hardens the user's original again
- * instead of the already-rewritten file. */
-#define EFFECTIVE_ANNOTATION "dev.tollgate.effective"
+ * instead of the already-rewritten file.  The mark is a file beside
+ * config.json holding the SHA-256 of the effective configs tollgate wrote
+ * there (the latest two: the mark is written before config.json, so a
+ * crash between the two leaves the older one matching).  It is not an
+ * annotation: annotations reach hooks and the container's state, which
+ * must carry the user's own only.  A config.json that matches no digest
+ * is the user's, whatever else is beside it. */
+#define EFFECTIVE_MARK "config.json.tollgate"
+#define MARK_MAX_BYTES 4096
+/* What older tollgates put in the effective config instead of the mark:
+ * still recognised, so a bundle they rewrote is not hardened twice. */
+#define LEGACY_EFFECTIVE_ANNOTATION "dev.tollgate.effective"
 #define POLICY_ANNOTATION "dev.tollgate.policy"
 
 /* Everything create did so far, for the undo. */
@@ -37,6 +49,7 @@ struct undo {
   mode_t config_mode;
   bool wrote_config;
   bool wrote_orig;
+  bool wrote_mark;       /* the mark is new: removed with the original */
   char *dir;             /* state directory, once claimed */
   bool backend_called;
   int lock_fd;           /* the state directory's lock, or -1 */
@@ -123,6 +136,74 @@ static void undo_all(struct cli *cli, struct undo *u, const char *id) {
   }
   if (u->wrote_orig)
     unlinkat(u->bundle_fd, "config.json.orig", 0);
+  if (u->wrote_mark)
+    unlinkat(u->bundle_fd, EFFECTIVE_MARK, 0);
+}
+
+/* "sha256:<hex>" of data, NUL-terminated into out (72 bytes). */
+static void config_digest(const char *data, size_t len, char out[72]) {
+  unsigned char md[32];
+  size_t n = 0;
+  memset(md, 0, sizeof md);
+  EVP_Q_digest(NULL, "SHA256", NULL, data, len, md, &n);
+  int used = snprintf(out, 72, "sha256:");
+  for (size_t i = 0; i < sizeof md; i++)
+    used += snprintf(out + used, 72 - (size_t)used, "%02x", md[i]);
+}
+
+/* The mark beside config.json (untrusted: the bundle is the user's), or
+ * an empty owned string. */
+static char *read_mark(int bundle_fd) {
+  char *buf = NULL;
+  size_t len = 0;
+  tg_error *e = NULL;
+  if (read_file_untrusted(bundle_fd, EFFECTIVE_MARK, MARK_MAX_BYTES, &buf, &len, &e) < 0) {
+    tg_error_free(&e);
+    return xstrdup("");
+  }
+  return buf;
+}
+
+/* Was config.json (data) written by an earlier create?  Its digest is a
+ * whole line of the mark, or it carries the legacy annotation. */
+static bool config_is_ours(int bundle_fd, const char *data, size_t len, const json_t *parsed) {
+  const char *legacy = json_string_value(json_object_get(
+      json_object_get(parsed, "annotations"), LEGACY_EFFECTIVE_ANNOTATION));
+  if (legacy != NULL && strcmp(legacy, "true") == 0)
+    return true;
+  char digest[72];
+  config_digest(data, len, digest);
+  cleanup_free char *mark = read_mark(bundle_fd);
+  size_t dl = strlen(digest);
+  for (const char *line = mark; *line != '\0';) {
+    const char *end = strchr(line, '\n');
+    size_t ll = end ? (size_t)(end - line) : strlen(line);
+    if (ll == dl && memcmp(line, digest, dl) == 0)
+      return true;
+    if (end == NULL)
+      break;
+    line = end + 1;
+  }
+  return false;
+}
+
+/* The mark for a new effective config: its digest, and the digest of the
+ * config.json it replaces when that one was ours too. */
+static int write_mark(int bundle_fd, const char *bundle, const char *eff, size_t eff_len,
+                      const char *replaced, size_t replaced_len, bool replaced_ours,
+                      tg_error **err) {
+  char now[72], before[72];
+  config_digest(eff, eff_len, now);
+  cleanup_free char *text = NULL;
+  if (replaced_ours) {
+    config_digest(replaced, replaced_len, before);
+    text = xasprintf("%s\n%s\n", now, before);
+  } else {
+    text = xasprintf("%s\n", now);
+  }
+  if (write_file_atomic(bundle_fd, EFFECTIVE_MARK, text, strlen(text), 0644, false, err) < 0)
+    return tg_error_wrap(err, "bundle %s", bundle);
+  return 0;
 }
 
 /* Claim the container's host id range before hardening: the slots its
@@ -243,6 +324,32 @@ static int resolve_policy(const struct cli *cli, const char *policy_file,
   }
   *out = p;
   return 0;
+}
+
+/* The host pid of the pod's sandbox (pause) container when tollgate runs
+ * it in this root under the same backend: recorded with CRI role
+ * "sandbox", and alive.  0 otherwise: the container then gets namespaces
+ * of its own, as any container outside a pod. */
+static pid_t pod_sandbox_pid(const struct cli *cli, const char *pod, const char *backend) {
+  if (pod == NULL || !container_id_is_valid(pod))
+    return 0;
+  json_t *st = NULL;
+  char *dir = NULL;
+  tg_error *e = NULL;
+  pid_t pid = 0;
+  if (state_load(cli->root, pod, &st, &dir, &e) == 0) {
+    const char *role = json_string_value(json_get_path(st, "cri.role"));
+    const char *be = json_string_value(json_object_get(st, "backend"));
+    long long init = 0;
+    json_integer_value(json_object_get(st, "init_pid"), &init);
+    if (role != NULL && strcmp(role, "sandbox") == 0 && be != NULL && backend != NULL &&
+        strcmp(be, backend) == 0 && init > 0 && init < INT_MAX && kill((pid_t)init, 0) == 0)
+      pid = (pid_t)init;
+  }
+  tg_error_free(&e);
+  json_free(st);
+  free(dir);
+  return pid;
 }
 
 static char *owner_name(void) {
@@ -377,9 +484,7 @@ static int do_create(struct cli *cli, const struct create_request *req,
   /* Which file is the user's?  An effective config that tollgate wrote on
    * an earlier create is hardened from the original kept beside it. */
   json_t *config = NULL;
-  const char *mark = json_string_value(json_object_get(
-      json_object_get(current, "annotations"), EFFECTIVE_ANNOTATION));
-  bool ours = mark != NULL && strcmp(mark, "true") == 0;
+  bool ours = config_is_ours(u->bundle_fd, u->config_before, u->config_before_len, current);
   cleanup_free char *orig_buf = NULL;
   size_t orig_len = 0;
   if (ours) {
@@ -441,14 +546,16 @@ static int do_create(struct cli *cli, const struct create_request *req,
     return -1;
 
   /* run serves the bridge itself: its gate opens while the bundle is
-   * hardened, and is ready before the backend is called. */
+   * hardened, and is ready before the backend is called.  Without a
+   * policy the profile decides whether there is a bridge at all
+   * (passthrough has none), so the gate waits for the hardening. */
   out->dir = xstrdup(u->dir);
   out->policy_path = policy ? xstrdup(policy) : NULL;
   out->setup = (struct bridge_setup){.container_id = id,
                                      .state_dir = out->dir,
                                      .policy_path = out->policy_path,
                                      .host = &cli->config};
-  if (req->in_process_bridge)
+  if (req->in_process_bridge && policy != NULL)
     u->gate_opening = bridge_gate_open_begin(&out->setup);
 
   /* Hardening, then the pod policy. */
@@ -466,54 +573,115 @@ static int do_create(struct cli *cli, const struct create_request *req,
   };
   if (claim_id_range(cli, config, bundle, u->dir, state, &ho, err) < 0)
     return tg_error_wrap(err, "bundle %s: config.json", bundle);
+  /* A pod's app container shares its sandbox's namespaces (docs/
+   * kubernetes.md, "Pods").  A config whose CRI annotations are malformed
+   * is refused by oci_apply_cri_policy() below. */
+  pid_t pod_pid = 0;
+  {
+    struct cri_record asked = {0};
+    tg_error *ce = NULL;
+    if (oci_cri_read(config, &asked, &ce) == 0 && oci_cri_is_pod_member(&asked))
+      pod_pid = pod_sandbox_pid(cli, asked.pod, ho.backend);
+    tg_error_free(&ce);
+    cri_record_free(&asked);
+  }
+  ho.pod_sandbox_pid = pod_pid;
   struct harden_result hr = {0};
   if (oci_harden(config, &ho, &hr, err) < 0)
     return tg_error_wrap(err, "bundle %s: config.json", bundle);
   cleanup_free char *profile = hr.profile ? xstrdup(hr.profile) : xstrdup("");
+  bool passthrough = hr.passthrough;
+  /* Into the runtime log (--log, which Docker, Podman and containerd
+   * give), never onto a person's terminal: there the effective config
+   * says it all, and stderr stays the container's. */
+  if (hr.notice != NULL && cli->log_path != NULL) {
+    cleanup_free char *msg = xasprintf("container %s: %s", id, hr.notice);
+    log_line(cli->log_path, cli->log_json, "warning", msg);
+  }
   harden_result_free(&hr);
   /* passthrough maps nothing: its range would be held for no one. */
   if (ho.id_range_size != 0 && json_get_path(config, "linux.uidMappings") == NULL) {
     idrange_release_owner(&cli->config, u->dir);
     json_object_del(state, "id_range");
   }
-  if (oci_apply_cri_policy(config, err) < 0)
+  /* passthrough is the bare backend: the user's config byte for byte, no
+   * pod policy, and no bridge unless a policy was given explicitly (the
+   * bridge's mounts then go in, and nothing else). */
+  out->bridged = !passthrough || policy != NULL;
+  struct cri_record cri = {0};
+  if (!passthrough && oci_apply_cri_policy(config, &cri, err) < 0)
     return tg_error_wrap(err, "bundle %s: config.json", bundle);
+  /* runc: the pod's loopback is its sandbox's network namespace (checked
+   * loopback-only after the backend's create, like any other).  runsc:
+   * each container is a sandbox of its own (oci/cri.c says why). */
+  if (pod_pid > 0 && !passthrough && ho.backend != NULL && strcmp(ho.backend, "runc") == 0 &&
+      oci_cri_join_pod_network(config, pod_pid, err) < 0) {
+    cri_record_free(&cri);
+    return tg_error_wrap(err, "bundle %s: config.json", bundle);
+  }
+  if (cri.role != NULL) {
+    json_t *pod = json_new_object();
+    json_object_set(pod, "role", json_new_string(cri.role));
+    json_object_set(pod, "sandbox", cri.pod ? json_new_string(cri.pod) : json_new_null());
+    json_object_set(state, "cri", pod);
+  }
+  cri_record_free(&cri);
   /* The backend gets sources that cannot change after this check (a
    * passthrough profile applies nothing, this included). */
-  if (strcmp(profile, "passthrough") != 0 && mount_pin_all(u->dir, config, &ho, err) < 0)
+  if (!passthrough && mount_pin_all(u->dir, config, &ho, err) < 0)
     return tg_error_wrap(err, "bundle %s: config.json", bundle);
-  json_object_set(json_object_ensure_object(config, "annotations"),
-                  EFFECTIVE_ANNOTATION, json_new_string("true"));
+  if (req->in_process_bridge && out->bridged && u->gate_opening == NULL)
+    u->gate_opening = bridge_gate_open_begin(&out->setup);
 
   /* The bridge area and its mounts. */
-  if (bridge_prepare(&out->setup, config, err) < 0)
+  if (out->bridged && bridge_prepare(&out->setup, config, err) < 0)
     return -1;
 
-  /* The effective config into the bundle, the user's kept beside it. */
-  if (!ours) {
-    if (keep_original(u->bundle_fd, bundle, &st, u->config_before,
-                      u->config_before_len, u->config_mode, err) < 0)
-      return -1;
-    u->wrote_orig = true;
+  /* The effective config: under a bare passthrough the very bytes the
+   * user wrote (never re-serialised: hooks and conformance tests compare
+   * them), otherwise the hardened tree. */
+  const char *user_bytes = ours ? orig_buf : u->config_before;
+  size_t user_len = ours ? orig_len : u->config_before_len;
+  cleanup_free char *dumped = NULL;
+  const char *eff = user_bytes;
+  size_t eff_len = user_len;
+  if (out->bridged) {
+    dumped = json_dump(config, true, &eff_len);
+    eff = dumped;
   }
-  size_t eff_len = 0;
-  cleanup_free char *eff = json_dump(config, true, &eff_len);
-  u->wrote_config = true;
-  /* Not synced: the effective config is derived, rewritten by every
-   * create, and the original is safe under config.json.orig whatever a
-   * crash leaves here (create names it when config.json does not parse).
-   * The sync cost 0.3-50 ms on the test machine's disk, in front of every
-   * container start. */
-  if (write_file_atomic(u->bundle_fd, "config.json", eff, eff_len,
-                        u->config_mode, false, err) < 0)
-    return tg_error_wrap(err, "bundle %s", bundle);
+  /* Into the bundle, the user's kept beside it; a bundle whose
+   * config.json already holds exactly these bytes is left alone. */
+  bool same = eff_len == u->config_before_len &&
+              memcmp(eff, u->config_before, eff_len) == 0;
+  if (!same) {
+    if (!ours) {
+      if (keep_original(u->bundle_fd, bundle, &st, u->config_before,
+                        u->config_before_len, u->config_mode, err) < 0)
+        return -1;
+      u->wrote_orig = true;
+      u->wrote_mark = faccessat(u->bundle_fd, EFFECTIVE_MARK, F_OK, AT_SYMLINK_NOFOLLOW) != 0;
+    }
+    if (write_mark(u->bundle_fd, bundle, eff, eff_len, u->config_before,
+                   u->config_before_len, ours, err) < 0)
+      return -1;
+    u->wrote_config = true;
+    /* Not synced: the effective config is derived, rewritten by every
+     * create, and the original is safe under config.json.orig whatever a
+     * crash leaves here (create names it when config.json does not parse).
+     * The sync cost 0.3-50 ms on the test machine's disk, in front of every
+     * container start. */
+    if (write_file_atomic(u->bundle_fd, "config.json", eff, eff_len,
+                          u->config_mode, false, err) < 0)
+      return tg_error_wrap(err, "bundle %s", bundle);
+  }
   {
     /* The state directory's copy is the same bytes: not serialised again. */
     cleanup_close int sfd = open(u->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (sfd < 0)
-      return tg_error_set(err, errno, "open %s", u->dir);
-    if (write_file_atomic(sfd, "config.json", eff, eff_len, 0600, false, err) < 0)
+    if (sfd < 0 || write_file_atomic(sfd, "config.json", eff, eff_len, 0600, false, err) < 0) {
+      if (sfd < 0)
+        tg_error_set(err, errno, "open %s", u->dir);
       return -1;
+    }
   }
 
   char now[40];
@@ -536,6 +704,8 @@ static int do_create(struct cli *cli, const struct create_request *req,
   json_object_set(state, "bundle", json_new_string(bundle));
   json_object_set(state, "rootfs", json_new_string(rootfs));
   json_object_set(state, "profile", json_new_string(profile));
+  json_object_set(state, "passthrough", json_new_bool(passthrough));
+  json_object_set(state, "bridge", json_new_bool(out->bridged));
   json_object_set(state, "policy", policy ? json_new_string(policy) : json_new_null());
   json_object_set(state, "created", json_new_string(now));
   json_object_set(state, "owner", json_new_string(owner));
@@ -565,11 +735,11 @@ static int do_create(struct cli *cli, const struct create_request *req,
                             .preserve_fds = req->preserve_fds};
   struct argv args = {0};
   backend_create_args(&c->backend, &cf, &args);
-  struct proc_opts passthrough = {0};
+  struct proc_opts inherit = {0};
   struct proc_result res;
   warm_up_wait(warm); /* before the first fork */
   u->backend_called = true;
-  int rc = container_call(cli, c, "create", args.v, NULL, &passthrough, &res, err);
+  int rc = container_call(cli, c, "create", args.v, NULL, &inherit, &res, err);
   argv_free(&args);
   if (rc < 0)
     return -1;
@@ -586,12 +756,30 @@ static int do_create(struct cli *cli, const struct create_request *req,
 
   /* runc: the new network namespace must hold nothing but lo before the
    * process starts (runsc runs with --network=none and has no netns). */
-  if (c->backend.kind == BACKEND_RUNC &&
-      oci_check_netns_loopback_only(out->init_pid, err) < 0)
-    return -1;
+  if (c->backend.kind == BACKEND_RUNC && !passthrough) {
+    /* A pod's namespace is shared: checked, never changed.  The
+     * container's own fresh namespace may have gained a client's veth
+     * (Docker's default network, set up by its prestart hook): removed,
+     * so the container runs loopback-only as the profile says, and said
+     * once in the runtime log. */
+    if (pod_pid > 0) {
+      if (oci_check_netns_loopback_only(out->init_pid, err) < 0)
+        return tg_error_wrap(err, "the pod's network namespace");
+    } else {
+      cleanup_free char *removed = NULL;
+      if (oci_netns_strip_to_loopback(out->init_pid, &removed, err) < 0)
+        return -1;
+      if (removed != NULL && cli->log_path != NULL) {
+        cleanup_free char *msg = xasprintf(
+            "container %s: the %s profile gives no network: removed %s that the client set up in the container's network namespace (the container has lo only; run it with --network none to say so)",
+            id, profile, removed);
+        log_line(cli->log_path, cli->log_json, "warning", msg);
+      }
+    }
+  }
 
   pid_t sidecar = 0;
-  if (!req->in_process_bridge &&
+  if (!req->in_process_bridge && out->bridged &&
       bridge_spawn_sidecar(&out->setup, out->init_pid, &sidecar, err) < 0)
     return -1;
 

@@ -1,9 +1,31 @@
 #include "shim/error.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The cause as it ends a message.  Three strerror texts are rewritten:
+ * container managers classify a runtime's error by matching its text, and
+ * podman turns any message with "No such file or directory" into "OCI
+ * runtime attempted to invoke a command that was not found" (exit 127),
+ * and "Permission denied" / "Operation not permitted" into "permission
+ * denied" (exit 126), whatever tollgate was actually saying (a policy file
+ * that cannot be read, a refused bundle).  The errno's name stays, so
+ * nothing is lost for a person reading it. */
+static const char *cause_text(int errnum) {
+  switch (errnum) {
+  case ENOENT:
+    return "no such entry (ENOENT)";
+  case EACCES:
+    return "access refused (EACCES)";
+  case EPERM:
+    return "not allowed to the caller (EPERM)";
+  default:
+    return strerror(errnum);
+  }
+}
 
 static char *vformat(const char *fmt, va_list ap) {
   char *s = NULL;
@@ -21,7 +43,7 @@ int tg_error_set(tg_error **err, int errnum, const char *fmt, ...) {
   va_end(ap);
   if (errnum != 0) {
     char *full = NULL;
-    if (asprintf(&full, "%s: %s", msg, strerror(errnum)) < 0)
+    if (asprintf(&full, "%s: %s", msg, cause_text(errnum)) < 0)
       abort();
     free(msg);
     msg = full;

@@ -15,7 +15,11 @@ typedef struct tg_error {
 } tg_error;
 
 /* Set *err (if err and *err is NULL) to a message built from fmt.  When
- * errnum is non-zero ": strerror(errnum)" is appended.  Always returns -1,
+ * errnum is non-zero ": <cause>" is appended: strerror(errnum), except
+ * for ENOENT, EACCES and EPERM, whose strerror texts container managers
+ * misread (podman: "No such file or directory" means "command not
+ * found"); those read "no such entry (ENOENT)", "access refused
+ * (EACCES)", "not allowed to the caller (EPERM)".  Always returns -1,
  * so `return tg_error_set(err, errno, "open %s", path);` is the idiom.
  * If *err is already set, the existing error wins and is left alone. */
 int tg_error_set(tg_error **err, int errnum, const char *fmt, ...)

@@ -54,7 +54,9 @@ for rt in $BACKENDS; do
   check_eq "$rt: the original is the user's very file (a hard link, not a copy)" \
     "$inode 640" "$(stat -c '%i %a' "$b/config.json.orig")"
   check_eq "$rt: the effective config keeps the user's mode" 640 "$(stat -c %a "$b/config.json")"
-  check "$rt: effective config is marked" grep -q dev.tollgate.effective "$b/config.json"
+  check_eq "$rt: effective config is marked beside it, by its digest" \
+    "sha256:$(sha256sum <"$b/config.json" | cut -d' ' -f1)" "$(head -n1 "$b/config.json.tollgate")"
+  check_fails "$rt: ... not by an annotation" grep -q dev.tollgate. "$b/config.json"
 
   sidecar=$(json_get tollgate.sidecar_pid <<<"$state")
   check_match "$rt: create started the bridge sidecar" '^[1-9][0-9]*$' "$sidecar"
@@ -68,8 +70,7 @@ for rt in $BACKENDS; do
   done
   check_eq "$rt: state bundle" "$(cd "$b" && pwd -P)" "$(json_get bundle <<<"$state")"
   check_eq "$rt: state names the backend" "$rt" "$(json_get tollgate.backend <<<"$state")"
-  check_match "$rt: state names the applied profile" '.+' \
-    "$(json_get annotations.dev\\.tollgate\\.profile-applied <<<"$state" 2>/dev/null || json_get tollgate.profile <<<"$state")"
+  check_eq "$rt: state names the applied profile" hardened "$(json_get tollgate.profile <<<"$state")"
 
   check_eq "$rt: list -q" "$id" "$(tg list -q)"
   check_match "$rt: list shows it running" "$id +$pid +running" "$(tg list)"

@@ -33,6 +33,10 @@ jget() { python3 -c 'import json,sys; d=json.loads(sys.argv[1])
 for k in sys.argv[2:]: d=d[k]
 print(d)' "$@" 2>/dev/null; }
 ann() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["annotations"].get(sys.argv[2], "<none>"))' "$@" 2>&1; }
+# What tollgate recorded about a container's place in its pod: state.json,
+# never the config (whose annotations reach hooks).
+cri_rec() { python3 -c 'import json,sys; r=json.load(open(sys.argv[1]+"/state.json")).get("cri") or {}; print(r.get(sys.argv[2]) or "<none>")' "$K8S_ROOT/$1" "$2" 2>&1; }
+no_tg_ann() { python3 -c 'import json,sys; print(" ".join(k for k in json.load(open(sys.argv[1]))["annotations"] if k.startswith("dev.tollgate.") and k != "dev.tollgate.policy"))' "$1" 2>&1; }
 
 check_match "CRI plugin answers" '"runtime_api_version": "v1"' "$(cri Version '{}' 2>&1)"
 
@@ -50,7 +54,8 @@ for backend in runsc runc; do
   check_match "$b: RunPodSandbox with handler tollgate" '^[0-9a-f]{64}$' "$pod"
   check_eq "$b: the pause container runs under tollgate" "$pod" "$(tgk list -q 2>&1)"
   eff=$CTRD_DIR/state/io.containerd.runtime.v2.task/k8s.io/$pod/config.json
-  check_eq "$b: pause: recorded as the pod's sandbox" sandbox "$(ann "$eff" dev.tollgate.cri.role)"
+  check_eq "$b: pause: recorded as the pod's sandbox" sandbox "$(cri_rec "$pod" role)"
+  check_eq "$b: pause: no tollgate annotation in its config" "" "$(no_tg_ann "$eff")"
   check_eq "$b: pause: no CRI container type left for runsc" "<none>" "$(ann "$eff" io.kubernetes.cri.container-type)"
   check_eq "$b: pause: hardened (uid 65534)" 65534 \
     "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["process"]["user"]["uid"])' "$eff" 2>&1)"
@@ -67,7 +72,8 @@ for backend in runsc runc; do
   check_eq "$b: app: the pod annotation reached the container" orders "$(ann "$eff" dev.tollgate.policy)"
   check_eq "$b: app: other pod annotations did not" "<none>" "$(ann "$eff" unrelated.example/key)"
   check_eq "$b: app: recorded as a container of the pod" "container/$pod" \
-    "$(ann "$eff" dev.tollgate.cri.role)/$(ann "$eff" dev.tollgate.cri.pod)"
+    "$(cri_rec "$ctr_id" role)/$(cri_rec "$ctr_id" sandbox)"
+  check_eq "$b: app: no tollgate annotation in its config but the pod's policy" "" "$(no_tg_ann "$eff")"
   check_eq "$b: app: nothing tells the backend to join the pause sandbox" "<none>/<none>" \
     "$(ann "$eff" io.kubernetes.cri.container-type)/$(ann "$eff" io.kubernetes.cri.sandbox-id)"
   # Each container its own sandbox: two containers, two init processes.
@@ -108,6 +114,39 @@ for backend in runsc runc; do
   check_eq "$b: probe: only loopback, though the pod asked for the node's network" '["lo"]' "$(pfield interfaces)"
   check "$b: probe: RemoveContainer" cri RemoveContainer '{"container_id": "'$probe_id'"}'
 
+  # --- the pod's loopback: a server and a client container of one pod ------
+  # runc: every app container joins the pause container's (loopback-only)
+  # network namespace, so 127.0.0.1 is the pod's.  runsc: one sandbox per
+  # container (oci/cri.c, docs/kubernetes.md "Pods"), each with its own
+  # netstack: the client cannot reach the server; asserted as documented.
+  srv_config='{"metadata": {"name": "srv"}, "image": {"image": "localhost/tollgate/busybox:test"},
+    "command": ["sh", "-c", "while true; do echo pong-from-srv | nc -l -p 8080; done"], "log_path": "srv.log",
+    "linux": {"security_context": {"namespace_options": {"network": "NODE", "pid": "CONTAINER", "ipc": "POD"}}}}'
+  cli_config='{"metadata": {"name": "cli"}, "image": {"image": "localhost/tollgate/busybox:test"},
+    "command": ["sh", "-c", "r=; for i in $(seq 40); do r=$(nc 127.0.0.1 8080 </dev/null 2>/dev/null); [ -n \"$r\" ] && break; sleep 0.25; done; echo got=${r:-nothing}; sleep 300"],
+    "log_path": "cli.log",
+    "linux": {"security_context": {"namespace_options": {"network": "NODE", "pid": "CONTAINER", "ipc": "POD"}}}}'
+  srv_id=$(jget "$(cri CreateContainer '{"pod_sandbox_id": "'$pod'", "config": '"$srv_config"', "sandbox_config": '"$pod_config"'}' 2>&1)" container_id)
+  check "$b: loopback: server container starts" cri StartContainer '{"container_id": "'$srv_id'"}'
+  cli_id=$(jget "$(cri CreateContainer '{"pod_sandbox_id": "'$pod'", "config": '"$cli_config"', "sandbox_config": '"$pod_config"'}' 2>&1)" container_id)
+  check "$b: loopback: client container starts" cri StartContainer '{"container_id": "'$cli_id'"}'
+  for _ in $(seq 300); do grep -q 'got=' "$CTRD_DIR/pods/$b/cli.log" 2>/dev/null && break; sleep 0.1; done
+  got=$(sed -n 's/^.*got=//p' "$CTRD_DIR/pods/$b/cli.log" 2>/dev/null)
+  if [ "$b" = runc ]; then
+    check_eq "$b: loopback: two containers of one pod talk over 127.0.0.1" pong-from-srv "$got"
+    srv_pid=$(tgk state "$srv_id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
+    pause_pid=$(tgk state "$pod" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
+    check_eq "$b: loopback: the server is in the pause container's network namespace" \
+      "$(readlink /proc/$pause_pid/ns/net)" "$(readlink /proc/$srv_pid/ns/net)"
+    check_fails "$b: loopback: ... which is not the host's" test "$(readlink /proc/$srv_pid/ns/net)" = "$(readlink /proc/self/ns/net)"
+  else
+    check_eq "$b: loopback: one sandbox per container, separate loopbacks (documented)" nothing "$got"
+  fi
+  for id in "$srv_id" "$cli_id"; do
+    cri StopContainer '{"container_id": "'$id'", "timeout": 1}' >/dev/null 2>&1
+    cri RemoveContainer '{"container_id": "'$id'"}' >/dev/null 2>&1
+  done
+
   check "$b: StopContainer" cri StopContainer '{"container_id": "'$ctr_id'", "timeout": 2}'
   check "$b: RemoveContainer" cri RemoveContainer '{"container_id": "'$ctr_id'"}'
   check "$b: StopPodSandbox" cri StopPodSandbox '{"pod_sandbox_id": "'$pod'"}'
@@ -121,6 +160,49 @@ for backend in runsc runc; do
     check_eq "$b: $b list empty" "" "$("$b" --root "$K8S_ROOT/backend/$b" list --quiet 2>&1)"
   fi
   check_eq "$b: no mounts left" "" "$(grep -E " ($TG_CTR_ROOT|$CTRD_DIR/state)/" /proc/self/mounts)"
+
+  # --- shareProcessNamespace: the pod's PID namespace ----------------------
+  # runc: both app containers join the pause container's PID namespace
+  # (containerd's /proc/<pause>/ns/pid), so each sees the other's
+  # processes.  runsc: the pause container is a gVisor sandbox whose host
+  # process lives in the host's PID namespace; that path was refused
+  # outright before.  Now it is dropped (each container keeps a PID
+  # namespace in its own sandbox) and the pod starts.
+  mkdir -p "$CTRD_DIR/pods/shared-$b"
+  sp_config='{"metadata": {"name": "shared-'$b'", "uid": "shared-'$b'", "namespace": "default"},
+    "log_directory": "'$CTRD_DIR'/pods/shared-'$b'",
+    "linux": {"security_context": {"namespace_options": {"network": "NODE", "pid": "POD", "ipc": "POD"}}}}'
+  spod=$(jget "$(cri RunPodSandbox '{"config": '"$sp_config"', "runtime_handler": "tollgate"}' 2>&1)" pod_sandbox_id)
+  check_match "$b: shared pid: the pod starts" '^[0-9a-f]{64}$' "$spod"
+  one='{"metadata": {"name": "one"}, "image": {"image": "localhost/tollgate/busybox:test"},
+    "command": ["sh", "-c", "exec sleep 301"], "log_path": "one.log",
+    "linux": {"security_context": {"namespace_options": {"network": "NODE", "pid": "POD", "ipc": "POD"}}}}'
+  two='{"metadata": {"name": "two"}, "image": {"image": "localhost/tollgate/busybox:test"},
+    "command": ["sh", "-c", "for i in $(seq 40); do ps -o args | grep -q \"^sleep 301\" && break; sleep 0.25; done; ps -o args | sed \"s/^/ps: /\"; exec sleep 302"], "log_path": "two.log",
+    "linux": {"security_context": {"namespace_options": {"network": "NODE", "pid": "POD", "ipc": "POD"}}}}'
+  out=$(cri CreateContainer '{"pod_sandbox_id": "'$spod'", "config": '"$one"', "sandbox_config": '"$sp_config"'}' 2>&1)
+  one_id=$(jget "$out" container_id)
+  check_match "$b: shared pid: first container is created (not refused)" '^[0-9a-f]{64}$' "$one_id"
+  [ -n "$one_id" ] || echo "# $out"
+  check "$b: shared pid: first container starts" cri StartContainer '{"container_id": "'$one_id'"}'
+  two_id=$(jget "$(cri CreateContainer '{"pod_sandbox_id": "'$spod'", "config": '"$two"', "sandbox_config": '"$sp_config"'}' 2>&1)" container_id)
+  check "$b: shared pid: second container starts" cri StartContainer '{"container_id": "'$two_id'"}'
+  for _ in $(seq 300); do grep -q 'ps: .*sleep 302\|ps: ps -o' "$CTRD_DIR/pods/shared-$b/two.log" 2>/dev/null && break; sleep 0.1; done
+  sleep 0.5
+  seen=$(sed -n 's/^.* ps: //p' "$CTRD_DIR/pods/shared-$b/two.log" 2>/dev/null)
+  if [ "$b" = runc ]; then
+    check_match "$b: shared pid: the second container sees the first's process" '(^|'$'\n'')sleep 301' "$seen"
+    check_match "$b: shared pid: ... and the pause container's (this test's pause image sleeps)" 'sleep 2147483647' "$seen"
+  else
+    check_match "$b: shared pid: the container runs, its own processes only (one sandbox per container)" 'ps -o args' "$seen"
+  fi
+  for id in "$one_id" "$two_id"; do
+    cri StopContainer '{"container_id": "'$id'", "timeout": 1}' >/dev/null 2>&1
+    cri RemoveContainer '{"container_id": "'$id'"}' >/dev/null 2>&1
+  done
+  cri StopPodSandbox '{"pod_sandbox_id": "'$spod'"}' >/dev/null 2>&1
+  cri RemovePodSandbox '{"pod_sandbox_id": "'$spod'"}' >/dev/null 2>&1
+  check_eq "$b: shared pid: nothing left" "" "$(tgk list -q 2>&1)$(grep -E " ($TG_CTR_ROOT|$CTRD_DIR/state)/" /proc/self/mounts)"
 done
 
 # The shipped example pod (bundles/kubernetes/pod-example.yaml), turned into

@@ -40,14 +40,25 @@ static void assert_only_annotations_changed(const json_t *before, const json_t *
   cr_assert(json_equal(a, b), "the policy changed more than the annotations");
 }
 
+/* What the last apply_ok() returned: the record create keeps in the
+ * state directory (never in the config). */
+static struct cri_record rec;
+
 static void apply_ok(json_t *c) {
   cleanup_error tg_error *err = NULL;
-  cr_assert_eq(oci_apply_cri_policy(c, &err), 0, "%s", err ? err->msg : "");
+  cri_record_free(&rec);
+  cr_assert_eq(oci_apply_cri_policy(c, &rec, &err), 0, "%s", err ? err->msg : "");
+  /* Nothing of tollgate's goes into the annotations: they reach hooks. */
+  const json_t *a = json_object_get(c, "annotations");
+  for (size_t i = 0; json_is(a, JSON_OBJECT) && i < a->u.object.len; i++)
+    cr_assert(strncmp(a->u.object.keys[i], "dev.tollgate.cri.", 17) != 0, "added %s", a->u.object.keys[i]);
 }
 
 static void apply_fails(json_t *c, const char *needle) {
   cleanup_error tg_error *err = NULL;
-  cr_assert_eq(oci_apply_cri_policy(c, &err), -1);
+  struct cri_record r = {0};
+  cr_assert_eq(oci_apply_cri_policy(c, &r, &err), -1);
+  cri_record_free(&r);
   cr_assert_not_null(err);
   cr_assert_not_null(strstr(err->msg, needle), "message: %s", err->msg);
 }
@@ -77,8 +88,8 @@ Test(cri, app_container_gets_its_own_sandbox) {
    * id it starts a new sandbox named after this container. */
   cr_assert_null(ann(c, "io.kubernetes.cri.container-type"));
   cr_assert_null(ann(c, "io.kubernetes.cri.sandbox-id"));
-  cr_assert_str_eq(ann(c, "dev.tollgate.cri.role"), "container");
-  cr_assert_str_eq(ann(c, "dev.tollgate.cri.pod"), POD);
+  cr_assert_str_eq(rec.role, "container");
+  cr_assert_str_eq(rec.pod, POD);
   /* An app container keeps its policy, and so its bridge. */
   cr_assert_str_eq(ann(c, "dev.tollgate.policy"), "orders");
   cr_assert_str_eq(ann(c, "io.kubernetes.cri.container-name"), "agent");
@@ -94,8 +105,8 @@ Test(cri, pause_container_stays_hardened) {
   apply_ok(c);
   cr_assert_null(ann(c, "io.kubernetes.cri.container-type"));
   cr_assert_null(ann(c, "io.kubernetes.cri.sandbox-id"));
-  cr_assert_str_eq(ann(c, "dev.tollgate.cri.role"), "sandbox");
-  cr_assert_str_eq(ann(c, "dev.tollgate.cri.pod"), POD);
+  cr_assert_str_eq(rec.role, "sandbox");
+  cr_assert_str_eq(rec.pod, POD);
   /* Governed like any container of the pod: the policy stays. */
   cr_assert_str_eq(ann(c, "dev.tollgate.policy"), "orders");
   /* user, capabilities, noNewPrivileges, readonly root, namespaces: same. */
@@ -109,8 +120,8 @@ Test(cri, crio_annotations_get_the_same_treatment) {
   apply_ok(c);
   cr_assert_null(ann(c, "io.kubernetes.cri-o.ContainerType"));
   cr_assert_null(ann(c, "io.kubernetes.cri-o.SandboxID"));
-  cr_assert_str_eq(ann(c, "dev.tollgate.cri.role"), "container");
-  cr_assert_str_eq(ann(c, "dev.tollgate.cri.pod"), POD);
+  cr_assert_str_eq(rec.role, "container");
+  cr_assert_str_eq(rec.pod, POD);
 }
 
 Test(cri, sandbox_id_alone_is_removed) {
@@ -120,26 +131,24 @@ Test(cri, sandbox_id_alone_is_removed) {
   apply_ok(c);
   cr_assert_null(ann(c, "io.kubernetes.cri.sandbox-id"));
   cr_assert_null(ann(c, "io.kubernetes.cri.container-type"));
-  cr_assert_str_eq(ann(c, "dev.tollgate.cri.pod"), POD);
+  cr_assert_str_eq(rec.pod, POD);
 }
 
-Test(cri, forged_records_are_dropped) {
+Test(cri, workload_dev_tollgate_cri_keys_are_only_annotations) {
+  /* tollgate keeps its record in the state directory, so a workload's
+   * own dev.tollgate.cri.* keys are plain user annotations: kept as they
+   * are, and never taken for the record. */
   cleanup_json json_t *c = config_with(
-      "{\"dev.tollgate.cri.role\":\"sandbox\",\"dev.tollgate.cri.pod\":\"other\","
-      "\"dev.tollgate.cri.anything\":\"x\",\"keep\":\"me\"}");
-  apply_ok(c);
-  cr_assert_null(ann(c, "dev.tollgate.cri.role"));
-  cr_assert_null(ann(c, "dev.tollgate.cri.pod"));
-  cr_assert_null(ann(c, "dev.tollgate.cri.anything"));
-  cr_assert_str_eq(ann(c, "keep"), "me");
-}
-
-Test(cri, forged_records_are_replaced_by_the_real_ones) {
-  cleanup_json json_t *c = config_with(
-      "{\"dev.tollgate.cri.pod\":\"forged\",\"io.kubernetes.cri.container-type\":\"container\","
+      "{\"dev.tollgate.cri.role\":\"sandbox\",\"dev.tollgate.cri.pod\":\"forged\","
+      "\"io.kubernetes.cri.container-type\":\"container\","
       "\"io.kubernetes.cri.sandbox-id\":\"" POD "\"}");
-  apply_ok(c);
-  cr_assert_str_eq(ann(c, "dev.tollgate.cri.pod"), POD);
+  struct cri_record r = {0};
+  cleanup_error tg_error *err = NULL;
+  cr_assert_eq(oci_apply_cri_policy(c, &r, &err), 0);
+  cr_assert_str_eq(r.role, "container");
+  cr_assert_str_eq(r.pod, POD);
+  cr_assert_str_eq(ann(c, "dev.tollgate.cri.pod"), "forged");
+  cri_record_free(&r);
 }
 
 Test(cri, unknown_type_is_refused) {
@@ -175,9 +184,8 @@ Test(cri, annotations_that_are_not_an_object_are_refused) {
 }
 
 Test(cri, a_second_pass_never_reopens_anything) {
-  /* A second pass over an effective config finds no CRI keys: it cannot
-   * rebuild the records (and drops them, as it would drop forged ones),
-   * but it must not bring back a sandbox to join or touch anything else. */
+  /* A second pass over an effective config finds no CRI keys: it has
+   * nothing to record, but it must not bring back a sandbox to join or touch anything else. */
   cleanup_json json_t *c = config_with(
       "{\"io.kubernetes.cri.container-type\":\"container\","
       "\"io.kubernetes.cri.sandbox-id\":\"" POD "\",\"dev.tollgate.policy\":\"orders\"}");
@@ -187,5 +195,7 @@ Test(cri, a_second_pass_never_reopens_anything) {
   cr_assert_null(ann(c, "io.kubernetes.cri.container-type"));
   cr_assert_null(ann(c, "io.kubernetes.cri.sandbox-id"));
   cr_assert_str_eq(ann(c, "dev.tollgate.policy"), "orders");
+  cr_assert_null(rec.role);
   assert_only_annotations_changed(once, c);
+  cri_record_free(&rec);
 }

@@ -63,7 +63,7 @@ Test(util, error_wrap_prefixes_context) {
   tg_error *err = NULL;
   cr_assert_eq(tg_error_set(&err, ENOENT, "open %s", "x"), -1);
   tg_error_wrap(&err, "loading policy");
-  cr_assert_str_eq(err->msg, "loading policy: open x: No such file or directory");
+  cr_assert_str_eq(err->msg, "loading policy: open x: no such entry (ENOENT)");
   tg_error_free(&err);
   cr_assert_null(err);
 }
@@ -99,4 +99,21 @@ Test(util, rfc3339_time_matches_strftime) {
   char now[40];
   rfc3339_now(now, sizeof now);
   cr_assert_eq(strlen(now), 30);
+}
+
+/* podman classifies a runtime's error by its text: "no such file or
+ * directory" becomes "command not found" (127), "permission denied" and
+ * "operation not permitted" become 126.  tollgate's own causes must not
+ * end in those words, whatever the errno. */
+Test(util, error_causes_avoid_the_words_podman_misreads) {
+  static const int causes[] = {ENOENT, EACCES, EPERM, ENOTDIR, ELOOP};
+  static const char *const misread[] = {"no such file or directory", "permission denied",
+                                        "operation not permitted", "executable file not found"};
+  for (size_t i = 0; i < sizeof causes / sizeof causes[0]; i++) {
+    tg_error *err = NULL;
+    tg_error_set(&err, causes[i], "policy %s cannot be read", "/etc/tollgate/policies/x.json");
+    for (size_t k = 0; k < sizeof misread / sizeof misread[0]; k++)
+      cr_expect_null(strcasestr(err->msg, misread[k]), "errno %d: \"%s\" holds \"%s\"", causes[i], err->msg, misread[k]);
+    tg_error_free(&err);
+  }
 }

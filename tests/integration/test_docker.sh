@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# tollgate as a Docker runtime (issue 17): a private dockerd (Debian's
+# docker.io) started here with its own data root, exec root, socket and
+# pid file, tollgate registered as the runtime "tollgate", stopped by pid.
+# It touches no host iptables (--iptables=false, --ip-masq=false,
+# --ip-forward=false) and uses a private bridge made here and removed at
+# the end, so Docker's default network really is set up.  Per backend:
+#   - docker run prints the container's output and exits 0;
+#   - docker run -d, docker exec (as the hardened user), docker stop;
+#   - the default network: the container runs with lo only (runc: the
+#     veth Docker moved in is removed, with one warning line in the runtime
+#     log; runsc: --network=none), and the host keeps no veth behind.
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/lib.sh"
+DOCKERD=/usr/sbin/dockerd
+DOCKER=/usr/bin/docker # not whatever docker CLI the PATH holds first
+if [ ! -x "$DOCKERD" ] || [ ! -x "$DOCKER" ]; then
+  echo "FAIL - docker.io is not installed: run make deps"
+  exit 0
+fi
+
+D=$(mktemp -d /tmp/tgd.XXXXXX)
+BR=tgd$$
+BR=${BR:0:15}
+cat >"$D/tollgate-runtime" <<EOF
+#!/bin/sh
+exec $TG --config $TG_CONFIG "\$@"
+EOF
+chmod 0755 "$D/tollgate-runtime"
+cat >"$D/daemon.json" <<EOF
+{"runtimes": {"tollgate": {"path": "$D/tollgate-runtime"}}}
+EOF
+ip link add "$BR" type bridge && ip addr add 10.217.$(( $$ % 200 + 10 )).1/24 dev "$BR" && ip link set "$BR" up
+on_exit "ip link del $BR"
+on_exit "rm -rf $D"
+on_exit 'grep " '$D'/" /proc/self/mounts | cut -d" " -f2 | sort -r | xargs -r -n1 umount -l'
+"$DOCKERD" --config-file "$D/daemon.json" --data-root "$D/data" --exec-root "$D/exec" \
+  -H "unix://$D/d.sock" --pidfile "$D/d.pid" --bridge "$BR" --iptables=false --ip6tables=false \
+  --ip-masq=false --ip-forward=false --userland-proxy=false --storage-driver vfs \
+  --log-level warn >"$D/dockerd.log" 2>&1 &
+DPID=$!
+# Stopped by pid (never by name); dockerd stops the containerd it started.
+stop_dockerd() {
+  local n
+  kill "$DPID"
+  for n in $(seq 150); do kill -0 "$DPID" 2>/dev/null || return 0; sleep 0.1; done
+  kill -9 "$DPID"
+}
+on_exit stop_dockerd
+dk() { "$DOCKER" -H "unix://$D/d.sock" "$@"; }
+# The client's own warnings (this dockerd forwards no IPv4) go to stderr:
+# only the container's output is compared.
+dko() { dk "$@" 2>"$D/client.err"; }
+# runtime_log CID: the --log file Docker's containerd gives the runtime.
+runtime_log() { find "$D/exec" -path "*$1*" -name log.json -exec cat {} + 2>/dev/null; }
+for _ in $(seq 300); do dk version >/dev/null 2>&1 && break; sleep 0.1; done
+if ! dk version >/dev/null 2>&1; then
+  echo "FAIL - dockerd did not start"
+  sed 's/^/# /' "$D/dockerd.log" | tail -20
+  exit 0
+fi
+check_match "dockerd knows the tollgate runtime" 'tollgate' "$(dk info --format '{{json .Runtimes}}' 2>&1)"
+tar -C "$BUSYBOX_ROOTFS" -c . | dk import - tollgate/busybox:test >/dev/null
+check "busybox image imported" eval "dko image inspect tollgate/busybox:test >/dev/null"
+
+for be in $BACKENDS; do
+  write_config "runtime=\"$be\""
+  out=$(dko run --rm --runtime tollgate tollgate/busybox:test echo hello-from-docker)
+  check_eq "$be: docker run prints the output" hello-from-docker "$out"
+  dk run --rm --runtime tollgate tollgate/busybox:test sh -c 'exit 3' >/dev/null 2>&1
+  check_eq "$be: docker run returns the exit status" 3 "$?"
+
+  cid=$(dko run -d --runtime tollgate --name "d-$be" tollgate/busybox:test sleep 300)
+  check_match "$be: docker run -d" '^[0-9a-f]{64}$' "$cid"
+  check_eq "$be: docker exec runs as the hardened user" 65534 "$(dk exec "d-$be" id -u 2>&1)"
+  check_eq "$be: docker exec returns the exit status" 4 "$(dk exec "d-$be" sh -c 'exit 4' >/dev/null 2>&1; echo $?)"
+  check "$be: docker stop" eval "dko stop -t 2 d-$be >/dev/null"
+  check_eq "$be: stopped" exited "$(dk inspect -f '{{.State.Status}}' "d-$be" 2>&1)"
+  check "$be: docker rm" eval "dko rm d-$be >/dev/null"
+
+  # The default network: Docker sets up eth0 on the private bridge.  The
+  # runtime log lives in the task's bundle: read it while the task runs.
+  cid=$(dko run -d --runtime tollgate tollgate/busybox:test sh -c 'ls /sys/class/net; exec sleep 300')
+  for _ in $(seq 50); do [ -n "$(dk logs "$cid" 2>/dev/null)" ] && break; sleep 0.1; done
+  check_eq "$be: default network: the container runs with lo only" lo "$(echo $(dk logs "$cid" 2>&1))"
+  if [ "$be" = runc ]; then
+    check_match "$be: default network: one warning in the runtime log names what was removed" \
+      '"level":"warning","msg":"container [0-9a-f]+: the hardened profile gives no network: removed eth0 .*--network none' "$(runtime_log "$cid")"
+  fi
+  dko rm -f "$cid" >/dev/null
+  check_eq "$be: default network: no veth left on the bridge" "" "$(ip -o link show master "$BR" 2>&1)"
+  out=$(dko run --rm --runtime tollgate --network none tollgate/busybox:test ls /sys/class/net)
+  check_eq "$be: --network none: lo only" lo "$(echo $out)"
+  # --user 0 and --cap-add are changed by the profile, and said so.
+  cid=$(dko run -d --runtime tollgate --user 0 --cap-add SYS_ADMIN tollgate/busybox:test sh -c 'id -u; exec sleep 300')
+  for _ in $(seq 50); do [ -n "$(dk logs "$cid" 2>/dev/null)" ] && break; sleep 0.1; done
+  check_eq "$be: --user 0 runs as the hardened user" 65534 "$(dk logs "$cid" 2>&1)"
+  check_match "$be: the runtime log warns about --user 0 and --cap-add" \
+    'changed what the client asked for: user 0 runs as 65534; capabilities dropped: CAP_SYS_ADMIN' \
+    "$(runtime_log "$cid")"
+  dko rm -f "$cid" >/dev/null
+  # --network host and --pid host: a new namespace each, said so.
+  cid=$(dko run -d --runtime tollgate --network host --pid host tollgate/busybox:test sh -c 'ls /sys/class/net; exec sleep 300')
+  [ -n "$cid" ] || sed 's/^/# /' "$D/client.err"
+  for _ in $(seq 50); do [ -n "$(dk logs "$cid" 2>/dev/null)" ] && break; sleep 0.1; done
+  got=$(echo $(dk logs "$cid" 2>&1))
+  check_eq "$be: --network host: lo only" lo "$got"
+  [ "$got" = lo ] || { dk inspect -f '# {{.State.Status}} {{.State.Error}}' "$cid"; sed 's/^/# /' "$D/client.err"; runtime_log "$cid" | sed 's/^/# /'; }
+  check_match "$be: the runtime log warns about --pid host and --network host" \
+    "--pid host.*--network host" "$(runtime_log "$cid")"
+  dko rm -f "$cid" >/dev/null
+  check_eq "$be: nothing left in docker" "" "$(dk ps -aq 2>&1)"
+done
+write_config
