@@ -81,6 +81,13 @@ int mount_pin_all(const char *state_dir, json_t *config, const struct harden_opt
   cleanup_free char *pins = xasprintf("%s/" PINS_DIR, state_dir);
   if (mkdir(pins, 0700) < 0)
     return tg_error_set(err, errno, "mkdir %s", pins);
+  /* A container with a user namespace (shim/idrange.h) is set up by an
+   * unprivileged host id, its mapped root, which must walk to the pinned
+   * rootfs: the state directory is 0711 then, and so are the pins (search
+   * only, no listing; each pin is the very object the checks passed). */
+  struct stat sst;
+  if (stat(state_dir, &sst) == 0 && (sst.st_mode & S_IXOTH) && chmod(pins, 0711) < 0)
+    return tg_error_set(err, errno, "chmod %s", pins);
   cleanup_close int pins_fd = open(pins, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (pins_fd < 0)
     return tg_error_set(err, errno, "open %s", pins);

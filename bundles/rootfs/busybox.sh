@@ -14,7 +14,7 @@ if [ -f "$dest/.tollgate-rootfs" ] && [ "$(cat "$dest/.tollgate-rootfs")" = "$st
 fi
 tmp="$dest.tmp.$$"
 rm -rf "$tmp"
-mkdir -p "$tmp"/{bin,dev,etc,proc,sys,tmp,run/tollgate,root,home,var}
+mkdir -p "$tmp"/{bin,dev,etc,proc,sys,tmp,run/tollgate,root,home,var,mnt}
 chmod 1777 "$tmp/tmp"
 cp "$bb" "$tmp/bin/busybox"
 for applet in $("$bb" --list); do
