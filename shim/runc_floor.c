@@ -193,9 +193,21 @@ int runc_floor_check(const struct cli *cli, const struct backend *b, tg_error **
   if (stat(b->path, &st) < 0)
     return tg_error_set(err, errno, "runc %s", b->path);
   bool warned = false, cached = false;
-  cleanup_free char *version = runc_version(cli, b, &st, &cached, &warned, err);
-  if (version == NULL)
-    return -1;
+  tg_error *ve = NULL;
+  cleanup_free char *version = runc_version(cli, b, &st, &cached, &warned, &ve);
+  if (version == NULL) {
+    /* A binary whose version cannot be read is handled as a missing data
+     * file is: refuse refuses, warn warns and lets the backend speak for
+     * itself (its own failure is then the message). */
+    if (refuse) {
+      *err = ve;
+      return tg_error_wrap(err, "the runc version floor (\"runc_version_floor\": \"refuse\")");
+    }
+    cleanup_free char *msg = xasprintf("cannot check runc against the version floor: %s", ve->msg);
+    tg_error_free(&ve);
+    log_line(cli->log_path, cli->log_json, "warning", msg);
+    return 0;
+  }
   tg_error *le = NULL;
   cleanup_json json_t *doc = load_floor(cli, &le);
   if (doc == NULL) {

@@ -39,7 +39,7 @@ command -v "$RUNTIME" >/dev/null || die "$RUNTIME is not installed: run 'make de
 rootfs=$BUILD/rootfs/python
 bash "$repo/bundles/rootfs/python.sh" "$rootfs"
 
-# A work directory the tools' user (65534) can reach: /tmp, not the
+# A work directory the tools' user (tool_uid, 65533) can reach: /tmp, not the
 # checkout, which may sit under a private home.
 work=$(mktemp -d /tmp/tollgate-demo.XXXXXX)
 chmod 755 "$work"

@@ -3,10 +3,11 @@
 
 Usage: stage.py WORKDIR [--hook FILE] [--approval-timeout SECONDS]
 
-tollgate runs exec tools as uid 65534 with a scrubbed environment, so the
+tollgate runs exec tools as the host config's tool_uid (default 65533, an
+identity no container has) with a scrubbed environment, so the
 tools cannot live under a private checkout (say /root/src/tollgate) and the
 refund ledger's path cannot come from an environment variable.  This copies
-tools/ into WORKDIR, makes WORKDIR/ledger/ writable by 65534, copies the hook, and writes
+tools/ into WORKDIR, makes WORKDIR/ledger/ writable by that uid, copies the hook, and writes
 WORKDIR/policy.json: the repo's policy.json with the ledger path and the
 approval hook filled in.  The tools stay relative to the policy file, which
 is how tollgate resolves an exec argv[0].  Prints the policy path.
@@ -18,7 +19,8 @@ import shutil
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-NOBODY = 65534
+# tollgate's default tool_uid/tool_gid (shim/config.c, docs/hardening.md).
+TOOL_ID = 65533
 
 
 def main():
@@ -26,6 +28,8 @@ def main():
     p.add_argument("workdir")
     p.add_argument("--hook", help="approval hook program, copied into WORKDIR/hooks; none: a person decides")
     p.add_argument("--approval-timeout", type=int, help="seconds before a parked call is denied")
+    p.add_argument("--tool-uid", type=int, default=TOOL_ID,
+                   help="the host config's tool_uid (and tool_gid), when not the default")
     a = p.parse_args()
 
     work = os.path.abspath(a.workdir)
@@ -40,7 +44,7 @@ def main():
     os.makedirs(ledger_dir, exist_ok=True)
     os.chmod(ledger_dir, 0o755)
     if os.geteuid() == 0:
-        os.chown(ledger_dir, NOBODY, NOBODY)
+        os.chown(ledger_dir, a.tool_uid, a.tool_uid)
     else:
         os.chmod(ledger_dir, 0o777)
 
