@@ -403,7 +403,12 @@ static int keep_original(int bundle_fd, const char *bundle, const struct stat *r
     }
     unlinkat(bundle_fd, tmp, 0); /* not the file we read: copy its bytes */
   } else if (errno != EPERM && errno != EXDEV && errno != ENOTSUP &&
-             errno != EMLINK && errno != ENOSYS) {
+             errno != EMLINK && errno != ENOSYS &&
+             /* The file we read was renamed over (a concurrent create of
+              * another container from this bundle wrote its effective
+              * config): link(2) then fails ENOENT on the dying inode.
+              * Its bytes are still ours to copy. */
+             errno != ENOENT) {
     return tg_error_set(err, errno, "bundle %s: link config.json to %s",
                         bundle, tmp);
   }
