@@ -50,9 +50,14 @@ def exchange(path, data, shut=True, timeout=15):
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
         s.settimeout(timeout)
         s.connect(path)
-        s.sendall(data)
-        if shut:
-            s.shutdown(socket.SHUT_WR)
+        try:
+            s.sendall(data)
+            if shut:
+                s.shutdown(socket.SHUT_WR)
+        except (BrokenPipeError, ConnectionResetError):
+            # The server may answer and close before it has read all of an
+            # oversized request; its reply is still there to read.
+            pass
         buf = b""
         while True:
             try:
