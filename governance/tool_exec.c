@@ -44,20 +44,6 @@ static int cap_last_cap(void) {
   return last;
 }
 
-/* The identity tools run as (host config tool_uid/tool_gid): one that no
- * container has, so that a tool shares no uid with any container's
- * processes, gVisor's sandbox (65534) or another tenant's workload. */
-static uid_t tool_uid = SANDBOX_UID;
-static gid_t tool_gid = SANDBOX_GID;
-
-void sandbox_set_identity(uid_t uid, gid_t gid) {
-  tool_uid = uid;
-  tool_gid = gid;
-}
-
-uid_t sandbox_uid(void) { return tool_uid; }
-gid_t sandbox_gid(void) { return tool_gid; }
-
 static void child_fail(int fd, const char *what) {
   /* async-signal-safe: write and _exit only */
   if (fd >= 0) {
@@ -260,8 +246,8 @@ int sandbox_run(char *const argv[], char *const extra_env[], const char *input,
   char **env = build_env(extra_env);
   int last = cap_last_cap();
   pid_t self = getpid();
-  uid_t uid = tool_uid;
-  gid_t gid = tool_gid;
+  uid_t uid = sandbox_uid();
+  gid_t gid = sandbox_gid();
   char uid_map[32], gid_map[32];
   id_maps(uid, gid, uid_map, gid_map);
   pid_t pid = fork();
@@ -406,8 +392,8 @@ int sandbox_spawn(char *const argv[], pid_t *pid, int *to_child, int *from_child
   char **env = build_env(NULL);
   int last = cap_last_cap();
   pid_t self = getpid();
-  uid_t uid = tool_uid;
-  gid_t gid = tool_gid;
+  uid_t uid = sandbox_uid();
+  gid_t gid = sandbox_gid();
   char uid_map[32], gid_map[32];
   id_maps(uid, gid, uid_map, gid_map);
   pid_t p = fork();

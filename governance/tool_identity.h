@@ -1,6 +1,6 @@
 /* The host identity that tools, approval hooks and MCP servers run as
  * (host config tool_uid/tool_gid, docs/hardening.md "Identities"): one no
- * container has.  Implemented in tool_exec.c. */
+ * container has. */
 #ifndef TOLLGATE_TOOL_IDENTITY_H
 #define TOLLGATE_TOOL_IDENTITY_H
 
