@@ -209,15 +209,27 @@ bare_area() {
   echo "$a"
 }
 
-# bare_bundle EFFECTIVE_JSON OUT_DIR AREA ID: the effective config tollgate
-# produced, with the bridge mounts pointed at AREA (the static client stays
-# tollgate-call from the build) and the backend's cgroup named after ID.
+# bare_bundle EFFECTIVE_JSON OUT_DIR AREA ID ORIG_BUNDLE: the effective
+# config tollgate produced, with the bridge mounts pointed at AREA (the
+# static client stays tollgate-call from the build), the backend's cgroup
+# named after ID, and the rootfs and bind sources tollgate pinned in its
+# state directory (gone with the container) named as ORIG_BUNDLE's
+# config.json.orig names them.
 bare_bundle() {
   mkdir -p "$2"
-  python3 - "$1" "$2/config.json" "$3" "$4" "$BUILD/tollgate-call" <<'PY'
-import json, sys
-src, dst, area, bid, client = sys.argv[1:]
+  python3 - "$1" "$2/config.json" "$3" "$4" "$BUILD/tollgate-call" "$5" <<'PY'
+import json, os, sys
+src, dst, area, bid, client, orig_bundle = sys.argv[1:]
 c = json.load(open(src))
+orig = json.load(open(os.path.join(orig_bundle, "config.json.orig")))
+def unpinned(path, was):
+    if path and "/pins/" in path and was:
+        return was if os.path.isabs(was) else os.path.join(orig_bundle, was)
+    return path
+c["root"]["path"] = unpinned(c["root"]["path"], orig.get("root", {}).get("path"))
+orig_sources = {m.get("destination"): m.get("source") for m in orig.get("mounts", [])}
+for m in c.get("mounts", []):
+    m["source"] = unpinned(m.get("source"), orig_sources.get(m.get("destination")))
 for m in c.get("mounts", []):
     d = m.get("destination", "")
     if d == "/run/tollgate/tollgate-call":
@@ -330,7 +342,7 @@ exit 0"
   say "bridge ($b): bare responder, same effective config"
   local area
   area=$(bare_area "$b")
-  bare_bundle "$W/effective-bridge-$b.json" "$W/bundles/bare-bridge-$b" "$area" "bb-$b"
+  bare_bundle "$W/effective-bridge-$b.json" "$W/bundles/bare-bridge-$b" "$area" "bb-$b" "$W/bundles/bridge-$b"
   if ! start_bare "$area"; then fail bridge "$b" "bench-bare did not start"; return; fi
   if ! capture "$out.bare" run_bare "$b" "$W/bundles/bare-bridge-$b" "bb-$b"; then
     stop_bare; fail bridge "$b" "bare run failed: $(tail -3 "$out.bare" | tr '\n' ' ')"; return
@@ -406,7 +418,7 @@ bench_python() {
   say "python ($b): bare responder"
   local area
   area=$(bare_area "$b")
-  bare_bundle "$W/effective-py-$b.json" "$W/bundles/bare-py-$b" "$area" "bp-$b"
+  bare_bundle "$W/effective-py-$b.json" "$W/bundles/bare-py-$b" "$area" "bp-$b" "$W/bundles/py-$b"
   if ! start_bare "$area"; then fail python "$b" "bench-bare did not start"; return; fi
   if ! capture "$out.bare" run_bare "$b" "$W/bundles/bare-py-$b" "bp-$b"; then
     stop_bare; fail python "$b" "bare run failed: $(tail -3 "$out.bare" | tr '\n' ' ')"; return
@@ -434,7 +446,7 @@ bench_startup() {
   note_globals "$b"
   local area
   area=$(bare_area "$b")
-  bare_bundle "$spy/effective.json" "$W/bundles/bare-true-$b" "$area" "bt-$b"
+  bare_bundle "$spy/effective.json" "$W/bundles/bare-true-$b" "$area" "bt-$b" "$W/bundles/true-$b"
   # One untimed run of each first: page cache, the backend's root directory.
   tg --runtime "$b" run --policy "$W/policies/echo.json" -b "$W/bundles/true-$b" "st-$b-warm" >>"$W/log/startup-$b" 2>&1
   run_bare "$b" "$W/bundles/bare-true-$b" "bt-$b-warm" >>"$W/log/startup-$b" 2>&1 \
