@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -448,6 +449,21 @@ static int do_create(struct cli *cli, const struct create_request *req,
   if (u->bundle_fd < 0) {
     json_free(state);
     return tg_error_set(err, errno, "bundle %s is not a directory", bundle);
+  }
+  /* config.json, config.json.orig and the mark beside them are read and
+   * rewritten as one step: a second create from the same bundle that read
+   * config.json between another's mark and config.json writes, or after a
+   * third create replaced the mark, took the other's effective config for
+   * the user's (20 concurrent creates from one bundle hit it).  Held until
+   * create and its undo are over (closing bundle_fd drops it); only
+   * creates from this very bundle wait. */
+  int locked;
+  do
+    locked = flock(u->bundle_fd, LOCK_EX);
+  while (locked < 0 && errno == EINTR);
+  if (locked < 0) {
+    json_free(state);
+    return tg_error_set(err, errno, "bundle %s: cannot lock it against concurrent creates", bundle);
   }
   tg_error *re = NULL;
   if (read_file_untrusted(u->bundle_fd, "config.json", CONFIG_MAX_BYTES,
