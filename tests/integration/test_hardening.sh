@@ -164,9 +164,28 @@ PY
 }
 refused "cwd under /proc/self/fd" 'c["process"]["cwd"] = "/proc/self/fd/7"' 'CVE-2024-21626'
 refused "docker.sock mount" 'c["mounts"].append({"destination": "/var/run/docker.sock", "type": "bind", "source": "/var/run/docker.sock", "options": ["rbind"]})' 'host socket'
-refused "host network namespace" 'c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"] if n["type"] != "network"] + [{"type": "network", "path": "/proc/self/ns/net"}]' "namespace"
 refused "unsafe sysctl" 'c["linux"]["sysctl"] = {"kernel.core_pattern": "|/tmp/x"}' 'kernel.core_pattern'
 refused "workload asks for a looser profile" 'c.setdefault("annotations", {})["dev.tollgate.profile"] = "relaxed"' 'looser profile'
+# A network namespace named by path (the host's here; Docker's --network
+# host and a client's own network arrive the same way) is not refused
+# under a profile without network (issue 17): the container gets a new
+# namespace with lo only, and one warning line names what changed.
+for be in $BACKENDS; do
+  set_args sh -c 'cut -d: -f1 /proc/net/dev | tail -n +3 | tr -d " "'
+  python3 - "$B/config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"] if n["type"] != "network"] + [{"type": "network", "path": "/proc/self/ns/net"}]
+json.dump(c, open(sys.argv[1], "w"), indent=2)
+PY
+  # The warning goes to the runtime log (--log, as containerd, Docker and
+  # podman pass it), never onto the terminal.
+  rm -f "$TG_ROOT/runtime.log"
+  got=$(tg --log "$TG_ROOT/runtime.log" --runtime "$be" run --bundle "$B" "netpath-$be" 2>"$TG_ROOT/err")
+  check_eq "$be: the host's network namespace by path: replaced, lo only" lo "$(echo $got)"
+  check_match "$be: ... and the change is said" 'the network namespace /proc/self/ns/net .*is a new one with lo only' "$(cat "$TG_ROOT/runtime.log")"
+  check_eq "$be: ... no container left" "" "$(tg list -q)"
+done
 write_config 'profile="passthrough"'
 refused "passthrough without allow_passthrough" 'pass' 'allow_passthrough'
 write_config
