@@ -42,7 +42,8 @@ UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 DEB_PACKAGES := build-essential pkg-config libyajl-dev libseccomp-dev libcap-ng-dev \
                 libmnl-dev libcriterion-dev libssl-dev runc busybox-static \
                 containerd clang libclang-rt-14-dev python3 python3-yaml iproute2 \
-                python3-grpcio python3-grpc-tools docker.io
+                python3-grpcio python3-grpc-tools docker.io \
+                podman containernetworking-plugins
 
 .PHONY: all deps check unit integration asan fuzz fuzz-smoke install clean \
         demo demo-interactive demo-agent bench bench-smoke
