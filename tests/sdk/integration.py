@@ -5,6 +5,7 @@ Prints `ok - NAME` / `FAIL - NAME` lines for tests/integration/test_sdk.sh.
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -266,6 +267,19 @@ for how, kw in (("runtime_path", {"runtime_path": "/nonexistent/runsc"}),
         check("SandboxUnavailable when runsc is missing (%s) names the fix" % how,
               "runsc (gVisor) not found at /nonexistent/runsc" in str(e) and "make deps" in str(e), e)
     check("nothing ran on the host (%s)" % how, not os.path.exists(marker))
+# A host config whose runtime_path is runsc's (it names no runtime: runsc
+# is the default) does not give runc's sandbox that binary.
+if backend == "runc":
+    with open(os.path.join(work, "runsc-path.json"), "w") as f:
+        json.dump({"runtime_path": shutil.which("runsc") or "/usr/bin/runsc"}, f)
+    sb = Sandbox(runtime="runc", audit_dir=audit_dir, tollgate=TG,
+                 host_config=os.path.join(work, "runsc-path.json"))
+    try:
+        r = sb.run("print('ran under runc')")
+        check("runc with a host config naming runsc's runtime_path runs runc", r.stdout == "ran under runc\n",
+              (r.stdout, r.stderr))
+    finally:
+        sb.close()
 try:
     Sandbox(runtime=backend, audit_dir=audit_dir, tollgate="/nonexistent/tollgate").run(program)
     check("SandboxUnavailable when the tollgate binary is missing", False)

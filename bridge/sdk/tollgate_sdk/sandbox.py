@@ -271,7 +271,7 @@ class Sandbox:
             raise SandboxUnavailable("tollgate starts containers and mounts the bridge tmpfs: run "
                                      "this program as root; nothing was run")
         cfg = self._user_host_config()
-        path = self.runtime_path or (cfg.get("runtime_path") if cfg.get("runtime", self.runtime)
+        path = self.runtime_path or (cfg.get("runtime_path") if cfg.get("runtime", "runsc")
                                      == self.runtime else None)
         fix = ("install it with 'make deps' or 'apt-get install %s'%s" %
                (self.runtime, ", or choose runtime=\"runc\" explicitly" if self.runtime == "runsc" else ""))
@@ -311,6 +311,11 @@ class Sandbox:
             os.chmod(state, 0o755)  # the container's uid 65534 reads /app below it
             try:
                 cfg = self._user_host_config()
+                # The host config's runtime_path is its runtime's binary
+                # (runsc when it names none): not this sandbox's when the
+                # caller chose the other backend.
+                if cfg.get("runtime", "runsc") != self.runtime:
+                    cfg.pop("runtime_path", None)
                 cfg["runtime"] = self.runtime
                 if self.runtime_path:
                     cfg["runtime_path"] = self.runtime_path
