@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "governance/arg_path.h"
 #include "shim/util.h"
 
 /* A decimal number as sign, significant digits and the position of the
@@ -199,56 +200,20 @@ bool number_is_integer(const char *s) {
   return integral;
 }
 
-bool args_equal(const json_t *a, const json_t *b) {
-  if (a == NULL || b == NULL)
-    return a == b;
-  if (a->type != b->type)
-    return false;
-  switch (a->type) {
-  case JSON_NUMBER:
-    return number_compare(a->u.number.text, b->u.number.text) == 0;
-  case JSON_ARRAY:
-    if (a->u.array.len != b->u.array.len)
-      return false;
-    for (size_t i = 0; i < a->u.array.len; i++)
-      if (!args_equal(a->u.array.items[i], b->u.array.items[i]))
-        return false;
-    return true;
-  case JSON_OBJECT:
-    if (a->u.object.len != b->u.object.len)
-      return false;
-    for (size_t i = 0; i < a->u.object.len; i++)
-      if (!args_equal(a->u.object.values[i], json_object_get(b, a->u.object.keys[i])))
-        return false;
-    return true;
-  default:
-    return json_equal(a, b);
-  }
+static bool same_decimal(const json_t *a, const json_t *b) {
+  return number_compare(a->u.number.text, b->u.number.text) == 0;
 }
+
+bool args_equal(const json_t *a, const json_t *b) { return json_equal_with(a, b, same_decimal); }
 
 /* ---- canonicalization ---- */
 
-struct where {
-  const struct where *up;
-  const char *key; /* object member, or NULL for an array index */
-  size_t index;
-};
-
-static char *render(const struct where *w) {
-  if (w == NULL)
-    return xstrdup("args");
-  char *up = render(w->up);
-  char *s = w->key ? xasprintf("%s.%s", up, w->key) : xasprintf("%s[%zu]", up, w->index);
-  free(up);
-  return s;
-}
-
-static bool check_utf8(const char *s, size_t n, const struct where *at, const char *what,
+static bool check_utf8(const char *s, size_t n, const struct arg_path *at, const char *what,
                        char **why) {
   size_t bad = json_utf8_check(s, n);
   if (bad == n)
     return true;
-  cleanup_free char *path = render(at);
+  cleanup_free char *path = arg_path_render(at);
   *why = xasprintf("%s: %s is not valid UTF-8 (byte %zu, 0x%02X, starts an overlong, surrogate "
                    "or broken sequence); send UTF-8 text, and a character outside the BMP as one "
                    "\\uD8xx\\uDCxx pair, never a lone surrogate",
@@ -265,7 +230,7 @@ static int str_cmp(const void *a, const void *b) {
  * literal member, and whatever "b" is in "a"), and a rule and a tool could
  * each pick a different one: refuse that call.  When no such pair exists
  * at any level, every dotted name resolves one way (args_lookup). */
-static bool check_dotted(const json_t *obj, const struct where *at, char **why) {
+static bool check_dotted(const json_t *obj, const struct arg_path *at, char **why) {
   size_t n = obj->u.object.len;
   bool dotted = false;
   for (size_t i = 0; i < n && !dotted; i++)
@@ -284,7 +249,7 @@ static bool check_dotted(const json_t *obj, const struct where *at, char **why) 
       char **hit = bsearch(&key, sorted, n, sizeof *sorted, str_cmp);
       if (hit == NULL || !json_is(json_object_get(obj, *hit), JSON_OBJECT))
         continue;
-      cleanup_free char *path = render(at);
+      cleanup_free char *path = arg_path_render(at);
       *why = xasprintf("%s: has both the key \"%s\" and an object at \"%s\", so the name %s could "
                        "mean either; send one of them (rules read a dotted name as a path into "
                        "objects)",
@@ -295,7 +260,7 @@ static bool check_dotted(const json_t *obj, const struct where *at, char **why) 
   return true;
 }
 
-static json_t *canonical(const json_t *v, const struct where *at, char **why) {
+static json_t *canonical(const json_t *v, const struct arg_path *at, char **why) {
   switch (v->type) {
   case JSON_NUMBER: {
     size_t plain;
@@ -303,7 +268,7 @@ static json_t *canonical(const json_t *v, const struct where *at, char **why) {
       return json_copy(v); /* already canonical (the common case) */
     char *text = number_canonical(v->u.number.text, strlen(v->u.number.text));
     if (text == NULL) {
-      cleanup_free char *path = render(at);
+      cleanup_free char *path = arg_path_render(at);
       *why = xasprintf("%s: the number %.40s is out of range (exponent beyond +-%ld)", path,
                        v->u.number.text, EXPONENT_LIMIT);
       return NULL;
@@ -322,7 +287,7 @@ static json_t *canonical(const json_t *v, const struct where *at, char **why) {
   case JSON_ARRAY: {
     json_t *c = json_new_array();
     for (size_t i = 0; i < v->u.array.len; i++) {
-      struct where w = {at, NULL, i};
+      struct arg_path w = {at, NULL, i};
       json_t *item = canonical(v->u.array.items[i], &w, why);
       if (item == NULL) {
         json_free(c);
@@ -338,7 +303,7 @@ static json_t *canonical(const json_t *v, const struct where *at, char **why) {
     json_t *c = json_new_object();
     for (size_t i = 0; i < v->u.object.len; i++) {
       const char *k = v->u.object.keys[i];
-      struct where w = {at, k, 0};
+      struct arg_path w = {at, k, 0};
       if (!check_utf8(k, strlen(k), &w, "the key", why)) {
         json_free(c);
         return NULL;
@@ -366,7 +331,7 @@ json_t *args_canonicalize(const json_t *v, char **why) {
 /* The checks of canonical() without copying: -1 when v has no canonical
  * form (*why set), 0 when v already is canonical, 1 when a number must be
  * rewritten. */
-static int inspect(const json_t *v, const struct where *at, char **why) {
+static int inspect(const json_t *v, const struct arg_path *at, char **why) {
   size_t plain;
   switch (v->type) {
   case JSON_NUMBER:
@@ -376,7 +341,7 @@ static int inspect(const json_t *v, const struct where *at, char **why) {
   case JSON_ARRAY: {
     int r = 0;
     for (size_t i = 0; i < v->u.array.len; i++) {
-      struct where w = {at, NULL, i};
+      struct arg_path w = {at, NULL, i};
       int ri = inspect(v->u.array.items[i], &w, why);
       if (ri < 0)
         return -1;
@@ -390,7 +355,7 @@ static int inspect(const json_t *v, const struct where *at, char **why) {
     int r = 0;
     for (size_t i = 0; i < v->u.object.len; i++) {
       const char *k = v->u.object.keys[i];
-      struct where w = {at, k, 0};
+      struct arg_path w = {at, k, 0};
       if (!check_utf8(k, strlen(k), &w, "the key", why))
         return -1;
       int ri = inspect(v->u.object.values[i], &w, why);

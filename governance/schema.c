@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "governance/arg_path.h"
 #include "governance/args_canonical.h"
 #include "shim/util.h"
 
@@ -285,29 +286,11 @@ static char *type_list(unsigned types) {
   return xstrdup(buf);
 }
 
-/* Where in the arguments a value is, as a chain of steps from the root.
- * Rendered into "args.a.b[2]" only when a check fails: the common path
- * (everything valid) allocates nothing. */
-struct where {
-  const struct where *up;
-  const char *key; /* object member, or NULL for an array index */
-  size_t index;
-};
-
-static char *render(const struct where *w) {
-  if (w == NULL)
-    return xstrdup("args");
-  char *up = render(w->up);
-  char *s = w->key ? xasprintf("%s.%s", up, w->key) : xasprintf("%s[%zu]", up, w->index);
-  free(up);
-  return s;
-}
-
-static bool validate(const struct schema *s, const json_t *v, const struct where *at,
+static bool validate(const struct schema *s, const json_t *v, const struct arg_path *at,
                      char **why) {
   if (!matches_type(s->types, v)) {
     cleanup_free char *want = type_list(s->types);
-    cleanup_free char *path = render(at);
+    cleanup_free char *path = arg_path_render(at);
     *why = xasprintf("%s: must be %s, not %s", path, want,
                      v->type != JSON_NUMBER ? json_type_name(v->type)
                      : matches_type(T_INTEGER, v) ? "an integer" : "a non-integer number");
@@ -319,19 +302,19 @@ static bool validate(const struct schema *s, const json_t *v, const struct where
       found = args_equal(json_array_get(s->enum_values, i), v);
     if (!found) {
       cleanup_free char *allowed = json_dump(s->enum_values, false, NULL);
-      cleanup_free char *path = render(at);
+      cleanup_free char *path = arg_path_render(at);
       *why = xasprintf("%s: must be one of %s", path, allowed);
       return false;
     }
   }
   if (v->type == JSON_NUMBER) {
     if (s->min && number_compare(v->u.number.text, s->min) < 0) {
-      cleanup_free char *path = render(at);
+      cleanup_free char *path = arg_path_render(at);
       *why = xasprintf("%s: %s is less than the minimum %s", path, v->u.number.text, s->min);
       return false;
     }
     if (s->max && number_compare(v->u.number.text, s->max) > 0) {
-      cleanup_free char *path = render(at);
+      cleanup_free char *path = arg_path_render(at);
       *why = xasprintf("%s: %s is greater than the maximum %s", path, v->u.number.text, s->max);
       return false;
     }
@@ -339,7 +322,7 @@ static bool validate(const struct schema *s, const json_t *v, const struct where
   if (v->type == JSON_STRING) {
     if (s->max_length >= 0 &&
         utf8_length(v->u.string.s, v->u.string.len) > (size_t)s->max_length) {
-      cleanup_free char *path = render(at);
+      cleanup_free char *path = arg_path_render(at);
       *why = xasprintf("%s: longer than maxLength %lld", path, s->max_length);
       return false;
     }
@@ -348,7 +331,7 @@ static bool validate(const struct schema *s, const json_t *v, const struct where
        * regexec, so it never matches a pattern. */
       if (strlen(v->u.string.s) != v->u.string.len ||
           regexec(s->pattern, v->u.string.s, 0, NULL, 0) != 0) {
-        cleanup_free char *path = render(at);
+        cleanup_free char *path = arg_path_render(at);
         *why = xasprintf("%s: does not match the pattern %s", path, s->pattern_src);
         return false;
       }
@@ -357,7 +340,7 @@ static bool validate(const struct schema *s, const json_t *v, const struct where
   if (v->type == JSON_OBJECT) {
     for (size_t i = 0; i < s->nrequired; i++)
       if (json_object_get(v, s->required[i]) == NULL) {
-        cleanup_free char *path = render(at);
+        cleanup_free char *path = arg_path_render(at);
         *why = xasprintf("%s: missing required property \"%s\"", path, s->required[i]);
         return false;
       }
@@ -371,20 +354,20 @@ static bool validate(const struct schema *s, const json_t *v, const struct where
         }
       if (ps == NULL) {
         if (s->no_additional) {
-          cleanup_free char *path = render(at);
+          cleanup_free char *path = arg_path_render(at);
           *why = xasprintf("%s: unexpected property \"%s\"", path, k);
           return false;
         }
         continue;
       }
-      struct where here = {.up = at, .key = k};
+      struct arg_path here = {.up = at, .key = k};
       if (!validate(ps, v->u.object.values[i], &here, why))
         return false;
     }
   }
   if (v->type == JSON_ARRAY && s->items) {
     for (size_t i = 0; i < v->u.array.len; i++) {
-      struct where here = {.up = at, .index = i};
+      struct arg_path here = {.up = at, .index = i};
       if (!validate(s->items, v->u.array.items[i], &here, why))
         return false;
     }

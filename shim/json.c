@@ -587,7 +587,8 @@ char *json_dump(const json_t *v, bool pretty, size_t *len) {
   return s;
 }
 
-bool json_equal(const json_t *a, const json_t *b) {
+bool json_equal_with(const json_t *a, const json_t *b,
+                     bool (*same_number)(const json_t *, const json_t *)) {
   if (a == NULL || b == NULL)
     return a == b;
   if (a->type != b->type)
@@ -598,7 +599,7 @@ bool json_equal(const json_t *a, const json_t *b) {
   case JSON_BOOL:
     return a->u.boolean == b->u.boolean;
   case JSON_NUMBER:
-    return a->u.number.value == b->u.number.value;
+    return same_number ? same_number(a, b) : a->u.number.value == b->u.number.value;
   case JSON_STRING:
     return a->u.string.len == b->u.string.len &&
            memcmp(a->u.string.s, b->u.string.s, a->u.string.len) == 0;
@@ -606,20 +607,22 @@ bool json_equal(const json_t *a, const json_t *b) {
     if (a->u.array.len != b->u.array.len)
       return false;
     for (size_t i = 0; i < a->u.array.len; i++)
-      if (!json_equal(a->u.array.items[i], b->u.array.items[i]))
+      if (!json_equal_with(a->u.array.items[i], b->u.array.items[i], same_number))
         return false;
     return true;
   case JSON_OBJECT:
     if (a->u.object.len != b->u.object.len)
       return false;
     for (size_t i = 0; i < a->u.object.len; i++)
-      if (!json_equal(a->u.object.values[i],
-                      json_object_get(b, a->u.object.keys[i])))
+      if (!json_equal_with(a->u.object.values[i],
+                           json_object_get(b, a->u.object.keys[i]), same_number))
         return false;
     return true;
   }
   return false;
 }
+
+bool json_equal(const json_t *a, const json_t *b) { return json_equal_with(a, b, NULL); }
 
 /* ---- direct serialization ---- */
 

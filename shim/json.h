@@ -154,4 +154,9 @@ size_t json_utf8_check(const char *s, size_t n);
 /* Deep equality (object key order ignored, numbers by value). */
 bool json_equal(const json_t *a, const json_t *b);
 
+/* json_equal() with numbers compared by same_number (NULL: by value):
+ * for a comparison of the numbers' exact text, say. */
+bool json_equal_with(const json_t *a, const json_t *b,
+                     bool (*same_number)(const json_t *, const json_t *));
+
 #endif
