@@ -27,7 +27,7 @@ check "restore --help succeeds" tg restore --help
 check_match "restore without --image-path says what is missing" 'image-path DIR is required' \
   "$(tg restore --detach --bundle "$B" ck0 2>&1)"
 
-for b in $BACKENDS; do
+for b in ${SKIP_DIRECT:+none} $BACKENDS; do [ "$b" = none ] && break
   write_config "runtime=\"$b\""
   if [ "$b" = runc ]; then
     echo "ok - # SKIP runc: checkpoint/restore needs criu (3.17 here) dumping a runc container whose seccomp, user and network namespaces tollgate sets up; not covered by this test yet"
@@ -57,3 +57,37 @@ for b in $BACKENDS; do
   check "$b: audit verify passes" tg audit verify "$log"
   rm -f "$log"
 done
+
+# Through a private containerd: `ctr task checkpoint` (containerd's runc v2
+# shim calls `tollgate checkpoint --image-path ... --work-path ...
+# --leave-running`), then a new container from the checkpoint
+# (`ctr container restore --live`) whose task start is `tollgate restore`.
+case " $BACKENDS " in *" runsc "*) ;; *) exit 0 ;; esac
+. "$(dirname "$0")/containerd_lib.sh"
+write_config 'runtime="runsc"'
+ctrd_start || exit 1
+ctrd_import busybox
+BB=localhost/tollgate/busybox:test
+ctr_tg -d "$BB" ctk1 sh -c 'i=0; while true; do i=$((i+1)); echo $i > /tmp/n; sleep 1; done' >/dev/null 2>&1
+sleep 2
+out=$(ctr task checkpoint ctk1 2>&1); rc=$?
+check_eq "ctr task checkpoint succeeds ($out)" 0 "$rc"
+ref=$(printf '%s\n' "$out" | tail -n1)
+check_match "ctr task checkpoint names the checkpoint image" 'checkpoint' "$ref"
+check_eq "the task runs on after ctr task checkpoint" RUNNING "$(ctr task ls | awk '$1 == "ctk1" {print $3}')"
+ctr image rm "$ref" >/dev/null 2>&1
+# ctr 1.6 restores from a container checkpoint, which holds the task's
+# checkpoint (the same `tollgate checkpoint` call) with the image and spec.
+out=$(ctr container checkpoint --task --image ctk1 localhost/ckpt/ctk1:1 2>&1)
+check_eq "ctr container checkpoint --task ($out)" 0 "$?"
+ctr task kill -s KILL ctk1 >/dev/null 2>&1; sleep 1
+ctr task delete ctk1 >/dev/null 2>&1; ctr container delete ctk1 >/dev/null 2>&1
+out=$(ctr container restore --live ctk2 localhost/ckpt/ctk1:1 2>&1)
+check_eq "ctr container restore --live ($out)" 0 "$?"
+ctr task ls
+ctr_exec ctk2 e1 cat /tmp/n 2>&1)"
+ctr task kill -s KILL ctk2 >/dev/null 2>&1; sleep 1
+check "ctr task delete of the restored task" ctr task delete ctk2
+ctr container delete ctk2 >/dev/null 2>&1
+ctr image rm localhost/ckpt/ctk1:1 >/dev/null 2>&1
+ctrd_check_clean "after checkpoint/restore" runsc
