@@ -39,6 +39,8 @@ int cmd_ps(struct cli *, int, char **, tg_error **);
 int cmd_list(struct cli *, int, char **, tg_error **);
 int cmd_pause(struct cli *, int, char **, tg_error **);
 int cmd_resume(struct cli *, int, char **, tg_error **);
+int cmd_checkpoint(struct cli *, int, char **, tg_error **);
+int cmd_restore(struct cli *, int, char **, tg_error **);
 int cmd_update(struct cli *, int, char **, tg_error **);
 int cmd_features(struct cli *, int, char **, tg_error **);
 int cmd_version(struct cli *, int, char **, tg_error **);

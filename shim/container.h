@@ -72,6 +72,10 @@ struct create_request {
                                  caller runs the backend itself (run
                                  under runsc uses `runsc run`) and must
                                  container_delete() afterwards */
+  const struct argv *restore; /* restore (shim/cmd_checkpoint.c): the
+                                 backend's restore flags (--image-path
+                                 ...), run detached instead of its create;
+                                 everything else is create's */
 };
 
 struct created {

@@ -756,23 +756,33 @@ static int do_create(struct cli *cli, const struct create_request *req,
                             .preserve_fds = req->preserve_fds};
   struct argv args = {0};
   backend_create_args(&c->backend, &cf, &args);
+  /* restore: the same hardened bundle, state directory and bridge as
+   * create; only the backend's verb differs (runc's and runsc's restore
+   * both create the container from the bundle and start it from the
+   * image).  Detached: tollgate returns once the process runs. */
+  const char *verb = req->restore ? "restore" : "create";
+  if (req->restore) {
+    argv_add(&args, "--detach");
+    for (size_t i = 0; req->restore->v && req->restore->v[i]; i++)
+      argv_add(&args, req->restore->v[i]);
+  }
   struct proc_opts inherit = {0};
   struct proc_result res;
   warm_up_wait(warm); /* before the first fork */
   u->backend_called = true;
-  int rc = container_call(cli, c, "create", args.v, NULL, &inherit, &res, err);
+  int rc = container_call(cli, c, verb, args.v, NULL, &inherit, &res, err);
   argv_free(&args);
   if (rc < 0)
     return -1;
   if (rc != 0) {
-    container_backend_error(c, "create", &res, err);
+    container_backend_error(c, verb, &res, err);
     proc_result_free(&res);
     return -1;
   }
   proc_result_free(&res);
   long pid = 0;
   if (state_read_pid_file(backend_pid, &pid, err) < 0)
-    return tg_error_wrap(err, "%s create", c->backend.name);
+    return tg_error_wrap(err, "%s %s", c->backend.name, verb);
   out->init_pid = (pid_t)pid;
 
   /* runc: the new network namespace must hold nothing but lo before the
@@ -804,7 +814,8 @@ static int do_create(struct cli *cli, const struct create_request *req,
       bridge_spawn_sidecar(&out->setup, out->init_pid, &sidecar, err) < 0)
     return -1;
 
-  json_object_set(state, "status", json_new_string("created"));
+  json_object_set(state, "status",
+                  json_new_string(req->restore ? "running" : "created"));
   json_object_set(state, "init_pid", json_new_integer(out->init_pid));
   json_object_set(state, "sidecar_pid", json_new_integer(sidecar));
   if (state_write_json(u->dir, "state.json", state, err) < 0)

@@ -29,6 +29,14 @@ static const struct verb verbs[] = {
      "list tollgate's containers"},
     {"pause", cmd_pause, false, "pause ID", "freeze every process"},
     {"resume", cmd_resume, false, "resume ID", "thaw a paused container"},
+    {"checkpoint", cmd_checkpoint, false,
+     "checkpoint --image-path DIR [--work-path DIR] [--leave-running] "
+     "[criu flags] ID",
+     "save the container to an image (runsc, or runc with criu)"},
+    {"restore", cmd_restore, false,
+     "restore --image-path DIR --detach [--bundle DIR] [--pid-file FILE] "
+     "[--console-socket PATH] ID",
+     "create the container from a checkpoint, hardened and governed anew"},
     {"update", cmd_update, false,
      "update [--resources FILE|-] [--memory N] [--pids-limit N] "
      "[--cpu-quota N] [--cpu-period N] [--cpu-shares N] ID",

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# checkpoint / restore (issue 17): `tollgate checkpoint` then `restore` of a
+# running, governed container under runsc, directly and through a private
+# containerd's `ctr task checkpoint` + `ctr container restore`.  After the
+# restore the process carries on from its saved state, a governed tool call
+# from inside works, and the audit log (continued in the same file, the
+# chain unbroken) verifies once the container is deleted.  runc: criu.
+set -u
+. "$(dirname "$0")/lib.sh"
+TOP=$(cd "$(dirname "$0")/../.." && pwd)
+
+python3 - "$TOP/bundles/kubernetes/policies.yaml" "$TG_ROOT/policies" <<'PY'
+import sys, yaml
+cm = yaml.safe_load(open(sys.argv[1]))
+for name, text in cm["data"].items():
+    open(f"{sys.argv[2]}/{name}", "w").write(text)
+PY
+POLICY=$TG_ROOT/policies/orders.json
+B=$TG_ROOT/bundle
+# A counter the restore must carry on from (memory and the sandbox's /tmp).
+make_bundle "$B" sh -c 'i=0; while true; do i=$((i+1)); echo $i > /tmp/n; sleep 1; done'
+on_exit tg delete --force ck1
+call() { tg exec "$1" /run/tollgate/tollgate-call lookup_order "{\"order_id\": \"$2\"}" 2>&1; }
+
+check "checkpoint --help succeeds" tg checkpoint --help
+check "restore --help succeeds" tg restore --help
+check_match "restore without --image-path says what is missing" 'image-path DIR is required' \
+  "$(tg restore --detach --bundle "$B" ck0 2>&1)"
+
+for b in ${SKIP_DIRECT:+none} $BACKENDS; do [ "$b" = none ] && break
+  write_config "runtime=\"$b\""
+  if [ "$b" = runc ]; then
+    echo "ok - # SKIP runc: checkpoint/restore needs criu (3.17 here) dumping a runc container whose seccomp, user and network namespaces tollgate sets up; not covered by this test yet"
+    continue
+  fi
+  rm -rf "$TG_ROOT/img"
+  tg run -d --bundle "$B" --policy "$POLICY" ck1 </dev/null >/dev/null 2>&1
+  check_eq "$b: running" running "$(tg state ck1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])')"
+  out=$(call ck1 A-1001); check_match "$b: governed call before checkpoint" 'A-1001' "$out"
+  sleep 2
+  check "$b: tollgate checkpoint" tg checkpoint --image-path "$TG_ROOT/img" ck1
+  check "$b: the image is written" test -s "$TG_ROOT/img/checkpoint.img"
+  before=$(cat "$TG_ROOT/img/../bundle/config.json" | sha256sum)
+  check "$b: delete after checkpoint" tg delete --force ck1
+  check "$b: tollgate restore" tg restore --image-path "$TG_ROOT/img" --detach --bundle "$B" --policy "$POLICY" ck1
+  check_eq "$b: restored container runs" running "$(tg state ck1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])')"
+  n=$(tg exec ck1 cat /tmp/n 2>&1)
+  check_match "$b: the process carried on from its saved counter" '^[0-9]+$' "$n"
+  check_eq "$b: the restored config is hardened as create hardens it" "$before" "$(sha256sum < "$B/config.json")"
+  out=$(call ck1 A-1002); rc=$?
+  check_eq "$b: governed call after restore succeeds" 0 "$rc"
+  check_match "$b: governed call after restore returns the result" 'A-1002' "$out"
+  check "$b: delete the restored container" tg delete --force ck1
+  log=$TG_ROOT/audit/ck1.jsonl
+  check_match "$b: the audit log holds the call before the checkpoint" 'A-1001' "$(cat "$log")"
+  check_match "$b: and the call after the restore" 'A-1002' "$(cat "$log")"
+  check "$b: audit verify passes" tg audit verify "$log"
+  rm -f "$log"
+done
+
+# Through a private containerd: `ctr task checkpoint` (containerd's runc v2
+# shim calls `tollgate checkpoint --image-path ... --work-path ...
+# --leave-running`), then a new container from the checkpoint
+# (`ctr container restore --live`) whose task start is `tollgate restore`.
+case " $BACKENDS " in *" runsc "*) ;; *) exit 0 ;; esac
+. "$(dirname "$0")/containerd_lib.sh"
+write_config 'runtime="runsc"'
+ctrd_start || exit 1
+ctrd_import busybox
+BB=localhost/tollgate/busybox:test
+ctr_tg -d "$BB" ctk1 sh -c 'i=0; while true; do i=$((i+1)); echo $i > /tmp/n; sleep 1; done' >/dev/null 2>&1
+sleep 2
+out=$(ctr task checkpoint ctk1 2>&1); rc=$?
+check_eq "ctr task checkpoint succeeds ($out)" 0 "$rc"
+ref=$(printf '%s\n' "$out" | tail -n1)
+check_match "ctr task checkpoint names the checkpoint image" 'checkpoint' "$ref"
+check_eq "the task runs on after ctr task checkpoint" RUNNING "$(ctr task ls | awk '$1 == "ctk1" {print $3}')"
+ctr image rm "$ref" >/dev/null 2>&1
+# ctr 1.6 restores from a container checkpoint, which holds the task's
+# checkpoint (the same `tollgate checkpoint` call) with the image and spec.
+out=$(ctr container checkpoint --task --image ctk1 localhost/ckpt/ctk1:1 2>&1)
+check_eq "ctr container checkpoint --task ($out)" 0 "$?"
+ctr task kill -s KILL ctk1 >/dev/null 2>&1; sleep 1
+ctr task delete ctk1 >/dev/null 2>&1; ctr container delete ctk1 >/dev/null 2>&1
+out=$(ctr container restore --live ctk2 localhost/ckpt/ctk1:1 2>&1)
+check_eq "ctr container restore --live ($out)" 0 "$?"
+ctr task ls
+ctr_exec ctk2 e1 cat /tmp/n 2>&1)"
+ctr task kill -s KILL ctk2 >/dev/null 2>&1; sleep 1
+check "ctr task delete of the restored task" ctr task delete ctk2
+ctr container delete ctk2 >/dev/null 2>&1
+ctr image rm localhost/ckpt/ctk1:1 >/dev/null 2>&1
+ctrd_check_clean "after checkpoint/restore" runsc
