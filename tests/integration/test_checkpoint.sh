@@ -68,7 +68,7 @@ write_config 'runtime="runsc"'
 ctrd_start || exit 1
 ctrd_import busybox
 BB=localhost/tollgate/busybox:test
-ctr_tg -d "$BB" ctk1 sh -c 'i=0; while true; do i=$((i+1)); echo $i > /tmp/n; sleep 1; done' >/dev/null 2>&1
+ctr_tg -d --annotation dev.tollgate.policy=orders "$BB" ctk1 sh -c 'i=0; while true; do i=$((i+1)); echo $i > /tmp/n; sleep 1; done' >/dev/null 2>&1
 sleep 2
 out=$(ctr task checkpoint ctk1 2>&1); rc=$?
 check_eq "ctr task checkpoint succeeds ($out)" 0 "$rc"
@@ -84,10 +84,15 @@ ctr task kill -s KILL ctk1 >/dev/null 2>&1; sleep 1
 ctr task delete ctk1 >/dev/null 2>&1; ctr container delete ctk1 >/dev/null 2>&1
 out=$(ctr container restore --live ctk2 localhost/ckpt/ctk1:1 2>&1)
 check_eq "ctr container restore --live ($out)" 0 "$?"
-ctr task ls
-ctr_exec ctk2 e1 cat /tmp/n 2>&1)"
+check_eq "restored task is running" RUNNING "$(ctr task ls | awk '$1 == "ctk2" {print $3}')"
+check_match "the restored process carried on" '^[0-9]+$' "$(ctr_exec ctk2 e1 cat /tmp/n 2>&1)"
+out=$(ctr_exec ctk2 e2 /run/tollgate/tollgate-call lookup_order '{"order_id": "A-2002"}' 2>&1)
+check_eq "governed call in the ctr-restored container succeeds ($out)" 0 "$?"
 ctr task kill -s KILL ctk2 >/dev/null 2>&1; sleep 1
 check "ctr task delete of the restored task" ctr task delete ctk2
+log=$TG_ROOT/audit/ctk2.jsonl
+check_match "the ctr-restored container's audit log records the call" 'A-2002' "$(cat "$log" 2>&1)"
+check "the ctr-restored container's audit log verifies" tg audit verify "$log"
 ctr container delete ctk2 >/dev/null 2>&1
 ctr image rm localhost/ckpt/ctk1:1 >/dev/null 2>&1
 ctrd_check_clean "after checkpoint/restore" runsc
