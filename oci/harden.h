@@ -82,9 +82,9 @@ void oci_userns_slots(const json_t *config, unsigned long long first,
                       unsigned long long size, unsigned long long count,
                       unsigned long long **slots, size_t *n, bool *maps);
 
-/* Whether config joins an existing namespace by path (a pod member) or
- * is a CRI container: under runc such a container keeps the host's user
- * namespace (docs/hardening.md "Known limits"). */
+/* Whether config joins an existing namespace by path (a pod member):
+ * under runc such a container keeps the host's user namespace
+ * (docs/hardening.md "Known limits"). */
 bool oci_joins_a_namespace(const json_t *config);
 
 void harden_result_free(struct harden_result *res);

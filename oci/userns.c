@@ -41,11 +41,6 @@ static bool mapping_fields(const json_t *m, unsigned long long *c, unsigned long
 }
 
 bool oci_joins_a_namespace(const json_t *config) {
-  /* containerd's CRI (pause and app containers alike): its snapshots and
-   * bundles are made for the host's root, not for a range (containerd 1.6
-   * has no user namespace support to prepare them). */
-  if (json_object_get(json_object_get(config, "annotations"), "io.kubernetes.cri.container-type"))
-    return true;
   const json_t *nss = json_get_path(config, "linux.namespaces");
   for (size_t i = 0; i < json_array_len(nss); i++) {
     const char *path = json_string_value(json_object_get(json_array_get(nss, i), "path"));
