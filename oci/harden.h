@@ -82,9 +82,16 @@ void oci_userns_slots(const json_t *config, unsigned long long first,
                       unsigned long long size, unsigned long long count,
                       unsigned long long **slots, size_t *n, bool *maps);
 
+/* Add to bind mount m's options the flags of the mount its source is on
+ * (st_flags: statvfs's f_flag: ro, nosuid, nodev, noexec and the atime
+ * ones), removing their opposites.  Needed for a container with its own
+ * user namespace, where the kernel locks them; never loosens. */
+void oci_mount_keep_source_flags(json_t *m, unsigned long st_flags);
+
 /* Whether config joins an existing namespace by path (a pod member) or
- * is a CRI container: under runc such a container keeps the host's user
- * namespace (docs/hardening.md "Known limits"). */
+ * is a CRI container:
+ * under runc such a container keeps the host's user namespace
+ * (docs/hardening.md "Known limits"). */
 bool oci_joins_a_namespace(const json_t *config);
 
 void harden_result_free(struct harden_result *res);

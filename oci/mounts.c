@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 
 #include "oci/transform.h"
 #include "shim/util.h"
@@ -21,6 +22,25 @@ static void opt_set(json_t *m, const char *on, const char *opposite) {
   }
   if (!json_array_has_string(opts, on))
     json_array_append(opts, json_new_string(on));
+}
+
+void oci_mount_keep_source_flags(json_t *m, unsigned long st_flags) {
+  /* A bind mount made in a user namespace cannot drop the flags of the
+   * mount it copies (the kernel locks them: MNT_LOCK_*), and runc's
+   * remount for the bind's options fails EPERM when they would (e.g.
+   * containerd's noexec sandbox /dev/shm).  Asking for them explicitly
+   * only says what the kernel enforces anyway. */
+  static const struct { unsigned long flag; const char *on, *opposite; } keep[] = {
+      {ST_RDONLY, "ro", "rw"},   {ST_NOSUID, "nosuid", "suid"},      {ST_NODEV, "nodev", "dev"},
+      {ST_NOEXEC, "noexec", "exec"}, {ST_NOATIME, "noatime", "atime"}, {ST_NODIRATIME, "nodiratime", "diratime"},
+  };
+  for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++)
+    if (st_flags & keep[i].flag)
+      opt_set(m, keep[i].on, keep[i].opposite);
+  /* Neither relatime nor noatime: strictatime, else runc's remount
+   * defaults to relatime, which is a change of a locked flag too. */
+  if (!(st_flags & (ST_RELATIME | ST_NOATIME)))
+    opt_set(m, "strictatime", "relatime");
 }
 
 static bool mount_is_bind(const json_t *m) {

@@ -41,9 +41,10 @@ static bool mapping_fields(const json_t *m, unsigned long long *c, unsigned long
 }
 
 bool oci_joins_a_namespace(const json_t *config) {
-  /* containerd's CRI (pause and app containers alike): its snapshots and
-   * bundles are made for the host's root, not for a range (containerd 1.6
-   * has no user namespace support to prepare them). */
+  /* containerd's CRI (pause and app containers alike): its pod mounts
+   * (/etc/resolv.conf, /etc/hosts, /etc/hostname) need mount points in an
+   * image rootfs owned by host root, which runc creates as the mapped
+   * root and cannot (EACCES).  ctr's containers have no such mounts. */
   if (json_object_get(json_object_get(config, "annotations"), "io.kubernetes.cri.container-type"))
     return true;
   const json_t *nss = json_get_path(config, "linux.namespaces");

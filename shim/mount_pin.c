@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "oci/namelist.h"
@@ -101,6 +102,7 @@ int mount_pin_all(const char *state_dir, json_t *config, const struct harden_opt
     json_object_set(root, "path", json_new_string(pin));
     free(pin);
   }
+  bool userns = json_array_len(json_get_path(config, "linux.uidMappings")) > 0;
   json_t *mounts = json_object_get(config, "mounts");
   for (size_t i = 0; i < json_array_len(mounts); i++) {
     json_t *m = json_array_get(mounts, i);
@@ -115,6 +117,11 @@ int mount_pin_all(const char *state_dir, json_t *config, const struct harden_opt
     if (pin_one(pins_fd, pins, name, field, src, false, rec, o, &pin, err) < 0)
       return -1;
     json_object_set(m, "source", json_new_string(pin));
+    /* The pin carries its source's mount flags; in the container's own
+     * user namespace they are locked, so the bind must ask for them. */
+    struct statvfs vfs;
+    if (userns && statvfs(pin, &vfs) == 0)
+      oci_mount_keep_source_flags(m, vfs.f_flag);
     free(pin);
   }
   return 0;

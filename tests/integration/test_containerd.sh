@@ -35,9 +35,18 @@ for name, text in cm["data"].items():
     open(f"{sys.argv[2]}/{name}", "w").write(text)
 PY
 
+# The id pool's claims live in this test's own directory, so they can be
+# counted (test_userns.sh does the same).
+IDS=$TG_ROOT/ids
+claims() { ls "$IDS" 2>/dev/null | grep -cE '^[0-9]+$'; }
+host_uid() { awk '/^Uid:/ {print $2}' "/proc/$1/status" 2>/dev/null; }
+task_pid() { ctr task ls | awk -v id="$1" '$1 == id {print $2}'; }
+POOL_FIRST=$((1 << 28))
+POOL_END=$((POOL_FIRST + 65536 * 4096))
+
 for backend in runsc runc; do
   # Approvals time out quickly here: nobody approves in a test.
-  write_config "runtime=\"$backend\"" approval_timeout_ms=1000
+  write_config "runtime=\"$backend\"" approval_timeout_ms=1000 id_range_dir="\"$IDS\""
   b=$backend
 
   # 1. Output and exit status reach ctr.
@@ -68,6 +77,26 @@ for backend in runsc runc; do
   # shows the signal reaching the process.
   ctr_tg -d "$BB" "$b-long" sh -c 'trap "exit 0" TERM; sleep 300 & wait' >/dev/null 2>&1
   check_eq "$b: detached task is running" RUNNING "$(ctr task ls | awk -v id="$b-long" '$1 == id {print $3}')"
+  # runc: containerd's containers get a user namespace and a host id
+  # range of their own like any other (docs/hardening.md "Identities"):
+  # the container's 65534 is an unprivileged pool id on the host, and a
+  # second container's is a different one.
+  if [ "$b" = runc ]; then
+    ctr_tg -d "$BB" "$b-long2" sh -c 'trap "exit 0" TERM; sleep 300 & wait' >/dev/null 2>&1
+    u1=$(host_uid "$(task_pid "$b-long")")
+    u2=$(host_uid "$(task_pid "$b-long2")")
+    check "$b: ctr's container runs as a host uid of the id pool ($u1)" \
+      test "${u1:-0}" -ge "$POOL_FIRST" -a "${u1:-0}" -lt "$POOL_END"
+    check "$b: a second ctr container runs as a host uid of the pool ($u2)" \
+      test "${u2:-0}" -ge "$POOL_FIRST" -a "${u2:-0}" -lt "$POOL_END"
+    check "$b: the two containers' host uids differ ($u1, $u2)" test "${u1:-0}" != "${u2:-0}"
+    check_eq "$b: two running containers hold two id range claims" 2 "$(claims)"
+    ctr task kill -s KILL "$b-long2" >/dev/null 2>&1
+    for _ in $(seq 300); do [ "$(ctr task ls | awk -v id="$b-long2" '$1 == id {print $3}')" = STOPPED ] && break; sleep 0.1; done
+    ctr task delete "$b-long2" >/dev/null 2>&1
+    ctr container delete "$b-long2" >/dev/null 2>&1
+    check_eq "$b: the deleted container's claim is freed" 1 "$(claims)"
+  fi
   out=$(ctr_exec "$b-long" e1 sh -c 'echo exec says hi; id -u' 2>&1)
   check_eq "$b: ctr task exec runs in the container" "exec says hi
 65534" "$out"
@@ -89,6 +118,7 @@ for backend in runsc runc; do
   check "$b: ctr task delete" ctr task delete "$b-long"
   check "$b: ctr container delete" ctr container delete "$b-long"
   ctrd_check_clean "$b: after kill/delete" "$b"
+  check_eq "$b: no id range claim is left after delete" 0 "$(claims)"
 
   # 4. A governed tool call: the annotation selects the policy, the
   #    container gets the bridge, the call is allowed and audited.
@@ -135,6 +165,7 @@ except tollgate.TollgateError as e:
   check_match "$b: missing policy: tollgate's message names the fix" \
     'OCI runtime create failed: .*nosuch.*(install that policy|remove the annotation)' "$out"
   ctrd_check_clean "$b: after the error cases" "$b"
+  check_eq "$b: no id range claim is left by the --rm runs and refused creates" 0 "$(claims)"
 done
 
 # A missing runsc: no quiet fallback to runc, and the fix in the message.

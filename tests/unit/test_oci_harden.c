@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <signal.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1117,4 +1118,33 @@ Test(oci_harden, tighter_refuses_an_added_mapping_to_host_ids) {
   tg_error_free(&err);
   json_free(in);
   json_free(out);
+}
+
+/* A bind in a container's own user namespace must ask for the flags the
+ * kernel locks from its source mount (runc's remount fails EPERM
+ * otherwise): they are added, their opposites removed, nothing loosened. */
+Test(oci_mount_keep_source_flags, adds_locked_flags_and_drops_opposites) {
+  json_t *m = parse_or_die("{\"type\":\"bind\",\"source\":\"/s\",\"destination\":\"/dev/shm\","
+                           "\"options\":[\"rbind\",\"rw\",\"exec\",\"suid\"]}");
+  oci_mount_keep_source_flags(m, ST_RDONLY | ST_NOSUID | ST_NODEV | ST_NOEXEC | ST_RELATIME);
+  const json_t *o = json_object_get(m, "options");
+  cr_assert(str_in(o, "rbind"));
+  cr_assert(str_in(o, "ro") && str_in(o, "nosuid") && str_in(o, "nodev") && str_in(o, "noexec"));
+  cr_assert(!str_in(o, "rw") && !str_in(o, "exec") && !str_in(o, "suid"));
+  cr_assert(!str_in(o, "strictatime") && !str_in(o, "noatime"));
+  json_free(m);
+}
+
+Test(oci_mount_keep_source_flags, no_flags_keeps_options_but_atime) {
+  json_t *m = parse_or_die("{\"type\":\"bind\",\"source\":\"/s\",\"destination\":\"/d\",\"options\":[\"rbind\",\"rw\"]}");
+  oci_mount_keep_source_flags(m, 0);
+  const json_t *o = json_object_get(m, "options");
+  cr_assert(str_in(o, "rw") && str_in(o, "rbind") && !str_in(o, "ro"));
+  cr_assert(str_in(o, "strictatime")); /* neither relatime nor noatime on the source */
+  json_free(m);
+  m = parse_or_die("{\"type\":\"bind\",\"source\":\"/s\",\"destination\":\"/d\",\"options\":[\"rbind\"]}");
+  oci_mount_keep_source_flags(m, ST_NOATIME | ST_NODIRATIME);
+  o = json_object_get(m, "options");
+  cr_assert(str_in(o, "noatime") && str_in(o, "nodiratime") && !str_in(o, "strictatime"));
+  json_free(m);
 }
