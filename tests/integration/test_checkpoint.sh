@@ -65,6 +65,14 @@ done
 case " $BACKENDS " in *" runsc "*) ;; *) exit 0 ;; esac
 . "$(dirname "$0")/containerd_lib.sh"
 write_config 'runtime="runsc"'
+# runsc 20221219's `checkpoint --leave-running` (what `ctr task checkpoint`
+# asks for) stops the sandbox instead of restarting it: seen here, the task
+# is STOPPED afterwards.  That release's direct checkpoint/restore (above)
+# works; the ctr flow needs the 20240729 release.
+rel=$(tg --runtime runsc version 2>/dev/null | sed -n "s/^backend version: runsc version //p")
+case "$rel" in
+  *20221219*) echo "ok - # SKIP ctr checkpoint/restore: runsc $rel stops the sandbox on checkpoint --leave-running"; exit 0 ;;
+esac
 ctrd_start || exit 1
 ctrd_import busybox
 BB=localhost/tollgate/busybox:test
