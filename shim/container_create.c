@@ -211,7 +211,7 @@ static int write_mark(int bundle_fd, const char *bundle, const char *eff, size_t
  * own user namespace mappings touch, or (runc without mappings) a free
  * one, which oci_harden() then maps.  Recorded in state as "id_range";
  * freed by delete (idrange_release_owner). */
-static int claim_id_range(struct cli *cli, const json_t *config, const char *dir,
+static int claim_id_range(struct cli *cli, const json_t *config, const char *bundle, const char *dir,
                           json_t *state, struct harden_options *ho, tg_error **err) {
   struct id_pool pool = idrange_pool(&cli->config);
   if (pool.count == 0)
@@ -223,7 +223,11 @@ static int claim_id_range(struct cli *cli, const json_t *config, const char *dir
   bool maps = false;
   oci_userns_slots(config, pool.base, pool.size, pool.count, &slots, &n, &maps);
   bool runc = strcmp(json_string_value(json_object_get(state, "backend")) ?: "", "runc") == 0;
-  if (n == 0 && (maps || !runc || oci_joins_a_namespace(config)))
+  /* Docker's containers (containerd namespace "moby") fail to start as a
+   * mapped root (exit 126; docs/hardening.md "Known limits"): they keep
+   * the host user namespace under runc until that is fixed. */
+  bool docker = strstr(bundle, "/io.containerd.runtime.v2.task/moby/") != NULL;
+  if (n == 0 && (maps || !runc || docker || oci_joins_a_namespace(config)))
     return 0; /* nothing to claim (out-of-pool mappings are refused by oci_harden) */
   unsigned long long slot = 0;
   if (idrange_claim(&pool, dir, slots, n, &slot, err) < 0)
@@ -588,7 +592,7 @@ static int do_create(struct cli *cli, const struct create_request *req,
       .state_root = cli->root,
       .audit_dir = cli->config.audit_dir,
   };
-  if (claim_id_range(cli, config, u->dir, state, &ho, err) < 0)
+  if (claim_id_range(cli, config, bundle, u->dir, state, &ho, err) < 0)
     return tg_error_wrap(err, "bundle %s: config.json", bundle);
   /* A pod's app container shares its sandbox's namespaces (docs/
    * kubernetes.md, "Pods").  A config whose CRI annotations are malformed
