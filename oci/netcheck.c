@@ -106,8 +106,7 @@ static int open_netns_socket(pid_t pid, struct mnl_socket **nl, tg_error **err) 
 }
 
 /* Dump the links of the namespace nl lives in. */
-static int list_links(struct mnl_socket *nl, pid_t pid, struct links *links, tg_error **err) {
-  (void)pid;
+static int list_links(struct mnl_socket *nl, struct links *links, tg_error **err) {
   char buf[MNL_SOCKET_BUFFER_SIZE];
   struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
   nlh->nlmsg_type = RTM_GETLINK;
@@ -140,7 +139,7 @@ static void close_socket(struct mnl_socket **nl) {
 int oci_check_netns_loopback_only(pid_t pid, tg_error **err) {
   __attribute__((cleanup(close_socket))) struct mnl_socket *nl = NULL;
   struct links links;
-  if (open_netns_socket(pid, &nl, err) < 0 || list_links(nl, pid, &links, err) < 0)
+  if (open_netns_socket(pid, &nl, err) < 0 || list_links(nl, &links, err) < 0)
     return -1;
   if (links.others[0] != '\0')
     return tg_error_set(err, 0, "the network namespace of container process %d has interfaces besides lo: %s; the sandbox must have no network: run the container with --network none (docker, podman), or do not join that namespace",
@@ -152,7 +151,7 @@ int oci_netns_strip_to_loopback(pid_t pid, char **removed, tg_error **err) {
   *removed = NULL;
   __attribute__((cleanup(close_socket))) struct mnl_socket *nl = NULL;
   struct links links;
-  if (open_netns_socket(pid, &nl, err) < 0 || list_links(nl, pid, &links, err) < 0)
+  if (open_netns_socket(pid, &nl, err) < 0 || list_links(nl, &links, err) < 0)
     return -1;
   if (links.others[0] == '\0')
     return 0;
