@@ -75,6 +75,22 @@ runsc_platform() { tg --runtime runsc version | sed -n 's/^backend flags:.*--pla
 BUSYBOX_ROOTFS=$BUILD/rootfs/busybox
 bash "$(dirname "${BASH_SOURCE[0]}")/../../bundles/rootfs/busybox.sh" "$BUSYBOX_ROOTFS" 2>/dev/null
 
+# bridge_fixtures: what the bridge scripts share: the policy directory
+# $POL (the bridge policy and its exec tool; the tool runs under its own
+# uid, so the test root and $POL must be reachable by others) and the
+# Python rootfs $PY_ROOTFS, built once per build directory.
+bridge_fixtures() {
+  local dir
+  dir=$(dirname "${BASH_SOURCE[0]}")
+  chmod 755 "$TG_ROOT"
+  POL=$TG_ROOT/pol
+  mkdir -p "$POL"
+  cp "$dir/bridge/policy.json" "$dir/bridge/upper.py" "$POL/"
+  chmod -R a+rX "$POL"
+  PY_ROOTFS=$BUILD/rootfs/python
+  bash "$dir/../../bundles/rootfs/python.sh" "$PY_ROOTFS" 2>/dev/null || echo "FAIL - python rootfs build"
+}
+
 # make_bundle DIR [ARG...]: a bundle whose rootfs is the shared busybox
 # tree and whose process runs ARGs (default: sh -c 'echo hello').  Starts
 # from `runc spec` (the same shape containerd and people start from), not

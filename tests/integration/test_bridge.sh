@@ -8,16 +8,7 @@
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 
-# The exec tool runs as uid 65534: it must be able to reach the policy dir.
-chmod 755 "$TG_ROOT"
-POL=$TG_ROOT/pol
-mkdir -p "$POL"
-cp "$here/bridge/policy.json" "$here/bridge/upper.py" "$POL/"
-chmod -R a+rX "$POL"
-
-PY_ROOTFS=$BUILD/rootfs/python
-bash "$here/../../bundles/rootfs/python.sh" "$PY_ROOTFS" 2>/dev/null \
-  || echo "FAIL - python rootfs build"
+bridge_fixtures
 
 # py_bundle DIR ARGS...: the Python rootfs, with the test programs at /t.
 py_bundle() {

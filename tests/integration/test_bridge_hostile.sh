@@ -9,13 +9,7 @@
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 
-chmod 755 "$TG_ROOT"
-POL=$TG_ROOT/pol
-mkdir -p "$POL"
-cp "$here/bridge/policy.json" "$here/bridge/upper.py" "$POL/"
-chmod -R a+rX "$POL"
-PY_ROOTFS=$BUILD/rootfs/python
-bash "$here/../../bundles/rootfs/python.sh" "$PY_ROOTFS" 2>/dev/null || echo "FAIL - python rootfs build"
+bridge_fixtures
 
 SECRET=$TG_ROOT/secret
 for rt in $BACKENDS; do

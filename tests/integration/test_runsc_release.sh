@@ -81,13 +81,7 @@ fi
 write_config
 
 # --- the marker race (directfs) ----------------------------------------------------
-chmod 755 "$TG_ROOT"
-POL=$TG_ROOT/pol
-mkdir -p "$POL"
-cp "$here/bridge/policy.json" "$here/bridge/upper.py" "$POL/"
-chmod -R a+rX "$POL"
-PY_ROOTFS=$BUILD/rootfs/python
-bash "$here/../../bundles/rootfs/python.sh" "$PY_ROOTFS" 2>/dev/null || echo "FAIL - python rootfs build"
+bridge_fixtures
 r=$TG_ROOT/bundles/race
 make_bundle "$r" python3 /t/marker_race.py 300 20
 python3 - "$r/config.json" "$PY_ROOTFS" "$here/bridge" <<'PY'
