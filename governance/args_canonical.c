@@ -75,6 +75,12 @@ static bool decimal_parse(const char *s, size_t len, struct decimal *d) {
     d->neg = false;
     d->point = 0;
   }
+  /* The limit holds for the canonical exponent (point - 1) too, not only
+   * for the one written: 29e100000 is 2.9e100001 and 0.01e-100000 is
+   * 1e-100002, which a second reading of the canonical text would refuse
+   * (the fuzzer's fixed-point check found it). */
+  if (d->ndigits != 0 && (d->point - 1 > EXPONENT_LIMIT || d->point - 1 < -EXPONENT_LIMIT))
+    goto bad;
   return true;
 bad:
   free(d->digits);

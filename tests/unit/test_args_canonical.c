@@ -270,6 +270,11 @@ Test(args, canonical_number_table) {
     cr_assert_str_eq(again, c, "canonical text is a fixed point");
   }
   cr_assert_null(number_canonical("1e100001", 8));
+  /* beyond the limit once normalised, though the written exponent is not */
+  cr_assert_null(number_canonical("29e100000", 9));
+  cr_assert_null(number_canonical("0.01e-100000", 12));
+  cleanup_free char *edge = number_canonical("9e100000", 8);
+  cr_assert_str_eq(edge, "9e100000");
   cr_assert_null(number_canonical("1e", 2));
   cr_assert_null(number_canonical("abc", 3));
   cr_assert(number_compare("1234567890123456789", "1234567890123456790") < 0);
