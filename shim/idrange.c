@@ -15,7 +15,10 @@
 
 #include "shim/util.h"
 
-#define CLAIM_MAX 4096
+/* A claim file holds a line per owner: a pod's containers share their
+ * pause container's range (up to CLAIM_LINES of them). */
+#define CLAIM_MAX 65536
+#define CLAIM_LINES 256
 /* In the owner directory: the token its claims carry.  An inode number
  * alone is no proof of identity (ext4 hands a freed one straight out
  * again to the next directory of the same name). */
@@ -38,32 +41,50 @@ static int pool_lock(const struct id_pool *pool, int *dir_fd, tg_error **err) {
   return lock;
 }
 
-/* The owner recorded in claim file name, or NULL when it is unreadable or
- * short (a crash mid-write): such a claim is free.  token gets the token
- * the owner directory held at claim time. */
-static char *claim_owner(int dir_fd, const char *name, char token[33]) {
-  char *buf = NULL;
+/* One line of a claim file: an owner directory and the token it held
+ * at claim time. */
+struct claim_line {
+  char *owner;
+  char token[33];
+};
+
+struct claim {
+  struct claim_line line[CLAIM_LINES];
+  size_t n;
+};
+
+static void claim_free(struct claim *c) {
+  for (size_t i = 0; i < c->n; i++)
+    free(c->line[i].owner);
+  c->n = 0;
+}
+
+/* The owner lines of claim file name.  An unreadable file, or a line a
+ * crash left short or malformed, holds no owner: that much of the claim is
+ * free. */
+static void claim_read(int dir_fd, const char *name, struct claim *c) {
+  c->n = 0;
+  cleanup_free char *buf = NULL;
   size_t len = 0;
   tg_error *e = NULL;
   if (read_file_untrusted(dir_fd, name, CLAIM_MAX, &buf, &len, &e) < 0) {
     tg_error_free(&e);
-    return NULL;
+    return;
   }
-  char *nl = memchr(buf, '\n', len);
-  char *sp = nl ? memrchr(buf, ' ', (size_t)(nl - buf)) : NULL;
-  if (sp == NULL || buf[0] != '/') {
-    free(buf);
-    return NULL;
+  char *p = buf, *end = buf + len;
+  while (p < end && c->n < CLAIM_LINES) {
+    char *nl = memchr(p, '\n', (size_t)(end - p));
+    if (nl == NULL)
+      break; /* no newline: the write was cut short */
+    char *sp = memrchr(p, ' ', (size_t)(nl - p));
+    if (sp != NULL && p[0] == '/' && nl - sp - 1 == 32 && memchr(p, '\0', (size_t)(nl - p)) == NULL) {
+      struct claim_line *l = &c->line[c->n++];
+      l->owner = xstrndup(p, (size_t)(sp - p));
+      memcpy(l->token, sp + 1, 32);
+      l->token[32] = '\0';
+    }
+    p = nl + 1;
   }
-  *sp = '\0';
-  size_t tl = (size_t)(nl - sp - 1);
-  if (tl != 32) {
-    free(buf);
-    return NULL;
-  }
-  memcpy(token, sp + 1, 32);
-  token[32] = '\0';
-  return buf;
 }
 
 /* The token in dir/OWNER_TOKEN, or -1 when there is none. */
@@ -102,23 +123,40 @@ static int owner_token(const char *owner, char token[33], tg_error **err) {
   return write_file_atomic(dfd, OWNER_TOKEN, token, 32, 0600, false, err);
 }
 
-/* Does the claim still belong to a live owner, and is that owner owner? */
+/* Is line's owner still the directory that made it (it holds the token)? */
+static bool line_alive(const struct claim_line *l) {
+  char have[33];
+  return read_token(l->owner, have) == 0 && strcmp(have, l->token) == 0;
+}
+
+/* Keep only the lines whose owner is still alive (a state directory that
+ * is gone, or a new one of the same name without the token, holds
+ * nothing). */
+static void claim_prune(struct claim *c) {
+  size_t k = 0;
+  for (size_t i = 0; i < c->n; i++) {
+    if (line_alive(&c->line[i]))
+      c->line[k++] = c->line[i];
+    else
+      free(c->line[i].owner);
+  }
+  c->n = k;
+}
+
+/* Does the claim still belong to a live owner, and is owner one of them?
+ * *holder gets a live owner other than owner, for an error message. */
 enum claim_state { CLAIM_FREE, CLAIM_MINE, CLAIM_OTHER };
 static enum claim_state claim_state(int dir_fd, const char *name, const char *owner, char **holder) {
-  char token[33];
-  char *who = claim_owner(dir_fd, name, token);
-  if (who == NULL)
-    return CLAIM_FREE;
-  char have[33];
-  if (read_token(who, have) < 0 || strcmp(have, token) != 0) {
-    free(who);
-    return CLAIM_FREE; /* the owner's state directory is gone: reclaimable */
-  }
-  enum claim_state s = strcmp(who, owner) == 0 ? CLAIM_MINE : CLAIM_OTHER;
-  if (holder)
-    *holder = who;
-  else
-    free(who);
+  struct claim c;
+  claim_read(dir_fd, name, &c);
+  claim_prune(&c);
+  enum claim_state s = c.n == 0 ? CLAIM_FREE : CLAIM_OTHER;
+  for (size_t i = 0; i < c.n; i++)
+    if (strcmp(c.line[i].owner, owner) == 0)
+      s = CLAIM_MINE;
+  if (s == CLAIM_OTHER && holder)
+    *holder = xstrdup(c.line[0].owner);
+  claim_free(&c);
   return s;
 }
 
@@ -140,14 +178,36 @@ static char *canonical_owner(const char *owner, tg_error **err) {
   return xasprintf("%s/%s", strcmp(rp, "/") == 0 ? "" : rp, base);
 }
 
-static int write_claim(int dir_fd, unsigned long long slot, const char *owner, const char *token,
-                       tg_error **err) {
+/* Write claim file slot with c's lines, then owner's (when not NULL). */
+static int write_claim_lines(int dir_fd, unsigned long long slot, const struct claim *c, const char *owner,
+                             const char *token, tg_error **err) {
   char name[32];
   snprintf(name, sizeof name, "%llu", slot);
-  cleanup_free char *text = xasprintf("%s %s\n", owner, token);
+  cleanup_free char *text = xstrdup("");
+  for (size_t i = 0; i < c->n; i++) {
+    char *t = xasprintf("%s%s %s\n", text, c->line[i].owner, c->line[i].token);
+    free(text);
+    text = t;
+  }
+  if (owner != NULL) {
+    char *t = xasprintf("%s%s %s\n", text, owner, token);
+    free(text);
+    text = t;
+  }
+  if (strlen(text) > CLAIM_MAX)
+    return tg_error_set(err, 0, "host id range %llu is shared by too many containers (claim file over %d "
+                        "bytes): delete some of them", slot, CLAIM_MAX);
+  if (text[0] == '\0')
+    return unlinkat(dir_fd, name, 0) == 0 || errno == ENOENT ? 0 : tg_error_set(err, errno, "id range claim %s", name);
   /* Not synced: claims only need to outlive a crashed tollgate, not the
    * host; after a reboot no container holds any id. */
   return write_file_atomic(dir_fd, name, text, strlen(text), 0600, false, err);
+}
+
+static int write_claim(int dir_fd, unsigned long long slot, const char *owner, const char *token,
+                       tg_error **err) {
+  struct claim none = {.n = 0};
+  return write_claim_lines(dir_fd, slot, &none, owner, token, err);
 }
 
 int idrange_claim(const struct id_pool *pool, const char *owner, const unsigned long long *want, size_t n,
@@ -169,9 +229,12 @@ int idrange_claim(const struct id_pool *pool, const char *owner, const unsigned 
   if (n == 0) {
     for (unsigned long long k = 0; k < pool->count; k++) {
       snprintf(name, sizeof name, "%llu", k);
-      if (claim_state(dfd, name, owner, NULL) == CLAIM_OTHER)
+      enum claim_state cs = claim_state(dfd, name, owner, NULL);
+      if (cs == CLAIM_OTHER)
         continue;
-      if (write_claim(dfd, k, owner, token, err) < 0)
+      /* A slot owner holds already is kept as it is: rewriting it would
+       * drop the pod members that share it. */
+      if (cs == CLAIM_FREE && write_claim(dfd, k, owner, token, err) < 0)
         return -1;
       *slot = k;
       return 0;
@@ -194,9 +257,13 @@ int idrange_claim(const struct id_pool *pool, const char *owner, const unsigned 
     }
     free(holder);
   }
-  for (size_t i = 0; i < n; i++)
+  for (size_t i = 0; i < n; i++) {
+    snprintf(name, sizeof name, "%llu", want[i]);
+    if (claim_state(dfd, name, owner, NULL) == CLAIM_MINE)
+      continue;
     if (write_claim(dfd, want[i], owner, token, err) < 0)
       return -1;
+  }
   if (slot)
     *slot = want[0];
   return 0;
@@ -220,17 +287,35 @@ int idrange_release(const struct id_pool *pool, const char *owner, tg_error **er
     return tg_error_set(err, errno, "id range pool %s", pool->dir);
   }
   struct dirent *de;
+  int ret = 0;
   while ((de = readdir(d)) != NULL) {
     if (de->d_name[0] < '0' || de->d_name[0] > '9')
       continue;
-    char token[33];
-    char *who = claim_owner(dirfd(d), de->d_name, token);
-    if (who && strcmp(who, owner) == 0)
-      unlinkat(dirfd(d), de->d_name, 0);
-    free(who);
+    char *tail = NULL;
+    unsigned long long slot = strtoull(de->d_name, &tail, 10);
+    if (*tail != '\0')
+      continue;
+    /* Only owner's line goes: the range stays claimed while another
+     * member of a pod still holds it. */
+    struct claim c;
+    claim_read(dirfd(d), de->d_name, &c);
+    size_t k = 0;
+    bool had = false;
+    for (size_t i = 0; i < c.n; i++) {
+      if (strcmp(c.line[i].owner, owner) == 0) {
+        had = true;
+        free(c.line[i].owner);
+      } else {
+        c.line[k++] = c.line[i];
+      }
+    }
+    c.n = k;
+    if (had && write_claim_lines(dirfd(d), slot, &c, NULL, NULL, ret < 0 ? NULL : err) < 0)
+      ret = -1;
+    claim_free(&c);
   }
   closedir(d);
-  return 0;
+  return ret;
 }
 
 struct id_pool idrange_pool(const struct host_config *cfg) {
@@ -248,4 +333,48 @@ void idrange_release_owner(const struct host_config *cfg, const char *owner) {
   tg_error *e = NULL;
   idrange_release(&p, owner, &e);
   tg_error_free(&e);
+}
+
+int idrange_share(const struct id_pool *pool, const char *owner, const char *holder, unsigned long long slot,
+                  tg_error **err) {
+  cleanup_free char *abs = canonical_owner(owner, err);
+  if (abs == NULL)
+    return -1;
+  cleanup_free char *held_by = canonical_owner(holder, err);
+  if (held_by == NULL)
+    return -1;
+  if (slot >= pool->count)
+    return tg_error_set(err, 0, "host id range %llu is outside the pool of %llu", slot, pool->count);
+  char token[33];
+  if (owner_token(abs, token, err) < 0)
+    return -1;
+  int dir_fd = -1;
+  cleanup_close int lock = pool_lock(pool, &dir_fd, err);
+  if (lock < 0)
+    return -1;
+  cleanup_close int dfd = dir_fd;
+  char name[32];
+  snprintf(name, sizeof name, "%llu", slot);
+  struct claim c;
+  claim_read(dfd, name, &c);
+  claim_prune(&c);
+  bool held = false, mine = false;
+  for (size_t i = 0; i < c.n; i++) {
+    held = held || strcmp(c.line[i].owner, held_by) == 0;
+    mine = mine || strcmp(c.line[i].owner, abs) == 0;
+  }
+  /* Only a live holder's range is shared: a pod whose pause container is
+   * gone (its claim freed, perhaps taken by another container since)
+   * gives nothing to join. */
+  int ret = 0;
+  if (!held)
+    ret = tg_error_set(err, 0, "host id range %llu is not held by container state %s: start the pod's "
+                       "sandbox container again", slot, held_by);
+  else if (c.n >= CLAIM_LINES && !mine)
+    ret = tg_error_set(err, 0, "host id range %llu is shared by %d containers already: delete some of them",
+                       slot, CLAIM_LINES);
+  else
+    ret = write_claim_lines(dfd, slot, &c, mine ? NULL : abs, token, err);
+  claim_free(&c);
+  return ret;
 }

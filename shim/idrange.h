@@ -34,8 +34,14 @@ int idrange_claim(const struct id_pool *pool, const char *owner,
                   const unsigned long long *want, size_t n,
                   unsigned long long *slot, tg_error **err);
 
-/* Drop every claim naming owner (whether or not it still exists).  Missing
- * pool directory is fine.  0 or -1 with *err. */
+/* Add owner to slot's claim, which holder (a live owner of it) already
+ * has: the slot stays claimed until its last owner releases it.  Refused
+ * when holder does not hold slot.  0 or -1 with *err. */
+int idrange_share(const struct id_pool *pool, const char *owner, const char *holder,
+                  unsigned long long slot, tg_error **err);
+
+/* Drop owner's line from every claim (whether or not it still exists),
+ * and the claim when no owner is left.  Missing pool directory is fine.  0 or -1 with *err. */
 int idrange_release(const struct id_pool *pool, const char *owner,
                     tg_error **err);
 

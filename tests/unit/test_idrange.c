@@ -121,3 +121,31 @@ Test(idrange, stale_claims_are_reclaimed_and_others_refused) {
   free(c);
   free(pool_dir);
 }
+
+/* A pod's members share the pause container's slot: the slot stays held
+ * until its last owner releases it, a fresh claim never gets it meanwhile,
+ * and a dead holder shares nothing. */
+Test(idrange, shared_slot_lives_until_its_last_owner) {
+  char *pool_dir = xasprintf("%s/pool", base);
+  struct id_pool pool = {.dir = pool_dir, .base = 1 << 28, .size = 65536, .count = 4};
+  char *pause = owner_dir("pause"), *app = owner_dir("app"), *other = owner_dir("other");
+  tg_error *e = NULL;
+  unsigned long long slot = 99, got = 99;
+  cr_assert_eq(idrange_claim(&pool, pause, NULL, 0, &slot, &e), 0);
+  cr_assert_eq(idrange_share(&pool, app, pause, slot, &e), 0);
+  cr_expect_eq(idrange_share(&pool, app, pause, slot, &e), 0, "sharing twice is one line");
+  /* The pause goes first (its state dir is removed, then released). */
+  cr_assert_eq(idrange_release(&pool, pause, &e), 0);
+  remove_tree(pause, &e);
+  cr_assert_eq(idrange_claim(&pool, other, NULL, 0, &got, &e), 0);
+  cr_expect_neq(got, slot, "slot %llu handed out while a pod member still holds it", slot);
+  cr_expect_eq(count_claims(pool_dir), 2);
+  /* The pause is gone: nobody can join its range any more. */
+  char *late = owner_dir("late");
+  cr_expect_eq(idrange_share(&pool, late, pause, slot, &e), -1);
+  cr_expect(e && strstr(e->msg, "not held by"), "%s", e ? e->msg : "no error");
+  tg_error_free(&e);
+  cr_assert_eq(idrange_release(&pool, app, &e), 0);
+  cr_assert_eq(idrange_release(&pool, other, &e), 0);
+  cr_expect_eq(count_claims(pool_dir), 0, "a claim outlived its last owner");
+}
