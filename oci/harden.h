@@ -88,8 +88,17 @@ void oci_userns_slots(const json_t *config, unsigned long long first,
  * user namespace, where the kernel locks them; never loosens. */
 void oci_mount_keep_source_flags(json_t *m, unsigned long st_flags);
 
-/* Whether config joins an existing namespace by path (a pod member) or
- * is a CRI container:
+/* runc: make config join the user namespace of the container whose init
+ * is owner_pid (a pod's sandbox container, or the tollgate container whose
+ * namespaces it joins), with that container's range as mappings: a new
+ * user namespace of its own could not administer the joined ipc/pid/uts
+ * namespaces.  Called by create after oci_harden() (which counts any
+ * namespace path as a loosening), only for an owner tollgate verified.
+ * Refused when config has mappings of its own.  0 or -1 with *err. */
+int oci_userns_join_pod(json_t *config, int owner_pid, unsigned long long host_first,
+                        unsigned long long size, tg_error **err);
+
+/* Whether config joins an existing namespace by path (a pod member):
  * under runc such a container keeps the host's user namespace
  * (docs/hardening.md "Known limits"). */
 bool oci_joins_a_namespace(const json_t *config);

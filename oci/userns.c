@@ -4,6 +4,8 @@
  * container's "nobody" root on every bind mount.  So input mappings are
  * checked against the host's id pool, and a runc container without any is
  * given a range of its own (docs/hardening.md "Identities"). */
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,12 +43,6 @@ static bool mapping_fields(const json_t *m, unsigned long long *c, unsigned long
 }
 
 bool oci_joins_a_namespace(const json_t *config) {
-  /* containerd's CRI (pause and app containers alike): its pod mounts
-   * (/etc/resolv.conf, /etc/hosts, /etc/hostname) need mount points in an
-   * image rootfs owned by host root, which runc creates as the mapped
-   * root and cannot (EACCES).  ctr's containers have no such mounts. */
-  if (json_object_get(json_object_get(config, "annotations"), "io.kubernetes.cri.container-type"))
-    return true;
   const json_t *nss = json_get_path(config, "linux.namespaces");
   for (size_t i = 0; i < json_array_len(nss); i++) {
     const char *path = json_string_value(json_object_get(json_array_get(nss, i), "path"));
@@ -123,6 +119,32 @@ static json_t *one_mapping(unsigned long long host, unsigned long long size) {
   return arr;
 }
 
+/* Docker asks for net.ipv4.ping_group_range "0 2147483647" (unprivileged
+ * ping for every group).  The kernel takes that sysctl only for gids the
+ * writer's user namespace maps, so in a container's own user namespace
+ * runc's write fails EINVAL and the container never starts.  A range the
+ * gid mappings do not hold whole is dropped (ping then needs CAP_NET_RAW,
+ * which the profile has removed anyway): removing a sysctl only tightens;
+ * rewriting it to a smaller range would change what was asked for. */
+static void drop_unmapped_ping_range(json_t *config) {
+  json_t *sysctl = json_get_path(config, "linux.sysctl");
+  const char *v = json_string_value(json_object_get(sysctl, "net.ipv4.ping_group_range"));
+  if (v == NULL)
+    return;
+  unsigned long long lo = 0, hi = 0;
+  char tail = 0;
+  bool mapped = false;
+  if (sscanf(v, "%llu %llu%c", &lo, &hi, &tail) == 2 && lo <= hi) {
+    const json_t *arr = json_get_path(config, "linux.gidMappings");
+    for (size_t i = 0; i < json_array_len(arr) && !mapped; i++) {
+      unsigned long long c, h, n;
+      mapped = mapping_fields(json_array_get(arr, i), &c, &h, &n) && lo >= c && hi < c + n;
+    }
+  }
+  if (!mapped)
+    json_object_del(sysctl, "net.ipv4.ping_group_range");
+}
+
 int oci_userns_harden(json_t *config, const struct harden_options *o, tg_error **err) {
   size_t index = 0;
   json_t *ns = find_userns(config, &index);
@@ -138,6 +160,7 @@ int oci_userns_harden(json_t *config, const struct harden_options *o, tg_error *
     if (check_mappings(config, "linux.uidMappings", o, err) < 0 ||
         check_mappings(config, "linux.gidMappings", o, err) < 0)
       return -1;
+    drop_unmapped_ping_range(config);
     return 0;
   }
   bool runc = o->backend && strcmp(o->backend, "runc") == 0;
@@ -164,5 +187,35 @@ int oci_userns_harden(json_t *config, const struct harden_options *o, tg_error *
   }
   json_object_set(linux_, "uidMappings", one_mapping(o->id_range_first, o->id_range_size));
   json_object_set(linux_, "gidMappings", one_mapping(o->id_range_first, o->id_range_size));
+  drop_unmapped_ping_range(config);
+  return 0;
+}
+
+int oci_userns_join_pod(json_t *config, int owner_pid, unsigned long long host_first, unsigned long long size,
+                        tg_error **err) {
+  if (owner_pid <= 0 || size == 0)
+    return tg_error_set(err, EINVAL, "joining a pod's user namespace needs its sandbox's pid and range");
+  if (has_mappings(config))
+    return tg_error_set(err, 0, "linux.uidMappings/gidMappings are set on a container of a pod: a pod shares "
+                        "its sandbox container's user namespace; remove the mappings");
+  json_t *linux_ = json_object_ensure_object(config, "linux");
+  size_t index = 0;
+  json_t *ns = find_userns(config, &index);
+  if (ns == NULL) {
+    ns = json_new_object();
+    json_object_set(ns, "type", json_new_string("user"));
+    json_array_append(json_object_ensure_array(linux_, "namespaces"), ns);
+  }
+  /* The owner's user namespace by its init's /proc entry: the pid was
+   * checked alive and recorded as that container's init by the caller
+   * (a pid reused since would fail runc's setns on a different owner,
+   * never map the container elsewhere: the mappings below are what runc
+   * checks and chowns with, and they are the owner's range). */
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/ns/user", owner_pid);
+  json_object_set(ns, "path", json_new_string(path));
+  json_object_set(linux_, "uidMappings", one_mapping(host_first, size));
+  json_object_set(linux_, "gidMappings", one_mapping(host_first, size));
+  drop_unmapped_ping_range(config);
   return 0;
 }

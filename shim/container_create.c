@@ -20,6 +20,7 @@
 #include "oci/netcheck.h"
 #include "shim/policy_binding.h"
 #include "shim/mount_pin.h"
+#include "shim/mount_points.h"
 #include "shim/runc_floor.h"
 #include "shim/log.h"
 #include "shim/state.h"
@@ -211,8 +212,56 @@ static int write_mark(int bundle_fd, const char *bundle, const char *eff, size_t
  * own user namespace mappings touch, or (runc without mappings) a free
  * one, which oci_harden() then maps.  Recorded in state as "id_range";
  * freed by delete (idrange_release_owner). */
+/* The range and user namespace a container shares instead of claiming a
+ * range of its own: a pod member under runc joins its sandbox's. */
+struct shared_range {
+  pid_t owner_pid;
+  unsigned long long first, size;
+};
+
+/* A runc pod member shares the range of its pod's sandbox container (pid
+ * pod_pid, verified by pod_sandbox_pid()): one user namespace per pod,
+ * which owns the ipc/uts/pid namespaces the member joins.  Its claim file
+ * gets this container's line too, so the range outlives the pause until
+ * the pod's last container is deleted.  0 with *share unset when the
+ * sandbox has no range (created without a pool): the member then keeps
+ * the host user namespace as its sandbox does. */
+static int share_pod_range(struct cli *cli, const struct id_pool *pool, const char *pod, pid_t pod_pid,
+                           const char *dir, json_t *state, struct shared_range *share, tg_error **err) {
+  cleanup_json json_t *pst = NULL;
+  cleanup_free char *pdir = NULL;
+  tg_error *e = NULL;
+  if (state_load(cli->root, pod, &pst, &pdir, &e) < 0) {
+    tg_error_free(&e);
+    return 0;
+  }
+  const json_t *r = json_object_get(pst, "id_range");
+  const json_t *one = json_array_get(json_object_get(r, "ranges"), 0);
+  long long first = 0, size = 0;
+  if (one == NULL || !json_integer_value(json_object_get(one, "host_first"), &first) ||
+      !json_integer_value(json_object_get(one, "size"), &size))
+    return 0;
+  const char *pdir_pool = json_string_value(json_object_get(r, "pool"));
+  unsigned long long f = (unsigned long long)first;
+  if (pdir_pool == NULL || strcmp(pdir_pool, pool->dir) != 0 || first < 0 || f < pool->base ||
+      (unsigned long long)size != pool->size || (f - pool->base) % pool->size != 0 ||
+      json_array_len(json_object_get(r, "ranges")) != 1)
+    return tg_error_set(err, 0, "the pod's sandbox container %s holds host ids that are not one range of this "
+                        "host's pool %s: recreate the pod", pod, pool->dir);
+  if (idrange_share(pool, dir, pdir, (f - pool->base) / pool->size, err) < 0)
+    return -1;
+  json_t *mine = json_copy(r);
+  json_object_set(mine, "pod", json_new_string(pod));
+  json_object_set(state, "id_range", mine);
+  share->owner_pid = pod_pid;
+  share->first = f;
+  share->size = pool->size;
+  return 0;
+}
+
 static int claim_id_range(struct cli *cli, const json_t *config, const char *bundle, const char *dir,
-                          json_t *state, struct harden_options *ho, tg_error **err) {
+                          json_t *state, struct harden_options *ho, const char *pod, pid_t pod_pid,
+                          struct shared_range *share, tg_error **err) {
   struct id_pool pool = idrange_pool(&cli->config);
   if (pool.count == 0)
     return 0;
@@ -227,6 +276,15 @@ static int claim_id_range(struct cli *cli, const json_t *config, const char *bun
    * mapped root (exit 126; docs/hardening.md "Known limits"): they keep
    * the host user namespace under runc until that is fixed. */
   bool docker = strstr(bundle, "/io.containerd.runtime.v2.task/moby/") != NULL;
+  if (n == 0 && !maps && runc && !docker && pod_pid > 0 && pod != NULL) {
+    if (share_pod_range(cli, &pool, pod, pod_pid, dir, state, share, err) < 0)
+      return -1;
+    if (share->size == 0)
+      return 0;
+    if (chmod(dir, 0711) < 0)
+      return tg_error_set(err, errno, "chmod %s", dir);
+    return 0;
+  }
   if (n == 0 && (maps || !runc || docker || oci_joins_a_namespace(config)))
     return 0; /* nothing to claim (out-of-pool mappings are refused by oci_harden) */
   unsigned long long slot = 0;
@@ -592,21 +650,25 @@ static int do_create(struct cli *cli, const struct create_request *req,
       .state_root = cli->root,
       .audit_dir = cli->config.audit_dir,
   };
-  if (claim_id_range(cli, config, bundle, u->dir, state, &ho, err) < 0)
-    return tg_error_wrap(err, "bundle %s: config.json", bundle);
   /* A pod's app container shares its sandbox's namespaces (docs/
    * kubernetes.md, "Pods").  A config whose CRI annotations are malformed
    * is refused by oci_apply_cri_policy() below. */
   pid_t pod_pid = 0;
+  cleanup_free char *pod_id = NULL;
   {
     struct cri_record asked = {0};
     tg_error *ce = NULL;
-    if (oci_cri_read(config, &asked, &ce) == 0 && oci_cri_is_pod_member(&asked))
+    if (oci_cri_read(config, &asked, &ce) == 0 && oci_cri_is_pod_member(&asked)) {
       pod_pid = pod_sandbox_pid(cli, asked.pod, ho.backend);
+      pod_id = pod_pid > 0 ? xstrdup(asked.pod) : NULL;
+    }
     tg_error_free(&ce);
     cri_record_free(&asked);
   }
   ho.pod_sandbox_pid = pod_pid;
+  struct shared_range share = {0};
+  if (claim_id_range(cli, config, bundle, u->dir, state, &ho, pod_id, pod_pid, &share, err) < 0)
+    return tg_error_wrap(err, "bundle %s: config.json", bundle);
   struct harden_result hr = {0};
   if (oci_harden(config, &ho, &hr, err) < 0)
     return tg_error_wrap(err, "bundle %s: config.json", bundle);
@@ -621,9 +683,13 @@ static int do_create(struct cli *cli, const struct create_request *req,
   }
   harden_result_free(&hr);
   /* passthrough maps nothing: its range would be held for no one. */
-  if (ho.id_range_size != 0 && json_get_path(config, "linux.uidMappings") == NULL) {
+  if ((ho.id_range_size != 0 && json_get_path(config, "linux.uidMappings") == NULL) ||
+      (share.size != 0 && passthrough)) {
     idrange_release_owner(&cli->config, u->dir);
     json_object_del(state, "id_range");
+  } else if (share.size != 0 &&
+             oci_userns_join_pod(config, share.owner_pid, share.first, share.size, err) < 0) {
+    return tg_error_wrap(err, "bundle %s: config.json", bundle);
   }
   /* passthrough is the bare backend: the user's config byte for byte, no
    * pod policy, and no bridge unless a policy was given explicitly (the
@@ -650,6 +716,13 @@ static int do_create(struct cli *cli, const struct create_request *req,
   /* The backend gets sources that cannot change after this check (a
    * passthrough profile applies nothing, this included). */
   if (!passthrough && mount_pin_all(u->dir, config, &ho, err) < 0)
+    return tg_error_wrap(err, "bundle %s: config.json", bundle);
+  /* runc makes missing mount points as the container's root, which a
+   * user namespace maps to an unprivileged host id: in an image rootfs
+   * owned by host root it cannot (containerd's CRI mounts), so tollgate
+   * makes them first (shim/mount_points.h). */
+  if (!passthrough && strcmp(ho.backend ?: "", "runc") == 0 &&
+      json_array_len(json_get_path(config, "linux.uidMappings")) > 0 && mount_points_make(config, err) < 0)
     return tg_error_wrap(err, "bundle %s: config.json", bundle);
   if (req->in_process_bridge && out->bridged && u->gate_opening == NULL)
     u->gate_opening = bridge_gate_open_begin(&out->setup);

@@ -40,8 +40,12 @@ no_tg_ann() { python3 -c 'import json,sys; print(" ".join(k for k in json.load(o
 
 check_match "CRI plugin answers" '"runtime_api_version": "v1"' "$(cri Version '{}' 2>&1)"
 
+# The id pool's claims in this test's own directory, to count them.
+IDS=$TG_ROOT/ids
+claims() { ls "$IDS" 2>/dev/null | grep -cE '^[0-9]+$'; }
+host_uid() { awk '/^Uid:/ {print $2}' "/proc/$1/status" 2>/dev/null; }
 for backend in runsc runc; do
-  write_config "runtime=\"$backend\""
+  write_config "runtime=\"$backend\"" id_range_dir="\"$IDS\""
   b=$backend
   pod_config='{"metadata": {"name": "orders-agent-'$b'", "uid": "uid-'$b'", "namespace": "default"},
     "log_directory": "'$CTRD_DIR'/pods/'$b'",
@@ -139,6 +143,15 @@ for backend in runsc runc; do
     check_eq "$b: loopback: the server is in the pause container's network namespace" \
       "$(readlink /proc/$pause_pid/ns/net)" "$(readlink /proc/$srv_pid/ns/net)"
     check_fails "$b: loopback: ... which is not the host's" test "$(readlink /proc/$srv_pid/ns/net)" = "$(readlink /proc/self/ns/net)"
+    # One user namespace and one host id range per pod: the members join
+    # the pause container's (which owns the ipc/pid namespaces they join).
+    check_eq "$b: ids: the server is in the pause container's user namespace" \
+      "$(readlink /proc/$pause_pid/ns/user)" "$(readlink /proc/$srv_pid/ns/user)"
+    check_fails "$b: ids: ... which is not the host's" test "$(readlink /proc/$srv_pid/ns/user)" = "$(readlink /proc/self/ns/user)"
+    check_eq "$b: ids: pause and server run as the same host uid" "$(host_uid $pause_pid)" "$(host_uid $srv_pid)"
+    check_eq "$b: ids: ... the pool's, not host 65534" yes \
+      "$([ "$(host_uid $srv_pid)" -gt $((1 << 28)) ] 2>/dev/null && echo yes || echo "no: $(host_uid $srv_pid)")"
+    check_eq "$b: ids: the pod holds one range" 1 "$(claims)"
   else
     check_eq "$b: loopback: one sandbox per container, separate loopbacks (documented)" nothing "$got"
   fi
@@ -160,6 +173,7 @@ for backend in runsc runc; do
     check_eq "$b: $b list empty" "" "$("$b" --root "$K8S_ROOT/backend/$b" list --quiet 2>&1)"
   fi
   check_eq "$b: no mounts left" "" "$(grep -E " ($TG_CTR_ROOT|$CTRD_DIR/state)/" /proc/self/mounts)"
+  check_eq "$b: no id range claim left" 0 "$(claims)"
 
   # --- shareProcessNamespace: the pod's PID namespace ----------------------
   # runc: both app containers join the pause container's PID namespace
@@ -203,6 +217,7 @@ for backend in runsc runc; do
   cri StopPodSandbox '{"pod_sandbox_id": "'$spod'"}' >/dev/null 2>&1
   cri RemovePodSandbox '{"pod_sandbox_id": "'$spod'"}' >/dev/null 2>&1
   check_eq "$b: shared pid: nothing left" "" "$(tgk list -q 2>&1)$(grep -E " ($TG_CTR_ROOT|$CTRD_DIR/state)/" /proc/self/mounts)"
+  check_eq "$b: shared pid: no id range claim left" 0 "$(claims)"
 done
 
 # The shipped example pod (bundles/kubernetes/pod-example.yaml), turned into
