@@ -11,6 +11,7 @@
 #include "shim/idrange.h"
 #include "shim/log.h"
 #include "shim/mount_pin.h"
+#include "shim/mount_reach.h"
 #include "shim/state.h"
 #include "shim/util.h"
 
@@ -267,7 +268,7 @@ static int delete_container(struct cli *cli, const char *id, bool force,
     struct stat st;
     if (force && stat(dir, &st) == 0 && S_ISDIR(st.st_mode)) {
       tg_error_free(&load_err);
-      if (bridge_teardown(dir, err) < 0 || mount_pin_release(dir, err) < 0)
+      if (mount_reach_release(dir, err) < 0 || bridge_teardown(dir, err) < 0 || mount_pin_release(dir, err) < 0)
         return -1;
       if (remove_tree(dir, err) < 0)
         return -1;
@@ -316,7 +317,9 @@ static int delete_container(struct cli *cli, const char *id, bool force,
     tg_error_free(&be);
   }
   proc_result_free(&res);
-  int r = bridge_teardown(c.dir, err);
+  int r = mount_reach_release(c.dir, err);
+  if (r == 0)
+    r = bridge_teardown(c.dir, err);
   if (r == 0)
     r = mount_pin_release(c.dir, err);
   if (r == 0)

@@ -21,6 +21,7 @@
 #include "shim/policy_binding.h"
 #include "shim/mount_pin.h"
 #include "shim/mount_points.h"
+#include "shim/mount_reach.h"
 #include "shim/runc_floor.h"
 #include "shim/log.h"
 #include "shim/state.h"
@@ -122,6 +123,8 @@ static void undo_all(struct cli *cli, struct undo *u, const char *id) {
   }
   if (u->dir) {
     tg_error *e = NULL;
+    mount_reach_release(u->dir, &e);
+    tg_error_free(&e);
     bridge_teardown(u->dir, &e);
     tg_error_free(&e);
     mount_pin_release(u->dir, &e);
@@ -259,7 +262,7 @@ static int share_pod_range(struct cli *cli, const struct id_pool *pool, const ch
   return 0;
 }
 
-static int claim_id_range(struct cli *cli, const json_t *config, const char *bundle, const char *dir,
+static int claim_id_range(struct cli *cli, const json_t *config, const char *dir,
                           json_t *state, struct harden_options *ho, const char *pod, pid_t pod_pid,
                           struct shared_range *share, tg_error **err) {
   struct id_pool pool = idrange_pool(&cli->config);
@@ -272,11 +275,7 @@ static int claim_id_range(struct cli *cli, const json_t *config, const char *bun
   bool maps = false;
   oci_userns_slots(config, pool.base, pool.size, pool.count, &slots, &n, &maps);
   bool runc = strcmp(json_string_value(json_object_get(state, "backend")) ?: "", "runc") == 0;
-  /* Docker's containers (containerd namespace "moby") fail to start as a
-   * mapped root (exit 126; docs/hardening.md "Known limits"): they keep
-   * the host user namespace under runc until that is fixed. */
-  bool docker = strstr(bundle, "/io.containerd.runtime.v2.task/moby/") != NULL;
-  if (n == 0 && !maps && runc && !docker && pod_pid > 0 && pod != NULL) {
+  if (n == 0 && !maps && runc && pod_pid > 0 && pod != NULL) {
     if (share_pod_range(cli, &pool, pod, pod_pid, dir, state, share, err) < 0)
       return -1;
     if (share->size == 0)
@@ -285,7 +284,7 @@ static int claim_id_range(struct cli *cli, const json_t *config, const char *bun
       return tg_error_set(err, errno, "chmod %s", dir);
     return 0;
   }
-  if (n == 0 && (maps || !runc || docker || oci_joins_a_namespace(config)))
+  if (n == 0 && (maps || !runc || oci_joins_a_namespace(config)))
     return 0; /* nothing to claim (out-of-pool mappings are refused by oci_harden) */
   unsigned long long slot = 0;
   if (idrange_claim(&pool, dir, slots, n, &slot, err) < 0)
@@ -667,7 +666,7 @@ static int do_create(struct cli *cli, const struct create_request *req,
   }
   ho.pod_sandbox_pid = pod_pid;
   struct shared_range share = {0};
-  if (claim_id_range(cli, config, bundle, u->dir, state, &ho, pod_id, pod_pid, &share, err) < 0)
+  if (claim_id_range(cli, config, u->dir, state, &ho, pod_id, pod_pid, &share, err) < 0)
     return tg_error_wrap(err, "bundle %s: config.json", bundle);
   struct harden_result hr = {0};
   if (oci_harden(config, &ho, &hr, err) < 0)
@@ -730,6 +729,13 @@ static int do_create(struct cli *cli, const struct create_request *req,
   /* The bridge area and its mounts. */
   if (out->bridged && bridge_prepare(&out->setup, config, err) < 0)
     return -1;
+  /* The mapped root resolves the pins and the bridge area by path: when
+   * a parent of the state directory (Docker's 0700 exec root) keeps it
+   * out, the config goes through a view it can reach (shim/mount_reach.h). */
+  if (!passthrough && strcmp(ho.backend ?: "", "runc") == 0 &&
+      json_array_len(json_get_path(config, "linux.uidMappings")) > 0 &&
+      mount_reach_make(u->dir, config, err) < 0)
+    return tg_error_wrap(err, "bundle %s: config.json", bundle);
 
   /* The effective config: under a bare passthrough the very bytes the
    * user wrote (never re-serialised: hooks and conformance tests compare
