@@ -1,6 +1,7 @@
 /* create: from a bundle to a created container, all or nothing. */
 #include "shim/container.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -8,6 +9,7 @@
 #include <pthread.h>
 #include <pwd.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -410,6 +412,87 @@ static pid_t pod_sandbox_pid(const struct cli *cli, const char *pod, const char 
   return pid;
 }
 
+/* The one process whose namespaces config joins by /proc/<pid>/ns/<type>
+ * (network and user aside: a network path is the pod's or the client's,
+ * and hardening replaces it under a no-network profile; a user path is
+ * refused by oci_harden).  0 when config joins none, -1 when it joins
+ * another kind of path or more than one process. */
+static pid_t joined_process(const json_t *config) {
+  const json_t *nss = json_get_path(config, "linux.namespaces");
+  pid_t pid = 0;
+  for (size_t i = 0; i < json_array_len(nss); i++) {
+    const json_t *ns = json_array_get(nss, i);
+    const char *type = json_string_value(json_object_get(ns, "type")) ?: "";
+    const char *path = json_string_value(json_object_get(ns, "path"));
+    if (path == NULL || path[0] == '\0' || strcmp(type, "network") == 0 || strcmp(type, "user") == 0)
+      continue;
+    int p = 0, end = 0;
+    char kind[16];
+    if (sscanf(path, "/proc/%d/ns/%15[a-z_]%n", &p, kind, &end) != 2 || path[end] != '\0' || p <= 0 ||
+        (pid != 0 && pid != p))
+      return -1;
+    pid = p;
+  }
+  return pid;
+}
+
+/* The tollgate container of this root whose init is pid, running under
+ * backend: whose namespaces (and so, under runc, user namespace and
+ * range) a joining container shares.  Owned id, or NULL. */
+static char *namespace_owner(const struct cli *cli, pid_t pid, const char *backend) {
+  if (pid <= 0 || cli->root == NULL)
+    return NULL;
+  DIR *d = opendir(cli->root);
+  if (d == NULL)
+    return NULL;
+  char *owner = NULL;
+  struct dirent *de;
+  while (owner == NULL && (de = readdir(d)) != NULL) {
+    if (de->d_name[0] == '.' || !container_id_is_valid(de->d_name))
+      continue;
+    json_t *st = NULL;
+    char *dir = NULL;
+    tg_error *e = NULL;
+    if (state_load(cli->root, de->d_name, &st, &dir, &e) == 0) {
+      long long init = 0;
+      const char *be = json_string_value(json_object_get(st, "backend"));
+      if (json_integer_value(json_object_get(st, "init_pid"), &init) && init == pid && be != NULL &&
+          backend != NULL && strcmp(be, backend) == 0 && kill(pid, 0) == 0)
+        owner = xstrdup(de->d_name);
+    }
+    tg_error_free(&e);
+    json_free(st);
+    free(dir);
+  }
+  closedir(d);
+  return owner;
+}
+
+/* runc with an id pool: a hardened container left without a user
+ * namespace of its own would run as host 65534 beside every other such
+ * container (one NPROC count, signals and /proc between them).  That is
+ * what joining a namespace no tollgate container of this root owns would
+ * need: a new user namespace cannot administer an ipc/pid/uts/mount
+ * namespace of the host's user namespace.  Such a join is refused. */
+static int refuse_foreign_joins(const struct cli *cli, const json_t *config, const char *backend,
+                                tg_error **err) {
+  if (backend == NULL || strcmp(backend, "runc") != 0 || idrange_pool(&cli->config).count == 0 ||
+      json_array_len(json_get_path(config, "linux.uidMappings")) > 0)
+    return 0;
+  const json_t *nss = json_get_path(config, "linux.namespaces");
+  for (size_t i = 0; i < json_array_len(nss); i++) {
+    const json_t *ns = json_array_get(nss, i);
+    const char *type = json_string_value(json_object_get(ns, "type")) ?: "";
+    const char *path = json_string_value(json_object_get(ns, "path"));
+    if (path != NULL && path[0] != '\0' && strcmp(type, "network") != 0)
+      return tg_error_set(err, 0, "linux.namespaces[%zu]: the %s namespace %s belongs to no running runc "
+                          "container of this --root, so the container could not have a user namespace and "
+                          "host id range of its own: join a tollgate container's namespaces "
+                          "(/proc/<its init pid>/ns/%s) or remove the path", i, type, path, type);
+  }
+  return 0;
+}
+
 static char *owner_name(void) {
   /* runc reports an owner only for rootless containers; root is "". */
   if (geteuid() == 0)
@@ -665,8 +748,15 @@ static int do_create(struct cli *cli, const struct create_request *req,
     cri_record_free(&asked);
   }
   ho.pod_sandbox_pid = pod_pid;
+  /* Any other container that joins a tollgate container's namespaces
+   * shares its user namespace and range the same way. */
+  pid_t owner_pid = pod_pid;
+  cleanup_free char *owner_id = pod_id ? xstrdup(pod_id) : NULL;
+  pid_t joined = joined_process(config);
+  if (owner_id == NULL && joined > 0 && (owner_id = namespace_owner(cli, joined, ho.backend)) != NULL)
+    owner_pid = joined;
   struct shared_range share = {0};
-  if (claim_id_range(cli, config, u->dir, state, &ho, pod_id, pod_pid, &share, err) < 0)
+  if (claim_id_range(cli, config, u->dir, state, &ho, owner_id, owner_pid, &share, err) < 0)
     return tg_error_wrap(err, "bundle %s: config.json", bundle);
   struct harden_result hr = {0};
   if (oci_harden(config, &ho, &hr, err) < 0)
@@ -690,6 +780,8 @@ static int do_create(struct cli *cli, const struct create_request *req,
              oci_userns_join_pod(config, share.owner_pid, share.first, share.size, err) < 0) {
     return tg_error_wrap(err, "bundle %s: config.json", bundle);
   }
+  if (!passthrough && refuse_foreign_joins(cli, config, ho.backend, err) < 0)
+    return tg_error_wrap(err, "bundle %s: config.json", bundle);
   /* passthrough is the bare backend: the user's config byte for byte, no
    * pod policy, and no bridge unless a policy was given explicitly (the
    * bridge's mounts then go in, and nothing else). */

@@ -63,8 +63,10 @@ check_match "dockerd knows the tollgate runtime" 'tollgate' "$(dk info --format 
 tar -C "$BUSYBOX_ROOTFS" -c . | dk import - tollgate/busybox:test >/dev/null
 check "busybox image imported" eval "dko image inspect tollgate/busybox:test >/dev/null"
 
+# The id pool's claims in this test's own directory, to count them.
+IDS=$TG_ROOT/ids
 for be in $BACKENDS; do
-  write_config "runtime=\"$be\""
+  write_config "runtime=\"$be\"" id_range_dir="\"$IDS\""
   out=$(dko run --rm --runtime tollgate tollgate/busybox:test echo hello-from-docker)
   check_eq "$be: docker run prints the output" hello-from-docker "$out"
   dk run --rm --runtime tollgate tollgate/busybox:test sh -c 'exit 3' >/dev/null 2>&1
@@ -126,5 +128,6 @@ for be in $BACKENDS; do
   dko rm -f "$cid" >/dev/null
   check_eq "$be: nothing left in docker" "" "$(dk ps -aq 2>&1)"
   check_eq "$be: no reach view left" "" "$(grep ' /run/tollgate-reach/' /proc/self/mounts)"
+  check_eq "$be: no id range claim left" 0 "$(ls "$IDS" 2>/dev/null | grep -cE '^[0-9]+$')"
 done
 write_config

@@ -192,5 +192,107 @@ P
     tg delete --force "k$i" >/dev/null 2>&1
   done
   check_eq "runc: kill -9 of create at random points + delete --force leaks no claim" 0 "$(claims)"
+  # --- a container that joins another's namespaces shares its identity ---
+  # A new user namespace could not administer the joined ipc/uts
+  # namespaces: the joiner enters the owner's user namespace and range.
+  # (ns_paths CONFIG PID TYPE...: join those namespaces of PID by path)
+  ns_paths() {
+    python3 - "$@" <<'PY'
+import json, sys
+path, pid, *types = sys.argv[1:]
+c = json.load(open(path))
+for n in c["linux"]["namespaces"]:
+    if n["type"] in types:
+        n["path"] = "/proc/%s/ns/%s" % (pid, n["type"])
+json.dump(c, open(path, "w"), indent=2)
+PY
+  }
+  make_bundle "$TG_ROOT/bundles/owner" sleep 600
+  tg --runtime runc create -b "$TG_ROOT/bundles/owner" owner >/dev/null 2>"$TG_ROOT/err" || sed 's/^/# /' "$TG_ROOT/err"
+  on_exit "tg delete --force owner"
+  tg start owner
+  opid=$(state_pid owner)
+  make_bundle "$TG_ROOT/bundles/joiner" sleep 600
+  ns_paths "$TG_ROOT/bundles/joiner/config.json" "$opid" ipc uts
+  tg --runtime runc create -b "$TG_ROOT/bundles/joiner" joiner >/dev/null 2>"$TG_ROOT/err"
+  check_eq "runc: a container joining another's ipc/uts namespaces is created" "" "$(cat "$TG_ROOT/err")"
+  on_exit "tg delete --force joiner"
+  tg start joiner
+  jpid=$(state_pid joiner)
+  check_eq "runc: joiner: in the owner's user namespace" "$(readlink /proc/$opid/ns/user)" "$(readlink /proc/$jpid/ns/user 2>&1)"
+  check_fails "runc: joiner: ... which is not the host's" test "$(readlink /proc/$jpid/ns/user)" = "$(readlink /proc/self/ns/user)"
+  check_eq "runc: joiner: the owner's host uid" "$(host_uid $opid)" "$(host_uid $jpid)"
+  check_eq "runc: joiner: ... a pool uid, not 65534" 1 "$([ "$(host_uid $jpid)" -gt $BASE ] && echo 1)"
+  check_match "runc: joiner: state records whose range it shares" '"pod": "owner"' "$(tg state joiner | tr -d '\n')"
+  check_eq "runc: joiner and owner hold one claim" 1 "$(claims)"
+  tg delete --force owner
+  check_eq "runc: the owner's delete keeps the range while the joiner runs" 1 "$(claims)"
+  tg delete --force joiner
+  check_eq "runc: the last one's delete frees it" 0 "$(claims)"
+
+  # A namespace no tollgate container owns is refused (the container would
+  # run as host 65534 beside every other such container).
+  unshare --ipc sleep 600 &
+  fpid=$!
+  on_exit "kill $fpid"
+  sleep 0.2
+  make_bundle "$TG_ROOT/bundles/foreign" sleep 600
+  ns_paths "$TG_ROOT/bundles/foreign/config.json" "$fpid" ipc
+  out=$(tg --runtime runc create -b "$TG_ROOT/bundles/foreign" foreign 2>&1 </dev/null); rc=$?
+  check_eq "runc: joining a foreign ipc namespace is refused" 1 "$([ $rc -ne 0 ] && echo 1)"
+  check_match "runc: ... naming the namespace and the fix" "linux.namespaces\[[0-9]+\]: the ipc namespace /proc/$fpid/ns/ipc belongs to no running runc container of this --root" "$out"
+  kill "$fpid"; wait "$fpid" 2>/dev/null
+  check_eq "runc: ... and leaves no claim" 0 "$(claims)"
+
+  # --- mount points are made as host root, never through the image's links
+  # A hostile rootfs whose /etc is a link to a host directory, and a bind
+  # mount onto /etc/hosts: the mount point is resolved inside the rootfs.
+  victim=$(mktemp -d /tmp/tg-victim.XXXXXX)
+  hosts=$(mktemp -d /tmp/tg-hosts.XXXXXX)
+  on_exit "rm -rf $victim $hosts"
+  chmod 755 "$hosts"; echo "127.0.0.1 pinned" > "$hosts/hosts"; chmod 644 "$hosts/hosts"
+  H=$TG_ROOT/bundles/hostile-etc
+  make_bundle "$H" sh -c 'cat /etc/hosts'
+  rm -rf "$H/rootfs"; cp -a "$BUSYBOX_ROOTFS" "$H/rootfs"; chmod 755 "$H" "$H/rootfs"
+  rm -rf "$H/rootfs/etc"; ln -s "$victim" "$H/rootfs/etc"
+  python3 - "$H/config.json" "$hosts/hosts" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1])); c["root"]["path"] = "rootfs"
+c["mounts"].append({"destination": "/etc/hosts", "type": "bind", "source": sys.argv[2], "options": ["rbind", "ro"]})
+json.dump(c, open(sys.argv[1], "w"), indent=2)
+PY
+  tg --runtime runc run -b "$H" hostile-etc >/dev/null 2>&1 </dev/null
+  check_eq "runc: /etc linked to a host directory: nothing is made in it" "" "$(ls -A "$victim")"
+  tg delete --force hostile-etc >/dev/null 2>&1
+  # A missing mount point in a root-owned rootfs directory is made for the
+  # mapped root (runc could not: EACCES), and the mount works.
+  M=$TG_ROOT/bundles/mountpoint
+  make_bundle "$M" sh -c 'cat /etc/tg-pinned'
+  rm -rf "$M/rootfs"; cp -a "$BUSYBOX_ROOTFS" "$M/rootfs"; chmod 755 "$M" "$M/rootfs"; chmod 755 "$M/rootfs/etc"
+  rm -f "$M/rootfs/etc/tg-pinned"
+  python3 - "$M/config.json" "$hosts/hosts" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1])); c["root"]["path"] = "rootfs"
+c["mounts"].append({"destination": "/etc/tg-pinned", "type": "bind", "source": sys.argv[2], "options": ["rbind", "ro"]})
+json.dump(c, open(sys.argv[1], "w"), indent=2)
+PY
+  out=$(tg --runtime runc run -b "$M" mountpoint 2>&1 </dev/null)
+  check_match "runc: a missing mount point in root's /etc is made, and the bind works" "127.0.0.1 pinned" "$out"
+  check_eq "runc: ... as an empty file owned by host root" "0 0" "$(stat -c '%u %s' "$M/rootfs/etc/tg-pinned" 2>&1)"
+
+  # --- a --root under a 0700 directory (Docker's exec root) -------------
+  # The mapped root reaches its pins through /run/tollgate-reach.
+  closed=$(mktemp -d /tmp/tg-closed.XXXXXX)
+  on_exit "rm -rf $closed"
+  chmod 700 "$closed"
+  tgc() { "$TG" --root "$closed/state" --config "$TG_CONFIG" "$@"; }
+  make_bundle "$TG_ROOT/bundles/closed" sh -c 'id -u'
+  out=$(tgc --runtime runc run -b "$TG_ROOT/bundles/closed" closed 2>&1 </dev/null); rc=$?
+  tgc delete --force closed >/dev/null 2>&1
+  check_eq "runc: a container under a 0700 --root runs" 0 "$rc"
+  check_match "runc: ... as the hardened user" "(^|"$'\n'")65534" "$out"
+  [ "$rc" -eq 0 ] || echo "# $out"
+  check_eq "runc: ... and leaves no view in /run/tollgate-reach" "" "$(grep ' /run/tollgate-reach/' /proc/self/mounts)"
+  check_eq "runc: ... nor a claim" 0 "$(claims)"
   ;;
 esac
