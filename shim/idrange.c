@@ -210,18 +210,24 @@ static int write_claim(int dir_fd, unsigned long long slot, const char *owner, c
   return write_claim_lines(dir_fd, slot, &none, owner, token, err);
 }
 
+/* owner's token (in place before any claim names it), then the pool's
+ * lock: the lock fd, *dir_fd the pool directory; -1 with *err. */
+static int claim_begin(const struct id_pool *pool, const char *owner, char token[33], int *dir_fd,
+                       tg_error **err) {
+  if (owner_token(owner, token, err) < 0)
+    return -1;
+  return pool_lock(pool, dir_fd, err);
+}
+
 int idrange_claim(const struct id_pool *pool, const char *owner, const unsigned long long *want, size_t n,
                   unsigned long long *slot, tg_error **err) {
   cleanup_free char *abs = canonical_owner(owner, err);
   if (abs == NULL)
     return -1;
   owner = abs;
-  /* The token is in place before any claim names it. */
   char token[33];
-  if (owner_token(owner, token, err) < 0)
-    return -1;
   int dir_fd = -1;
-  cleanup_close int lock = pool_lock(pool, &dir_fd, err);
+  cleanup_close int lock = claim_begin(pool, owner, token, &dir_fd, err);
   if (lock < 0)
     return -1;
   cleanup_close int dfd = dir_fd;
@@ -346,10 +352,8 @@ int idrange_share(const struct id_pool *pool, const char *owner, const char *hol
   if (slot >= pool->count)
     return tg_error_set(err, 0, "host id range %llu is outside the pool of %llu", slot, pool->count);
   char token[33];
-  if (owner_token(abs, token, err) < 0)
-    return -1;
   int dir_fd = -1;
-  cleanup_close int lock = pool_lock(pool, &dir_fd, err);
+  cleanup_close int lock = claim_begin(pool, abs, token, &dir_fd, err);
   if (lock < 0)
     return -1;
   cleanup_close int dfd = dir_fd;
