@@ -1,35 +1,40 @@
-/* The CRI pod policy: every container of a pod gets its own gVisor sandbox.
+/* The CRI pod policy: one gVisor sandbox per pod, joined only by name of
+ * a pause container tollgate verified.
  *
  * containerd's CRI plugin marks each container of a pod with
  *   io.kubernetes.cri.container-type = "sandbox" (the pause container) or
  *                                      "container" (an app container)
  *   io.kubernetes.cri.sandbox-id     = the pause container's id
  * (CRI-O uses io.kubernetes.cri-o.ContainerType / io.kubernetes.cri-o.SandboxID).
- * runsc reads them to start a second container *inside* the pause
- * container's sandbox.  tollgate does not let it, because:
+ * runsc reads them to start an app container *inside* the pause
+ * container's sandbox, as gVisor's own containerd shim does.  That is what
+ * makes a pod a pod under gVisor: one Sentry, so one loopback (the
+ * sandbox's netstack), one IPC namespace (the sandbox kernel's) and, for
+ * containers whose pid namespace paths are equal, one PID namespace.
+ * Separate sandboxes cannot give any of the three: each has its own
+ * kernel.  So tollgate joins, with three rules:
  *
- *   - tollgate's unit is the container: its state directory, backend root,
- *     hardened config, bridge, policy, budgets and audit log are per
- *     container.  A container joining another sandbox would run under the
- *     sandbox's (the pause container's) gVisor instance and its flags, and
- *     its lifecycle would be tied to a container tollgate tracks separately;
- *   - under containerd's runc.v2 shim, a container joined to a runsc
- *     sandbox reports the sandbox's pid, so the shim would wait on and
- *     signal the wrong process;
- *   - the sandbox id comes from the container manager, and a join is the
- *     one place where one container's spec can reach into another's
- *     isolation boundary.
+ *   - the annotations as the container manager wrote them are removed
+ *     (oci_apply_cri_policy), whatever they say: they name containerd's
+ *     id, not the one runsc knows (shim/backend.h, backend_container_id),
+ *     and anyone who can write a config.json can forge them;
+ *   - create writes them back (oci_cri_join_sandbox) only after checking
+ *     that the sandbox id names a pause container of the same tollgate
+ *     root: recorded with role "sandbox", under runsc, alive, of the same
+ *     pod where both say (shim/container_create.c, pod_sandbox_verify).
+ *     Anything else is refused with an error naming the problem, never
+ *     downgraded to a sandbox of its own: the pod would silently lose
+ *     what Kubernetes promises it;
+ *   - what stays per container stays so: each joined container has its
+ *     own hardened config, state directory, bridge mounts, policy,
+ *     budgets and audit log.  runsc reports the sandbox's pid for a joined
+ *     container, so create gives it a waiter process of its own
+ *     (shim/waiter.h) whose pid containerd's shim waits on.
  *
- * So the type and sandbox-id annotations are removed: without them runsc
- * (old and new) treats the container as the root of a new sandbox named
- * after the container itself.  What the container manager asked for is
- * kept, for logs and audit, as dev.tollgate.cri.role and
- * dev.tollgate.cri.pod.  Removing (rather than rewriting the type to
- * "sandbox") keeps a second pass over an effective config harmless: it
- * finds no CRI keys and cannot mistake an app container for a pause one.
- * Namespace paths in the spec (the pod's network namespace) are left as
- * they are: joining a network namespace is how a pod shares its network,
- * and under runsc --network=none it exposes nothing.
+ * What the container manager asked for is kept, for logs and audit, in
+ * the state directory (dev.tollgate.cri role and pod, not in the config).
+ * Removing rather than keeping the manager's values keeps a second pass
+ * over an effective config harmless: it finds only what create verified.
  *
  * The pause container is treated exactly like an app container: hardened
  * with the same profile, given the same bridge, and governed by the pod's
@@ -144,9 +149,9 @@ int oci_apply_cri_policy(json_t *config, struct cri_record *rec, tg_error **err)
     return -1;
   if (rec->role == NULL)
     return 0;
-  /* One sandbox per container: with no type runsc makes this the root
-   * container of a new sandbox, and with no sandbox id there is nothing
-   * left to join. */
+  /* Nothing the manager wrote reaches runsc: with no type runsc makes
+   * this the root container of a new sandbox, and with no sandbox id
+   * there is nothing to join unless create writes a verified one back. */
   json_t *annotations = json_object_get(config, "annotations");
   json_object_del(annotations, CRI_TYPE);
   json_object_del(annotations, CRIO_TYPE);
@@ -174,6 +179,53 @@ int oci_cri_join_pod_network(json_t *config, pid_t sandbox_pid, tg_error **err) 
     }
   }
   return tg_error_set(err, 0, "internal error: the hardened config has no network namespace to point at the pod's; this is a tollgate bug");
+}
+
+/* The namespace entry of type in a config, or NULL. */
+static json_t *namespace_of(const json_t *config, const char *type) {
+  json_t *nss = json_get_path(config, "linux.namespaces");
+  for (size_t i = 0; i < json_array_len(nss); i++) {
+    json_t *ns = json_array_get(nss, i);
+    const char *t = json_string_value(json_object_get(ns, "type"));
+    if (t != NULL && strcmp(t, type) == 0)
+      return ns;
+  }
+  return NULL;
+}
+
+bool oci_cri_shares_pod_pid(const json_t *config, pid_t sandbox_pid) {
+  if (sandbox_pid <= 0)
+    return false;
+  const char *path = json_string_value(json_object_get(namespace_of(config, "pid"), "path"));
+  char want[64];
+  snprintf(want, sizeof want, "/proc/%d/ns/pid", (int)sandbox_pid);
+  return path != NULL && strcmp(path, want) == 0;
+}
+
+int oci_cri_join_sandbox(json_t *config, const char *sandbox_backend_id, bool share_pid,
+                         pid_t sandbox_pid, tg_error **err) {
+  if (sandbox_backend_id == NULL || !container_id_is_valid(sandbox_backend_id))
+    return tg_error_set(err, 0, "internal error: joining a sandbox without a valid backend id; this is a tollgate bug");
+  json_t *annotations = json_object_ensure_object(config, "annotations");
+  json_object_set(annotations, CRI_TYPE, json_new_string("container"));
+  json_object_set(annotations, CRI_SANDBOX_ID, json_new_string(sandbox_backend_id));
+  if (!share_pid)
+    return 0;
+  json_t *pid = namespace_of(config, "pid");
+  if (pid == NULL || sandbox_pid <= 0)
+    return tg_error_set(err, 0, "internal error: the hardened config has no PID namespace to share with the pod's; this is a tollgate bug");
+  /* A label inside the sandbox, never opened on the host: runsc's
+   * startSubcontainer puts a container into the PID namespace of the
+   * first container whose spec names the same path. */
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/ns/pid", (int)sandbox_pid);
+  json_object_set(pid, "path", json_new_string(path));
+  return 0;
+}
+
+void oci_cri_mark_sandbox(json_t *config) {
+  json_t *annotations = json_object_ensure_object(config, "annotations");
+  json_object_set(annotations, CRI_TYPE, json_new_string("sandbox"));
 }
 
 void cri_record_free(struct cri_record *rec) {

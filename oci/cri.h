@@ -1,8 +1,9 @@
 /* How tollgate treats the CRI annotations that containerd's CRI plugin
- * (and CRI-O) put on each container of a pod: every container gets a
- * gVisor sandbox of its own, and the pause container is hardened like any
- * other.  The reasons are in oci/cri.c and docs/kubernetes.md ("Pods").
- * Called by create right after oci_harden(). */
+ * (and CRI-O) put on each container of a pod: under runsc one gVisor
+ * sandbox per pod, which the app containers join only when create has
+ * verified the pause container they name; the pause container is
+ * hardened like any other.  The reasons are in oci/cri.c and
+ * docs/kubernetes.md ("Pods").  Called by create right after oci_harden(). */
 #ifndef TOLLGATE_OCI_CRI_H
 #define TOLLGATE_OCI_CRI_H
 
@@ -22,8 +23,9 @@ struct cri_record {
 
 /* Apply tollgate's pod policy to config in place: remove
  * io.kubernetes.cri.container-type / io.kubernetes.cri.sandbox-id (and
- * CRI-O's ContainerType / SandboxID), so no backend joins another
- * container's sandbox, and return what was asked in *rec (the caller
+ * CRI-O's ContainerType / SandboxID), so no backend joins a sandbox the
+ * container manager named (create then writes back only what it verified:
+ * oci_cri_join_sandbox, oci_cri_mark_sandbox), and return what was asked in *rec (the caller
  * records it in the state directory; nothing is added to the config).
  * Touches nothing outside "annotations".  0, or -1 with *err for an
  * unknown container type, a sandbox id that is not id-shaped, two
@@ -46,6 +48,28 @@ bool oci_cri_is_pod_member(const struct cri_record *rec);
  * oci_harden() (whose own check would count a joined path as a loosening:
  * it is the pod's, which is what the pod asked for).  0 or -1 with *err. */
 int oci_cri_join_pod_network(json_t *config, pid_t sandbox_pid, tg_error **err);
+
+/* Whether config (the user's, before hardening) asks for its pod's PID
+ * namespace: a "pid" namespace whose path is /proc/<sandbox_pid>/ns/pid,
+ * which is how containerd says shareProcessNamespace. */
+bool oci_cri_shares_pod_pid(const json_t *config, pid_t sandbox_pid);
+
+/* runsc: make the (hardened) config of an app container start inside its
+ * pod's gVisor sandbox: io.kubernetes.cri.container-type=container and
+ * io.kubernetes.cri.sandbox-id=sandbox_backend_id, the id runsc knows the
+ * verified pause container by.  With share_pid, the "pid" namespace gets
+ * the path /proc/<sandbox_pid>/ns/pid: runsc never opens it for a
+ * container inside a sandbox, it puts containers whose paths are equal in
+ * one PID namespace of the sandbox's kernel.  Only for a pause container
+ * create verified (shim/container_create.c, pod_sandbox_verify).  0 or -1
+ * with *err. */
+int oci_cri_join_sandbox(json_t *config, const char *sandbox_backend_id, bool share_pid,
+                         pid_t sandbox_pid, tg_error **err);
+
+/* runsc: the pause container is the root of its pod's sandbox:
+ * io.kubernetes.cri.container-type=sandbox (and no sandbox id). */
+void oci_cri_mark_sandbox(json_t *config);
+
 void cri_record_free(struct cri_record *rec);
 
 #endif

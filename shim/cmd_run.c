@@ -162,10 +162,7 @@ static int run_detached(struct cli *cli, struct run_request *req,
   struct created c;
   if (container_create(cli, &req->create, &c, err) < 0)
     return -1;
-  struct proc_opts quiet = {.capture_stdout = true, .capture_stderr = true};
-  struct proc_result res = {0};
-  int r = container_call_ok(cli, &c.container, "start", NULL, &quiet, &res, err);
-  proc_result_free(&res);
+  int r = container_start(cli, &c.container, err);
   created_free(&c);
   if (r < 0) {
     tg_error *e = NULL;

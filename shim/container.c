@@ -14,6 +14,7 @@
 #include "shim/mount_reach.h"
 #include "shim/state.h"
 #include "shim/util.h"
+#include "shim/waiter.h"
 
 #define BACKEND_LOG "backend.log"
 
@@ -284,6 +285,12 @@ static int delete_container(struct cli *cli, const char *id, bool force,
     *err = load_err;
     return -1;
   }
+  /* A container inside its pod's sandbox whose waiter is gone (killed)
+   * has lost the process its caller waited on: nobody can wait for or
+   * start it any more, so it goes like a forced one and leaves nothing
+   * running in the pod's sandbox. */
+  if (!force && waiter_recorded(c.state) && !waiter_alive(&c))
+    force = true;
   char *args[] = {force ? "--force" : NULL, NULL};
   struct proc_opts quiet = {.capture_stdout = true, .capture_stderr = true};
   struct proc_result res = {0};
@@ -394,6 +401,14 @@ json_t *container_query(const struct cli *cli, const struct container *c,
   long long pid = 0;
   if (!json_integer_value(json_object_get(live, "pid"), &pid) || pid < 0)
     pid = 0; /* runsc says -1 for a stopped container; runc says 0 */
+  /* runsc says the sandbox's pid for a container inside a pod's sandbox:
+   * its pid is the waiter's, as the caller's --pid-file said. */
+  if (waiter_recorded(c->state)) {
+    const char *status = json_string_value(json_object_get(live, "status"));
+    long long w = 0;
+    json_integer_value(json_object_get(c->state, "init_pid"), &w);
+    pid = status != NULL && strcmp(status, "stopped") != 0 && waiter_alive(c) ? w : 0;
+  }
   json_object_set(out, "pid", json_new_integer(pid));
   copy_key(out, "status", live, json_new_string("unknown"));
   json_object_set(out, "bundle",
@@ -443,6 +458,16 @@ int container_simple_verb(struct cli *cli, const char *verb, int argc,
   int r = container_call_ok(cli, &c, verb, NULL, &quiet, &res, err);
   proc_result_free(&res);
   container_free(&c);
+  return r;
+}
+
+int container_start(const struct cli *cli, const struct container *c, tg_error **err) {
+  if (waiter_recorded(c->state))
+    return waiter_start(c, err);
+  struct proc_opts quiet = {.capture_stdout = true, .capture_stderr = true};
+  struct proc_result res = {0};
+  int r = container_call_ok(cli, c, "start", NULL, &quiet, &res, err);
+  proc_result_free(&res);
   return r;
 }
 

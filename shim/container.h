@@ -134,6 +134,10 @@ json_t *container_unknown_record(const char *id, const json_t *state,
 int container_simple_verb(struct cli *cli, const char *verb, int argc,
                           char **argv, tg_error **err);
 
+/* start: the backend's start, or for a container inside its pod's
+ * sandbox, its waiter's (shim/waiter.h).  0 or -1 with *err. */
+int container_start(const struct cli *cli, const struct container *c, tg_error **err);
+
 /* The backend's own error message from its log during the last
  * container_call(), or NULL (owned).  For calls whose stderr is not
  * captured (exec), this tells a failed backend from a process that merely

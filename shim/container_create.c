@@ -28,6 +28,7 @@
 #include "shim/log.h"
 #include "shim/state.h"
 #include "shim/util.h"
+#include "shim/waiter.h"
 
 #define CONFIG_MAX_BYTES (16u * 1024 * 1024)
 /* Marks a config.json that tollgate wrote (the effective config), so a
@@ -225,7 +226,7 @@ struct shared_range {
 };
 
 /* A runc pod member shares the range of its pod's sandbox container (pid
- * pod_pid, verified by pod_sandbox_pid()): one user namespace per pod,
+ * pod_pid, verified by pod_sandbox_verify()): one user namespace per pod,
  * which owns the ipc/uts/pid namespaces the member joins.  Its claim file
  * gets this container's line too, so the range outlives the pause until
  * the pod's last container is deleted.  0 with *share unset when the
@@ -386,30 +387,78 @@ static int resolve_policy(const struct cli *cli, const char *policy_file,
   return 0;
 }
 
-/* The host pid of the pod's sandbox (pause) container when tollgate runs
- * it in this root under the same backend: recorded with CRI role
- * "sandbox", and alive.  0 otherwise: the container then gets namespaces
- * of its own, as any container outside a pod. */
-static pid_t pod_sandbox_pid(const struct cli *cli, const char *pod, const char *backend) {
+/* The pod's sandbox (pause) container an app container asked to join. */
+struct pod_sandbox {
+  pid_t pid;        /* its host pid (runsc: the sandbox process) */
+  char *backend_id; /* the id its backend knows it by (owned) */
+};
+
+/* The annotations that say which pod a container belongs to: where the
+ * pause container and the app container both carry one, they must agree. */
+static const char *const pod_identity_keys[] = {
+    "io.kubernetes.cri.sandbox-namespace", "io.kubernetes.cri.sandbox-name",
+    "io.kubernetes.cri.sandbox-uid",       "io.kubernetes.pod.namespace",
+    "io.kubernetes.pod.name",              "io.kubernetes.pod.uid",
+};
+
+/* Verify the pod sandbox an app container names: a container of this
+ * tollgate root (its state directory, which only tollgate writes),
+ * recorded with CRI role "sandbox", under the same backend binary, alive,
+ * and of the same pod where both configs say.  The sandbox id is the
+ * container manager's word, and anyone who can write a config.json can
+ * forge it: a join into anything else would put this container into a
+ * sandbox (runsc) or namespaces (runc) that no pod of its own made.  0
+ * with *out filled, or -1 with *err naming what is wrong. */
+static int pod_sandbox_verify(const struct cli *cli, const char *pod, const json_t *config,
+                              const json_t *state, struct pod_sandbox *out, tg_error **err) {
+  memset(out, 0, sizeof out[0]);
+  const char *backend = json_string_value(json_object_get(state, "backend"));
+  const char *path = json_string_value(json_object_get(state, "backend_path"));
   if (pod == NULL || !container_id_is_valid(pod))
-    return 0;
-  json_t *st = NULL;
-  char *dir = NULL;
+    return tg_error_set(err, 0, "the CRI sandbox id is not a container id; fix or remove the annotation");
+  cleanup_json json_t *st = NULL;
+  cleanup_free char *dir = NULL;
   tg_error *e = NULL;
-  pid_t pid = 0;
-  if (state_load(cli->root, pod, &st, &dir, &e) == 0) {
-    const char *role = json_string_value(json_get_path(st, "cri.role"));
-    const char *be = json_string_value(json_object_get(st, "backend"));
-    long long init = 0;
-    json_integer_value(json_object_get(st, "init_pid"), &init);
-    if (role != NULL && strcmp(role, "sandbox") == 0 && be != NULL && backend != NULL &&
-        strcmp(be, backend) == 0 && init > 0 && init < INT_MAX && kill((pid_t)init, 0) == 0)
-      pid = (pid_t)init;
+  if (state_load(cli->root, pod, &st, &dir, &e) < 0) {
+    tg_error_free(&e);
+    return tg_error_set(err, 0,
+                        "the CRI annotations ask to join pod sandbox %s, which is not a container of this tollgate root (%s): a container joins only a pause container tollgate runs under the same --root",
+                        pod, cli->root);
   }
+  const char *role = json_string_value(json_get_path(st, "cri.role"));
+  if (role == NULL || strcmp(role, "sandbox") != 0)
+    return tg_error_set(err, 0,
+                        "the CRI annotations ask to join %s, which is not a pod sandbox (pause) container: only a container created with io.kubernetes.cri.container-type=sandbox can be joined",
+                        pod);
+  const char *be = json_string_value(json_object_get(st, "backend"));
+  const char *be_path = json_string_value(json_object_get(st, "backend_path"));
+  if (be == NULL || backend == NULL || strcmp(be, backend) != 0 || be_path == NULL || path == NULL ||
+      strcmp(be_path, path) != 0)
+    return tg_error_set(err, 0,
+                        "the pod sandbox %s runs under %s (%s), this container under %s (%s): a pod's containers share one backend",
+                        pod, be ? be : "?", be_path ? be_path : "?", backend ? backend : "?", path ? path : "?");
+  long long init = 0;
+  json_integer_value(json_object_get(st, "init_pid"), &init);
+  if (init <= 0 || init >= INT_MAX || kill((pid_t)init, 0) < 0)
+    return tg_error_set(err, 0, "the pod sandbox %s is not running: start the pod's sandbox first", pod);
+  cleanup_json json_t *pause_config = state_read_json(dir, "config.json", &e);
   tg_error_free(&e);
-  json_free(st);
-  free(dir);
-  return pid;
+  const json_t *theirs = json_object_get(pause_config, "annotations");
+  const json_t *ours = json_object_get(config, "annotations");
+  for (size_t i = 0; i < sizeof pod_identity_keys / sizeof pod_identity_keys[0]; i++) {
+    const char *a = json_string_value(json_object_get(ours, pod_identity_keys[i]));
+    const char *b = json_string_value(json_object_get(theirs, pod_identity_keys[i]));
+    if (a != NULL && b != NULL && strcmp(a, b) != 0)
+      return tg_error_set(err, 0,
+                          "the pod sandbox %s belongs to another pod: its %s is \"%s\", this container's \"%s\"",
+                          pod, pod_identity_keys[i], b, a);
+  }
+  const char *bid = state_backend_id(st, pod);
+  if (bid == NULL)
+    return tg_error_set(err, 0, "the pod sandbox %s records no valid backend id: remove the pod", pod);
+  out->pid = (pid_t)init;
+  out->backend_id = xstrdup(bid);
+  return 0;
 }
 
 /* The one process whose namespaces config joins by /proc/<pid>/ns/<type>
@@ -732,17 +781,26 @@ static int do_create(struct cli *cli, const struct create_request *req,
       .state_root = cli->root,
       .audit_dir = cli->config.audit_dir,
   };
-  /* A pod's app container shares its sandbox's namespaces (docs/
-   * kubernetes.md, "Pods").  A config whose CRI annotations are malformed
-   * is refused by oci_apply_cri_policy() below. */
+  /* A pod's app container shares its sandbox's namespaces, and under
+   * runsc its sandbox (docs/kubernetes.md, "Pods"), once the sandbox it
+   * names is verified.  A refusal waits for the profile: passthrough
+   * applies no pod policy, so there is nothing to refuse.  A config whose
+   * CRI annotations are malformed is refused by oci_apply_cri_policy(). */
   pid_t pod_pid = 0;
+  cleanup_free char *pod_backend_id = NULL;
   cleanup_free char *pod_id = NULL;
+  bool pod_share_pid = false;
+  tg_error *pod_refused = NULL;
   {
     struct cri_record asked = {0};
     tg_error *ce = NULL;
-    if (oci_cri_read(config, &asked, &ce) == 0 && oci_cri_is_pod_member(&asked)) {
-      pod_pid = pod_sandbox_pid(cli, asked.pod, ho.backend);
-      pod_id = pod_pid > 0 ? xstrdup(asked.pod) : NULL;
+    struct pod_sandbox sb;
+    if (oci_cri_read(config, &asked, &ce) == 0 && oci_cri_is_pod_member(&asked) &&
+        pod_sandbox_verify(cli, asked.pod, config, state, &sb, &pod_refused) == 0) {
+      pod_pid = sb.pid;
+      pod_backend_id = sb.backend_id;
+      pod_id = xstrdup(asked.pod);
+      pod_share_pid = oci_cri_shares_pod_pid(config, pod_pid);
     }
     tg_error_free(&ce);
     cri_record_free(&asked);
@@ -752,15 +810,23 @@ static int do_create(struct cli *cli, const struct create_request *req,
    * shares its user namespace and range the same way. */
   pid_t owner_pid = pod_pid;
   cleanup_free char *owner_id = pod_id ? xstrdup(pod_id) : NULL;
-  pid_t joined = joined_process(config);
-  if (owner_id == NULL && joined > 0 && (owner_id = namespace_owner(cli, joined, ho.backend)) != NULL)
-    owner_pid = joined;
+  pid_t joined_pid = joined_process(config);
+  if (owner_id == NULL && joined_pid > 0 && (owner_id = namespace_owner(cli, joined_pid, ho.backend)) != NULL)
+    owner_pid = joined_pid;
   struct shared_range share = {0};
   if (claim_id_range(cli, config, u->dir, state, &ho, owner_id, owner_pid, &share, err) < 0)
     return tg_error_wrap(err, "bundle %s: config.json", bundle);
   struct harden_result hr = {0};
-  if (oci_harden(config, &ho, &hr, err) < 0)
+  if (oci_harden(config, &ho, &hr, err) < 0) {
+    tg_error_free(&pod_refused);
     return tg_error_wrap(err, "bundle %s: config.json", bundle);
+  }
+  if (pod_refused != NULL && !hr.passthrough) {
+    harden_result_free(&hr);
+    *err = pod_refused;
+    return tg_error_wrap(err, "bundle %s: config.json", bundle);
+  }
+  tg_error_free(&pod_refused);
   cleanup_free char *profile = hr.profile ? xstrdup(hr.profile) : xstrdup("");
   bool passthrough = hr.passthrough;
   /* Into the runtime log (--log, which Docker, Podman and containerd
@@ -791,16 +857,32 @@ static int do_create(struct cli *cli, const struct create_request *req,
     return tg_error_wrap(err, "bundle %s: config.json", bundle);
   /* runc: the pod's loopback is its sandbox's network namespace (checked
    * loopback-only after the backend's create, like any other).  runsc:
-   * each container is a sandbox of its own (oci/cri.c says why). */
-  if (pod_pid > 0 && !passthrough && ho.backend != NULL && strcmp(ho.backend, "runc") == 0 &&
+   * the pause container is the root of the pod's sandbox and an app
+   * container starts inside it (oci/cri.c says why). */
+  bool runsc = ho.backend != NULL && strcmp(ho.backend, "runsc") == 0;
+  bool joined = false;
+  if (pod_pid > 0 && !passthrough && !runsc &&
       oci_cri_join_pod_network(config, pod_pid, err) < 0) {
     cri_record_free(&cri);
     return tg_error_wrap(err, "bundle %s: config.json", bundle);
+  }
+  if (runsc && !passthrough && cri.role != NULL) {
+    if (strcmp(cri.role, "sandbox") == 0) {
+      oci_cri_mark_sandbox(config);
+    } else if (pod_pid > 0) {
+      if (oci_cri_join_sandbox(config, pod_backend_id, pod_share_pid, pod_pid, err) < 0) {
+        cri_record_free(&cri);
+        return tg_error_wrap(err, "bundle %s: config.json", bundle);
+      }
+      joined = true;
+    }
   }
   if (cri.role != NULL) {
     json_t *pod = json_new_object();
     json_object_set(pod, "role", json_new_string(cri.role));
     json_object_set(pod, "sandbox", cri.pod ? json_new_string(cri.pod) : json_new_null());
+    if (joined)
+      json_object_set(pod, "joined", json_new_string(pod_backend_id));
     json_object_set(state, "cri", pod);
   }
   cri_record_free(&cri);
@@ -955,6 +1037,16 @@ static int do_create(struct cli *cli, const struct create_request *req,
   if (state_read_pid_file(backend_pid, &pid, err) < 0)
     return tg_error_wrap(err, "%s %s", c->backend.name, verb);
   out->init_pid = (pid_t)pid;
+  /* runsc reports the sandbox's pid for a container inside it: the
+   * waiter stands for this one (shim/waiter.h). */
+  if (joined) {
+    pid_t w = 0;
+    if (waiter_spawn(cli, c, &w, err) < 0)
+      return -1;
+    waiter_record(state, w);
+    out->init_pid = w;
+    pid = w;
+  }
 
   /* runc: the new network namespace must hold nothing but lo before the
    * process starts (runsc runs with --network=none and has no netns). */

@@ -4,9 +4,14 @@
 # appended to its config, driven through the CRI API the way the kubelet
 # drives it (tests/integration/cri/cri.py).  A pod whose RuntimeClass
 # handler is "tollgate" and whose annotation selects the policy:
-#   - the pause container and the app container both run under tollgate,
-#     each in its own runsc sandbox (the CRI pod policy, oci/cri.c), both
-#     hardened;
+#   - the pause container and the app containers all run under tollgate,
+#     hardened; under runsc in one gVisor sandbox per pod, which the app
+#     containers join (the CRI pod policy, oci/cri.c), each with its own
+#     waiter, bridge and audit log;
+#   - the pod's containers talk over 127.0.0.1, and a shareProcessNamespace
+#     pod's containers see each other's processes, under both backends;
+#   - under runc the pod is one user namespace and one host id range (the
+#     pause's, shared by its app containers), freed with the pod;
 #   - the pod annotation reaches the app container (pod_annotations), which
 #     makes a governed call through the bridge; its audit log verifies;
 #   - ExecSync works; stopping and removing the pod leaves nothing behind.
@@ -60,7 +65,10 @@ for backend in runsc runc; do
   eff=$CTRD_DIR/state/io.containerd.runtime.v2.task/k8s.io/$pod/config.json
   check_eq "$b: pause: recorded as the pod's sandbox" sandbox "$(cri_rec "$pod" role)"
   check_eq "$b: pause: no tollgate annotation in its config" "" "$(no_tg_ann "$eff")"
-  check_eq "$b: pause: no CRI container type left for runsc" "<none>" "$(ann "$eff" io.kubernetes.cri.container-type)"
+  # runsc: the pause container is the root of the pod's sandbox; runc
+  # gets no CRI annotation at all.
+  want_type="<none>"; [ "$b" = runsc ] && want_type=sandbox
+  check_eq "$b: pause: CRI container type for the backend" "$want_type" "$(ann "$eff" io.kubernetes.cri.container-type)"
   check_eq "$b: pause: hardened (uid 65534)" 65534 \
     "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["process"]["user"]["uid"])' "$eff" 2>&1)"
 
@@ -78,14 +86,23 @@ for backend in runsc runc; do
   check_eq "$b: app: recorded as a container of the pod" "container/$pod" \
     "$(cri_rec "$ctr_id" role)/$(cri_rec "$ctr_id" sandbox)"
   check_eq "$b: app: no tollgate annotation in its config but the pod's policy" "" "$(no_tg_ann "$eff")"
-  check_eq "$b: app: nothing tells the backend to join the pause sandbox" "<none>/<none>" \
-    "$(ann "$eff" io.kubernetes.cri.container-type)/$(ann "$eff" io.kubernetes.cri.sandbox-id)"
-  # Each container its own sandbox: two containers, two init processes.
+  if [ "$b" = runsc ]; then
+    # The app joins the pause container's sandbox by the id runsc knows it by.
+    pause_bid=$(tgk state "$pod" | python3 -c 'import json,sys; print(json.load(sys.stdin)["tollgate"]["backend_id"])')
+    check_eq "$b: app: joins the verified pause container's sandbox" "container/$pause_bid" \
+      "$(ann "$eff" io.kubernetes.cri.container-type)/$(ann "$eff" io.kubernetes.cri.sandbox-id)"
+    check_eq "$b: one runsc sandbox for the pod: runsc knows two containers" 2 \
+      "$(runsc --root "$K8S_ROOT/backend/runsc" list --quiet 2>/dev/null | wc -l)"
+    check_eq "$b: ... with one sandbox process" 1 \
+      "$(for r in $(runsc --root "$K8S_ROOT/backend/runsc" list --quiet 2>/dev/null); do runsc --root "$K8S_ROOT/backend/runsc" state "$r" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])'; done | sort -u | wc -l)"
+  else
+    check_eq "$b: app: nothing tells the backend to join the pause sandbox" "<none>/<none>" \
+      "$(ann "$eff" io.kubernetes.cri.container-type)/$(ann "$eff" io.kubernetes.cri.sandbox-id)"
+  fi
+  # Two init processes as containerd sees them: under runsc the app's is
+  # its waiter (shim/waiter.h), never the pod's sandbox process.
   pids=$(for id in "$pod" "$ctr_id"; do tgk state "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])'; done | sort -u | wc -l)
   check_eq "$b: pause and app have separate init processes" 2 "$pids"
-  if [ "$b" = runsc ]; then
-    check_eq "$b: two runsc sandboxes" 2 "$(runsc --root "$K8S_ROOT/backend/runsc" list --quiet 2>/dev/null | wc -l)"
-  fi
 
   for _ in $(seq 300); do grep -q 'status=' "$CTRD_DIR/pods/$b/agent.log" 2>/dev/null && break; sleep 0.1; done
   log=$(cat "$CTRD_DIR/pods/$b/agent.log" 2>&1)
@@ -120,9 +137,9 @@ for backend in runsc runc; do
 
   # --- the pod's loopback: a server and a client container of one pod ------
   # runc: every app container joins the pause container's (loopback-only)
-  # network namespace, so 127.0.0.1 is the pod's.  runsc: one sandbox per
-  # container (oci/cri.c, docs/kubernetes.md "Pods"), each with its own
-  # netstack: the client cannot reach the server; asserted as documented.
+  # network namespace, so 127.0.0.1 is the pod's.  runsc: every app
+  # container runs in the pause container's sandbox (oci/cri.c,
+  # docs/kubernetes.md "Pods"), whose netstack (lo only) is the pod's.
   srv_config='{"metadata": {"name": "srv"}, "image": {"image": "localhost/tollgate/busybox:test"},
     "command": ["sh", "-c", "while true; do echo pong-from-srv | nc -l -p 8080; done"], "log_path": "srv.log",
     "linux": {"security_context": {"namespace_options": {"network": "NODE", "pid": "CONTAINER", "ipc": "POD"}}}}'
@@ -136,8 +153,8 @@ for backend in runsc runc; do
   check "$b: loopback: client container starts" cri StartContainer '{"container_id": "'$cli_id'"}'
   for _ in $(seq 300); do grep -q 'got=' "$CTRD_DIR/pods/$b/cli.log" 2>/dev/null && break; sleep 0.1; done
   got=$(sed -n 's/^.*got=//p' "$CTRD_DIR/pods/$b/cli.log" 2>/dev/null)
+  check_eq "$b: loopback: two containers of one pod talk over 127.0.0.1" pong-from-srv "$got"
   if [ "$b" = runc ]; then
-    check_eq "$b: loopback: two containers of one pod talk over 127.0.0.1" pong-from-srv "$got"
     srv_pid=$(tgk state "$srv_id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
     pause_pid=$(tgk state "$pod" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
     check_eq "$b: loopback: the server is in the pause container's network namespace" \
@@ -152,8 +169,6 @@ for backend in runsc runc; do
     check_eq "$b: ids: ... the pool's, not host 65534" yes \
       "$([ "$(host_uid $srv_pid)" -gt $((1 << 28)) ] 2>/dev/null && echo yes || echo "no: $(host_uid $srv_pid)")"
     check_eq "$b: ids: the pod holds one range" 1 "$(claims)"
-  else
-    check_eq "$b: loopback: one sandbox per container, separate loopbacks (documented)" nothing "$got"
   fi
   for id in "$srv_id" "$cli_id"; do
     cri StopContainer '{"container_id": "'$id'", "timeout": 1}' >/dev/null 2>&1
@@ -178,10 +193,10 @@ for backend in runsc runc; do
   # --- shareProcessNamespace: the pod's PID namespace ----------------------
   # runc: both app containers join the pause container's PID namespace
   # (containerd's /proc/<pause>/ns/pid), so each sees the other's
-  # processes.  runsc: the pause container is a gVisor sandbox whose host
-  # process lives in the host's PID namespace; that path was refused
-  # outright before.  Now it is dropped (each container keeps a PID
-  # namespace in its own sandbox) and the pod starts.
+  # processes.  runsc: both run in the pod's sandbox, and gVisor puts
+  # containers whose pid namespace paths are equal into one PID namespace
+  # of the sandbox's kernel; the pause container, the sandbox's root, has
+  # a PID namespace of its own there (docs/kubernetes.md, "Pods").
   mkdir -p "$CTRD_DIR/pods/shared-$b"
   sp_config='{"metadata": {"name": "shared-'$b'", "uid": "shared-'$b'", "namespace": "default"},
     "log_directory": "'$CTRD_DIR'/pods/shared-'$b'",
@@ -204,11 +219,9 @@ for backend in runsc runc; do
   for _ in $(seq 300); do grep -q 'ps: .*sleep 302\|ps: ps -o' "$CTRD_DIR/pods/shared-$b/two.log" 2>/dev/null && break; sleep 0.1; done
   sleep 0.5
   seen=$(sed -n 's/^.* ps: //p' "$CTRD_DIR/pods/shared-$b/two.log" 2>/dev/null)
+  check_match "$b: shared pid: the second container sees the first's process" '(^|'$'\n'')sleep 301' "$seen"
   if [ "$b" = runc ]; then
-    check_match "$b: shared pid: the second container sees the first's process" '(^|'$'\n'')sleep 301' "$seen"
     check_match "$b: shared pid: ... and the pause container's (this test's pause image sleeps)" 'sleep 2147483647' "$seen"
-  else
-    check_match "$b: shared pid: the container runs, its own processes only (one sandbox per container)" 'ps -o args' "$seen"
   fi
   for id in "$one_id" "$two_id"; do
     cri StopContainer '{"container_id": "'$id'", "timeout": 1}' >/dev/null 2>&1
