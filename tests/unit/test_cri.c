@@ -199,3 +199,41 @@ Test(cri, a_second_pass_never_reopens_anything) {
   assert_only_annotations_changed(once, c);
   cri_record_free(&rec);
 }
+
+/* runsc pods: the join writes exactly the two annotations runsc reads,
+ * with the verified pause container's backend id, and a pid path only
+ * when the pod shares its PID namespace. */
+Test(cri, join_sandbox_sets_runsc_annotations) {
+  cleanup_json json_t *c = config_with(NULL);
+  cleanup_error tg_error *err = NULL;
+  cr_assert_eq(oci_cri_join_sandbox(c, "tg-pause1", false, 4242, &err), 0, "%s", err ? err->msg : "");
+  cr_expect_str_eq(ann(c, "io.kubernetes.cri.container-type"), "container");
+  cr_expect_str_eq(ann(c, "io.kubernetes.cri.sandbox-id"), "tg-pause1");
+  cr_expect_null(json_object_get(json_array_get(json_get_path(c, "linux.namespaces"), 0), "path"),
+                 "no shared pid asked: the pid namespace keeps no path");
+}
+
+Test(cri, join_sandbox_with_shared_pid_names_the_pause_pid_namespace) {
+  cleanup_json json_t *c = config_with(NULL);
+  cleanup_error tg_error *err = NULL;
+  cr_assert_eq(oci_cri_join_sandbox(c, "tg-pause1", true, 4242, &err), 0, "%s", err ? err->msg : "");
+  cr_expect_str_eq(json_string_value(json_object_get(json_array_get(json_get_path(c, "linux.namespaces"), 0), "path")),
+                   "/proc/4242/ns/pid");
+}
+
+Test(cri, join_sandbox_refuses_an_id_that_is_not_one) {
+  cleanup_json json_t *c = config_with(NULL);
+  cleanup_error tg_error *err = NULL;
+  cr_expect_eq(oci_cri_join_sandbox(c, "../x", false, 4242, &err), -1);
+  cr_expect_null(ann(c, "io.kubernetes.cri.sandbox-id"));
+}
+
+Test(cri, shares_pod_pid_only_for_the_sandbox_pid_path) {
+  cleanup_json json_t *c = config_with(NULL);
+  cr_expect(!oci_cri_shares_pod_pid(c, 4242), "no path: not shared");
+  json_object_set(json_array_get(json_get_path(c, "linux.namespaces"), 0), "path",
+                  json_new_string("/proc/4242/ns/pid"));
+  cr_expect(oci_cri_shares_pod_pid(c, 4242));
+  cr_expect(!oci_cri_shares_pod_pid(c, 4243), "another process's pid namespace is not the pod's");
+  cr_expect(!oci_cri_shares_pod_pid(c, 0));
+}
