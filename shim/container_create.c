@@ -409,6 +409,26 @@ static const char *const pod_identity_keys[] = {
  * forge it: a join into anything else would put this container into a
  * sandbox (runsc) or namespaces (runc) that no pod of its own made.  0
  * with *out filled, or -1 with *err naming what is wrong. */
+/* The pause container's live status, as the backend reports it.  Its
+ * recorded pid is not enough: runsc 20221219 keeps the sandbox process
+ * (the recorded pid) after the pause's init is killed, with its control
+ * server gone, so a join would reach runsc and fail with runsc's own
+ * "connection refused" instead of this refusal. */
+static bool pod_sandbox_runs(const struct cli *cli, const char *pod) {
+  struct container c;
+  tg_error *e = NULL;
+  if (container_load(cli, pod, &c, &e) < 0) {
+    tg_error_free(&e);
+    return false;
+  }
+  cleanup_json json_t *live = container_query(cli, &c, &e);
+  tg_error_free(&e);
+  const char *status = json_string_value(json_object_get(live, "status"));
+  bool runs = status != NULL && (strcmp(status, "running") == 0 || strcmp(status, "created") == 0);
+  container_free(&c);
+  return runs;
+}
+
 static int pod_sandbox_verify(const struct cli *cli, const char *pod, const json_t *config,
                               const json_t *state, struct pod_sandbox *out, tg_error **err) {
   memset(out, 0, sizeof out[0]);
@@ -439,7 +459,7 @@ static int pod_sandbox_verify(const struct cli *cli, const char *pod, const json
                         pod, be ? be : "?", be_path ? be_path : "?", backend ? backend : "?", path ? path : "?");
   long long init = 0;
   json_integer_value(json_object_get(st, "init_pid"), &init);
-  if (init <= 0 || init >= INT_MAX || kill((pid_t)init, 0) < 0)
+  if (init <= 0 || init >= INT_MAX || kill((pid_t)init, 0) < 0 || !pod_sandbox_runs(cli, pod))
     return tg_error_set(err, 0, "the pod sandbox %s is not running: start the pod's sandbox first", pod);
   cleanup_json json_t *pause_config = state_read_json(dir, "config.json", &e);
   tg_error_free(&e);
