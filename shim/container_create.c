@@ -401,14 +401,6 @@ static const char *const pod_identity_keys[] = {
     "io.kubernetes.pod.name",              "io.kubernetes.pod.uid",
 };
 
-/* Verify the pod sandbox an app container names: a container of this
- * tollgate root (its state directory, which only tollgate writes),
- * recorded with CRI role "sandbox", under the same backend binary, alive,
- * and of the same pod where both configs say.  The sandbox id is the
- * container manager's word, and anyone who can write a config.json can
- * forge it: a join into anything else would put this container into a
- * sandbox (runsc) or namespaces (runc) that no pod of its own made.  0
- * with *out filled, or -1 with *err naming what is wrong. */
 /* The pause container's live status, as the backend reports it.  Its
  * recorded pid is not enough: runsc 20221219 keeps the sandbox process
  * (the recorded pid) after the pause's init is killed, with its control
@@ -429,6 +421,14 @@ static bool pod_sandbox_runs(const struct cli *cli, const char *pod) {
   return runs;
 }
 
+/* Verify the pod sandbox an app container names: a container of this
+ * tollgate root (its state directory, which only tollgate writes),
+ * recorded with CRI role "sandbox", under the same backend binary, alive,
+ * and of the same pod where both configs say.  The sandbox id is the
+ * container manager's word, and anyone who can write a config.json can
+ * forge it: a join into anything else would put this container into a
+ * sandbox (runsc) or namespaces (runc) that no pod of its own made.  0
+ * with *out filled, or -1 with *err naming what is wrong. */
 static int pod_sandbox_verify(const struct cli *cli, const char *pod, const json_t *config,
                               const json_t *state, struct pod_sandbox *out, tg_error **err) {
   memset(out, 0, sizeof out[0]);
