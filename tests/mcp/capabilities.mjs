@@ -29,8 +29,13 @@ const transport = new StdioClientTransport({ command: argv[0], args: argv.slice(
 const client = new Client({ name: "tollgate-capabilities-test", version: "2.0.0" },
                           { capabilities: { elicitation: {} } });
 const elicitations = [];
-client.setRequestHandler(ElicitRequestSchema, async (req) => {
+let withdrawn = 0;
+client.setRequestHandler(ElicitRequestSchema, async (req, extra) => {
   const msg = req.params.message;
+  // The refund of 95 is never answered: its run is cancelled, and the
+  // server withdraws the question (notifications/cancelled aborts this).
+  if (/"amount": 95\b/.test(msg))
+    return await new Promise((res) => extra.signal.addEventListener("abort", () => { withdrawn++; res({ action: "cancel" }); }));
   elicitations.push(msg);
   // The refund of 80 is approved, any other is denied.
   if (/"amount": 80\b/.test(msg)) return { action: "accept", content: { decision: "approve", note: "ok from the test" } };
@@ -149,6 +154,42 @@ check("elicitation: the audit names the client in the approval and in the denial
       c1?.decision === "allow" && /approved by the person at MCP client 'tollgate-capabilities-test 2.0.0'/.test(c1?.reason) &&
       c2?.decision === "deny" && /denied by the person at MCP client 'tollgate-capabilities-test 2.0.0'/.test(c2?.reason),
       JSON.stringify(s.calls));
+
+// ---- cancelling while a call waits for the person; cancelling a session cell ----------
+{
+  const ac2 = new AbortController();
+  const parked = client.callTool({ name: "run_python", arguments: { code:
+    "from tollgate import refund\nrefund(amount=95)\nprint('never')\n" } }, undefined, { signal: ac2.signal });
+  for (let i = 0; i < 100 && !(await client.listResources()).resources.some((x) => /running/.test(x.description)); i++)
+    await sleep(100);
+  await sleep(1500);  // the approval watcher has asked by now
+  ac2.abort("the test cancels a parked run");
+  try { await parked; } catch { /* aborted */ }
+  for (let i = 0; i < 100 && withdrawn === 0; i++) await sleep(100);
+  check("cancel: the question for a parked call of the cancelled run is withdrawn", withdrawn === 1, withdrawn);
+
+  r = await client.callTool({ name: "run_python", arguments: { session: "doomed", code: "open('/tmp/f','w').write('x')\n" } });
+  const ac3 = new AbortController();
+  const cell = client.callTool({ name: "run_python", arguments: { session: "doomed", code:
+    "import time\nfrom tollgate import echo\necho(word='cell-before')\ntime.sleep(3)\necho(word='cell-after')\n" } },
+    undefined, { signal: ac3.signal });
+  setTimeout(() => ac3.abort("the test cancels a cell"), 1500);
+  try { await cell; } catch { /* aborted */ }
+  let sres = null;
+  for (let i = 0; i < 100 && !sres; i++) {
+    sres = (await client.listResources()).resources.find((x) => /session doomed/.test(x.description) && /cancelled/.test(x.description));
+    if (!sres) await sleep(100);
+  }
+  check("cancel: a cancelled cell ends its session (listed as cancelled)", !!sres);
+  await sleep(2500);
+  if (sres) {
+    const log = (await client.readResource({ uri: sres.uri })).contents[0]?.text || "";
+    check("cancel: the session's log has the cancellation, the cell's first call and not its later one",
+          /"event":"cancelled"/.test(log) && /cell-before/.test(log) && !/cell-after/.test(log), log);
+  }
+  r = await client.callTool({ name: "end_session", arguments: { session: "doomed" } });
+  check("cancel: the cancelled session is gone", r.structuredContent?.ended === false, text(r));
+}
 
 // ---- the session cap ---------------------------------------------------------------
 const cap = Number(maxSessions);
