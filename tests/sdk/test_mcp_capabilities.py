@@ -18,7 +18,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "bridge", "sdk"))
 from tollgate_sdk import ApprovalRequest, Sandbox, tool  # noqa: E402
 from tollgate_sdk import mcp_describe as describe  # noqa: E402
-from tollgate_sdk.mcp import Server, has_shell  # noqa: E402
+from tollgate_sdk.mcp import Server, has_shell, session_cap  # noqa: E402
 from tollgate_sdk.mcp_elicit import Elicitor  # noqa: E402
 
 POLICY = {"version": 1, "budgets": {"max_tool_calls": 7, "max_cost": 3},
@@ -228,6 +228,12 @@ class Resources(unittest.TestCase):
 
 
 class SessionCap(unittest.TestCase):
+    def test_the_command_line_may_lower_the_hosts_cap_never_raise_it(self):
+        self.assertEqual(session_cap(16, None), 16)
+        self.assertEqual(session_cap(16, 2), 2)
+        self.assertEqual(session_cap(4, 99), 4)
+        self.assertEqual(session_cap(4, 0), 0)
+
     def test_past_the_cap_no_container_is_started(self):
         # The cap is checked before a session opens: with a cap of 0 the
         # error names it even where no sandbox could start at all.

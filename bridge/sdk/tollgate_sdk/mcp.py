@@ -245,12 +245,11 @@ class Server:
         elif method == "resources/templates/list":
             self.reply(mid, {"resourceTemplates": []})
         elif method == "resources/read":
-            contents = self.runs.read(params.get("uri"))
-            if contents is None:
-                self.reply(mid, error={"code": -32002, "message": "no resource %s: resources/list names "
-                                       "this server's runs" % describe.one_line(params.get("uri"), 200)})
-            else:
-                self.reply(mid, {"contents": contents})
+            # On a thread: verifying a large log takes a while, and a
+            # cancellation must not wait behind it.
+            t = threading.Thread(target=self.read_resource, args=(mid, params), daemon=True)
+            self.threads = [x for x in self.threads if x.is_alive()] + [t]
+            t.start()
         elif method == "notifications/initialized":
             self.initialized = True
         elif method == "notifications/cancelled":
@@ -262,6 +261,14 @@ class Server:
             return
         elif is_request:
             self.reply(mid, error={"code": -32601, "message": "method not found: %s" % method})
+
+    def read_resource(self, mid, params):
+        contents = self.runs.read(params.get("uri"))
+        if contents is None:
+            self.reply(mid, error={"code": -32002, "message": "no resource %s: resources/list names "
+                                   "this server's runs" % describe.one_line(params.get("uri"), 200)})
+        else:
+            self.reply(mid, {"contents": contents})
 
     def initialize(self, mid, params):
         want = params.get("protocolVersion")
@@ -588,6 +595,12 @@ def _run_result(r, uri, session):
     return _text_result("\n".join(lines), structured, r.exit_status != 0)
 
 
+def session_cap(host, asked):
+    """The host config's cap (mcp_max_sessions), or the command line's
+    --max-sessions when that is lower: a user may lower it, never raise it."""
+    return host if asked is None else min(host, asked)
+
+
 def main(argv=None):
     # No abbreviations: "--allow" must never be read as --allow-approve,
     # which only shim/cmd_mcp.c passes, from the host config.
@@ -610,11 +623,9 @@ def main(argv=None):
                    help="sessions open at once, and programs running at once outside them (at most "
                         "the host config's mcp_max_sessions, default 16)")
     a = p.parse_args(argv)
-    cap = a.host_max_sessions
-    if a.max_sessions is not None:
-        if a.max_sessions < 0:
-            p.error("--max-sessions must be 0 or more")
-        cap = min(cap, a.max_sessions)
+    if a.max_sessions is not None and a.max_sessions < 0:
+        p.error("--max-sessions must be 0 or more")
+    cap = session_cap(a.host_max_sessions, a.max_sessions)
     tool_files = [os.path.abspath(f) for f in a.tools]
 
     def factory():

@@ -48,7 +48,8 @@ class RunRecord:
     """One run or session: its container and audit log, for resources."""
 
     def __init__(self, sb, cid, kind, label=""):
-        self.sb, self.cid, self.kind, self.label = sb, cid, kind, label
+        # The session name is the client's: escaped, like all it sends.
+        self.sb, self.cid, self.kind, self.label = sb, cid, kind, one_line(label, 64)
         self.audit_log = os.path.join(sb.audit_dir or "", cid + ".jsonl")
         self.started = time.time()
         self.ended = None
