@@ -485,6 +485,8 @@ class Server:
         k = _key(mid)
         with self.jobs_lock:
             self.jobs[k] = job
+        if self.closing.is_set():  # the client left while this one was starting
+            job.cancel("the MCP client closed the connection")
         try:
             r = job.run(code, timeout, shell)
         finally:

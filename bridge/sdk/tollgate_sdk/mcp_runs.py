@@ -309,7 +309,10 @@ class Job:
         if reply is None or not reply.get("ok"):
             print("tollgate mcp: the cancel record of %s was not written: %s" % (
                 self.cid, (reply or {}).get("error", "no control socket")), flush=True)
-        subprocess.run(_tg(self.sb, "kill", self.cid, "KILL"), capture_output=True, timeout=30)
+        try:
+            subprocess.run(_tg(self.sb, "kill", self.cid, "KILL"), capture_output=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            print("tollgate mcp: tollgate kill %s: %s" % (self.cid, e), flush=True)
         # A question still open for one of its parked calls is moot now.
         self.srv.outgoing.withdraw(self.cid, "the run was cancelled")
         if self.session is not None:
