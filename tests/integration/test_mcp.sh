@@ -51,6 +51,10 @@ write_config mcp_elicit_approvals=true
 elicit_config=$TG_ROOT/elicit.json
 cp "$TG_CONFIG" "$elicit_config"
 write_config
+# Does this SDK stream a program's output (Sandbox.run's on_stdout)?  Then
+# progress must name the program's last line of output too.
+streams=$(cd "$(dirname "$0")/../../bridge/sdk" && python3 -c \
+  'import inspect; from tollgate_sdk import Sandbox; print(int("on_stdout" in inspect.signature(Sandbox.run).parameters))')
 for backend in $BACKENDS; do
   (cd "$here" && timeout 300 node client.mjs "$(argv "$approver_config" "$backend")" 1 "$backend" 0)
   check_eq "$backend: the MCP client exits 0 (approver)" 0 "$?"
@@ -58,7 +62,7 @@ for backend in $BACKENDS; do
   cp "$stage/policy.json" "$stage/policy-$backend.json"
   (cd "$here" && timeout 300 node capabilities.mjs \
      "$(argv "$elicit_config" "$backend" "$BUILD/rootfs/python" "$stage/policy-$backend.json" --max-sessions 2)" \
-     "$backend" "$stage/policy-$backend.json" 2)
+     "$backend" "$stage/policy-$backend.json" 2 "$streams")
   check_eq "$backend: the capabilities client exits 0" 0 "$?"
 done
 backend=${BACKENDS%% *}

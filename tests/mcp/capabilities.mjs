@@ -7,7 +7,7 @@
 // resource, tools/list_changed when the policy file changes, and the
 // session cap.  Prints `ok - NAME` / `FAIL - NAME`.
 //
-// Usage: node capabilities.mjs TOLLGATE_ARGV_JSON BACKEND POLICY_FILE MAX_SESSIONS
+// Usage: node capabilities.mjs TOLLGATE_ARGV_JSON BACKEND POLICY_FILE MAX_SESSIONS STREAMS(0|1)
 import { readFileSync, writeFileSync } from "node:fs";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -15,7 +15,7 @@ import {
   ElicitRequestSchema, ResourceListChangedNotificationSchema, ToolListChangedNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 
-const [argvJson, backend, policyFile, maxSessions] = process.argv.slice(2);
+const [argvJson, backend, policyFile, maxSessions, streams] = process.argv.slice(2);
 const argv = JSON.parse(argvJson);
 let failures = 0;
 function check(name, cond, detail) {
@@ -106,6 +106,9 @@ check("progress: notifications came while it ran", progress.length >= 2, JSON.st
 check("progress: they count the governed calls and the budget",
       progress.some((p) => /governed call/.test(p.message || "") && /budget: \d+ of 20 calls/.test(p.message || "")),
       JSON.stringify(progress));
+if (streams === "1")
+  check("progress: they name the program's last line of output (the SDK streams it)",
+        progress.some((p) => /last output: tick [0-3]$/.test(p.message || "")), JSON.stringify(progress));
 console.log(`# progress messages: ${JSON.stringify(progress.map((p) => p.message))}`);
 
 // ---- cancellation: a 6 s program, cancelled after 2 s --------------------------

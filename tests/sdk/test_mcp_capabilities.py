@@ -105,7 +105,24 @@ class Descriptions(unittest.TestCase):
         self.assertIn("at most 7 tool calls", d)
         self.assertIn("a total cost of 3", d)
         self.assertIn("Sessions: pass `session`", d)
-        self.assertIn(describe.SESSION_KEEPS, d)
+        self.assertIn(describe.session_keeps(), d)
+
+    def test_what_a_session_keeps_is_the_sdks_word_when_it_says(self):
+        from tollgate_sdk import sandbox
+        cls = sandbox.Session
+        had = cls.__dict__.get("KEEPS")
+        cls.KEEPS = "variables, imports and /tmp persist"
+        try:
+            srv, out = server()
+            t = tools_of(srv, out)["run_python"]
+            self.assertIn("Sessions: pass `session` (a name) to keep one sandbox for several calls: "
+                          "variables, imports and /tmp persist.", t["description"])
+            self.assertIn("variables, imports and /tmp persist", t["inputSchema"]["properties"]["session"]["description"])
+        finally:
+            if had is None:
+                del cls.KEEPS
+            else:
+                cls.KEEPS = had
 
     def test_instructions_name_the_tools_too(self):
         srv, out = server()

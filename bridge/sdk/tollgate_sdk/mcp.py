@@ -52,8 +52,9 @@ def _schema(props, required=()):
     return describe.obj(props, required)
 
 
-_SESSION = {"type": "string", "description": "keep one sandbox for several calls under this name: "
-            + describe.SESSION_KEEPS}
+def _session_arg():
+    return {"type": "string", "description": "keep one sandbox for several calls under this name: "
+            + describe.session_keeps()}
 _TIMEOUT = {"type": "number", "description": "seconds before the program is killed (default 300)"}
 
 
@@ -347,9 +348,9 @@ class Server:
         by = self.approvals_by()
         ann = describe.annotations(policy)
         run = _schema({"code": {"type": "string", "description": "the Python program"},
-                       "session": _SESSION, "timeout": _TIMEOUT}, ["code"])
+                       "session": _session_arg(), "timeout": _TIMEOUT}, ["code"])
         shell = _schema({"command": {"type": "string", "description": "the sh command line"},
-                         "session": _SESSION, "timeout": _TIMEOUT}, ["command"])
+                         "session": _session_arg(), "timeout": _TIMEOUT}, ["command"])
         tools = [
             {"name": "run_python", "inputSchema": run, "outputSchema": describe.RUN_OUTPUT,
              "description": describe.run_description(policy, False, by, self.sb.timeout)},

@@ -11,10 +11,16 @@ import json
 import re
 import unicodedata
 
-# What a session keeps between calls.  Sessions are Sandbox.session()
-# (sandbox.py): one container, each call a new process in it.
+# What a session keeps between calls, unless the SDK's Session class says
+# itself (a KEEPS attribute).  Sessions are Sandbox.session() (sandbox.py):
+# one container, each call a new process in it.
 SESSION_KEEPS = ("files in /tmp and the budgets carry over from call to call; Python "
                  "variables and imports do not (each call is a new process)")
+
+
+def session_keeps():
+    from . import sandbox
+    return getattr(getattr(sandbox, "Session", None), "KEEPS", None) or SESSION_KEEPS
 TOOLS_IN_DESCRIPTION = 60   # more than this: the rest are named, see list_tools
 LINE_MAX = 300
 
@@ -166,7 +172,7 @@ def run_description(policy, shell, approvals_by, timeout):
                  "'from tollgate import NAME ...').")
     return "\n".join([head, tools_text(policy, approvals_by), REFUSALS,
                       "Sessions: pass `session` (a name) to keep one sandbox for several calls: " +
-                      SESSION_KEEPS + ". Without it every call starts clean.",
+                      session_keeps() + ". Without it every call starts clean.",
                       "Returns stdout, stderr, the exit status, every governed call with its "
                       "decision, the budget used and the audit log (also a resource)."])
 
@@ -177,7 +183,7 @@ def instructions(policy, approvals_by, timeout, shell):
         "run_python%s. Write the whole task as one program that calls the tools directly; "
         "you do not need list_tools first." % (" (or run_shell)" if shell else ""),
         tools_text(policy, approvals_by), REFUSALS,
-        "Sessions (the `session` argument): " + SESSION_KEEPS + "; end_session ends one.",
+        "Sessions (the `session` argument): " + session_keeps() + "; end_session ends one.",
         "Each run's audit log, with its verification, is a resource (tollgate://audit/ID)."
         " Programs run at most %g s by default." % timeout])
 
