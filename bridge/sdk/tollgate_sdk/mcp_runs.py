@@ -13,6 +13,7 @@ the container is killed.
 import collections
 import inspect
 import os
+import stat
 import subprocess
 import threading
 import time
@@ -141,7 +142,10 @@ def _read_bounded(path, cap):
     except OSError:
         return "", 0
     with os.fdopen(fd, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            return "", 0
+        size = st.st_size
         data = f.read(cap)
     return data.decode("utf-8", "replace"), size
 
