@@ -192,6 +192,25 @@ class SchemasAndAnnotations(unittest.TestCase):
         self.assertEqual((a["destructiveHint"], a["readOnlyHint"]), (False, True))
 
 
+class RunText(unittest.TestCase):
+    def test_the_containers_words_in_a_runs_text_are_escaped(self):
+        from tollgate_sdk import Call, Result
+        from tollgate_sdk.mcp import _run_result
+        c = Call(call_id="c1", tool="ref\u202eund", args={"note": "a\u202eb"}, decision="deny",
+                 reason="no tool named \"x\u200by\x1b[2J\"", approver="policy", outcome="unknown_tool")
+        r = Result(stdout="out\n", stderr="", exit_status=0, calls=[c], budget_used={}, audit_log="/a/l.jsonl")
+        out = _run_result(r, "tollgate://audit/x", None)
+        text = out["content"][0]["text"]
+        for raw in ("\u202e", "\u200b", "\x1b"):
+            self.assertNotIn(raw, text)
+        self.assertIn("ref\\u202eund", text)
+        self.assertIn('"a\\u202eb"', text)
+        self.assertIn("x\\u200by\\u001b[2J", text)
+        # structuredContent keeps what was recorded.
+        self.assertEqual(out["structuredContent"]["calls"][0]["tool"], "ref\u202eund")
+        self.assertEqual(out["structuredContent"]["audit_resource"], "tollgate://audit/x")
+
+
 class Shell(unittest.TestCase):
     def rootfs(self):
         d = tempfile.mkdtemp(prefix="tg-mcp-rootfs.")

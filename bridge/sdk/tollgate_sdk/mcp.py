@@ -530,8 +530,10 @@ class Server:
 
     def t_pending(self, name, args, **_):
         p = [x for sb in self._sandboxes() for x in sb.pending()]
+        # The text a person reads to decide: the container's words escaped.
         text = "\n".join("%s %s %s (%s), waiting %d ms of %d" % (
-            x.get("call"), describe.one_line(x.get("tool"), 64), describe.escape_json(x.get("args")),
+            describe.one_line(x.get("call"), 64), describe.one_line(x.get("tool"), 64),
+            describe.escape_json(x.get("args")),
             describe.one_line(x.get("reason")), x.get("waiting_ms", 0), x.get("timeout_ms", 0))
             for x in p) or "nothing is waiting"
         return _text_result(text, {"pending": p}, False)
@@ -587,10 +589,15 @@ def _run_result(r, uri, session):
     lines += ["--- stdout ---", r.stdout.rstrip("\n")] if r.stdout else []
     lines += ["--- stderr ---", r.stderr.rstrip("\n")[-8000:]] if r.stderr else []
     lines.append("--- governed calls (%d) ---" % len(calls))
+    # What a person may read in the client: the container's words (tool
+    # names it asked for, reasons quoting its arguments) escaped, as
+    # `tollgate pending` and `audit show` do; structuredContent keeps them.
+    esc = describe.one_line
     for c in calls:
-        lines.append("%s %s: %s by %s -> %s%s" % (c["tool"], describe.escape_json(c["args"]), c["decision"],
-                                                  c["approver"], c["outcome"],
-                                                  (" (%s)" % c["reason"]) if c["reason"] else ""))
+        lines.append("%s %s: %s by %s -> %s%s" % (esc(c["tool"], 128), describe.escape_json(c["args"]),
+                                                  esc(c["decision"], 16), esc(c["approver"], 128),
+                                                  esc(c["outcome"], 64),
+                                                  (" (%s)" % esc(c["reason"], 500)) if c["reason"] else ""))
     lines.append("audit log: %s (resource %s)" % (r.audit_log, uri))
     structured = {"exit_status": r.exit_status, "stdout": r.stdout, "stderr": r.stderr[-65536:],
                   "calls": calls, "budget_used": r.budget_used, "audit_log": r.audit_log,
