@@ -62,12 +62,15 @@ deps:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 	@RUNSC_CHANNEL=$(RUNSC_CHANNEL) sh bundles/apt/runsc.sh
-	@# The MCP client of tests/integration/test_mcp.sh: the official TypeScript
-	@# SDK, pinned by tests/mcp/package-lock.json, into tests/mcp/node_modules
-	@# (git-ignored); npm from Debian when no node is installed at all.
+	@# The MCP clients of tests/integration/test_mcp.sh: the official TypeScript
+	@# SDK and the MCP Inspector (its v1 CLI, which runs on node 20; v2 wants
+	@# node 22.19), pinned by tests/mcp/package-lock.json, into
+	@# tests/mcp/node_modules (git-ignored); npm from Debian when no node is
+	@# installed at all.
 	@command -v npm >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 	  apt-get install -y -qq --no-install-recommends nodejs npm; }
-	@[ -f tests/mcp/node_modules/@modelcontextprotocol/sdk/package.json ] || \
+	@[ -f tests/mcp/node_modules/@modelcontextprotocol/sdk/package.json ] && \
+	  [ -f tests/mcp/node_modules/@modelcontextprotocol/inspector/package.json ] || \
 	  (cd tests/mcp && npm ci --no-audit --no-fund --loglevel=error)
 
 $(BUILD)/obj/%.o: %.c $(wildcard */*.h)

@@ -57,6 +57,7 @@ struct gate {
   struct control *control;
   pthread_mutex_t mu; /* budget, calls, stopped */
   bool stopped;
+  bool cancelled; /* by the control socket's cancel verb: stopped for good */
   struct call_entry *calls;
   size_t ncalls;
   atomic_ullong refused; /* refused without a policy decision; see gate_refused_count */
@@ -171,11 +172,56 @@ static json_t *reply_error(const char *fmt, const char *arg) {
   return o;
 }
 
+#define CANCEL_CALLS_RECORDED 100
+
+/* {"verb":"cancel","reason":TEXT}: whoever started the run gave up on it
+ * (tollgate mcp on an MCP client's notifications/cancelled).  From here on
+ * no call runs: later calls end with container_stopped and parked ones are
+ * woken to end the same way, so the calls the log shows before the
+ * container is killed are all that ran.  One synced "cancelled" record
+ * names who cancelled (from the kernel) and the calls as they stood: each
+ * call, tool and status, the last CANCEL_CALLS_RECORDED of them. */
+static json_t *cancel_run(struct gate *g, const json_t *req, uid_t uid) {
+  const char *reason = json_string_value(json_object_get(req, "reason"));
+  cleanup_free char *why = xasprintf("%.500s", reason && *reason ? reason : "cancelled");
+  cleanup_free char *who = xasprintf("uid:%u", (unsigned)uid);
+  cleanup_json json_t *extra = json_new_object();
+  json_t *calls = json_new_array();
+  pthread_mutex_lock(&g->mu);
+  bool again = g->cancelled;
+  g->cancelled = g->stopped = true;
+  size_t first = g->ncalls > CANCEL_CALLS_RECORDED ? g->ncalls - CANCEL_CALLS_RECORDED : 0;
+  for (size_t i = first; i < g->ncalls; i++) {
+    json_t *e = json_new_object();
+    json_object_set(e, "call", json_new_string(g->calls[i].id));
+    json_object_set(e, "tool", g->calls[i].tool ? json_new_string(g->calls[i].tool) : json_new_null());
+    json_object_set(e, "status", json_new_string(g->calls[i].status));
+    json_array_append(calls, e);
+  }
+  json_object_set(extra, "calls_total", json_new_integer((long long)g->ncalls));
+  pthread_mutex_unlock(&g->mu);
+  json_object_set(extra, "calls", calls);
+  if (g->approvals)
+    approvals_stop(g->approvals);
+  if (!again) {
+    struct audit_record rec = {.event = "cancelled", .reason = why, .approver = who,
+                               .duration_ms = -1, .extra = extra};
+    cleanup_error tg_error *err = NULL;
+    if (audit_append(g->audit, &rec, true, &err) < 0)
+      return reply_error("the run is cancelled but its record could not be written: %s", err->msg);
+  }
+  json_t *o = json_new_object();
+  json_object_set(o, "ok", json_new_bool(true));
+  json_object_set(o, "already", json_new_bool(again));
+  json_object_set(o, "calls", json_copy(calls));
+  return o;
+}
+
 static json_t *control_handle(void *ctx, const json_t *req, uid_t uid, bool may_decide) {
   struct gate *g = ctx;
   const char *verb = json_string_value(json_object_get(req, "verb"));
   if (verb == NULL)
-    return reply_error("%s", "the request needs \"verb\": pending, calls, approve or deny");
+    return reply_error("%s", "the request needs \"verb\": pending, calls, approve, deny or cancel");
   if (strcmp(verb, "calls") == 0)
     return calls_json(g);
   if (strcmp(verb, "pending") == 0) {
@@ -186,10 +232,13 @@ static json_t *control_handle(void *ctx, const json_t *req, uid_t uid, bool may_
     return o;
   }
   bool approve = strcmp(verb, "approve") == 0;
-  if (!approve && strcmp(verb, "deny") != 0)
-    return reply_error("unknown verb \"%s\"; use pending, calls, approve or deny", verb);
+  bool cancel = strcmp(verb, "cancel") == 0;
+  if (!approve && !cancel && strcmp(verb, "deny") != 0)
+    return reply_error("unknown verb \"%s\"; use pending, calls, approve, deny or cancel", verb);
   if (!may_decide)
-    return reply_error("%s", "permission denied: only root or the approver group may approve or deny");
+    return reply_error("%s", "permission denied: only root or the approver group may approve, deny or cancel");
+  if (cancel)
+    return cancel_run(g, req, uid);
   const char *call = json_string_value(json_object_get(req, "call"));
   if (call == NULL)
     return reply_error("%s", "the request needs \"call\": the call id (see `tollgate pending`)");
@@ -484,8 +533,11 @@ static char *govern(struct call *c, const json_t *request, const char *bad_reaso
     return response_error(GATE_BUDGET_EXHAUSTED, why_static, len);
   }
   if (stopped) {
-    c->reason = xstrdup("the container stopped");
-    return finish_error(c, GATE_CONTAINER_STOPPED, "the container stopped", len);
+    pthread_mutex_lock(&g->mu);
+    const char *what = g->cancelled ? "the run was cancelled" : "the container stopped";
+    pthread_mutex_unlock(&g->mu);
+    c->reason = xstrdup(what);
+    return finish_error(c, GATE_CONTAINER_STOPPED, what, len);
   }
   if (g->policy == NULL || g->policy->ntools == 0) {
     c->reason = xstrdup("no policy");

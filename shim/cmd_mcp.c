@@ -9,7 +9,10 @@
  * same tollgate.  Whether the client may approve parked calls is the host
  * config's decision (mcp_allow_approve), never the client's: the flag is
  * passed from here and the Python side offers pending_approvals, approve
- * and deny only with it. */
+ * and deny only with it; the same holds for elicitation approvals
+ * (mcp_elicit_approvals, --allow-elicit) and the session cap
+ * (mcp_max_sessions, --host-max-sessions, which a user's --max-sessions
+ * may lower, never raise). */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -24,8 +27,15 @@ int cmd_mcp(struct cli *cli, int argc, char **argv, tg_error **err) {
   for (int i = 1; i < argc; i++)
     if (strncmp(argv[i], "--allow", 7) == 0)
       return tg_error_set(err, 0,
-                          "mcp: --allow-approve is not a flag: whether the MCP client may approve "
-                          "calls is set by \"mcp_allow_approve\": true in the host config");
+                          "mcp: %s is not a flag: whether the MCP client may approve calls is set "
+                          "by \"mcp_allow_approve\" (its approve tools) and \"mcp_elicit_approvals\" "
+                          "(asking the person by elicitation) in the host config",
+                          argv[i]);
+    else if (strncmp(argv[i], "--host", 6) == 0)
+      return tg_error_set(err, 0,
+                          "mcp: %s is not a flag: the host's session cap is \"mcp_max_sessions\" in "
+                          "the host config (--max-sessions N may only lower it)",
+                          argv[i]);
   cleanup_free char *pkg = host_config_data_path(&cli->config, "sdk/tollgate_sdk", err);
   if (pkg == NULL)
     return tg_error_wrap(err, "mcp: the host SDK (tollgate_sdk) is needed");
@@ -65,6 +75,12 @@ int cmd_mcp(struct cli *cli, int argc, char **argv, tg_error **err) {
   }
   if (cli->config.mcp_allow_approve)
     args[k++] = "--allow-approve";
+  if (cli->config.mcp_elicit_approvals)
+    args[k++] = "--allow-elicit";
+  char cap[24];
+  snprintf(cap, sizeof cap, "%d", cli->config.mcp_max_sessions);
+  args[k++] = "--host-max-sessions";
+  args[k++] = cap;
   for (int i = 1; i < argc; i++)
     args[k++] = argv[i];
   args[k] = NULL;

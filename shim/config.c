@@ -37,6 +37,7 @@ void host_config_defaults(struct host_config *cfg) {
   cfg->id_range_dir = xstrdup("/run/tollgate-ids");
   cfg->tool_uid = 65533;
   cfg->tool_gid = 65533;
+  cfg->mcp_max_sessions = 16;
 }
 
 enum field_kind { F_STRING, F_STRV, F_BOOL, F_INT, F_SIZE, F_JSON, F_LL };
@@ -64,6 +65,7 @@ static const struct field fields[] = {
     FIELD(id_range_base, F_LL),      FIELD(id_range_size, F_LL),
     FIELD(id_range_count, F_LL),     FIELD(id_range_dir, F_STRING),
     FIELD(tool_uid, F_LL),           FIELD(tool_gid, F_LL),
+    FIELD(mcp_elicit_approvals, F_BOOL), FIELD(mcp_max_sessions, F_INT),
 };
 
 static void free_strv(char **v) {

@@ -41,6 +41,13 @@ struct host_config {
   bool mcp_allow_approve; /* may `tollgate mcp`'s client list, approve and deny
                              parked calls (its pending_approvals/approve/deny
                              tools); default false */
+  bool mcp_elicit_approvals; /* may `tollgate mcp` put parked calls to the
+                                person at an MCP client that declares
+                                elicitation (elicitation/create); default
+                                false */
+  int mcp_max_sessions;      /* sessions one `tollgate mcp` keeps open at
+                                once (and programs it runs at once outside
+                                them); default 16 */
   size_t audit_max_bytes;    /* each container's audit log quota; default
                                 256 MiB; past it its calls get audit_full */
   int bridge_refused_per_second; /* the attempt budget per container; default

@@ -54,7 +54,8 @@ static const struct verb verbs[] = {
     {"audit", cmd_audit, true, "audit verify|show ...",
      "verify or show the audit log"},
     {"mcp", cmd_mcp, true,
-     "mcp [--policy FILE] [--rootfs DIR] [--tools FILE.py]... [--audit-dir DIR] [--timeout S]",
+     "mcp [--policy FILE] [--rootfs DIR] [--tools FILE.py]... [--audit-dir DIR] [--timeout S] "
+     "[--max-sessions N]",
      "serve governed code execution to an MCP client on stdio (docs/mcp.md)"},
     {"version", cmd_version, false, "version", "print the version"},
     {"help", NULL, false, "help [COMMAND]", "print this help"},

@@ -2,13 +2,13 @@
 // TypeScript SDK (@modelcontextprotocol/sdk, installed by `make deps`)
 // driving `tollgate mcp` over stdio.  Prints `ok - NAME` / `FAIL - NAME`.
 //
-// Usage: node client.mjs TOLLGATE_ARGV_JSON ALLOW_APPROVE(0|1) BACKEND
+// Usage: node client.mjs TOLLGATE_ARGV_JSON ALLOW_APPROVE(0|1) BACKEND SHELL(0|1)
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 
-const [argvJson, allowApprove, backend] = process.argv.slice(2);
+const [argvJson, allowApprove, backend, shell] = process.argv.slice(2);
 const argv = JSON.parse(argvJson);
-const tag = `${backend}${allowApprove === "1" ? " (approver)" : ""}`;
+const tag = `${backend}${allowApprove === "1" ? " (approver)" : ""}${shell === "1" ? " (shell rootfs)" : ""}`;
 let failures = 0;
 function check(name, cond, detail) {
   if (cond) console.log(`ok - ${tag}: ${name}`);
@@ -23,8 +23,20 @@ check("the server names itself tollgate", client.getServerVersion()?.name === "t
 
 const { tools } = await client.listTools();
 const names = tools.map((t) => t.name).sort();
-check("run_python, run_shell and list_tools are offered",
-      ["list_tools", "run_python", "run_shell"].every((n) => names.includes(n)), names.join(","));
+check("run_python and list_tools are offered", ["list_tools", "run_python"].every((n) => names.includes(n)),
+      names.join(","));
+check(shell === "1" ? "run_shell is offered: the rootfs has a shell" : "run_shell is not offered: the rootfs has no shell",
+      names.includes("run_shell") === (shell === "1"), names.join(","));
+if (shell === "1") {
+  const sh = await client.callTool({ name: "run_shell", arguments: { command:
+    "echo from-sh; /run/tollgate/tollgate-call echo '{\"word\":\"sh\"}'" } });
+  check("run_shell runs sh and its governed call", /from-sh/.test(sh.structuredContent?.stdout || "") &&
+        (sh.structuredContent?.calls || [])[0]?.tool === "echo", text(sh));
+} else {
+  let e = null;
+  try { await client.callTool({ name: "run_shell", arguments: { command: "echo x" } }); } catch (x) { e = x; }
+  check("run_shell without a shell is refused once, naming the fix", /no \/bin\/sh.*--shell/.test(String(e)), String(e));
+}
 if (allowApprove === "1")
   check("approval tools are offered when the host config allows",
         ["approve", "deny", "pending_approvals"].every((n) => names.includes(n)), names.join(","));

@@ -1,6 +1,11 @@
 """tollgate mcp's JSON-RPC layer, without containers: version negotiation,
-errors for malformed input, notifications, and the approval tools offered
-only when the host config allows (the flag shim/cmd_mcp.c passes)."""
+errors for malformed input, notifications, the approval tools offered
+only when the host config allows (the flag shim/cmd_mcp.c passes), the
+descriptions, schemas and annotations made from the policy, run_shell
+only on a rootfs with a shell, resources, the session cap, elicitation
+approvals and a changed policy's tools/list_changed.  What needs a
+container (progress, cancellation, elicitation end to end) is
+tests/integration/test_mcp.sh."""
 import io
 import json
 import os
@@ -47,7 +52,7 @@ class Protocol(unittest.TestCase):
 
     def test_approval_tools_only_when_allowed(self):
         names = {t["name"] for t in session([req(1, "tools/list")])[0]["result"]["tools"]}
-        self.assertEqual(names, {"run_python", "run_shell", "end_session", "list_tools"})
+        self.assertEqual(names, {"run_python", "end_session", "list_tools"})
         names = {t["name"] for t in session([req(1, "tools/list")], allow_approve=True)[0]["result"]["tools"]}
         self.assertTrue({"pending_approvals", "approve", "deny"} <= names)
         # Calling one anyway, without the permission, is an unknown tool.
@@ -68,6 +73,10 @@ class Protocol(unittest.TestCase):
         [r] = session([req(1, "tools/call", {"name": "run_python", "arguments": {"code": "print(1)"}})])
         self.assertTrue(r["result"]["isError"])
         self.assertIn("tollgate binary was not found", r["result"]["content"][0]["text"])
+        # An error result carries no structuredContent: run_python has an
+        # outputSchema, and a client validates whatever structuredContent
+        # it gets against it.
+        self.assertNotIn("structuredContent", r["result"])
 
 
 if __name__ == "__main__":

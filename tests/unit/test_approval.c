@@ -14,6 +14,7 @@
 
 #include "governance/control.h"
 #include "governance/gate.h"
+#include "governance/verify.h"
 #include "shim/util.h"
 
 static char dir[] = "/tmp/tg-appr-XXXXXX";
@@ -314,4 +315,52 @@ Test(approval, stopping_the_container_ends_a_running_hook) {
   cr_assert(strstr(w.resp, "\"code\":\"container_stopped\""), "%s", w.resp);
   free(w.resp);
   gate_close(g);
+}
+
+/* The cancel verb (tollgate mcp on notifications/cancelled): a parked call
+ * ends, every later call is refused without running, one "cancelled"
+ * record names who asked and the calls as they stood; a second cancel
+ * writes no second record.  The log still verifies. */
+Test(approval, cancel_refuses_later_calls_and_is_recorded) {
+  struct gate *g = open_gate(NULL, 60000);
+  struct waiter small = {g, "c1", "{\"v\":1,\"tool\":\"refund\",\"args\":{\"amount\":20}}", NULL};
+  wait_call(&small);
+  cr_assert(strstr(small.resp, "\"ok\":true"), "%s", small.resp);
+  free(small.resp);
+  struct waiter w = {g, "c2", BIG, NULL};
+  pthread_t t;
+  pthread_create(&t, NULL, wait_call, &w);
+  wait_pending("c2");
+  cleanup_json json_t *r = control("cancel", NULL, "the client gave up");
+  cr_assert(json_is_true(json_object_get(r, "ok")));
+  const json_t *calls = json_object_get(r, "calls");
+  cr_assert_eq(json_array_len(calls), 2);
+  cr_assert_str_eq(json_string_value(json_object_get(json_array_get(calls, 0), "status")), "ok");
+  pthread_join(t, NULL);
+  cr_assert(strstr(w.resp, "container_stopped"), "the parked call ends: %s", w.resp);
+  free(w.resp);
+  struct waiter later = {g, "c3", "{\"v\":1,\"tool\":\"refund\",\"args\":{\"amount\":1}}", NULL};
+  wait_call(&later);
+  cr_assert(strstr(later.resp, "container_stopped") && strstr(later.resp, "the run was cancelled"), "%s",
+            later.resp);
+  free(later.resp);
+  cleanup_json json_t *again = control("cancel", NULL, "twice");
+  cr_assert(json_is_true(json_object_get(again, "already")));
+  cleanup_free char *log = xstrdup(gate_audit_path(g));
+  gate_close(g);
+  cleanup_free char *text = NULL;
+  read_file(log, 1 << 20, &text, NULL, NULL);
+  const char *rec = strstr(text, "\"event\":\"cancelled\"");
+  cr_assert(rec, "%s", text);
+  cr_assert_null(strstr(rec + 1, "\"event\":\"cancelled\""), "one record: %s", text);
+  cr_assert(strstr(text, "\"reason\":\"the client gave up\""), "%s", text);
+  cr_assert(strstr(text, "\"calls\":[{\"call\":\"c1\",\"tool\":\"refund\",\"status\":\"ok\"}"), "%s", text);
+  cr_assert(strstr(text, "\"approver\":\"uid:0\"") || getuid() != 0, "%s", text);
+  cr_assert_null(strstr(text, "\"call\":\"c3\",\"tool\":\"refund\",\"args\":{\"amount\":1},\"decision\":\"allow\""),
+                 "the later call never ran: %s", text);
+  struct audit_verify_result vr = {0};
+  cleanup_error tg_error *err = NULL;
+  cr_assert_eq(audit_verify(log, NULL, false, &vr, &err), 0, "%s", err ? err->msg : "");
+  cr_assert(vr.ok && vr.closed, "%s", vr.message);
+  audit_verify_result_clear(&vr);
 }

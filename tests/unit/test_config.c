@@ -29,6 +29,8 @@ Test(config, defaults) {
   cr_assert_str_eq(c.profile, "hardened");
   cr_assert_not(c.allow_passthrough);
   cr_assert_not(c.mcp_allow_approve);
+  cr_assert_not(c.mcp_elicit_approvals);
+  cr_assert_eq(c.mcp_max_sessions, 16);
   cr_assert_null(c.runtime_path);
   cr_assert_eq(c.approval_timeout_ms, 60000);
   cr_assert_eq(c.bridge_tmpfs_bytes, 16u * 1024 * 1024);
@@ -44,7 +46,8 @@ Test(config, every_key_loads) {
       "\"policy_dir\":\"/p\",\"audit_dir\":\"/a\",\"audit_key\":\"/k\","
       "\"approval_hook\":\"/h\",\"approval_timeout_ms\":5,"
       "\"approver_group\":\"ops\",\"bridge_tmpfs_bytes\":1048576,"
-      "\"request_max_bytes\":4096,\"mcp_allow_approve\":true}");
+      "\"request_max_bytes\":4096,\"mcp_allow_approve\":true,"
+      "\"mcp_elicit_approvals\":true,\"mcp_max_sessions\":3}");
   struct host_config c;
   tg_error *err = NULL;
   cr_assert_eq(host_config_load(p, &c, &err), 0, "%s", err ? err->msg : "");
@@ -61,6 +64,8 @@ Test(config, every_key_loads) {
   cr_assert_eq(c.bridge_tmpfs_bytes, 1048576);
   cr_assert_eq(c.request_max_bytes, 4096);
   cr_assert(c.mcp_allow_approve);
+  cr_assert(c.mcp_elicit_approvals);
+  cr_assert_eq(c.mcp_max_sessions, 3);
   host_config_free(&c);
   free(p);
 }
@@ -93,6 +98,8 @@ Test(config, errors_name_the_key_and_file) {
   expect_error("{\"runtime_args\":[1]}", "runtime_args");
   expect_error("{\"allow_passthrough\":\"yes\"}", "allow_passthrough");
   expect_error("{\"mcp_allow_approve\":1}", "mcp_allow_approve");
+  expect_error("{\"mcp_elicit_approvals\":\"yes\"}", "mcp_elicit_approvals");
+  expect_error("{\"mcp_max_sessions\":-1}", "mcp_max_sessions");
   expect_error("{\"approval_timeout_ms\":-1}", "approval_timeout_ms");
   expect_error("{\"bridge_tmpfs_bytes\":0}", "bridge_tmpfs_bytes");
   expect_error("{\"platform\":3}", "platform");
