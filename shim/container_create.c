@@ -1042,6 +1042,10 @@ static int do_create(struct cli *cli, const struct create_request *req,
   struct proc_opts inherit = {0};
   struct proc_result res;
   warm_up_wait(warm); /* before the first fork */
+  if (req->restore_check && req->restore_check(req->restore_arg, config, state, 0, err) < 0) {
+    argv_free(&args);
+    return -1;
+  }
   u->backend_called = true;
   int rc = container_call(cli, c, verb, args.v, NULL, &inherit, &res, err);
   argv_free(&args);
@@ -1091,6 +1095,9 @@ static int do_create(struct cli *cli, const struct create_request *req,
       }
     }
   }
+
+  if (req->restore_check && req->restore_check(req->restore_arg, config, state, out->init_pid, err) < 0)
+    return -1;
 
   pid_t sidecar = 0;
   if (!req->in_process_bridge && out->bridged &&
