@@ -106,6 +106,7 @@ Test(idrange, stale_claims_are_reclaimed_and_others_refused) {
   /* a new directory of a's name is not a's owner */
   cr_assert_eq(remove_tree(a, &e), 0);
   free(owner_dir("a"));
+  free(b);
   cr_expect_eq(idrange_claim(&pool, b = owner_dir("b2"), NULL, 0, &sb, &e), 0, "%s", e ? e->msg : "");
   cr_expect_eq(sb, sa);
   /* a short claim file (crash mid-write) is free */
