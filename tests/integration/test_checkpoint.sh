@@ -172,8 +172,17 @@ out=$(ctr container checkpoint --task --image ctk1 localhost/ckpt/ctk1:1 2>&1)
 check_eq "ctr container checkpoint --task ($out)" 0 "$?"
 ctr task kill -s KILL ctk1 >/dev/null 2>&1; sleep 1
 ctr task delete ctk1 >/dev/null 2>&1; ctr container delete ctk1 >/dev/null 2>&1
+# containerd 1.6 unpacks the checkpoint into /tmp/ctrd-checkpoint<N> for
+# the restore and leaves it there: the ones this restore makes are removed.
+before_dirs=$(ls -d /tmp/ctrd-checkpoint* 2>/dev/null)
 out=$(ctr container restore --live ctk2 localhost/ckpt/ctk1:1 2>&1)
 check_eq "ctr container restore --live ($out)" 0 "$?"
+for d in /tmp/ctrd-checkpoint*; do
+  [ -d "$d" ] || continue
+  case $'\n'"$before_dirs"$'\n' in *$'\n'"$d"$'\n'*) continue ;; esac
+  check "the checkpoint containerd unpacked carries the seal" test -s "$d/tollgate.seal.json"
+  on_exit "rm -rf '$d'"
+done
 check_eq "restored task is running" RUNNING "$(ctr task ls | awk '$1 == "ctk2" {print $3}')"
 check_match "the restored process carried on" '^[0-9]+$' "$(ctr_exec ctk2 e1 cat /tmp/n 2>&1)"
 out=$(ctr_exec ctk2 e2 /run/tollgate/tollgate-call lookup_order '{"order_id": "A-2002"}' 2>&1)
