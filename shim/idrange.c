@@ -430,6 +430,8 @@ int idrange_usage(const struct id_pool *pool, unsigned long long *held, tg_error
 bool idrange_low(unsigned long long held, unsigned long long count) {
   unsigned long long free_slots = held < count ? count - held : 0;
   unsigned long long mark = count / 8 < 64 ? count / 8 : 64;
+  if (mark == 0)
+    mark = 1; /* a small pool is low at its last free range */
   return free_slots <= mark;
 }
 

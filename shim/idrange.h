@@ -57,8 +57,8 @@ int idrange_release(const struct id_pool *pool, const char *owner,
  * root).  A missing directory holds nothing. */
 int idrange_usage(const struct id_pool *pool, unsigned long long *held, tg_error **err);
 
-/* Is the pool running low: at most an eighth of it (and at most 64
- * slots) free? */
+/* Is the pool running low: at most an eighth of it free (at least one
+ * slot, at most 64)? */
 bool idrange_low(unsigned long long held, unsigned long long count);
 
 /* {"dir", "total", "free", "low"} for the host config's pool, or NULL

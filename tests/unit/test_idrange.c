@@ -198,4 +198,6 @@ Test(idrange, low_is_an_eighth_or_64) {
   cr_expect(idrange_low(56, 64));
   cr_expect(!idrange_low(4000, 4096), "96 free of 4096");
   cr_expect(idrange_low(4032, 4096), "64 free of 4096");
+  cr_expect(!idrange_low(2, 4), "2 free of 4");
+  cr_expect(idrange_low(3, 4), "the last free range of a small pool");
 }
