@@ -85,6 +85,12 @@ PY
   if tg --runtime "$be" create -b "$P" "hold-$be" >/dev/null 2>"$TG_ROOT/err"; then
     on_exit "tg delete --force hold-$be"
     check_match "$be: state shows the host id range" '"host_first": '$GOOD_HOST', *"size": 65536' "$(tg state "hold-$be" | tr -d '\n')"
+    # The pinned rootfs is the mapped root's walk alone (issue 27 item 7).
+    check_eq "$be: the state directory is root's, of the mapped root's group, 0710" "0 $GOOD_HOST 710" \
+      "$(stat -c '%u %g %a' "$TG_ROOT/hold-$be")"
+    check "$be: host root reads the pinned rootfs" test -r "$TG_ROOT/hold-$be/pins/rootfs/bin/busybox"
+    check_fails "$be: nobody cannot walk to the pinned rootfs" \
+      setpriv --reuid=65534 --regid=65534 --clear-groups ls "$TG_ROOT/hold-$be/pins/rootfs/bin/busybox"
     B2=$TG_ROOT/bundles/steal-$be
     make_bundle "$B2"
     set_maps "$B2/config.json" '[{"containerID":0,"hostID":'$((GOOD_HOST + 5))',"size":10}]' '[{"containerID":0,"hostID":'$GOOD_HOST',"size":1}]'
