@@ -12,12 +12,24 @@
  * exists).  Nothing governance-related is read from the checkpoint image:
  * it is written by the container's own memory and files, so it is
  * hostile data; budgets and call counts start again from the policy, as
- * for a new run, and the previous segment stays verifiable on its own. */
+ * for a new run, and the previous segment stays verifiable on its own.
+ *
+ * The process state in the image is hostile too, and the backend's
+ * restore brings it back whole, credentials included (runsc's and criu's
+ * restore give the process the uid and capabilities it was saved with,
+ * not the bundle's).  So checkpoint seals the image it wrote, and restore
+ * accepts only a sealed image whose recorded credentials are the ones the
+ * restoring bundle's hardened spec gives (shim/checkpoint_seal.h). */
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "shim/args.h"
+#include "shim/checkpoint_seal.h"
 #include "shim/commands.h"
 #include "shim/container.h"
+#include "shim/proc_creds.h"
 #include "shim/util.h"
 
 /* The criu options runc takes on both verbs.  gVisor saves the whole
@@ -100,6 +112,36 @@ static int criu_args(const struct backend *b, const char *verb,
   return 0;
 }
 
+/* "sha256:<hex>" of bytes, owned. */
+static char *sha256_text(const char *data, size_t len) {
+  unsigned char md[32] = {0};
+  size_t n = 0;
+  EVP_Q_digest(NULL, "SHA256", NULL, data, len, md, &n);
+  char hex[65];
+  for (size_t i = 0; i < sizeof md; i++)
+    snprintf(hex + 2 * i, 3, "%02x", md[i]);
+  return xasprintf("sha256:%s", hex);
+}
+
+/* Seal the image the backend just wrote with the container's effective
+ * config (the very bytes its backend was given) and the credentials that
+ * config gives its process. */
+static int seal_image(const struct cli *cli, const struct container *c, const char *image, tg_error **err) {
+  cleanup_free char *path = xasprintf("%s/config.json", c->dir);
+  cleanup_free char *bytes = NULL;
+  size_t len = 0;
+  if (read_file(path, 16u * 1024 * 1024, &bytes, &len, err) < 0)
+    return tg_error_wrap(err, "checkpoint: the container's effective config");
+  struct json_parse_options po = {.max_depth = 64};
+  cleanup_json json_t *config = json_parse(bytes, len, &po, err);
+  if (config == NULL)
+    return tg_error_wrap(err, "checkpoint: the container's effective config %s", path);
+  cleanup_free char *digest = sha256_text(bytes, len);
+  const char *profile = json_string_value(json_object_get(c->state, "profile"));
+  cleanup_json json_t *creds = seal_credentials(config, profile);
+  return seal_write(&cli->config, image, c->id, c->backend.name, digest, creds, err);
+}
+
 int cmd_checkpoint(struct cli *cli, int argc, char **argv, tg_error **err) {
   struct criu_flags f = {0};
   struct opt opts[] = {CRIU_OPTS(&f),
@@ -133,11 +175,90 @@ int cmd_checkpoint(struct cli *cli, int argc, char **argv, tg_error **err) {
     i = container_call_ok(cli, &c, "checkpoint", args.v, &quiet, &res, err);
     proc_result_free(&res);
   }
+  if (i >= 0)
+    i = seal_image(cli, &c, f.image_path, err);
   argv_free(&args);
   container_free(&c);
 out:
   strlist_free(&f.empty_ns);
   return i < 0 ? -1 : 0;
+}
+
+/* What restore knows about the image before the backend sees it. */
+struct restore_gate {
+  const char *image;
+  enum seal_status status;
+  json_t *body;    /* SEAL_VALID: the sealed body */
+  char *reason;    /* otherwise: why it is not valid */
+};
+
+static const char *const unsealed_fix =
+    "restore only an image that `tollgate checkpoint` took on this host (it seals the image with the "
+    "container's credentials), or, under runc, set allow_unsealed_restore in the host config to accept "
+    "an image whose restored processes are then checked to run with the hardened spec's credentials";
+
+/* Before anything is created: an image without a valid seal goes no
+ * further unless the host opted in, and then only under runc, whose
+ * restored processes the host can read (/proc).  Under runsc the
+ * restored processes live in gVisor's sentry: their uid and capabilities
+ * are the sentry's own state, which no host interface shows, so an
+ * unsealed image is refused there even when opted in. */
+static int restore_admit(const struct cli *cli, const struct backend *b, struct restore_gate *g,
+                         tg_error **err) {
+  if (seal_verify(&cli->config, g->image, &g->status, &g->body, &g->reason, err) < 0)
+    return -1;
+  if (g->status == SEAL_VALID)
+    return 0;
+  const char *what = g->status == SEAL_MISSING ? "is not sealed" : "has a seal that does not verify";
+  if (!cli->config.allow_unsealed_restore)
+    return tg_error_set(err, 0, "restore: the checkpoint image %s %s (%s): the process state in an image "
+                        "is restored with the credentials it was saved with, so tollgate refuses it: %s",
+                        g->image, what, g->reason, unsealed_fix);
+  if (b->kind != BACKEND_RUNC)
+    return tg_error_set(err, 0, "restore: the checkpoint image %s %s (%s), and allow_unsealed_restore does "
+                        "not apply under %s: the restored processes live inside gVisor's sentry, whose "
+                        "credentials no host interface shows, so tollgate cannot check them: checkpoint "
+                        "the container with `tollgate checkpoint`, or restore it under runc",
+                        g->image, what, g->reason, b->name);
+  return 0;
+}
+
+static char *dump_text(const json_t *v) { return json_dump(v, false, NULL); }
+
+/* create's restore_check: the sealed credentials against the restoring
+ * bundle's hardened spec (before the backend runs), or for an opted-in
+ * unsealed image under runc, the restored processes against it (once
+ * they run; create's undo removes them when they differ). */
+static int restore_check(void *arg, const json_t *config, const json_t *state, pid_t pid, tg_error **err) {
+  struct restore_gate *g = arg;
+  if (g->status != SEAL_VALID) {
+    if (pid <= 0)
+      return 0;
+    if (proc_creds_check(pid, config, err) < 0)
+      return tg_error_wrap(err, "restore: allow_unsealed_restore: the image %s (%s) restored a process that "
+                           "does not run with the hardened spec's credentials, so the container is removed",
+                           g->image, g->reason);
+    return 0;
+  }
+  if (pid > 0)
+    return 0;
+  const char *sealed_be = json_string_value(json_object_get(g->body, "backend")) ?: "?";
+  const char *be = json_string_value(json_object_get(state, "backend")) ?: "?";
+  if (strcmp(sealed_be, be) != 0)
+    return tg_error_set(err, 0, "restore: the image %s was checkpointed under %s, this container would be "
+                        "restored under %s: restore it with --runtime %s", g->image, sealed_be, be, sealed_be);
+  const char *profile = json_string_value(json_object_get(state, "profile"));
+  cleanup_json json_t *mine = seal_credentials(config, profile);
+  cleanup_free char *want = dump_text(mine);
+  cleanup_free char *had = dump_text(json_object_get(g->body, "credentials"));
+  if (strcmp(want, had) != 0)
+    return tg_error_set(err, 0, "restore: the image %s was checkpointed from container %s whose process ran "
+                        "with %s, but the restoring bundle's hardened spec gives %s: the restored process "
+                        "would keep the image's credentials, so restore it only with a bundle and host "
+                        "profile that give the same user, capabilities and noNewPrivileges, or start the "
+                        "container anew", g->image,
+                        json_string_value(json_object_get(g->body, "container")) ?: "?", had, want);
+  return 0;
 }
 
 int cmd_restore(struct cli *cli, int argc, char **argv, tg_error **err) {
@@ -183,16 +304,23 @@ int cmd_restore(struct cli *cli, int argc, char **argv, tg_error **err) {
     goto out;
   }
   struct argv flags = {0};
+  struct restore_gate gate = {.image = f.image_path};
   i = criu_args(&chosen, "restore", &f, &flags, err);
+  if (i >= 0)
+    i = restore_admit(cli, &chosen, &gate, err);
   backend_free(&chosen);
   if (i >= 0) {
     req.restore = &flags;
+    req.restore_check = restore_check;
+    req.restore_arg = &gate;
     struct created c;
     i = container_create(cli, &req, &c, err);
     if (i >= 0)
       created_free(&c);
   }
   argv_free(&flags);
+  json_free(gate.body);
+  free(gate.reason);
 out:
   strlist_free(&f.empty_ns);
   return i < 0 ? -1 : 0;

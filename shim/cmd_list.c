@@ -12,6 +12,7 @@
 #include "shim/args.h"
 #include "shim/commands.h"
 #include "shim/container.h"
+#include "shim/idrange.h"
 #include "shim/util.h"
 
 static int cmp(const void *a, const void *b) {
@@ -110,6 +111,18 @@ int cmd_list(struct cli *cli, int argc, char **argv, tg_error **err) {
     printf("%s\n", text);
   }
   json_free(all);
+  /* A pool running low, on stderr: stdout stays the table or JSON that
+   * containerd and podman parse. */
+  cleanup_json json_t *pool = quiet ? NULL : idrange_usage_json(&cli->config);
+  const json_t *low = json_object_get(pool, "low");
+  if (json_is(low, JSON_BOOL) && low->u.boolean) {
+    long long free_n = 0, total = 0;
+    json_integer_value(json_object_get(pool, "free"), &free_n);
+    json_integer_value(json_object_get(pool, "total"), &total);
+    fprintf(stderr, "tollgate: list: the host id pool %s is running low: %lld of %lld ranges free (delete "
+            "containers, or raise id_range_count in the host config)\n",
+            json_string_value(json_object_get(pool, "dir")), free_n, total);
+  }
   for (size_t k = 0; k < n; k++)
     free(ids[k]);
   free(ids);

@@ -4,6 +4,7 @@
 
 #include "shim/commands.h"
 #include "shim/container.h"
+#include "shim/idrange.h"
 #include "shim/util.h"
 
 int cmd_state(struct cli *cli, int argc, char **argv, tg_error **err) {
@@ -17,6 +18,14 @@ int cmd_state(struct cli *cli, int argc, char **argv, tg_error **err) {
   container_free(&c);
   if (s == NULL)
     return -1;
+  /* The host's id pool beside the container's own range: how many ranges
+   * are left for the next container (docs/cli.md, "state"). */
+  json_t *pool = idrange_usage_json(&cli->config);
+  json_t *tg = json_object_get(s, "tollgate");
+  if (pool != NULL && tg != NULL)
+    json_object_set(tg, "id_pool", pool);
+  else
+    json_free(pool);
   cleanup_free char *text = json_dump(s, true, NULL);
   json_free(s);
   printf("%s\n", text);

@@ -35,9 +35,11 @@ void host_config_defaults(struct host_config *cfg) {
   cfg->id_range_size = 65536;
   cfg->id_range_count = 4096;
   cfg->id_range_dir = xstrdup("/run/tollgate-ids");
+  cfg->max_id_ranges_per_container = 1;
   cfg->tool_uid = 65533;
   cfg->tool_gid = 65533;
   cfg->mcp_max_sessions = 16;
+  cfg->checkpoint_key = xstrdup("/var/lib/tollgate/checkpoint.key");
 }
 
 enum field_kind { F_STRING, F_STRV, F_BOOL, F_INT, F_SIZE, F_JSON, F_LL };
@@ -66,6 +68,8 @@ static const struct field fields[] = {
     FIELD(id_range_count, F_LL),     FIELD(id_range_dir, F_STRING),
     FIELD(tool_uid, F_LL),           FIELD(tool_gid, F_LL),
     FIELD(mcp_elicit_approvals, F_BOOL), FIELD(mcp_max_sessions, F_INT),
+    FIELD(max_id_ranges_per_container, F_LL),
+    FIELD(checkpoint_key, F_STRING), FIELD(allow_unsealed_restore, F_BOOL),
 };
 
 static void free_strv(char **v) {
@@ -168,6 +172,9 @@ static int check_id_pool(const char *path, const struct host_config *cfg, tg_err
       return tg_error_set(err, 0, "host config %s: %s %lld must be neither 0 nor inside the container id pool [%lld, %lld)",
                           path, k ? "tool_gid" : "tool_uid", t, cfg->id_range_base, end);
   }
+  if (cfg->max_id_ranges_per_container < 1)
+    return tg_error_set(err, 0, "host config %s: \"max_id_ranges_per_container\" must be at least 1 (the default; "
+                        "a pod shares one)", path);
   if (cfg->id_range_dir == NULL || cfg->id_range_dir[0] != '/')
     return tg_error_set(err, 0, "host config %s: \"id_range_dir\" must be an absolute path", path);
   return 0;
@@ -266,6 +273,11 @@ int host_config_load(const char *path, struct host_config *cfg,
                         "profile (\"hardened\") or remove the key",
                         path);
   }
+  if (cfg->checkpoint_key == NULL || cfg->checkpoint_key[0] != '/') {
+    host_config_free(cfg);
+    return tg_error_set(err, 0, "host config %s: \"checkpoint_key\" must be an absolute path (the default is "
+                        "/var/lib/tollgate/checkpoint.key)", path);
+  }
   if (check_id_pool(path, cfg, err) < 0) {
     host_config_free(cfg);
     return -1;
@@ -289,6 +301,7 @@ void host_config_free(struct host_config *cfg) {
   free(cfg->approval_hook);
   free(cfg->approver_group);
   free(cfg->id_range_dir);
+  free(cfg->checkpoint_key);
   memset(cfg, 0, sizeof *cfg);
 }
 

@@ -68,8 +68,18 @@ struct host_config {
   long long id_range_size;   /* default 65536 */
   long long id_range_count;  /* default 4096; 0 disables the pool */
   char *id_range_dir;        /* default /run/tollgate-ids */
+  long long max_id_ranges_per_container; /* ranges one container (or pod)
+                                            may hold; default 1 */
   long long tool_uid;        /* host tools, hooks, MCP servers; default 65533 */
   long long tool_gid;        /* default 65533 */
+  /* checkpoint / restore (shim/checkpoint_seal.h, docs/hardening.md). */
+  char *checkpoint_key;      /* HMAC key sealing checkpoint images; made 0600
+                                on first checkpoint; default
+                                /var/lib/tollgate/checkpoint.key */
+  bool allow_unsealed_restore; /* restore an image with no valid seal, when
+                                  the restored process is shown to run with
+                                  the hardened credentials (runc only);
+                                  default false */
 };
 
 /* Load path (NULL = TG_DEFAULT_CONFIG, where a missing file is fine).

@@ -76,6 +76,11 @@ struct create_request {
                                  backend's restore flags (--image-path
                                  ...), run detached instead of its create;
                                  everything else is create's */
+  /* restore: called with the hardened config and state just before the
+   * backend's restore (pid 0), and with the restored init's pid once it
+   * runs; -1 refuses the restore (create's undo removes the container). */
+  int (*restore_check)(void *arg, const json_t *config, const json_t *state, pid_t pid, tg_error **err);
+  void *restore_arg;
 };
 
 struct created {

@@ -923,11 +923,12 @@ static int do_create(struct cli *cli, const struct create_request *req,
   /* The bridge area and its mounts. */
   if (out->bridged && bridge_prepare(&out->setup, config, err) < 0)
     return -1;
-  /* The mapped root resolves the pins and the bridge area by path: when
-   * a parent of the state directory (Docker's 0700 exec root) keeps it
-   * out, the config goes through a view it can reach (shim/mount_reach.h). */
-  if (!passthrough && strcmp(ho.backend ?: "", "runc") == 0 &&
-      json_array_len(json_get_path(config, "linux.uidMappings")) > 0 &&
+  /* The mapped root (runc's, and runsc's gofer with mappings) resolves the
+   * pins and the bridge area by path, and no other host user may: the
+   * state directory passes its group alone, and when a parent (Docker's
+   * 0700 exec root) keeps it out, the config goes through a view only it
+   * can reach (shim/mount_reach.h). */
+  if (!passthrough && json_array_len(json_get_path(config, "linux.uidMappings")) > 0 &&
       mount_reach_make(u->dir, config, err) < 0)
     return tg_error_wrap(err, "bundle %s: config.json", bundle);
 
@@ -1042,6 +1043,10 @@ static int do_create(struct cli *cli, const struct create_request *req,
   struct proc_opts inherit = {0};
   struct proc_result res;
   warm_up_wait(warm); /* before the first fork */
+  if (req->restore_check && req->restore_check(req->restore_arg, config, state, 0, err) < 0) {
+    argv_free(&args);
+    return -1;
+  }
   u->backend_called = true;
   int rc = container_call(cli, c, verb, args.v, NULL, &inherit, &res, err);
   argv_free(&args);
@@ -1091,6 +1096,9 @@ static int do_create(struct cli *cli, const struct create_request *req,
       }
     }
   }
+
+  if (req->restore_check && req->restore_check(req->restore_arg, config, state, out->init_pid, err) < 0)
+    return -1;
 
   pid_t sidecar = 0;
   if (!req->in_process_bridge && out->bridged &&

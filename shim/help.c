@@ -32,11 +32,13 @@ static const struct verb verbs[] = {
     {"checkpoint", cmd_checkpoint, false,
      "checkpoint --image-path DIR [--work-path DIR] [--leave-running] "
      "[criu flags] ID",
-     "save the container to an image (runsc, or runc with criu)"},
+     "save the container to an image (runsc, or runc with criu), sealed "
+     "with this host's checkpoint key"},
     {"restore", cmd_restore, false,
      "restore --image-path DIR --detach [--bundle DIR] [--pid-file FILE] "
      "[--console-socket PATH] ID",
-     "create the container from a checkpoint, hardened and governed anew"},
+     "create the container from a checkpoint tollgate sealed on this host "
+     "with the same credentials, hardened and governed anew"},
     {"update", cmd_update, false,
      "update [--resources FILE|-] [--memory N] [--pids-limit N] "
      "[--cpu-quota N] [--cpu-period N] [--cpu-shares N] ID",

@@ -210,6 +210,54 @@ static int write_claim(int dir_fd, unsigned long long slot, const char *owner, c
   return write_claim_lines(dir_fd, slot, &none, owner, token, err);
 }
 
+/* Who holds a full pool, for its error: each holder's container id (its
+ * state directory's name) and root, with how many ranges it holds. */
+#define HOLDERS_SHOWN 8
+struct holders {
+  char *dir[HOLDERS_SHOWN];
+  unsigned long long ranges[HOLDERS_SHOWN];
+  size_t n;
+  unsigned long long others; /* ranges of holders past the first few */
+};
+
+static void holders_add(struct holders *h, const char *dir) {
+  for (size_t i = 0; i < h->n; i++)
+    if (strcmp(h->dir[i], dir) == 0) {
+      h->ranges[i]++;
+      return;
+    }
+  if (h->n == HOLDERS_SHOWN) {
+    h->others++;
+    return;
+  }
+  h->dir[h->n] = xstrdup(dir);
+  h->ranges[h->n++] = 1;
+}
+
+static void holders_free(struct holders *h) {
+  for (size_t i = 0; i < h->n; i++)
+    free(h->dir[i]);
+  memset(h, 0, sizeof *h);
+}
+
+static char *holders_text(const struct holders *h) {
+  char *text = xstrdup("");
+  for (size_t i = 0; i < h->n; i++) {
+    const char *slash = strrchr(h->dir[i], '/');
+    int root_len = slash ? (int)(slash - h->dir[i]) : 0;
+    char *t = xasprintf("%s%scontainer %s of root %.*s: %llu", text, i ? ", " : "", slash ? slash + 1 : h->dir[i],
+                        root_len, h->dir[i], h->ranges[i]);
+    free(text);
+    text = t;
+  }
+  if (h->others) {
+    char *t = xasprintf("%s, other containers: %llu", text, h->others);
+    free(text);
+    text = t;
+  }
+  return text;
+}
+
 /* owner's token (in place before any claim names it), then the pool's
  * lock: the lock fd, *dir_fd the pool directory; -1 with *err. */
 static int claim_begin(const struct id_pool *pool, const char *owner, char token[33], int *dir_fd,
@@ -232,12 +280,24 @@ int idrange_claim(const struct id_pool *pool, const char *owner, const unsigned 
     return -1;
   cleanup_close int dfd = dir_fd;
   char name[32];
+  unsigned long long max = pool->max_per_owner ? pool->max_per_owner : 1;
+  if (n > max)
+    return tg_error_set(err, 0, "the user namespace mappings (linux.uidMappings, linux.gidMappings) reach host ids "
+                        "of %zu ranges of the pool; a container may hold %llu (host config "
+                        "max_id_ranges_per_container): map container ids onto one range of %llu host ids, or "
+                        "leave out the mappings so tollgate allocates a range", n, max, pool->size);
   if (n == 0) {
+    struct holders hs = {0};
     for (unsigned long long k = 0; k < pool->count; k++) {
       snprintf(name, sizeof name, "%llu", k);
-      enum claim_state cs = claim_state(dfd, name, owner, NULL);
-      if (cs == CLAIM_OTHER)
+      char *holder = NULL;
+      enum claim_state cs = claim_state(dfd, name, owner, &holder);
+      if (cs == CLAIM_OTHER) {
+        holders_add(&hs, holder);
+        free(holder);
         continue;
+      }
+      holders_free(&hs);
       /* A slot owner holds already is kept as it is: rewriting it would
        * drop the pod members that share it. */
       if (cs == CLAIM_FREE && write_claim(dfd, k, owner, token, err) < 0)
@@ -245,8 +305,10 @@ int idrange_claim(const struct id_pool *pool, const char *owner, const unsigned 
       *slot = k;
       return 0;
     }
-    return tg_error_set(err, 0, "every one of the %llu host id ranges in %s is held by a container: delete "
-                        "containers, or raise id_range_count in the host config", pool->count, pool->dir);
+    cleanup_free char *who = holders_text(&hs);
+    holders_free(&hs);
+    return tg_error_set(err, 0, "every one of the %llu host id ranges in %s is held by a container (%s): delete "
+                        "containers, or raise id_range_count in the host config", pool->count, pool->dir, who);
   }
   for (size_t i = 0; i < n; i++) {
     if (want[i] >= pool->count)
@@ -328,8 +390,65 @@ struct id_pool idrange_pool(const struct host_config *cfg) {
   struct id_pool p = {.dir = cfg->id_range_dir,
                       .base = (unsigned long long)cfg->id_range_base,
                       .size = (unsigned long long)cfg->id_range_size,
-                      .count = cfg->id_range_dir ? (unsigned long long)cfg->id_range_count : 0};
+                      .count = cfg->id_range_dir ? (unsigned long long)cfg->id_range_count : 0,
+                      .max_per_owner = (unsigned long long)cfg->max_id_ranges_per_container};
   return p;
+}
+
+int idrange_usage(const struct id_pool *pool, unsigned long long *held, tg_error **err) {
+  *held = 0;
+  cleanup_close int dfd = open(pool->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dfd < 0)
+    return errno == ENOENT ? 0 : tg_error_set(err, errno, "id range pool %s", pool->dir);
+  int copy = dup(dfd);
+  DIR *d = copy >= 0 ? fdopendir(copy) : NULL;
+  if (d == NULL) {
+    if (copy >= 0)
+      close(copy);
+    return tg_error_set(err, errno, "id range pool %s", pool->dir);
+  }
+  /* Read without the pool's lock: a count for a person, never a claim. */
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL) {
+    char *tail = NULL;
+    if (de->d_name[0] < '0' || de->d_name[0] > '9')
+      continue;
+    unsigned long long slot = strtoull(de->d_name, &tail, 10);
+    if (*tail != '\0' || slot >= pool->count)
+      continue;
+    struct claim c;
+    claim_read(dfd, de->d_name, &c);
+    claim_prune(&c);
+    if (c.n > 0)
+      ++*held;
+    claim_free(&c);
+  }
+  closedir(d);
+  return 0;
+}
+
+bool idrange_low(unsigned long long held, unsigned long long count) {
+  unsigned long long free_slots = held < count ? count - held : 0;
+  unsigned long long mark = count / 8 < 64 ? count / 8 : 64;
+  if (mark == 0)
+    mark = 1; /* a small pool is low at its last free range */
+  return free_slots <= mark;
+}
+
+json_t *idrange_usage_json(const struct host_config *cfg) {
+  struct id_pool p = idrange_pool(cfg);
+  unsigned long long held = 0;
+  tg_error *e = NULL;
+  if (p.count == 0 || idrange_usage(&p, &held, &e) < 0) {
+    tg_error_free(&e);
+    return NULL;
+  }
+  json_t *o = json_new_object();
+  json_object_set(o, "dir", json_new_string(p.dir));
+  json_object_set(o, "total", json_new_integer((long long)p.count));
+  json_object_set(o, "free", json_new_integer((long long)(held < p.count ? p.count - held : 0)));
+  json_object_set(o, "low", json_new_bool(idrange_low(held, p.count)));
+  return o;
 }
 
 void idrange_release_owner(const struct host_config *cfg, const char *owner) {

@@ -13,23 +13,30 @@
 #ifndef TOLLGATE_IDRANGE_H
 #define TOLLGATE_IDRANGE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "shim/config.h"
 #include "shim/error.h"
+#include "shim/json.h"
 
 struct id_pool {
   const char *dir;         /* claim directory (made 0700 if missing) */
   unsigned long long base; /* first host id of slot 0 */
   unsigned long long size; /* ids per slot */
   unsigned long long count; /* number of slots; 0: no pool */
+  unsigned long long max_per_owner; /* slots one claim may take; 0 means 1
+                                       (host config
+                                       max_id_ranges_per_container) */
 };
 
 /* Claim slots for owner (an existing directory).  With n == 0, claims the
  * lowest free slot and stores it in *slot; otherwise claims exactly
  * want[0..n-1], all or none, refusing one held by another owner with an
- * error naming it.  A slot owner already holds counts as claimed.
- * 0 or -1 with *err. */
+ * error naming it, and refusing more than pool->max_per_owner slots (one
+ * container's mappings could otherwise hold the whole pool).  A slot
+ * owner already holds counts as claimed.  A full pool's error names the
+ * containers that hold it.  0 or -1 with *err. */
 int idrange_claim(const struct id_pool *pool, const char *owner,
                   const unsigned long long *want, size_t n,
                   unsigned long long *slot, tg_error **err);
@@ -44,6 +51,19 @@ int idrange_share(const struct id_pool *pool, const char *owner, const char *hol
  * and the claim when no owner is left.  Missing pool directory is fine.  0 or -1 with *err. */
 int idrange_release(const struct id_pool *pool, const char *owner,
                     tg_error **err);
+
+/* How much of the pool live claims hold: *held of pool->count slots.
+ * 0, or -1 with *err (the claim directory cannot be read, e.g. not
+ * root).  A missing directory holds nothing. */
+int idrange_usage(const struct id_pool *pool, unsigned long long *held, tg_error **err);
+
+/* Is the pool running low: at most an eighth of it free (at least one
+ * slot, at most 64)? */
+bool idrange_low(unsigned long long held, unsigned long long count);
+
+/* {"dir", "total", "free", "low"} for the host config's pool, or NULL
+ * when there is none or it cannot be read.  Owned. */
+json_t *idrange_usage_json(const struct host_config *cfg);
 
 /* The host config's pool (count 0 when it has none). */
 struct id_pool idrange_pool(const struct host_config *cfg);

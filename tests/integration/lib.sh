@@ -52,7 +52,9 @@ write_config() {
   python3 - "$TG_CONFIG" "$TG_ROOT" "$@" <<'PY'
 import json, os, sys
 path, root, *pairs = sys.argv[1:]
-cfg = {"audit_dir": root + "/audit", "policy_dir": root + "/policies"}
+# The checkpoint seal's key stays in the script's root, never the host's.
+cfg = {"audit_dir": root + "/audit", "policy_dir": root + "/policies",
+       "checkpoint_key": root + "/checkpoint.key"}
 for p in pairs:
     k, v = p.split("=", 1)
     cfg[k] = json.loads(v)

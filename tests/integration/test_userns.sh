@@ -85,6 +85,12 @@ PY
   if tg --runtime "$be" create -b "$P" "hold-$be" >/dev/null 2>"$TG_ROOT/err"; then
     on_exit "tg delete --force hold-$be"
     check_match "$be: state shows the host id range" '"host_first": '$GOOD_HOST', *"size": 65536' "$(tg state "hold-$be" | tr -d '\n')"
+    # The pinned rootfs is the mapped root's walk alone (issue 27 item 7).
+    check_eq "$be: the state directory is root's, of the mapped root's group, 0710" "0 $GOOD_HOST 710" \
+      "$(stat -c '%u %g %a' "$TG_ROOT/hold-$be")"
+    check "$be: host root reads the pinned rootfs" test -r "$TG_ROOT/hold-$be/pins/rootfs/bin/busybox"
+    check_fails "$be: nobody cannot walk to the pinned rootfs" \
+      setpriv --reuid=65534 --regid=65534 --clear-groups ls "$TG_ROOT/hold-$be/pins/rootfs/bin/busybox"
     B2=$TG_ROOT/bundles/steal-$be
     make_bundle "$B2"
     set_maps "$B2/config.json" '[{"containerID":0,"hostID":'$((GOOD_HOST + 5))',"size":10}]' '[{"containerID":0,"hostID":'$GOOD_HOST',"size":1}]'
@@ -244,6 +250,55 @@ PY
   kill "$fpid"; wait "$fpid" 2>/dev/null
   check_eq "runc: ... and leaves no claim" 0 "$(claims)"
 
+  # --- one container cannot take the whole pool (issue 27) --------------
+  # A pool of 4 ranges, and mappings that reach all 4 of them.
+  conf id_range_count=4
+  W=$TG_ROOT/bundles/whole-pool
+  make_bundle "$W" sleep 600
+  set_maps "$W/config.json" '[{"containerID":0,"hostID":'$BASE',"size":'$((4 * SIZE))'}]' \
+    '[{"containerID":0,"hostID":'$BASE',"size":'$((4 * SIZE))'}]'
+  out=$(tg --runtime runc create -b "$W" whole 2>&1 </dev/null); rc=$?
+  check_eq "runc: mappings over the whole pool are refused" 1 "$([ $rc -ne 0 ] && echo 1)"
+  check_match "runc: ... naming the limit and the host config key" 'reach host ids of 4 ranges of the pool; a container may hold 1 \(host config max_id_ranges_per_container\)' "$out"
+  check_eq "runc: ... and claim nothing" 0 "$(claims)"
+  # uid and gid mappings in two different ranges are two ranges too.
+  make_bundle "$W" sleep 600
+  set_maps "$W/config.json" '[{"containerID":0,"hostID":'$BASE',"size":'$SIZE'}]' \
+    '[{"containerID":0,"hostID":'$((BASE + SIZE))',"size":'$SIZE'}]'
+  check_match "runc: uid and gid mappings in two ranges are refused" 'of 2 ranges of the pool; a container may hold 1' \
+    "$(tg --runtime runc create -b "$W" whole 2>&1 </dev/null)"
+  # Three ordinary containers: the pool reports 1 of 4 free, and low.
+  make_bundle "$TG_ROOT/bundles/small" sleep 600
+  for n in 1 2 3; do
+    tg --runtime runc create -b "$TG_ROOT/bundles/small" "small$n" >/dev/null 2>"$TG_ROOT/err" </dev/null || sed 's/^/# /' "$TG_ROOT/err"
+    on_exit "tg delete --force small$n"
+  done
+  pool=$(tg state small1 | python3 -c 'import json,sys; p=json.load(sys.stdin)["tollgate"]["id_pool"]; print(p["free"], p["total"], p["low"])')
+  check_eq "runc: state reports the pool: 1 of 4 ranges free, low" "1 4 True" "$pool"
+  check_match "runc: list reports the pool running low" 'the host id pool .* is running low: 1 of 4 ranges free' "$(tg list 2>&1 >/dev/null)"
+  check_eq "runc: list's JSON on stdout stays an array of containers" 3 \
+    "$(tg list --format json 2>/dev/null | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')"
+  tg --runtime runc create -b "$TG_ROOT/bundles/small" small4 >/dev/null 2>&1 </dev/null
+  on_exit "tg delete --force small4"
+  out=$(tg --runtime runc create -b "$TG_ROOT/bundles/small" small5 2>&1 </dev/null)
+  check_match "runc: a full pool's error names the containers that hold it" 'every one of the 4 host id ranges in .* is held by a container \(container small1 of root [^ ]+: 1, container small2 of root [^ ]+: 1, container small3 of root [^ ]+: 1, container small4 of root [^ ]+: 1\)' "$out"
+  for n in 1 2 3 4; do tg delete --force "small$n"; done
+  # The host config may allow more: then the whole-pool mapping holds 4.
+  conf id_range_count=4 max_id_ranges_per_container=4
+  make_bundle "$W" sleep 600
+  set_maps "$W/config.json" '[{"containerID":0,"hostID":'$BASE',"size":'$((4 * SIZE))'}]' \
+    '[{"containerID":0,"hostID":'$BASE',"size":'$((4 * SIZE))'}]'
+  tg --runtime runc create -b "$W" whole >/dev/null 2>"$TG_ROOT/err" </dev/null; rc=$?
+  on_exit "tg delete --force whole"
+  check_eq "runc: max_id_ranges_per_container=4 admits the 4-range mapping" 0 "$rc"
+  [ "$rc" -eq 0 ] || sed 's/^/# /' "$TG_ROOT/err"
+  check_eq "runc: ... which holds 4 claims" 4 "$(claims)"
+  check_match "runc: ... and the next create names it as the holder" 'held by a container \(container whole of root [^ ]+: 4\)' \
+    "$(tg --runtime runc create -b "$TG_ROOT/bundles/small" small5 2>&1 </dev/null)"
+  tg delete --force whole
+  check_eq "runc: ... and frees them on delete" 0 "$(claims)"
+  conf
+
   # --- mount points are made as host root, never through the image's links
   # A hostile rootfs whose /etc is a link to a host directory, and a bind
   # mount onto /etc/hosts: the mount point is resolved inside the rootfs.
@@ -294,5 +349,60 @@ PY
   [ "$rc" -eq 0 ] || echo "# $out"
   check_eq "runc: ... and leaves no view in /run/tollgate-reach" "" "$(grep ' /run/tollgate-reach/' /proc/self/mounts)"
   check_eq "runc: ... nor a claim" 0 "$(claims)"
+
+  # --- another host user reads nothing through a view or a state dir ----
+  # The attack of issue 27: a bind source in a private (0700) directory of
+  # root's, pinned under the state directory; as nobody, through the view
+  # (its old name was SHA-256 of the state directory's path) or the state
+  # directory itself.
+  priv=$(mktemp -d /tmp/tg-priv.XXXXXX)
+  on_exit "rm -rf $priv"
+  chmod 700 "$priv"; echo SECRET-IN-A-ROOT-ONLY-DIR > "$priv/secret"; chmod 644 "$priv/secret"
+  as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+  add_secret() {
+    python3 - "$1" "$priv/secret" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["mounts"].append({"destination": "/secret", "type": "bind", "source": sys.argv[2], "options": ["rbind", "ro"]})
+json.dump(c, open(sys.argv[1], "w"), indent=2)
+PY
+  }
+  check_fails "runc: nobody cannot read the secret at its source" as_nobody cat "$priv/secret"
+  make_bundle "$TG_ROOT/bundles/reach" sh -c 'cat /secret; sleep 600'
+  add_secret "$TG_ROOT/bundles/reach/config.json"
+  tgc --runtime runc create -b "$TG_ROOT/bundles/reach" reach >/dev/null 2>"$TG_ROOT/err" </dev/null || sed 's/^/# /' "$TG_ROOT/err"
+  on_exit "tgc delete --force reach"
+  name=$(cat "$closed/state/reach/reach-view" 2>/dev/null)
+  check_match "runc: the view's name is random, recorded in the state directory" '^[0-9a-f]{32}$' "$name"
+  legacy=$(printf '%s' "$(realpath "$closed/state/reach")" | sha256sum | cut -c1-32)
+  check_fails "runc: ... not the guessable SHA-256 of the state directory's path" test -e "/run/tollgate-reach/$legacy"
+  check_eq "runc: the view's directory is root's, of the mapped root's group, 0710" \
+    "0 $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["linux"]["gidMappings"][0]["hostID"])' "$closed/state/reach/config.json") 710" \
+    "$(stat -c '%u %g %a' "/run/tollgate-reach/$name")"
+  pin=$(python3 -c 'import json,sys; print([m["source"] for m in json.load(open(sys.argv[1]))["mounts"] if m["destination"] == "/secret"][0])' "$closed/state/reach/config.json")
+  check_match "runc: the config binds the secret through the view" "^/run/tollgate-reach/$name/state/pins/" "$pin"
+  check_eq "runc: host root reads it through the view (the path is right)" SECRET-IN-A-ROOT-ONLY-DIR "$(cat "$pin" 2>&1)"
+  out=$(as_nobody cat "$pin" 2>&1); rc=$?
+  check_eq "runc: nobody cannot read the secret through the view" 1 "$([ $rc -ne 0 ] && echo 1)"
+  check_match "runc: ... permission denied" 'Permission denied' "$out"
+  check_fails "runc: nobody cannot even list the view directory" as_nobody ls "/run/tollgate-reach/$name/"
+  tgc start reach; sleep 0.5
+  check_match "runc: the container itself reads its bind mount" SECRET-IN-A-ROOT-ONLY-DIR "$(tgc exec reach cat /secret 2>&1)"
+  tgc delete --force reach
+  check_fails "runc: delete removes the view" test -e "/run/tollgate-reach/$name"
+  # The same under a --root others can walk (no view): the state directory
+  # and its pins pass only the mapped root's group.
+  make_bundle "$TG_ROOT/bundles/reach2" sh -c 'cat /secret; sleep 600'
+  add_secret "$TG_ROOT/bundles/reach2/config.json"
+  tg --runtime runc create -b "$TG_ROOT/bundles/reach2" reach2 >/dev/null 2>"$TG_ROOT/err" </dev/null || sed 's/^/# /' "$TG_ROOT/err"
+  on_exit "tg delete --force reach2"
+  pin=$(python3 -c 'import json,sys; print([m["source"] for m in json.load(open(sys.argv[1]))["mounts"] if m["destination"] == "/secret"][0])' "$TG_ROOT/reach2/config.json")
+  check_match "runc: without a view the config binds the pin in the state directory" "^$TG_ROOT/reach2/pins/" "$pin"
+  check_eq "runc: the state directory is 0710" 710 "$(stat -c %a "$TG_ROOT/reach2")"
+  check_fails "runc: nobody cannot read the secret through the state directory" as_nobody cat "$pin"
+  tg start reach2; sleep 0.5
+  check_match "runc: ... while the container reads it" SECRET-IN-A-ROOT-ONLY-DIR "$(tg exec reach2 cat /secret 2>&1)"
+  tg delete --force reach2
+  check_eq "runc: no claims left after the reach tests" 0 "$(claims)"
   ;;
 esac

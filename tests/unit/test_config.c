@@ -201,3 +201,31 @@ Test(config, policy_bindings_decide_who_may_select_what) {
   cr_assert_lt(host_config_load(p3, &c, &err), 0);
   cr_assert(strstr(err->msg, "policy_bindings.strict must be"), "%s", err->msg);
 }
+
+Test(config, restore_and_pool_keys) {
+  struct host_config c;
+  host_config_defaults(&c);
+  cr_expect_str_eq(c.checkpoint_key, "/var/lib/tollgate/checkpoint.key");
+  cr_expect_not(c.allow_unsealed_restore);
+  cr_expect_eq(c.max_id_ranges_per_container, 1);
+  host_config_free(&c);
+  tg_error *err = NULL;
+  char *p = write_cfg("{\"checkpoint_key\":\"/k/ck\",\"allow_unsealed_restore\":true,"
+                      "\"max_id_ranges_per_container\":3}");
+  cr_assert_eq(host_config_load(p, &c, &err), 0, "%s", err ? err->msg : "");
+  cr_expect_str_eq(c.checkpoint_key, "/k/ck");
+  cr_expect(c.allow_unsealed_restore);
+  cr_expect_eq(c.max_id_ranges_per_container, 3);
+  host_config_free(&c);
+  free(p);
+  p = write_cfg("{\"max_id_ranges_per_container\":0}");
+  cr_expect_eq(host_config_load(p, &c, &err), -1);
+  cr_expect(err && strstr(err->msg, "max_id_ranges_per_container"), "%s", err ? err->msg : "");
+  tg_error_free(&err);
+  free(p);
+  p = write_cfg("{\"checkpoint_key\":\"relative.key\"}");
+  cr_expect_eq(host_config_load(p, &c, &err), -1);
+  cr_expect(err && strstr(err->msg, "checkpoint_key"), "%s", err ? err->msg : "");
+  tg_error_free(&err);
+  free(p);
+}

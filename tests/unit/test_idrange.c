@@ -106,6 +106,7 @@ Test(idrange, stale_claims_are_reclaimed_and_others_refused) {
   /* a new directory of a's name is not a's owner */
   cr_assert_eq(remove_tree(a, &e), 0);
   free(owner_dir("a"));
+  free(b);
   cr_expect_eq(idrange_claim(&pool, b = owner_dir("b2"), NULL, 0, &sb, &e), 0, "%s", e ? e->msg : "");
   cr_expect_eq(sb, sa);
   /* a short claim file (crash mid-write) is free */
@@ -148,4 +149,55 @@ Test(idrange, shared_slot_lives_until_its_last_owner) {
   cr_assert_eq(idrange_release(&pool, app, &e), 0);
   cr_assert_eq(idrange_release(&pool, other, &e), 0);
   cr_expect_eq(count_claims(pool_dir), 0, "a claim outlived its last owner");
+}
+
+/* One container's mappings may reach at most max_per_owner slots (one by
+ * default): a mapping over the whole pool would hold every range. */
+Test(idrange, one_owner_takes_at_most_max_per_owner) {
+  char *pool_dir = xasprintf("%s/pool", base);
+  struct id_pool pool = {.dir = pool_dir, .base = 1 << 28, .size = 65536, .count = 4};
+  char *a = owner_dir("a"), *b = owner_dir("b");
+  unsigned long long all[] = {0, 1, 2, 3};
+  tg_error *e = NULL;
+  cr_expect_eq(idrange_claim(&pool, a, all, 4, NULL, &e), -1);
+  cr_expect(e && strstr(e->msg, "4 ranges") && strstr(e->msg, "may hold 1 (host config max_id_ranges_per_container)"),
+            "%s", e ? e->msg : "");
+  tg_error_free(&e);
+  cr_expect_eq(count_claims(pool_dir), 0, "a refused claim holds nothing");
+  pool.max_per_owner = 2;
+  cr_expect_eq(idrange_claim(&pool, a, all, 3, NULL, &e), -1);
+  tg_error_free(&e);
+  cr_expect_eq(idrange_claim(&pool, a, all, 2, NULL, &e), 0, "%s", e ? e->msg : "");
+  unsigned long long held = 0;
+  cr_expect_eq(idrange_usage(&pool, &held, &e), 0);
+  cr_expect_eq(held, 2);
+  cr_expect(!idrange_low(held, pool.count) || pool.count - held <= pool.count / 8);
+  cr_expect_eq(idrange_claim(&pool, b, all + 2, 2, NULL, &e), 0, "%s", e ? e->msg : "");
+  cr_expect_eq(idrange_usage(&pool, &held, &e), 0);
+  cr_expect_eq(held, 4);
+  cr_expect(idrange_low(held, pool.count), "a full pool is low");
+  /* The full pool's error names who holds it, and how much. */
+  char *c = owner_dir("c");
+  unsigned long long slot;
+  cr_expect_eq(idrange_claim(&pool, c, NULL, 0, &slot, &e), -1);
+  cr_expect(e && strstr(e->msg, "container a of root ") && strstr(e->msg, ": 2, container b of root "),
+            "%s", e ? e->msg : "");
+  tg_error_free(&e);
+  cr_expect_eq(idrange_release(&pool, a, &e), 0);
+  cr_expect_eq(idrange_usage(&pool, &held, &e), 0);
+  cr_expect_eq(held, 2);
+  free(a);
+  free(b);
+  free(c);
+  free(pool_dir);
+}
+
+Test(idrange, low_is_an_eighth_or_64) {
+  cr_expect(!idrange_low(0, 64));
+  cr_expect(!idrange_low(55, 64));
+  cr_expect(idrange_low(56, 64));
+  cr_expect(!idrange_low(4000, 4096), "96 free of 4096");
+  cr_expect(idrange_low(4032, 4096), "64 free of 4096");
+  cr_expect(!idrange_low(2, 4), "2 free of 4");
+  cr_expect(idrange_low(3, 4), "the last free range of a small pool");
 }
