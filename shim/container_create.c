@@ -917,12 +917,13 @@ static int do_create(struct cli *cli, const struct create_request *req,
   /* The bridge area and its mounts. */
   if (out->bridged && bridge_prepare(&out->setup, config, err) < 0)
     return -1;
-  /* runc makes missing mount points and the cwd as the container's root,
-   * which a user namespace maps to an unprivileged host id: in an image
-   * rootfs owned by host root it cannot, so tollgate makes them first, the
-   * bridge's included (shim/mount_points.h).  Under passthrough only the
-   * bridge's: the user's are the bare backend's to make or refuse. */
-  if (strcmp(ho.backend ?: "", "runc") == 0 && (!passthrough || out->bridged) &&
+  /* runc (and runsc's gofer) make missing mount points and the cwd as the
+   * container's root, which a user namespace maps to an unprivileged host
+   * id: in an image rootfs owned by host root they cannot, so tollgate
+   * makes them first, the bridge's included (shim/mount_points.h).  Under
+   * passthrough only the bridge's: the user's are the bare backend's to
+   * make or refuse. */
+  if ((!passthrough || out->bridged) &&
       json_array_len(json_get_path(config, "linux.uidMappings")) > 0 &&
       (mount_points_make(config, bundle, passthrough ? BRIDGE_CONTAINER_DIR : NULL, err) < 0 ||
        (!passthrough && mount_points_make_cwd(config, bundle, err) < 0)))

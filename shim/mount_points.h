@@ -1,9 +1,10 @@
 /* Mount points and the working directory for a container in its own
  * user namespace.
  *
- * runc creates a missing mount destination, and a missing process.cwd,
- * in the rootfs as the container's root, which in a user namespace is an
- * unprivileged host id.  An image rootfs (unpacked by containerd, Docker,
+ * runc (and runsc's gofer, for a config with its own mappings) creates a
+ * missing mount destination, and a missing process.cwd, in the rootfs as
+ * the container's root, which in a user namespace is an unprivileged host
+ * id.  An image rootfs (unpacked by containerd, Docker,
  * mmdebstrap, a tar) is owned by host root, so none of them can be made
  * there: containerd's CRI mounts (/etc/resolv.conf, /etc/hosts, ...),
  * the bridge's /run/tollgate, a cwd the image lacks ("mkdir
