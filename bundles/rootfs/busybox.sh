@@ -36,6 +36,14 @@ printf 'root:x:0:\nnogroup:x:65534:\n' > "$tmp/etc/group"
 printf '%s\n%s\n' "$stamp" "$(shape "$tmp")" > "$tmp/.tollgate-rootfs"
 # Fixed timestamps keep the tree byte-for-byte the same from run to run.
 find "$tmp" -exec touch -h -d @0 {} +
-rm -rf "$dest"
+# A tree a container still uses (its pin, a bind mount, is a mount whose
+# root is that tree) is moved aside, not emptied under it; trees moved
+# aside earlier go once nothing mounts them.
+[ -e "$dest" ] && mv "$dest" "$dest.old.$$"
 mv "$tmp" "$dest"
+for old in "$dest".old.*; do
+  [ -d "$old" ] || continue
+  awk -v t="$old" '$4 == t || index($4, t "/") == 1 {found = 1} END {exit !found}' /proc/self/mountinfo ||
+    rm -rf "$old"
+done
 echo "busybox rootfs: $dest ($(du -sh "$dest" | cut -f1))" >&2

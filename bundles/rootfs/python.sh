@@ -98,7 +98,15 @@ printf '%s\n%s\n' "$stamp" "$(shape "$tmp")" > "$tmp/.tollgate-rootfs"
 # Timestamps are kept as installed: the .pyc files record their source's
 # mtime, and a changed one makes every start recompile (and try to write
 # into the read-only root).
-rm -rf "$dest"
+# A tree a container still uses (its pin, a bind mount, is a mount whose
+# root is that tree) is moved aside, not emptied under it; trees moved
+# aside earlier go once nothing mounts them.
+[ -e "$dest" ] && mv "$dest" "$dest.old.$$"
 mv "$tmp" "$dest"
+for old in "$dest".old.*; do
+  [ -d "$old" ] || continue
+  awk -v t="$old" '$4 == t || index($4, t "/") == 1 {found = 1} END {exit !found}' /proc/self/mountinfo ||
+    rm -rf "$old"
+done
 trap - EXIT
 echo "python rootfs: $dest ($((size_kib / 1024)) MiB)" >&2
