@@ -43,7 +43,7 @@ DEB_PACKAGES := build-essential pkg-config libyajl-dev libseccomp-dev libcap-ng-
                 libmnl-dev libcriterion-dev libssl-dev runc busybox-static \
                 containerd clang libclang-rt-14-dev python3 python3-yaml iproute2 \
                 python3-grpcio python3-grpc-tools docker.io \
-                podman containernetworking-plugins
+                podman containernetworking-plugins mmdebstrap
 
 .PHONY: all deps check unit integration asan fuzz fuzz-smoke install clean \
         demo demo-interactive demo-agent bench bench-smoke

@@ -72,6 +72,35 @@ static int populate(const char *area, const struct bridge_area_params *p,
   return 0;
 }
 
+/* The static client bound on the host at <state_dir>/bridge-call (an
+ * empty file beside the area), private and read-only.  The container's
+ * bind then takes a mount tollgate made, not the one the client was
+ * installed on: under rootfsPropagation "unbindable" runc makes the host's
+ * "/" unbindable in the container's mount namespace, and a bind from it
+ * fails (EINVAL, "flags: 0x1007").  Not inside the area: a mount below it
+ * is locked in the container's user namespace, and the area's own
+ * (non-recursive) bind would then fail the same way. */
+static int bind_client(const char *state_dir, const char *client, tg_error **err) {
+  cleanup_free char *target = xasprintf("%s/" BRIDGE_CLIENT_MOUNT, state_dir);
+  int fd = open(target, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0755);
+  if (fd < 0)
+    return tg_error_set(err, errno, "bridge: create the client's mount point %s", target);
+  close(fd);
+  if (mount(client, target, NULL, MS_BIND, NULL) < 0) {
+    int e = errno;
+    unlink(target);
+    return tg_error_set(err, e, "bridge: bind the client %s onto %s", client, target);
+  }
+  if (mount(NULL, target, NULL, MS_PRIVATE, NULL) < 0 ||
+      mount(NULL, target, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0) {
+    int e = errno;
+    umount2(target, MNT_DETACH);
+    unlink(target);
+    return tg_error_set(err, e, "bridge: make the client's bind %s private and read-only", target);
+  }
+  return 0;
+}
+
 int bridge_area_create(const char *state_dir, const struct bridge_area_params *p,
                        tg_error **err) {
   cleanup_free char *area = xasprintf("%s/bridge", state_dir);
@@ -92,7 +121,7 @@ int bridge_area_create(const char *state_dir, const struct bridge_area_params *p
     return tg_error_set(err, e, "bridge: mount a tmpfs on %s (tollgate needs "
                         "root, CAP_SYS_ADMIN, to set up the bridge)", area);
   }
-  if (populate(area, p, err) < 0) {
+  if (populate(area, p, err) < 0 || (p->call_client && bind_client(state_dir, p->call_client, err) < 0)) {
     umount2(area, MNT_DETACH);
     rmdir(area);
     return tg_error_wrap(err, "bridge: set up %s", area);
@@ -125,11 +154,18 @@ int bridge_area_open(const char *state_dir, int *area_fd, int *req_fd,
 
 int bridge_area_destroy(const char *state_dir, tg_error **err) {
   cleanup_free char *area = xasprintf("%s/bridge", state_dir);
+  /* The client's bind beside it: a plain unmount first; a lazy one if
+   * something still holds it (a backend process on its way out), so
+   * delete always completes.  The same for the tmpfs. */
+  cleanup_free char *client = xasprintf("%s/" BRIDGE_CLIENT_MOUNT, state_dir);
+  if (umount2(client, UMOUNT_NOFOLLOW) < 0 && errno == EBUSY &&
+      umount2(client, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
+    return tg_error_set(err, errno, "bridge: unmount %s", client);
+  if (unlink(client) < 0 && errno != ENOENT)
+    return tg_error_set(err, errno, "bridge: remove %s", client);
   struct stat st;
   if (lstat(area, &st) < 0 && errno == ENOENT)
     return 0;
-  /* A plain unmount first; a lazy one if something still holds it (a
-   * backend process on its way out), so delete always completes. */
   if (umount2(area, UMOUNT_NOFOLLOW) < 0 && errno != EINVAL && errno != ENOENT) {
     if (umount2(area, MNT_DETACH | UMOUNT_NOFOLLOW) < 0 && errno != EINVAL)
       return tg_error_set(err, errno, "bridge: unmount %s", area);

@@ -12,6 +12,13 @@
  *     calls/           root 0755: the container cannot rename req/ or resp/
  *       req/ resp/     owned by the container's uid, 0700
  *
+ *   bridge-call        beside the area: the static client bound here on the
+ *                      host (a mount of tollgate's own, private, read-only),
+ *                      the source of the container's tollgate-call bind, so it
+ *                      binds whatever the propagation of the mount the client
+ *                      was installed on (rootfsPropagation "unbindable" makes
+ *                      the host's "/" unbindable in the container's namespace)
+ *
  * The directories are made once and never replaced: gVisor's gofer keeps
  * the directory it opened when the container started.
  */
@@ -27,6 +34,7 @@
 
 #define BRIDGE_CONTAINER_DIR "/run/tollgate"
 #define BRIDGE_CONTAINER_CALLS "/run/tollgate/calls"
+#define BRIDGE_CLIENT_MOUNT "bridge-call" /* under the state directory */
 
 struct bridge_area_params {
   size_t tmpfs_bytes;       /* 0: 16 MiB */
@@ -35,9 +43,11 @@ struct bridge_area_params {
   uid_t uid;                /* owner of req/ and resp/ (host view) */
   gid_t gid;
   const char *python_client; /* tollgate.py to copy in */
+  const char *call_client;   /* tollgate-call to bind over the mount point, or NULL */
 };
 
-/* Mount and populate <state_dir>/bridge.  On error nothing stays mounted. */
+/* Mount and populate <state_dir>/bridge (and bind p->call_client at
+ * <state_dir>/bridge-call).  On error nothing stays mounted. */
 int bridge_area_create(const char *state_dir, const struct bridge_area_params *p,
                        tg_error **err);
 
@@ -46,7 +56,8 @@ int bridge_area_create(const char *state_dir, const struct bridge_area_params *p
 int bridge_area_open(const char *state_dir, int *area_fd, int *req_fd,
                      int *resp_fd, tg_error **err);
 
-/* Unmount and remove <state_dir>/bridge.  Missing is fine. */
+/* Unmount and remove <state_dir>/bridge-call and <state_dir>/bridge.
+ * Missing is fine. */
 int bridge_area_destroy(const char *state_dir, tg_error **err);
 
 /* The uid/gid the container process runs as, seen from the host: the

@@ -33,10 +33,13 @@ int bridge_prepare(const struct bridge_setup *setup, json_t *config,
       .uid = uid,
       .gid = gid,
       .python_client = py,
+      .call_client = call,
   };
   if (bridge_area_create(setup->state_dir, &p, err) < 0)
     return -1;
-  if (bridge_add_mounts(config, setup->state_dir, call, err) < 0) {
+  /* The client's source is its bind in the area (bridge/area.h). */
+  cleanup_free char *bound = xasprintf("%s/" BRIDGE_CLIENT_MOUNT, setup->state_dir);
+  if (bridge_add_mounts(config, setup->state_dir, bound, err) < 0) {
     bridge_area_destroy(setup->state_dir, NULL);
     return -1;
   }

@@ -2,9 +2,17 @@
  * came in, before any rewrite, so the error names what the user wrote. */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <linux/nsfs.h>
+#include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
 
 #include "oci/harden.h"
 #include "oci/transform.h"
@@ -112,6 +120,35 @@ static const char *ns_proc_name(const char *type) {
   return NULL;
 }
 
+/* The OCI type of the namespace the file at path is ("pid", "network",
+ * ...), "" when it is no namespace file, NULL when it cannot be looked at
+ * (the caller's same_as_host() then reports why).  The author's path is
+ * opened O_PATH only, which neither blocks on a FIFO nor acts on a device;
+ * the namespace is asked its type only once fstatfs() shows an nsfs
+ * inode. */
+static const char *namespace_kind(const char *path) {
+  static const struct {
+    int flag;
+    const char *type;
+  } kinds[] = {{CLONE_NEWPID, "pid"}, {CLONE_NEWNET, "network"}, {CLONE_NEWNS, "mount"},
+               {CLONE_NEWIPC, "ipc"}, {CLONE_NEWUTS, "uts"},     {CLONE_NEWUSER, "user"},
+               {CLONE_NEWCGROUP, "cgroup"}, {0x00000080 /* CLONE_NEWTIME */, "time"}};
+  cleanup_close int pfd = open(path, O_PATH | O_CLOEXEC);
+  struct statfs sf;
+  if (pfd < 0 || fstatfs(pfd, &sf) < 0)
+    return NULL;
+  if (sf.f_type != NSFS_MAGIC)
+    return "";
+  char proc[64];
+  snprintf(proc, sizeof proc, "/proc/self/fd/%d", pfd);
+  cleanup_close int fd = open(proc, O_RDONLY | O_CLOEXEC);
+  int t = fd < 0 ? -1 : ioctl(fd, NS_GET_NSTYPE);
+  for (size_t i = 0; t >= 0 && i < sizeof kinds / sizeof kinds[0]; i++)
+    if (kinds[i].flag == t)
+      return kinds[i].type;
+  return NULL;
+}
+
 static int check_namespaces(const json_t *config, tg_error **err) {
   const json_t *nss = json_get_path(config, "linux.namespaces");
   for (size_t i = 0; i < json_array_len(nss); i++) {
@@ -123,6 +160,17 @@ static int check_namespaces(const json_t *config, tg_error **err) {
     const char *kind = ns_proc_name(type);
     if (kind == NULL)
       return tg_error_set(err, 0, "linux.namespaces[%zu]: unknown namespace type \"%s\"", i, type ? type : "");
+    /* A path of another kind would fail in the backend's setns() (EINVAL),
+     * or be taken for a join of the wrong namespace by what follows. */
+    const char *is = namespace_kind(path);
+    if (is != NULL && is[0] == '\0')
+      return tg_error_set(err, 0, "linux.namespaces[%zu]: %s is not a namespace file; give a %s namespace's path "
+                          "(/proc/<pid>/ns/%s) or remove \"path\" so the container gets a new namespace",
+                          i, path, type, kind);
+    if (is != NULL && strcmp(is, type) != 0)
+      return tg_error_set(err, 0, "linux.namespaces[%zu]: %s is a %s namespace, given as \"type\": \"%s\"; give a "
+                          "%s namespace's path (/proc/<pid>/ns/%s) or remove \"path\" so the container gets a new "
+                          "namespace", i, path, is, type, type, kind);
     int e = 0;
     /* Joining the host's namespace is what "privileged" containers do to
      * see host processes, mounts or network; nothing a sandbox needs. */

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bridge/area.h"
 #include "oci/cri.h"
 #include "oci/harden.h"
 #include "shim/idrange.h"
@@ -910,19 +911,23 @@ static int do_create(struct cli *cli, const struct create_request *req,
    * passthrough profile applies nothing, this included). */
   if (!passthrough && mount_pin_all(u->dir, config, &ho, err) < 0)
     return tg_error_wrap(err, "bundle %s: config.json", bundle);
-  /* runc makes missing mount points as the container's root, which a
-   * user namespace maps to an unprivileged host id: in an image rootfs
-   * owned by host root it cannot (containerd's CRI mounts), so tollgate
-   * makes them first (shim/mount_points.h). */
-  if (!passthrough && strcmp(ho.backend ?: "", "runc") == 0 &&
-      json_array_len(json_get_path(config, "linux.uidMappings")) > 0 && mount_points_make(config, err) < 0)
-    return tg_error_wrap(err, "bundle %s: config.json", bundle);
   if (req->in_process_bridge && out->bridged && u->gate_opening == NULL)
     u->gate_opening = bridge_gate_open_begin(&out->setup);
 
   /* The bridge area and its mounts. */
   if (out->bridged && bridge_prepare(&out->setup, config, err) < 0)
     return -1;
+  /* runc (and runsc's gofer) make missing mount points and the cwd as the
+   * container's root, which a user namespace maps to an unprivileged host
+   * id: in an image rootfs owned by host root they cannot, so tollgate
+   * makes them first, the bridge's included (shim/mount_points.h).  Under
+   * passthrough only the bridge's: the user's are the bare backend's to
+   * make or refuse. */
+  if ((!passthrough || out->bridged) &&
+      json_array_len(json_get_path(config, "linux.uidMappings")) > 0 &&
+      (mount_points_make(config, bundle, passthrough ? BRIDGE_CONTAINER_DIR : NULL, err) < 0 ||
+       (!passthrough && mount_points_make_cwd(config, bundle, err) < 0)))
+    return tg_error_wrap(err, "bundle %s: config.json", bundle);
   /* The mapped root (runc's, and runsc's gofer with mappings) resolves the
    * pins and the bridge area by path, and no other host user may: the
    * state directory passes its group alone, and when a parent (Docker's

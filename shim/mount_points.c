@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -97,38 +98,97 @@ static char *relative_destination(const char *dest) {
   return rel;
 }
 
-int mount_points_make(const json_t *config, tg_error **err) {
-  const char *root = json_string_value(json_get_path(config, "root.path"));
-  if (root == NULL || root[0] != '/')
+/* Whether dest lies strictly below the destination of any mount of
+ * config among the first n (all of them with n = SIZE_MAX). */
+static bool below_a_mount(const json_t *mounts, size_t n, const char *dest) {
+  for (size_t j = 0; j < n && j < json_array_len(mounts); j++)
+    if (below(dest, json_string_value(json_object_get(json_array_get(mounts, j), "destination")) ?: ""))
+      return true;
+  return false;
+}
+
+static bool is_bind(const json_t *m) {
+  const char *type = json_string_value(json_object_get(m, "type"));
+  if (type != NULL && strcmp(type, "bind") == 0)
+    return true;
+  const json_t *opts = json_object_get(m, "options");
+  for (size_t k = 0; k < json_array_len(opts); k++) {
+    const char *o = json_string_value(json_array_get(opts, k));
+    if (o != NULL && (strcmp(o, "bind") == 0 || strcmp(o, "rbind") == 0))
+      return true;
+  }
+  return false;
+}
+
+/* dest at or below prefix (NULL: every path). */
+static bool within(const char *dest, const char *prefix) {
+  if (prefix == NULL)
+    return true;
+  size_t n = strlen(prefix);
+  return strncmp(dest, prefix, n) == 0 && (dest[n] == '\0' || dest[n] == '/');
+}
+
+/* root.path (relative to bundle unless absolute) opened as a directory,
+ * its last component never a link: 0 with *fd -1 when there is none, -1
+ * with *err.  *root is the path as written. */
+static int open_rootfs(const json_t *config, const char *bundle, const char **root, int *fd,
+                       tg_error **err) {
+  *root = json_string_value(json_get_path(config, "root.path"));
+  *fd = -1;
+  if (*root == NULL || (*root)[0] == '\0' || ((*root)[0] != '/' && bundle == NULL))
     return 0;
-  cleanup_close int root_fd = open(root, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  cleanup_free char *path = (*root)[0] == '/' ? xstrdup(*root) : xasprintf("%s/%s", bundle, *root);
+  *fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (*fd < 0)
+    return tg_error_set(err, errno, "root.path %s", path);
+  return 0;
+}
+
+int mount_points_make(const json_t *config, const char *bundle, const char *only, tg_error **err) {
+  const char *root = NULL;
+  cleanup_close int root_fd = -1;
+  if (open_rootfs(config, bundle, &root, &root_fd, err) < 0)
+    return -1;
   if (root_fd < 0)
-    return tg_error_set(err, errno, "root.path %s", root);
+    return 0;
   const json_t *mounts = json_get_path(config, "mounts");
   for (size_t i = 0; i < json_array_len(mounts); i++) {
     const json_t *m = json_array_get(mounts, i);
     const char *dest = json_string_value(json_object_get(m, "destination"));
-    bool earlier = false;
-    for (size_t j = 0; j < i && !earlier; j++)
-      earlier = below(dest ? dest : "", json_string_value(json_object_get(json_array_get(mounts, j), "destination")) ?: "");
-    cleanup_free char *rel = earlier ? NULL : relative_destination(dest);
+    if (dest == NULL || !within(dest, only) || below_a_mount(mounts, i, dest))
+      continue;
+    cleanup_free char *rel = relative_destination(dest);
     if (rel == NULL)
       continue;
     /* A bind of a file needs a file to mount on; everything else a
-     * directory.  The source is a pin by now (tollgate's own mount). */
-    const char *type = json_string_value(json_object_get(m, "type"));
+     * directory.  The source is a pin or tollgate's own by now. */
     const char *src = json_string_value(json_object_get(m, "source"));
-    bool bind = type != NULL && strcmp(type, "bind") == 0;
-    const json_t *opts = json_object_get(m, "options");
-    for (size_t k = 0; k < json_array_len(opts) && !bind; k++) {
-      const char *o = json_string_value(json_array_get(opts, k));
-      bind = o != NULL && (strcmp(o, "bind") == 0 || strcmp(o, "rbind") == 0);
-    }
     struct stat st;
-    bool file = bind && src != NULL && stat(src, &st) == 0 && !S_ISDIR(st.st_mode);
+    bool file = is_bind(m) && src != NULL && stat(src, &st) == 0 && !S_ISDIR(st.st_mode);
     if (make_path(root_fd, rel, file) < 0 && errno != EROFS)
       return tg_error_set(err, errno, "mounts[%zu]: cannot make its mount point %s in the rootfs %s", i, dest,
                           root);
   }
+  return 0;
+}
+
+int mount_points_make_cwd(const json_t *config, const char *bundle, tg_error **err) {
+  const char *cwd = json_string_value(json_get_path(config, "process.cwd"));
+  /* Below a mount, the directory is the mount's to hold: runc makes it
+   * there (in a tmpfs its mapped root owns), and one made in the rootfs
+   * would only be hidden. */
+  if (cwd == NULL || below_a_mount(json_get_path(config, "mounts"), SIZE_MAX, cwd))
+    return 0;
+  cleanup_free char *rel = relative_destination(cwd);
+  if (rel == NULL)
+    return 0;
+  const char *root = NULL;
+  cleanup_close int root_fd = -1;
+  if (open_rootfs(config, bundle, &root, &root_fd, err) < 0)
+    return -1;
+  if (root_fd < 0)
+    return 0;
+  if (make_path(root_fd, rel, false) < 0 && errno != EROFS)
+    return tg_error_set(err, errno, "process.cwd: cannot make %s in the rootfs %s", cwd, root);
   return 0;
 }

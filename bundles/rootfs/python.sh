@@ -4,12 +4,15 @@
 # libraries it and its extension modules need (found with ldd), and the
 # standard library without tests, IDLE, tkinter, pip/ensurepip, 2to3,
 # distutils and the build config.  No shell unless --shell is given (then
-# busybox's sh from busybox-static).  /run/tollgate and /tmp exist so the
-# bridge mounts and temp files work on a read-only root.
+# busybox's sh from busybox-static).  /tmp exists so temp files work on a
+# read-only root.  Like an ordinary image it has no /run and nothing of
+# tollgate's: the bridge's mount points are the runtime's to make
+# (docs/hardening.md "What tollgate makes in a rootfs").
 #
 # DEST is rebuilt only when the interpreter, the Debian packages or this
-# script changed (a stamp file records them).  Prints the size; fails if it
-# is 60 MiB or more.
+# script changed (a stamp file records them), or when the tree no longer
+# holds exactly what was built (a runtime made a mount point in it).
+# Prints the size; fails if it is 60 MiB or more.
 # Usage: bundles/rootfs/python.sh DEST [--shell]
 set -euo pipefail
 dest=${1:?usage: python.sh DEST [--shell]}
@@ -23,14 +26,17 @@ limit_kib=$((60 * 1024))
 stamp="$( { sha256sum "$py" "$0"; echo "$shell";
             dpkg-query -W python3.11-minimal libpython3.11-minimal libpython3.11-stdlib 2>/dev/null; } \
           | sha256sum | cut -d' ' -f1)"
-if [ -f "$dest/.tollgate-rootfs" ] && [ "$(cat "$dest/.tollgate-rootfs")" = "$stamp" ]; then
+# The tree's shape: every path, with no content.
+shape() { (cd "$1" && find . ! -name .tollgate-rootfs | LC_ALL=C sort | sha256sum | cut -d' ' -f1); }
+if [ -f "$dest/.tollgate-rootfs" ] && [ "$(head -n1 "$dest/.tollgate-rootfs")" = "$stamp" ] &&
+   [ "$(sed -n 2p "$dest/.tollgate-rootfs")" = "$(shape "$dest")" ]; then
   exit 0
 fi
 
 tmp="$dest.tmp.$$"
 trap 'rm -rf "$tmp"' EXIT
 rm -rf "$tmp"
-mkdir -p "$tmp"/{usr/bin,usr/lib,usr/lib64,dev,etc,proc,sys,tmp,run/tollgate,home,root}
+mkdir -p "$tmp"/{usr/bin,usr/lib,usr/lib64,dev,etc,proc,sys,tmp,home,root}
 chmod 1777 "$tmp/tmp"
 # Debian is merged-/usr: keep the same shape so ldd's paths resolve.
 ln -s usr/lib "$tmp/lib"
@@ -88,11 +94,19 @@ if [ "$size_kib" -ge "$limit_kib" ]; then
   echo "python.sh: the rootfs is $((size_kib / 1024)) MiB, over the 60 MiB limit" >&2
   exit 1
 fi
-echo "$stamp" > "$tmp/.tollgate-rootfs"
+printf '%s\n%s\n' "$stamp" "$(shape "$tmp")" > "$tmp/.tollgate-rootfs"
 # Timestamps are kept as installed: the .pyc files record their source's
 # mtime, and a changed one makes every start recompile (and try to write
 # into the read-only root).
-rm -rf "$dest"
+# A tree a container still uses (its pin, a bind mount, is a mount whose
+# root is that tree) is moved aside, not emptied under it; trees moved
+# aside earlier go once nothing mounts them.
+[ -e "$dest" ] && mv "$dest" "$dest.old.$$"
 mv "$tmp" "$dest"
+for old in "$dest".old.*; do
+  [ -d "$old" ] || continue
+  awk -v t="$old" '$4 == t || index($4, t "/") == 1 {found = 1} END {exit !found}' /proc/self/mountinfo ||
+    rm -rf "$old"
+done
 trap - EXIT
 echo "python rootfs: $dest ($((size_kib / 1024)) MiB)" >&2

@@ -319,6 +319,18 @@ Test(backend, message_from_json_log_or_logrus_stderr) {
   cr_assert_null(backend_message(NULL, "\n \n"));
 }
 
+Test(backend, seccomp_out_of_memory_names_rlimit_as) {
+  char *m = backend_normalize_message("c1", "runc create failed: unable to start container process: unable to "
+                                            "init seccomp: error adding seccomp filter rule for syscall "
+                                            "socketpair: cannot allocate memory");
+  cr_assert(strstr(m, "syscall socketpair: cannot allocate memory (runc's own init") != NULL, "%s", m);
+  cr_assert(strstr(m, "raise RLIMIT_AS to 2 GiB or more, or use --runtime runsc") != NULL, "%s", m);
+  free(m);
+  m = backend_normalize_message("c1", "cannot allocate memory");
+  cr_assert_str_eq(m, "cannot allocate memory");
+  free(m);
+}
+
 Test(backend, messages_in_containerd_wording) {
   char *m = backend_normalize_message("c1", "loading container \"c1\": file does not exist");
   cr_assert_str_eq(m, "container c1 does not exist");
