@@ -258,6 +258,11 @@ def print_table(doc):
                               fmt(ip.get(k + "_median_us")) for k in
                               ("parse_harden", "gate_open", "bridge_prepare", "sidecar_spawn", "teardown",
                                "serve_in_process", "stop_in_process"))))
+            sp = r.get("steps")
+            if sp and sp.get("steps_median_us"):
+                print("       steps of a probed tollgate run (median of %d, us; bench/steps.py):" % sp["runs"])
+                for name, us in sp["steps_median_us"].items():
+                    print("         %8d  %s" % (us, name))
 
     pol = res["policy"].get("decision")
     if pol:

@@ -9,7 +9,8 @@
 #             per call) beside it
 #   python    tollgate.py round trip, governed and bare
 #   startup   tollgate run of a /bin/true bundle against the bare backend's
-#             run of the same effective config; breakdown of tollgate's time
+#             run of the same effective config; breakdown of tollgate's time;
+#             under runc also step by step (bench/steps.py, perf uprobes)
 #   policy    ns per decision, 1,000 tools x 10 rules, in process
 #   audit     records/s with group commit, synced intent latency, verify MB/s
 #   memory    sidecar RSS at rest and under load, beside the backend's own
@@ -25,8 +26,9 @@
 # PARTS (default all: "bridge python startup memory host policy audit"; a
 # subset runs only those, for profiling one path), BENCH_OUT (default
 # bench/results.json), RUNSC (a runsc binary to bench instead of the one in
-# PATH, e.g. the backports one unpacked with dpkg-deb -x), and the counts
-# below.  The runsc release and the --platform tollgate chose for it are
+# PATH, e.g. the backports one unpacked with dpkg-deb -x), RUNSC_PLATFORM
+# (the host config's "platform" for the run: systrap or ptrace; default
+# auto), and the counts below.  The runsc release and the --platform tollgate chose for it are
 # printed and recorded (versions.runsc, versions.runsc_platform): the bare
 # baseline runs with the same flags, so each ratio compares like with like.
 set -u
@@ -84,6 +86,7 @@ cleanup() {
       "$b" --root "$r" delete --force "$id" >/dev/null 2>&1
     done
   done
+  [ -n "${STEPS_PROBED:-}" ] && perf probe -q -d 'tgbench:*' >/dev/null 2>&1
   grep -o " $W[^ ]*" /proc/self/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null
   rm -rf "$W"
 }
@@ -150,8 +153,10 @@ cat >"$W/policies/echo.json" <<'EOF'
                     "rules": [{"effect": "allow"}]}},
  "budgets": {"max_tool_calls": 100000000}}
 EOF
+# RUNSC_PLATFORM (systrap, ptrace; default: tollgate's own choice, "auto")
+# goes into the host config; the bare baseline gets the same --platform.
 cat >"$W/config.json" <<EOF
-{"audit_dir": "$W/audit", "policy_dir": "$W/policies"}
+{"audit_dir": "$W/audit", "policy_dir": "$W/policies", "platform": "${RUNSC_PLATFORM:-auto}"}
 EOF
 bash bundles/rootfs/busybox.sh "$BUILD/rootfs/busybox" 2>/dev/null || say "busybox rootfs failed"
 PY_ROOTFS=""
@@ -535,6 +540,52 @@ PY
   fi
 }
 
+# ---------------------------------------------------------------- startup steps
+# bench_steps BACKEND: runc only.  START_REPS `tollgate run`s of a copy of
+# tollgate with uprobes on the functions of create's steps and on the
+# spawn and reaping of each backend process (perf probe, group tgbench,
+# removed afterwards), under `perf record` with the scheduler's exec and
+# exit events of tollgate's own task; bench/steps.py
+# turns each run's events into steps and prints their medians.
+STEP_PROBES="main=main create=do_create floor_ret=runc_floor_check%return statedir=state_create_dir
+idrange=idrange_claim idrange_ret=idrange_claim%return harden=oci_harden harden_ret=oci_harden%return
+pins=mount_pin_all pins_ret=mount_pin_all%return points=mount_points_make points_ret=mount_points_make%return
+bridge=bridge_prepare bridge_ret=bridge_prepare%return reach_ret=mount_reach_make%return
+strip=oci_netns_strip_to_loopback strip_ret=oci_netns_strip_to_loopback%return waited=forward_until_exit%return
+spawn=proc_spawn reaped=proc_finish%return"
+bench_steps() {
+  local b=$1 probed=$BUILD/tollgate-probed p i
+  [ "$b" = runc ] || return 0
+  if ! command -v perf >/dev/null; then skip startup-steps "$b" "perf is not installed"; return; fi
+  perf probe -q -d 'tgbench:*' >/dev/null 2>&1
+  rm -f "$probed"
+  STEPS_PROBED=1
+  cp "$TG" "$probed" # its own inode: the probes touch no other tollgate
+  for p in $STEP_PROBES; do
+    if ! perf probe -q -x "$probed" -a "tgbench:$p" >"$W/log/steps-probe" 2>&1; then
+      perf probe -q -d 'tgbench:*' >/dev/null 2>&1
+      skip startup-steps "$b" "perf probe $p: $(head -1 "$W/log/steps-probe")"; return
+    fi
+  done
+  say "startup steps ($b): $START_REPS probed tollgate runs"
+  mkdir -p "$W/steps"
+  for i in $(seq "$START_REPS"); do
+    # --no-inherit: tollgate's own task only (following runc's many Go
+    # threads made perf itself a third of runc's time).
+    perf record -q --no-inherit -o "$W/steps/$i.data" -e 'tgbench:*' -e sched:sched_process_exec -e sched:sched_process_exit -- \
+      "$probed" --root "$TG_ROOT" --config "$W/config.json" --runtime "$b" run --policy "$W/policies/echo.json" \
+      -b "$W/bundles/true-$b" "sp-$b-$i" >>"$W/log/steps-$b" 2>&1
+  done
+  perf probe -q -d 'tgbench:*' >/dev/null 2>&1
+  rm -f "$probed"
+  local r
+  if r=$(python3 bench/steps.py "$W"/steps/*.data 2>>"$W/log/steps-$b") && [[ $r != *'"runs": 0'* ]]; then
+    emit startup "$b" steps "$r"
+  else
+    fail startup-steps "$b" "no complete probed run: $(tail -2 "$W/log/steps-$b" | tr '\n' ' ')"
+  fi
+}
+
 # ---------------------------------------------------------------- memory
 # rss PID -> "rss_kib pss_kib hwm_kib"
 rss() {
@@ -666,6 +717,7 @@ for b in $BACKENDS; do
   want bridge && bench_bridge "$b"
   want python && bench_python "$b"
   want startup && bench_startup "$b"
+  want startup && [ $tg_ok = 1 ] && bench_steps "$b"
   want memory && bench_memory "$b"
 done
 want host && bench_bridge_host

@@ -90,10 +90,10 @@ static int missing_backend(const char *name, const char *where,
  * once and cached in <root>/backend/ (only the first create after an
  * upgrade runs it):
  *  - before the host's runtime_args, which may override it: --platform,
- *    the host config's choice, or for "auto" (the default) systrap where
- *    the binary lists it (20240729: faster bridge round trips than ptrace,
- *    docs/performance.md), else ptrace (20221219 has nothing else that
- *    works here; kvm hangs in nested VMs);
+ *    the host config's choice, or for "auto" (the default) ptrace (on
+ *    20240729 faster than systrap for the bridge round trip, a process
+ *    per call and start-up, docs/performance.md; 20221219 has nothing
+ *    else that works here; kvm hangs in nested VMs);
  *  - after them, so they cannot be undone: --directfs=false where the
  *    release has directfs (on by default in 20240729).  With directfs the
  *    Sentry, which runs the untrusted program's system calls, opens host

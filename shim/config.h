@@ -24,7 +24,7 @@ struct host_config {
   char **runtime_args;    /* extra global flags for the backend, NULL-terminated
                              (e.g. {"--platform=ptrace", NULL}) */
   char *platform;         /* runsc --platform value, or "auto" (the default):
-                             systrap where the runsc has it, else ptrace */
+                             ptrace, the faster here (docs/performance.md) */
   char *profile;          /* default hardening profile; "hardened" */
   bool allow_passthrough; /* may the passthrough profile be used at all */
   char *data_dir;         /* where profiles/, seccomp/, client/ live; NULL =

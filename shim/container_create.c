@@ -19,6 +19,7 @@
 #include "bridge/area.h"
 #include "oci/cri.h"
 #include "oci/harden.h"
+#include "shim/effective_mark.h"
 #include "shim/idrange.h"
 #include "oci/netcheck.h"
 #include "shim/policy_binding.h"
@@ -32,20 +33,6 @@
 #include "shim/waiter.h"
 
 #define CONFIG_MAX_BYTES (16u * 1024 * 1024)
-/* Marks a config.json that tollgate wrote (the effective config), so a
- * second create from the same bundle hardens the user's original again
- * instead of the already-rewritten file.  The mark is a file beside
- * config.json holding the SHA-256 of the effective configs tollgate wrote
- * there (the latest two: the mark is written before config.json, so a
- * crash between the two leaves the older one matching).  It is not an
- * annotation: annotations reach hooks and the container's state, which
- * must carry the user's own only.  A config.json that matches no digest
- * is the user's, whatever else is beside it. */
-#define EFFECTIVE_MARK "config.json.tollgate"
-#define MARK_MAX_BYTES 4096
-/* What older tollgates put in the effective config instead of the mark:
- * still recognised, so a bundle they rewrote is not hardened twice. */
-#define LEGACY_EFFECTIVE_ANNOTATION "dev.tollgate.effective"
 #define POLICY_ANNOTATION "dev.tollgate.policy"
 
 /* Everything create did so far, for the undo. */
@@ -147,72 +134,6 @@ static void undo_all(struct cli *cli, struct undo *u, const char *id) {
     unlinkat(u->bundle_fd, "config.json.orig", 0);
   if (u->wrote_mark)
     unlinkat(u->bundle_fd, EFFECTIVE_MARK, 0);
-}
-
-/* "sha256:<hex>" of data, NUL-terminated into out (72 bytes). */
-static void config_digest(const char *data, size_t len, char out[72]) {
-  unsigned char md[32];
-  size_t n = 0;
-  memset(md, 0, sizeof md);
-  EVP_Q_digest(NULL, "SHA256", NULL, data, len, md, &n);
-  int used = snprintf(out, 72, "sha256:");
-  for (size_t i = 0; i < sizeof md; i++)
-    used += snprintf(out + used, 72 - (size_t)used, "%02x", md[i]);
-}
-
-/* The mark beside config.json (untrusted: the bundle is the user's), or
- * an empty owned string. */
-static char *read_mark(int bundle_fd) {
-  char *buf = NULL;
-  size_t len = 0;
-  tg_error *e = NULL;
-  if (read_file_untrusted(bundle_fd, EFFECTIVE_MARK, MARK_MAX_BYTES, &buf, &len, &e) < 0) {
-    tg_error_free(&e);
-    return xstrdup("");
-  }
-  return buf;
-}
-
-/* Was config.json (data) written by an earlier create?  Its digest is a
- * whole line of the mark, or it carries the legacy annotation. */
-static bool config_is_ours(int bundle_fd, const char *data, size_t len, const json_t *parsed) {
-  const char *legacy = json_string_value(json_object_get(
-      json_object_get(parsed, "annotations"), LEGACY_EFFECTIVE_ANNOTATION));
-  if (legacy != NULL && strcmp(legacy, "true") == 0)
-    return true;
-  char digest[72];
-  config_digest(data, len, digest);
-  cleanup_free char *mark = read_mark(bundle_fd);
-  size_t dl = strlen(digest);
-  for (const char *line = mark; *line != '\0';) {
-    const char *end = strchr(line, '\n');
-    size_t ll = end ? (size_t)(end - line) : strlen(line);
-    if (ll == dl && memcmp(line, digest, dl) == 0)
-      return true;
-    if (end == NULL)
-      break;
-    line = end + 1;
-  }
-  return false;
-}
-
-/* The mark for a new effective config: its digest, and the digest of the
- * config.json it replaces when that one was ours too. */
-static int write_mark(int bundle_fd, const char *bundle, const char *eff, size_t eff_len,
-                      const char *replaced, size_t replaced_len, bool replaced_ours,
-                      tg_error **err) {
-  char now[72], before[72];
-  config_digest(eff, eff_len, now);
-  cleanup_free char *text = NULL;
-  if (replaced_ours) {
-    config_digest(replaced, replaced_len, before);
-    text = xasprintf("%s\n%s\n", now, before);
-  } else {
-    text = xasprintf("%s\n", now);
-  }
-  if (write_file_atomic(bundle_fd, EFFECTIVE_MARK, text, strlen(text), 0644, false, err) < 0)
-    return tg_error_wrap(err, "bundle %s", bundle);
-  return 0;
 }
 
 /* Claim the container's host id range before hardening: the slots its
@@ -715,7 +636,7 @@ static int do_create(struct cli *cli, const struct create_request *req,
   /* Which file is the user's?  An effective config that tollgate wrote on
    * an earlier create is hardened from the original kept beside it. */
   json_t *config = NULL;
-  bool ours = config_is_ours(u->bundle_fd, u->config_before, u->config_before_len, current);
+  bool ours = effective_mark_is_ours(u->bundle_fd, u->config_before, u->config_before_len, current);
   cleanup_free char *orig_buf = NULL;
   size_t orig_len = 0;
   if (ours) {
@@ -961,8 +882,8 @@ static int do_create(struct cli *cli, const struct create_request *req,
       u->wrote_orig = true;
       u->wrote_mark = faccessat(u->bundle_fd, EFFECTIVE_MARK, F_OK, AT_SYMLINK_NOFOLLOW) != 0;
     }
-    if (write_mark(u->bundle_fd, bundle, eff, eff_len, u->config_before,
-                   u->config_before_len, ours, err) < 0)
+    if (effective_mark_write(u->bundle_fd, bundle, eff, eff_len, u->config_before,
+                             u->config_before_len, ours, err) < 0)
       return -1;
     u->wrote_config = true;
     /* Not synced: the effective config is derived, rewritten by every

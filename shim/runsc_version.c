@@ -196,9 +196,15 @@ int runsc_version_of(const char *path, const char *cache_dir,
 
 const char *runsc_platform_for(const struct runsc_version *v,
                                const char *configured, tg_error **err) {
+  /* "auto" is ptrace on every release: measured side by side on runsc
+   * 20240729 (docs/performance.md, "systrap and ptrace"), systrap pays
+   * 2-3 times ptrace's cost for each new address space (fork, exec), so a
+   * process per call, the container's start and the bridge round trip
+   * were all slower; it was ahead only in 8-caller throughput, by ~10 %.
+   * A host whose load favours systrap sets "platform": "systrap". */
   if (configured == NULL || configured[0] == '\0' ||
       strcmp(configured, "auto") == 0)
-    return v->systrap ? "systrap" : "ptrace";
+    return "ptrace";
   /* A release that answered and does not list systrap lacks it; one that
    * could not say is given the host's choice and runsc's own error. */
   if (strcmp(configured, "systrap") == 0 && v->text[0] != '\0' && !v->systrap) {

@@ -40,9 +40,10 @@ void runsc_flags_parse(const char *text, struct runsc_version *v);
 int runsc_version_of(const char *path, const char *cache_dir,
                      struct runsc_version *v, tg_error **err);
 
-/* The --platform value for v: "auto" (the default) becomes systrap where
- * v has it, else ptrace; an explicit value is kept, except systrap on a
- * release that lacks it, which is an error naming the fix.  Returns a
+/* The --platform value for v: "auto" (the default) becomes ptrace (the
+ * faster here on every release that has both, docs/performance.md); an
+ * explicit value is kept, except systrap on a release that lacks it,
+ * which is an error naming the fix.  Returns a
  * static or the configured string (not owned), or NULL with *err set. */
 const char *runsc_platform_for(const struct runsc_version *v,
                                const char *configured, tg_error **err);

@@ -314,6 +314,52 @@ Test(oci_profile, profile_errors) {
 /* Does sc allow syscall name with argument arg1 (the other args 0)?  An
  * evaluator of our own: rules ORed, comparisons ANDed, 64-bit compares
  * as libseccomp and gVisor make them. */
+/* The verdict for a syscall comes from every rule that names it, however
+ * it is named: twice in one rule, by the pre-1.0 single "name", across
+ * several rules (an allow and a later denial).  And an effective list
+ * (ours, already intersected) intersected with ours again is the same
+ * list: what a second create from a rewritten config.json computes. */
+Test(oci_seccomp, every_rule_naming_a_syscall_counts) {
+  json_t *in = parse_or_die("{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"syscalls\":["
+                            "{\"names\":[\"read\",\"read\",\"write\"],\"action\":\"SCMP_ACT_ALLOW\"},"
+                            "{\"name\":\"getpid\",\"action\":\"SCMP_ACT_ALLOW\"},"
+                            "{\"names\":[\"close\"],\"action\":\"SCMP_ACT_ALLOW\"},"
+                            "{\"names\":[\"write\",\"close\"],\"action\":\"SCMP_ACT_ERRNO\",\"errnoRet\":1}]}");
+  json_t *o = ours(), *out = NULL;
+  tg_error *err = NULL;
+  cr_assert_eq(oci_seccomp_intersect(o, in, &out, &err), 0, "%s", err ? err->msg : "");
+  const json_t *allowed = json_object_get(json_array_get(json_object_get(out, "syscalls"), 0), "names");
+  cr_expect(str_in(allowed, "read"));
+  cr_expect(str_in(allowed, "getpid"), "the single \"name\" spelling counts");
+  cr_expect_not(str_in(allowed, "write"), "a later denial wins");
+  cr_expect_not(str_in(allowed, "close"), "a later denial wins");
+  cr_expect_not(str_in(allowed, "openat"), "not named by the input");
+  size_t n_read = 0;
+  for (size_t i = 0; i < json_array_len(allowed); i++)
+    n_read += strcmp(json_string_value(json_array_get(allowed, i)), "read") == 0;
+  cr_expect_eq(n_read, 1, "a name given twice is one syscall");
+  cr_expect(oci_seccomp_subset(out, in, NULL));
+  cr_expect(oci_seccomp_subset(in, out, NULL), "both allow read and getpid, nothing else");
+  char *why = NULL;
+  cr_expect_not(oci_seccomp_subset(o, out, &why));
+  cr_expect(why && strstr(why, "is allowed by the first"), "%s", why ? why : "");
+  free(why);
+
+  json_t *eff = NULL, *again = NULL;
+  cr_assert_eq(oci_seccomp_intersect(o, NULL, &eff, &err), 0);
+  cr_assert_eq(oci_seccomp_intersect(o, eff, &again, &err), 0, "%s", err ? err->msg : "");
+  char *a = json_dump(eff, false, NULL), *b = json_dump(again, false, NULL);
+  cr_expect_str_eq(a, b, "an effective list hardened again is unchanged");
+  cr_expect(oci_seccomp_subset(again, eff, NULL) && oci_seccomp_subset(eff, again, NULL));
+  free(a);
+  free(b);
+  json_free(eff);
+  json_free(again);
+  json_free(in);
+  json_free(o);
+  json_free(out);
+}
+
 static bool allows_arg1(const json_t *sc, const char *name, unsigned long long arg1) {
   const json_t *rules = json_object_get(sc, "syscalls");
   for (size_t i = 0; i < json_array_len(rules); i++) {

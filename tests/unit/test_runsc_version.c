@@ -65,8 +65,9 @@ Test(runsc_version, platform_auto_explicit_and_refused) {
   struct runsc_version unknown = {.date = 0, .text = ""};
   tg_error *err = NULL;
   cr_assert_str_eq(runsc_platform_for(&old, "auto", &err), "ptrace");
-  cr_assert_str_eq(runsc_platform_for(&new, "auto", &err), "systrap");
-  cr_assert_str_eq(runsc_platform_for(&new, NULL, &err), "systrap");
+  cr_assert_str_eq(runsc_platform_for(&new, "auto", &err), "ptrace");
+  cr_assert_str_eq(runsc_platform_for(&new, NULL, &err), "ptrace");
+  cr_assert_str_eq(runsc_platform_for(&new, "systrap", &err), "systrap");
   cr_assert_str_eq(runsc_platform_for(&unknown, "auto", &err), "ptrace");
   /* an explicit choice is the host's: kept as written */
   cr_assert_str_eq(runsc_platform_for(&new, "ptrace", &err), "ptrace");
