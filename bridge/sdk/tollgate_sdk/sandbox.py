@@ -37,15 +37,29 @@ import time
 import weakref
 
 from . import audit
-from .errors import PolicyError, ProgramFailed, SandboxUnavailable
+from .capture import wait_capture
+from .errors import CellTimeout, PolicyError, ProgramFailed, SandboxUnavailable
 from .server import ToolServer
+from .session import CELL_MAX, Session  # noqa: F401  (Session is part of this module's API)
 from .tools import as_tool
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_TREE = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
 DEFAULT_AUDIT_DIR = "/var/log/tollgate/audit"
-CELL_MAX = 100 * 1024  # a session cell travels as an exec argument (MAX_ARG_STRLEN is 128 KiB)
-_SESSION_INIT = ["python3", "-c", "import time\nwhile True:\n    time.sleep(3600)\n"]
+KERNEL_SOURCE = os.path.join(HERE, "kernel.py")
+# Every Python process in the container line-buffers stdout and stderr
+# (PYTHONPATH puts this first).  Not PYTHONUNBUFFERED: its unbuffered
+# stdout loses the rest of a short write, and gVisor takes at most 64 KiB
+# per pipe write, so 5 MiB printed arrived as 320 KiB; a BufferedWriter
+# writes until every byte is out.
+SITECUSTOMIZE = """import sys
+for _s in (sys.stdout, sys.stderr):
+    try:
+        _s.reconfigure(line_buffering=True)
+    except Exception:
+        pass
+del _s
+"""
 
 
 @dataclasses.dataclass
@@ -59,6 +73,11 @@ class Result:
     audit_log: str              # the run's audit log (tollgate audit verify PATH)
     container_id: str = ""
     timed_out: bool = False
+    stdout_cut: int = 0         # bytes of stdout past output_max, read and dropped
+    stderr_cut: int = 0
+    timeout_how: str = ""       # when timed_out: "killed", "interrupted" or "abandoned"
+    oom_killed: bool = False    # the kernel's OOM killer ended it
+    memory_limit: str = ""
 
     @property
     def ok(self):
@@ -214,14 +233,19 @@ class Sandbox:
                 audit_dir= override it
     tollgate    the tollgate binary (default: $TOLLGATE, build/tollgate, PATH)
     timeout     seconds a program may run before it is killed (default 300)
-    output_max  bytes of stdout and of stderr kept per program (default 8 MiB;
-                the rest is dropped, and the Result says how much)
+    output_max  bytes of stdout and of stderr kept per program or cell
+                (default 8 MiB; the rest is read and dropped, and the Result
+                says so: a note at the end of the text, .stdout_cut and
+                .stderr_cut in bytes)
+    mounts      {"/data": "/host/dir"}: host directories (or files) bound
+                read-only (nosuid, nodev, noexec) into every container
+    on_stdout, on_stderr   callables given the text as it arrives
     """
 
     def __init__(self, tools=(), policy=None, budgets=None, runtime="runsc", image=None,
                  approval=None, approval_timeout=None, host_config=None, runtime_path=None,
                  audit_dir=None, root=None, tollgate=None, timeout=300, env=None,
-                 output_max=8 << 20):
+                 output_max=8 << 20, mounts=None, on_stdout=None, on_stderr=None):
         self.tools = [as_tool(t) for t in tools]
         names = [t.name for t in self.tools]
         dup = {n for n in names if names.count(n) > 1}
@@ -246,6 +270,11 @@ class Sandbox:
         self.timeout = timeout
         self.output_max = output_max
         self.env = list(env or [])
+        self.mounts = _check_mounts(mounts)
+        for name, cb in (("on_stdout", on_stdout), ("on_stderr", on_stderr)):
+            if cb is not None and not callable(cb):
+                raise ValueError("%s must be a callable taking the text as it arrives" % name)
+        self.on_stdout, self.on_stderr = on_stdout, on_stderr
         self._server = None
         self._state = None
         self._spec = None
@@ -476,8 +505,15 @@ class Sandbox:
         os.makedirs(app)
         for d in (os.path.dirname(bundle), bundle, app):
             os.chmod(d, 0o755)
-        for name, text in (files or {}).items():
+        with open(KERNEL_SOURCE, encoding="utf-8") as f:
+            kernel = f.read()
+        files = dict(files or {}, **{".tollgate/kernel.py": kernel,
+                                     ".tollgate/site/sitecustomize.py": SITECUSTOMIZE})
+        for name, text in files.items():
             fp = os.path.join(app, name)
+            for d in _parents(app, name):
+                os.makedirs(d, exist_ok=True)
+                os.chmod(d, 0o755)
             with open(fp, "w", encoding="utf-8") as f:
                 f.write(text)
             os.chmod(fp, 0o644)
@@ -486,14 +522,21 @@ class Sandbox:
         proc["terminal"] = False
         proc["cwd"] = "/"
         proc["args"] = list(args)
-        env = [e for e in proc.get("env", []) if not e.startswith(("PYTHONPATH=", "PYTHONDONTWRITEBYTECODE="))]
-        proc["env"] = env + ["PYTHONPATH=/run/tollgate", "PYTHONDONTWRITEBYTECODE=1",
-                             "PYTHONUNBUFFERED=1"] + self.env
-        config.setdefault("mounts", []).append(
-            {"destination": "/app", "type": "bind", "source": app,
-             "options": ["rbind", "ro", "nosuid", "nodev"]})
+        env = [e for e in proc.get("env", []) if not e.startswith(
+            ("PYTHONPATH=", "PYTHONDONTWRITEBYTECODE=", "PYTHONUNBUFFERED="))]
+        proc["env"] = env + ["PYTHONPATH=/app/.tollgate/site:/run/tollgate", "PYTHONDONTWRITEBYTECODE=1"] + self.env
+        mounts = config.setdefault("mounts", [])
+        mounts.append({"destination": "/app", "type": "bind", "source": app,
+                       "options": ["rbind", "ro", "nosuid", "nodev"]})
+        for dest, src in self.mounts:
+            mounts.append({"destination": dest, "type": "bind", "source": src,
+                           "options": ["rbind", "ro", "nosuid", "nodev", "noexec"]})
+        self._apply_resources(config)
         _write_json(os.path.join(bundle, "config.json"), config, 0o644)
         return bundle
+
+    def _apply_resources(self, config):
+        pass
 
     def _result(self, cid, out, err, status, timed_out, policy, first=0, calls_so_far=None):
         log = os.path.join(self.audit_dir, cid + ".jsonl")
@@ -503,11 +546,14 @@ class Sandbox:
                       budget_used=audit.budget_used(all_calls, policy), audit_log=log,
                       container_id=cid, timed_out=timed_out)
 
-    def run(self, code, *, check=True, timeout=None, shell=False, policy_path=None, _policy=None):
+    def run(self, code, *, check=True, timeout=None, shell=False, policy_path=None, _policy=None,
+            on_stdout=None, on_stderr=None):
         """Run code (Python, or with shell=True a sh command: the image then
         needs /bin/sh, bundles/rootfs/python.sh --shell) in a fresh hardened
         container.  Returns a Result; with check=True (the default) a
-        non-zero exit raises ProgramFailed, which carries the Result."""
+        non-zero exit raises ProgramFailed, which carries the Result, and a
+        program past its timeout raises CellTimeout (a ProgramFailed).
+        on_stdout/on_stderr(text) see the output as it arrives."""
         self.start()
         cid = self._new_id()
         if shell:
@@ -515,17 +561,19 @@ class Sandbox:
         else:
             args, files = ["python3", "/app/main.py"], {"main.py": code}
         bundle = self._bundle(cid, args, files)
-        watcher = _ApprovalWatcher(self, cid) if self.approval is not None else None
+        watcher = self._approval_watcher(cid) if self.approval is not None else None
         if watcher:
             watcher.start()
         self.active.add(cid)
+        timeout = timeout or self.timeout
         proc = subprocess.Popen(self._tg("run", "--bundle", bundle, "--policy",
                                          policy_path or self.policy_path, cid),
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
-            out, err, timed_out = _wait_capture(
-                proc, self.output_max, timeout or self.timeout,
-                lambda: subprocess.run(self._tg("kill", cid, "KILL"), capture_output=True))
+            cap, timed_out = wait_capture(
+                proc, self.output_max, timeout,
+                lambda: subprocess.run(self._tg("kill", cid, "KILL"), capture_output=True),
+                on_stdout or self.on_stdout, on_stderr or self.on_stderr)
         finally:
             self.active.discard(cid)
             if watcher:
@@ -533,187 +581,104 @@ class Sandbox:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+            oom = self._oom_killed(cid)
             subprocess.run(self._tg("delete", "--force", cid), capture_output=True)
             shutil.rmtree(bundle, ignore_errors=True)
+        out, err = cap.text(cap.out), cap.text(cap.err)
         status = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode
         if timed_out:
-            err += "\ntollgate_sdk: the program ran past %s s and was killed\n" % (timeout or self.timeout)
+            err += "\ntollgate_sdk: the program ran past %s s and was killed\n" % timeout
         result = self._result(cid, out, err, status, timed_out, _policy or self.policy)
+        result.stdout_cut, result.stderr_cut = cap.out.dropped, cap.err.dropped
+        if timed_out:
+            result.timeout_how = "killed"
+        if oom and not timed_out and status != 0:
+            result.oom_killed, result.memory_limit = True, self.memory_text()
+            result.stderr += ("\ntollgate_sdk: the program ran out of memory and was killed "
+                              "(memory limit %s; Sandbox(memory=...) raises it)\n" % result.memory_limit)
         if status != 0 and not result.calls and "(gVisor) not found" in err:
             raise SandboxUnavailable(err.strip().splitlines()[-1])
+        if check and timed_out:
+            raise CellTimeout(result, timeout, "killed")
         if check and status != 0:
             raise ProgramFailed(result)
         return result
+
+    def _oom_killed(self, cid):
+        return False
+
+    def memory_text(self):
+        return ""
 
     def run_shell(self, command, **kw):
         return self.run(command, shell=True, **kw)
 
     def session(self):
-        """One container for several cells: `with sb.session() as s:
-        s.run(cell1); s.run(cell2)`.  Cells share the container's /tmp and
-        one set of budgets."""
+        """One container for several cells, with one Python interpreter:
+        `with sb.session() as s: s.run("x = 41"); s.run("print(x + 1)")`.
+        Cells share variables, imports, /tmp and one set of budgets;
+        s.files reads and writes its /tmp."""
         return Session(self)
 
-
-class Session:
-    """A container kept for several cells (see Sandbox.session).  Each
-    cell is a new process in it (`tollgate exec`), so cells share files
-    (/tmp) and the gate's budgets, not Python variables."""
-
-    def __init__(self, sandbox):
-        self.sb = sandbox
-        self.cid = None
-        self._watcher = None
-        self.cells = 0
-
-    def open(self):
-        sb = self.sb
-        sb.start()
-        self.cid = sb._new_id()
-        bundle = sb._bundle(self.cid, _SESSION_INIT)
-        self._bundle_dir = bundle
-        # Not pipes: the sidecar that create leaves running, and the
-        # container's init, keep create's stdio open for the session's
-        # life, so a pipe would never see its end.
-        out_path = os.path.join(bundle, "create.out")
-        with open(out_path, "w+b") as out:
-            p = subprocess.run(sb._tg("create", "--bundle", bundle, "--policy", sb.policy_path, self.cid),
-                               stdout=out, stderr=out, stdin=subprocess.DEVNULL)
-            out.seek(0)
-            msg = out.read(65536).decode("utf-8", "replace").strip()
-        if p.returncode != 0:
-            shutil.rmtree(bundle, ignore_errors=True)
-            msg = msg or "tollgate create failed"
-            if "(gVisor) not found" in msg:
-                raise SandboxUnavailable(msg)
-            raise RuntimeError("tollgate create %s: %s" % (self.cid, msg))
-        sb._sessions.add(self)
-        sb.active.add(self.cid)
-        p = subprocess.run(sb._tg("start", self.cid), stdin=subprocess.DEVNULL,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120)
-        if p.returncode != 0:
-            self.close()
-            raise RuntimeError("tollgate start: %s" % p.stderr.decode("utf-8", "replace").strip())
-        if sb.approval is not None:
-            self._watcher = _ApprovalWatcher(sb, self.cid)
-            self._watcher.start()
-        return self
-
-    def __enter__(self):
-        return self.open()
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def close(self):
-        if self.cid is None:
-            return
-        if self._watcher:
-            self._watcher.stop()
-            self._watcher = None
-        self._delete()
-        self.sb._sessions.discard(self)
-        self.sb.active.discard(self.cid)
-        self.cid = None
-
-    def _delete(self):
-        sb = self.sb
-        subprocess.run(sb._tg("kill", self.cid, "KILL"), capture_output=True)
-        p = subprocess.run(sb._tg("delete", "--force", self.cid), capture_output=True)
-        if p.returncode == 0:
-            shutil.rmtree(self._bundle_dir, ignore_errors=True)
-
-    def run(self, code, *, check=True, timeout=None, shell=False):
-        """Run one cell (Python, or a sh command with shell=True) as a new
-        process in the session's container.  Result.calls are this cell's;
-        Result.budget_used is the session's so far."""
-        if self.cid is None:
-            raise RuntimeError("the session is closed")
-        if len(code.encode()) > CELL_MAX:
-            raise ValueError("a session cell is at most %d bytes (it travels as an exec argument); "
-                             "write larger programs to a file in an earlier cell or use Sandbox.run"
-                             % CELL_MAX)
-        sb = self.sb
-        log = os.path.join(sb.audit_dir, self.cid + ".jsonl")
-        first = len(audit.calls_of_last_run(audit.read_records(log)))
-        argv = ["sh", "-c", code] if shell else ["python3", "-c", code]
-        cid = self.cid
-        self.cells += 1
-        proc = subprocess.Popen(sb._tg("exec", self.cid, *argv), stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        # A cell that hangs takes its session with it: the container is
-        # the unit tollgate can kill.
-        out, err, timed_out = _wait_capture(proc, sb.output_max, timeout or sb.timeout, self.close)
-        status = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode
-        result = sb._result(cid, out, err, status, timed_out, sb.policy, first=first)
-        if check and status != 0:
-            raise ProgramFailed(result)
-        return result
-
-    def run_shell(self, command, **kw):
-        return self.run(command, shell=True, **kw)
+    def _approval_watcher(self, cid):
+        return _ApprovalWatcher(self, cid)
 
 
-# ---- helpers -------------------------------------------------------------------
-
-class _Capture:
-    """Read a child's stdout and stderr on threads, keeping at most cap
-    bytes of each: the program is hostile, and what it prints must not be
-    able to fill the host's memory.  The rest is read and dropped (so the
-    program never blocks on a full pipe) and counted."""
-
-    def __init__(self, proc, cap):
-        self.cap = cap
-        self.data = {}
-        self.dropped = {}
-        self.threads = [threading.Thread(target=self._drain, args=(name, f), daemon=True)
-                        for name, f in (("out", proc.stdout), ("err", proc.stderr))]
-        for t in self.threads:
-            t.start()
-
-    def _drain(self, name, f):
-        buf, dropped = bytearray(), 0
-        while True:
-            chunk = f.read1(65536) if hasattr(f, "read1") else f.read(65536)
-            if not chunk:
-                break
-            room = self.cap - len(buf)
-            if room > 0:
-                buf += chunk[:room]
-            dropped += max(0, len(chunk) - max(room, 0))
-        f.close()
-        self.data[name], self.dropped[name] = bytes(buf), dropped
-
-    def wait(self, timeout=None):
-        for t in self.threads:
-            t.join(timeout)
-
-    def text(self, name):
-        t = self.data.get(name, b"").decode("utf-8", "replace")
-        if self.dropped.get(name):
-            t += "\n[tollgate_sdk: %d more bytes of std%s were dropped (output_max %d)]\n" % (
-                self.dropped[name], name, self.cap)
-        return t
+# Where a mount may not go: the places the profile, the bridge and the SDK
+# own, and their parents.
+_RESERVED = ("/app", "/tmp", "/run", "/proc", "/sys", "/dev", "/etc", "/usr", "/bin", "/sbin", "/lib",
+             "/lib64")
+# Host places that are never a dataset.
+_HOST_SPECIAL = ("/proc", "/sys", "/dev", "/run", "/boot")
 
 
-def _wait_capture(proc, cap, timeout, on_timeout):
-    """Wait for proc, capturing its output (see _Capture); on timeout call
-    on_timeout() (which must make proc end) and wait again.  Returns
-    (stdout, stderr, timed out?)."""
-    cap_ = _Capture(proc, cap)
-    timed_out = False
-    try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        on_timeout()
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    cap_.wait(timeout=30)
-    return cap_.text("out"), cap_.text("err"), timed_out
+def _check_mounts(mounts):
+    """[(destination, source)] from Sandbox(mounts=...), or ValueError
+    naming the entry and the rule.  The shim validates and pins every bind
+    again when the container is made (docs/hardening.md)."""
+    if mounts is None:
+        return []
+    if not isinstance(mounts, dict):
+        raise ValueError('mounts must be a dict such as {"/data": "/srv/datasets/x"}')
+    out = []
+    for dest, src in mounts.items():
+        if not isinstance(dest, str) or not dest.startswith("/") or os.path.normpath(dest) != dest \
+                or dest == "/" or "\0" in dest:
+            raise ValueError("mounts: the destination %r must be a normalised absolute path other than /"
+                             % (dest,))
+        for r in _RESERVED:
+            if dest == r or dest.startswith(r + "/") or r.startswith(dest + "/"):
+                raise ValueError("mounts: %s is (or holds) %s, which the sandbox owns; mount it "
+                                 "elsewhere, e.g. /data" % (dest, r))
+        if not isinstance(src, (str, os.PathLike)):
+            raise ValueError("mounts[%r]: the source must be a host path" % dest)
+        src = os.fspath(src)
+        if not os.path.isabs(src) or "\0" in src:
+            raise ValueError("mounts[%r]: the source %r must be an absolute host path" % (dest, src))
+        norm = os.path.normpath(src)
+        if norm == "/":
+            raise ValueError("mounts[%r]: the host's / is never mounted into a sandbox; name the "
+                             "directory the program needs" % dest)
+        if os.path.realpath(norm) != norm:
+            raise ValueError("mounts[%r]: %s goes through a symbolic link (to %s); name the real "
+                             "directory: links are not followed out" % (dest, src, os.path.realpath(norm)))
+        for h in _HOST_SPECIAL:
+            if norm == h or norm.startswith(h + "/"):
+                raise ValueError("mounts[%r]: %s is under the host's %s, which is never mounted into a "
+                                 "sandbox" % (dest, src, h))
+        if not (os.path.isdir(norm) or os.path.isfile(norm)):
+            raise ValueError("mounts[%r]: %s is not a directory or a regular file on the host" % (dest, src))
+        out.append((dest, norm))
+    return out
+
+
+def _parents(top, name):
+    """The directories between top and top/name, outermost first."""
+    out, d = [], os.path.dirname(name)
+    while d:
+        out.insert(0, os.path.join(top, d))
+        d = os.path.dirname(d)
+    return out
 
 
 def _close_at_exit(ref):

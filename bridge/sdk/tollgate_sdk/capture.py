@@ -1,0 +1,117 @@
+"""Reading a sandboxed process's stdout and stderr on the host.
+
+The program is hostile: what it prints must not be able to fill the
+host's memory, block the program on a full pipe, or keep the SDK waiting
+after it exited.  So each stream is read on its own thread; at most cap
+bytes of it are kept, the rest is read, counted and dropped; a callback
+(on_stdout/on_stderr) sees each chunk as it arrives; and once the process
+has exited the reader gives the pipe LINGER seconds to reach its end (a
+child the program left behind may hold it open) before it stops.
+"""
+import codecs
+import subprocess
+import threading
+
+LINGER = 2.0
+TAIL = 4096  # bytes of each stream's end always kept (the cell trailer lives there)
+
+
+class Stream:
+    def __init__(self, name, f, cap, callback):
+        self.name = name
+        self.f = f
+        self.cap = cap
+        self.callback = callback
+        self.buf = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self.lock = threading.Lock()
+        self.thread = threading.Thread(target=self._drain, name="tollgate-sdk-" + name, daemon=True)
+        self.thread.start()
+
+    def _drain(self):
+        f = self.f
+        try:
+            while True:
+                chunk = f.read1(65536) if hasattr(f, "read1") else f.read(65536)
+                if not chunk:
+                    break
+                with self.lock:
+                    room = self.cap - len(self.buf)
+                    if room > 0:
+                        self.buf += chunk[:room]
+                    self.total += len(chunk)
+                    self.tail = (self.tail + chunk)[-TAIL:]
+                if self.callback is not None:
+                    self._call(chunk)
+        except (OSError, ValueError):
+            pass  # closed under us after the linger
+        if self.callback is not None:
+            rest = self.decoder.decode(b"", final=True)
+            if rest:
+                self._safe(rest)
+
+    def _call(self, chunk):
+        text = self.decoder.decode(chunk)
+        if text:
+            self._safe(text)
+
+    def _safe(self, text):
+        try:
+            self.callback(text)
+        except Exception:  # a broken callback must not stop the draining
+            self.callback = None
+
+    @property
+    def dropped(self):
+        return max(0, self.total - len(self.buf))
+
+
+class Capture:
+    def __init__(self, proc, cap, on_stdout=None, on_stderr=None):
+        self.cap = cap
+        self.out = Stream("stdout", proc.stdout, cap, on_stdout)
+        self.err = Stream("stderr", proc.stderr, cap, on_stderr)
+
+    def finish(self, linger=LINGER):
+        for s in (self.out, self.err):
+            s.thread.join(linger)
+        for s in (self.out, self.err):
+            if s.thread.is_alive():
+                try:
+                    s.f.close()
+                except OSError:
+                    pass
+                s.thread.join(1)
+
+    def text(self, s, strip_tail=b""):
+        with s.lock:
+            data = bytes(s.buf)
+            dropped = s.dropped
+        if strip_tail and data.endswith(strip_tail):
+            data = data[:-len(strip_tail)]
+        t = data.decode("utf-8", "replace")
+        if dropped:
+            t += "\n[tollgate_sdk: %d more bytes of %s were cut (output_max %d)]\n" % (dropped, s.name, self.cap)
+        return t
+
+
+def wait_capture(proc, cap, timeout, on_timeout, on_stdout=None, on_stderr=None):
+    """Wait for proc, capturing its output; on timeout call on_timeout()
+    (which must make proc end) and wait again.  Returns (Capture, timed
+    out?); the Capture is finished."""
+    c = Capture(proc, cap, on_stdout, on_stderr)
+    timed_out = False
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        on_timeout()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    c.finish()
+    return c, timed_out
