@@ -22,8 +22,10 @@ Nothing ever runs on the host in place of the sandbox: when runsc, the
 tollgate binary, root or the rootfs is missing, run() raises
 SandboxUnavailable naming the fix before anything starts.
 """
+import asyncio
 import atexit
 import dataclasses
+import inspect
 import json
 import os
 import secrets
@@ -36,7 +38,7 @@ import threading
 import time
 import weakref
 
-from . import audit
+from . import audit, oom as oom_watch
 from .capture import wait_capture
 from .errors import CellTimeout, PolicyError, ProgramFailed, SandboxUnavailable
 from .server import ToolServer
@@ -156,7 +158,13 @@ class _ApprovalWatcher(threading.Thread):
     """Decides the parked calls of one container with the Sandbox's
     approval callback, over its control socket; or, with approval="cli",
     prints the command a person types.  The gate's timeout denies whatever
-    nobody decides."""
+    nobody decides.
+
+    Each parked call gets its own thread (the gate parks at most
+    max_pending calls, 10 by default, so they are bounded): a slow
+    callback never keeps the next parked call from being shown.  A
+    coroutine function (or a callback that returns an awaitable) is run
+    to completion on that thread's own event loop."""
 
     def __init__(self, sandbox, container_id):
         super().__init__(name="tollgate-sdk-approval", daemon=True)
@@ -166,11 +174,14 @@ class _ApprovalWatcher(threading.Thread):
         self.stopping = threading.Event()
         self.seen = set()
         self.decisions = []
+        self.deciders = []
 
     def stop(self):
         self.stopping.set()
         if self.is_alive():
             self.join(timeout=10)
+        for t in self.deciders:
+            t.join(timeout=1)
 
     def run(self):
         while not self.stopping.wait(0.05):
@@ -183,7 +194,12 @@ class _ApprovalWatcher(threading.Thread):
                 if not isinstance(call, str) or call in self.seen or p.get("decider") == "hook":
                     continue
                 self.seen.add(call)
-                self.decide(p)
+                if self.sb.approval == "cli":
+                    self.decide(p)
+                    continue
+                t = threading.Thread(target=self.decide, args=(p,), name="tollgate-sdk-decide", daemon=True)
+                self.deciders = [d for d in self.deciders if d.is_alive()] + [t]
+                t.start()
 
     def decide(self, p):
         req = ApprovalRequest(call_id=p["call"], tool=p.get("tool") or "", args=p.get("args") or {},
@@ -198,7 +214,10 @@ class _ApprovalWatcher(threading.Thread):
                      tg, self.sb.root, self.cid, req.call_id), file=sys.stderr, flush=True)
             return
         try:
-            approve, why = _decision(cb(req))
+            answer = cb(req)
+            if inspect.isawaitable(answer):
+                answer = asyncio.run(_awaited(answer))
+            approve, why = _decision(answer)
         except Exception as e:  # a broken callback denies; it never approves
             approve, why = False, "the approval callback raised %s: %s" % (type(e).__name__, e)
         verb = "approve" if approve else "deny"
@@ -208,6 +227,10 @@ class _ApprovalWatcher(threading.Thread):
             control_request(self.sock, {"verb": verb, "call": req.call_id, "reason": reason[:500]})
         except (OSError, ValueError):
             pass  # the call ended meanwhile (timeout, container stopped)
+
+
+async def _awaited(aw):
+    return await aw
 
 
 class Sandbox:
@@ -240,12 +263,16 @@ class Sandbox:
     mounts      {"/data": "/host/dir"}: host directories (or files) bound
                 read-only (nosuid, nodev, noexec) into every container
     on_stdout, on_stderr   callables given the text as it arrives
+    memory, cpus, pids, tmp   lower limits than the profile's ("1g", 2,
+                512, "256m"); above the host config's profile they are
+                refused
     """
 
     def __init__(self, tools=(), policy=None, budgets=None, runtime="runsc", image=None,
                  approval=None, approval_timeout=None, host_config=None, runtime_path=None,
                  audit_dir=None, root=None, tollgate=None, timeout=300, env=None,
-                 output_max=8 << 20, mounts=None, on_stdout=None, on_stderr=None):
+                 output_max=8 << 20, mounts=None, on_stdout=None, on_stderr=None,
+                 memory=None, cpus=None, pids=None, tmp=None):
         self.tools = [as_tool(t) for t in tools]
         names = [t.name for t in self.tools]
         dup = {n for n in names if names.count(n) > 1}
@@ -271,6 +298,7 @@ class Sandbox:
         self.output_max = output_max
         self.env = list(env or [])
         self.mounts = _check_mounts(mounts)
+        self.resources = _check_resources(memory, cpus, pids, tmp)
         for name, cb in (("on_stdout", on_stdout), ("on_stderr", on_stderr)):
             if cb is not None and not callable(cb):
                 raise ValueError("%s must be a callable taking the text as it arrives" % name)
@@ -359,11 +387,15 @@ class Sandbox:
                 self.policy = self._policy_document()
                 self.policy_path = os.path.join(state, "policy.json")
                 self._write_checked_policy(self.policy_path, self.policy)
+                # The profile's limits are the ceilings for memory= & co.
+                self._load_spec(state)
+                self._check_resources()
                 self._state = state
                 # A program that forgets close() (or dies of an exception)
                 # still leaves no container, sidecar or socket behind.
                 atexit.register(_close_at_exit, weakref.ref(self))
             except BaseException:
+                self._spec = None
                 if self._server:
                     self._server.close()
                     self._server = None
@@ -492,12 +524,16 @@ class Sandbox:
 
     def _cache_spec(self):
         if self._spec is None:
-            spec_dir = os.path.join(self._state, "spec")
-            os.makedirs(spec_dir, exist_ok=True)
-            subprocess.run(self._tg("spec", "--bundle", spec_dir, "--rootfs", self.image, "--force"),
-                           check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            with open(os.path.join(spec_dir, "config.json"), encoding="utf-8") as f:
-                self._spec = json.load(f)
+            self._load_spec()
+            self._check_resources()
+
+    def _load_spec(self, state=None):
+        spec_dir = os.path.join(state or self._state, "spec")
+        os.makedirs(spec_dir, exist_ok=True)
+        subprocess.run(self._tg("spec", "--bundle", spec_dir, "--rootfs", self.image, "--force"),
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        with open(os.path.join(spec_dir, "config.json"), encoding="utf-8") as f:
+            self._spec = json.load(f)
 
     def _bundle_from_spec(self, cid, args, files):
         bundle = os.path.join(self._state, "bundles", cid)
@@ -535,8 +571,58 @@ class Sandbox:
         _write_json(os.path.join(bundle, "config.json"), config, 0o644)
         return bundle
 
+    def _ceilings(self):
+        """The profile's limits, as `tollgate spec` gave them for this
+        host config and backend: what a Sandbox may ask for at most."""
+        res = (self._spec.get("linux") or {}).get("resources") or {}
+        mem = (res.get("memory") or {}).get("limit") or 0
+        cpu = res.get("cpu") or {}
+        cpus = (cpu.get("quota") or 0) / (cpu.get("period") or 100000) if cpu.get("quota") else 0
+        pids = (res.get("pids") or {}).get("limit") or 0
+        if self.runtime == "runsc":
+            pids //= RUNSC_TASKS_PER_PID  # the profile's pids, as oci/limits.c scales them for runsc
+        tmp = 0
+        for m in self._spec.get("mounts") or []:
+            if m.get("destination") == "/tmp":
+                for o in m.get("options") or []:
+                    if o.startswith("size="):
+                        tmp = _parse_size(o[5:], "tmp")
+        return {"memory": mem, "cpus": cpus, "pids": pids, "tmp": tmp}
+
+    def _check_resources(self):
+        ceil = self._ceilings()
+        for key, want in self.resources.items():
+            top = ceil.get(key) or 0
+            if top and want > top:
+                show = _size_text if key in ("memory", "tmp") else str
+                raise ValueError("Sandbox(%s=%s) is above the ceiling of %s that the host config's profile "
+                                 "sets; ask for at most %s, or use a host config whose profile allows more "
+                                 "(e.g. \"profile\": \"relaxed\")" % (key, show(want), show(top), show(top)))
+
     def _apply_resources(self, config):
-        pass
+        r = self.resources
+        res = config.setdefault("linux", {}).setdefault("resources", {})
+        if "memory" in r:
+            res.setdefault("memory", {}).update({"limit": r["memory"], "swap": r["memory"]})
+        if "cpus" in r:
+            period = (res.get("cpu") or {}).get("period") or 100000
+            res.setdefault("cpu", {}).update({"period": period, "quota": max(1000, int(r["cpus"] * period))})
+        if "pids" in r:
+            n = r["pids"]
+            res.setdefault("pids", {})["limit"] = n * RUNSC_TASKS_PER_PID if self.runtime == "runsc" else n
+            if self.runtime == "runsc":  # gVisor's own process count is RLIMIT_NPROC (pids / 2)
+                for rl in (config.get("process") or {}).get("rlimits") or []:
+                    if rl.get("type") == "RLIMIT_NPROC":
+                        rl["soft"] = rl["hard"] = min(rl.get("hard") or n, max(1, n // 2))
+        if "tmp" in r:
+            for m in config.get("mounts") or []:
+                if m.get("destination") == "/tmp":
+                    m["options"] = [o for o in m.get("options") or [] if not o.startswith("size=")] + \
+                        ["size=%dk" % ((r["tmp"] + 1023) >> 10)]
+
+    def memory_text(self):
+        limit = self.resources.get("memory") or self._ceilings().get("memory") or 0
+        return _size_text(limit) if limit else "the profile's"
 
     def _result(self, cid, out, err, status, timed_out, policy, first=0, calls_so_far=None):
         log = os.path.join(self.audit_dir, cid + ".jsonl")
@@ -566,6 +652,7 @@ class Sandbox:
             watcher.start()
         self.active.add(cid)
         timeout = timeout or self.timeout
+        memwatch = oom_watch.Watch(cid, self.runtime)
         proc = subprocess.Popen(self._tg("run", "--bundle", bundle, "--policy",
                                          policy_path or self.policy_path, cid),
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -581,7 +668,8 @@ class Sandbox:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-            oom = self._oom_killed(cid)
+            oom = memwatch.killed()
+            memwatch.close()
             subprocess.run(self._tg("delete", "--force", cid), capture_output=True)
             shutil.rmtree(bundle, ignore_errors=True)
         out, err = cap.text(cap.out), cap.text(cap.err)
@@ -603,12 +691,6 @@ class Sandbox:
         if check and status != 0:
             raise ProgramFailed(result)
         return result
-
-    def _oom_killed(self, cid):
-        return False
-
-    def memory_text(self):
-        return ""
 
     def run_shell(self, command, **kw):
         return self.run(command, shell=True, **kw)
@@ -670,6 +752,53 @@ def _check_mounts(mounts):
             raise ValueError("mounts[%r]: %s is not a directory or a regular file on the host" % (dest, src))
         out.append((dest, norm))
     return out
+
+
+RUNSC_TASKS_PER_PID = 4  # oci/limits.c: RUNSC_GUEST_PIDS(p) * RUNSC_HOST_TASKS_PER_GUEST = p / 2 * 8
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
+          "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30}
+
+
+def _parse_size(v, what):
+    if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+        return v
+    if isinstance(v, str):
+        t = v.strip().lower()
+        num = t.rstrip("kmgibB")
+        unit = t[len(num):]
+        try:
+            n = float(num)
+        except ValueError:
+            n = -1
+        if n > 0 and unit in _UNITS:
+            return int(n * _UNITS[unit])
+    raise ValueError("%s=%r: give a size such as \"512m\", \"1g\" or a number of bytes" % (what, v))
+
+
+def _size_text(n):
+    for unit, size in (("g", 1 << 30), ("m", 1 << 20), ("k", 1 << 10)):
+        if n % size == 0:
+            return "%d%s" % (n // size, unit)
+    return "%d bytes" % n
+
+
+def _check_resources(memory, cpus, pids, tmp):
+    r = {}
+    if memory is not None:
+        r["memory"] = _parse_size(memory, "memory")
+        if r["memory"] < (16 << 20):
+            raise ValueError("memory=%r: at least 16m, or Python cannot start" % (memory,))
+    if tmp is not None:
+        r["tmp"] = _parse_size(tmp, "tmp")
+    if cpus is not None:
+        if isinstance(cpus, bool) or not isinstance(cpus, (int, float)) or not cpus > 0:
+            raise ValueError("cpus=%r: give a number of CPUs such as 0.5 or 2" % (cpus,))
+        r["cpus"] = float(cpus)
+    if pids is not None:
+        if isinstance(pids, bool) or not isinstance(pids, int) or pids < 8:
+            raise ValueError("pids=%r: give a whole number of processes, at least 8" % (pids,))
+        r["pids"] = pids
+    return r
 
 
 def _parents(top, name):

@@ -17,7 +17,7 @@ import shutil
 import subprocess
 import threading
 
-from . import audit
+from . import audit, oom as oom_watch
 from .capture import wait_capture
 from .errors import CellTimeout, FileOperationError, ProgramFailed, SandboxUnavailable, SessionLimit
 
@@ -278,6 +278,7 @@ class Session:
         nonce = secrets.token_hex(16)
         head = json.dumps({"nonce": nonce, "timeout": timeout, "shell": bool(shell)}).encode() + b"\n"
         self.cells += 1
+        memwatch = oom_watch.Watch(cid, sb.runtime)
         proc = subprocess.Popen(sb._tg("exec", cid, "python3", KERNEL, "cell", self._token),
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         threading.Thread(target=_feed, args=(proc.stdin, head + raw), daemon=True).start()
@@ -287,12 +288,20 @@ class Session:
         verdict, trailer = _trailer(bytes(cap.err.tail), nonce)
         out = cap.text(cap.out)
         err = cap.text(cap.err, strip_tail=trailer)
+        oom = memwatch.killed()
+        memwatch.close()
         if verdict is None or verdict.get("gone"):
-            # The interpreter is gone (a cell ended it with os._exit, or it
-            # was killed) or never answered: the session cannot go on.
+            # The interpreter is gone (a cell ended it with os._exit, the
+            # OOM killer, a kill) or never answered: the session cannot go on.
             status = proc.returncode if proc.returncode and proc.returncode > 0 else 125
             self.close()
             result = sb._result(cid, out, err, status, bool(lost), sb.policy, first=first)
+            if oom:
+                result.oom_killed, result.memory_limit = True, sb.memory_text()
+                result.stderr += ("\ntollgate_sdk: the session ran out of memory and was killed (memory "
+                                  "limit %s; Sandbox(memory=...) raises it); the session is closed\n"
+                                  % result.memory_limit)
+                raise ProgramFailed(result)
             if lost:
                 raise CellTimeout(result, timeout, "lost")
             result.stderr += ("\ntollgate_sdk: the session's interpreter ended (a cell called os._exit, "
