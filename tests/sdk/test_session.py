@@ -237,7 +237,7 @@ class FilesWalk(unittest.TestCase):
                          ("list", "/link")):
             p = self.run_files(op, self.area + path, b"x")
             self.assertEqual(p.returncode, 2, (op, path))
-            self.assertIn(b"link", p.stderr, (op, path, p.stderr))
+            self.assertIn(b"symbolic link", p.stderr, (op, path, p.stderr))
         self.assertFalse(os.path.exists("/etc/x"))
         p = self.run_files("read", "/etc/hostname")
         self.assertEqual(p.returncode, 2)

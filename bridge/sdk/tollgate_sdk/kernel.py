@@ -60,23 +60,47 @@ def _walk(path, create_parents=False):
     parts = path[len(AREA) + 1:].split("/")
     if any(p in ("", ".", "..") for p in parts):
         raise ValueError("%r must be a normalised absolute path (no '.', '..' or '//')" % path)
-    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(AREA, flags)
+    fd = os.open(AREA, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
         for p in parts[:-1]:
             try:
-                nfd = os.open(p, flags, dir_fd=fd)
+                nfd = open_at(fd, p, os.O_RDONLY | os.O_DIRECTORY)
             except FileNotFoundError:
                 if not create_parents:
                     raise
                 os.mkdir(p, 0o755, dir_fd=fd)
-                nfd = os.open(p, flags, dir_fd=fd)
+                nfd = open_at(fd, p, os.O_RDONLY | os.O_DIRECTORY)
             os.close(fd)
             fd = nfd
     except BaseException:
         os.close(fd)
         raise
     return fd, parts[-1]
+
+
+class LinkRefused(OSError):
+    pass
+
+
+def open_at(dfd, name, flags, mode=0o644):
+    """Open name in dfd, never through a symbolic link.  O_NOFOLLOW alone
+    is not enough: gVisor follows a link opened with O_NOFOLLOW |
+    O_DIRECTORY.  So the name is lstat'ed first, and the descriptor must
+    be that same inode."""
+    try:
+        before = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+    except FileNotFoundError:
+        if not flags & os.O_CREAT:
+            raise
+        before = None
+    if before is not None and stat.S_ISLNK(before.st_mode):
+        raise LinkRefused(40, "a symbolic link is on the way (%s); files never follow links" % name)
+    fd = os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dfd)
+    st = os.fstat(fd)
+    if before is not None and (st.st_dev, st.st_ino) != (before.st_dev, before.st_ino):
+        os.close(fd)
+        raise LinkRefused(40, "%s changed while it was opened; try again" % name)
+    return fd
 
 
 def _write_all(fd, data):
@@ -105,7 +129,7 @@ def files_main(op, path):
             else:
                 dfd, name = _walk(path)
                 try:
-                    fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
+                    fd = open_at(dfd, name, os.O_RDONLY | os.O_DIRECTORY)
                 finally:
                     os.close(dfd)
             out = []
@@ -125,6 +149,12 @@ def files_main(op, path):
             if op == "write":
                 data = _read_stdin(FILE_MAX)
                 tmp = ".%s.tollgate-%d" % (name[:200], os.getpid())
+                try:
+                    st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+                    if not stat.S_ISREG(st.st_mode):  # a link, a directory: never replaced
+                        raise ValueError("%s exists and is not a regular file" % path)
+                except FileNotFoundError:
+                    pass
                 fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
                              0o644, dir_fd=dfd)
                 try:
@@ -135,7 +165,7 @@ def files_main(op, path):
                 _write_all(1, b"%d" % len(data))
                 return 0
             if op == "read":
-                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=dfd)
+                fd = open_at(dfd, name, os.O_RDONLY | os.O_NONBLOCK)
                 try:
                     st = os.fstat(fd)
                     if not stat.S_ISREG(st.st_mode):
@@ -157,8 +187,8 @@ def files_main(op, path):
         raise ValueError("unknown files operation %r" % op)
     except (OSError, ValueError) as e:
         msg = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-        if isinstance(e, OSError) and e.errno == 40:  # ELOOP: O_NOFOLLOW met a link
-            msg = "a symbolic link is on the way; files never follow links"
+        if isinstance(e, OSError) and e.errno == 40 and not isinstance(e, LinkRefused):
+            msg = "a symbolic link is on the way; files never follow links"  # ELOOP from O_NOFOLLOW
         sys.stderr.write("%s: %s\n" % (path, msg))
         return 2
 

@@ -62,8 +62,8 @@ def check_area_path(path, what="path"):
     if not isinstance(path, str) or not path:
         raise FileOperationError("%s must be a string such as '/tmp/data.csv'" % what, path)
     if "\0" in path or posixpath.normpath(path) != path or not path.startswith("/"):
-        raise FileOperationError("%s %r must be a normalised absolute path (no '.', '..', '//' or "
-                                 "trailing '/')" % (what, path), path)
+        raise FileOperationError("%s %r must be a normalised absolute path under %s (no '.', '..', "
+                                 "'//' or trailing '/')" % (what, path, AREA), path)
     if path != AREA and not path.startswith(AREA + "/"):
         raise FileOperationError("%s %r is outside the session's writable area %s: session.files reads "
                                  "and writes only there" % (what, path, AREA), path)
