@@ -351,6 +351,49 @@ def resources(backend, kw, check):
         sb.close()
 
 
+def warm_pool(backend, kw, check, tg):
+    import subprocess
+    sb = Sandbox(tools=[lookup], warm=2, budgets={"max_tool_calls": 2}, **kw)
+    try:
+        check("warm: the pool fills to 2 started containers", sb.wait_warm(180), sb._pool.errors)
+        first = [w.cid for w in sb._pool.ready]
+        r1 = sb.run("from tollgate import lookup\nopen('/tmp/mine', 'w').write('secret')\n"
+                    "print(lookup(key='abcd')['value'])\nlookup(key='a'); lookup(key='b')\n", check=False)
+        check("warm: a run in a warm container, its tool calls governed (its own budget of 2)",
+              r1.stdout == "4\n" and [c.outcome for c in r1.calls] == ["ok", "ok", "budget_exhausted"] and
+              r1.container_id in first, (r1.stdout, r1.stderr, r1.calls))
+        r2 = sb.run("import os\nprint(os.path.exists('/tmp/mine'))\nfrom tollgate import lookup\n"
+                    "print(lookup(key='xy')['value'])")
+        check("warm: the next run gets a fresh container (no /tmp of the last, a fresh budget)",
+              r2.stdout == "False\n2\n" and r2.container_id != r1.container_id, (r2.stdout, r2.stderr))
+        check("warm: the pool refills in the background", sb.wait_warm(180) and
+              not {w.cid for w in sb._pool.ready} & {r1.container_id, r2.container_id})
+        listed = subprocess.run([tg, "--root", sb.root, "list", "-q"], capture_output=True, text=True).stdout
+        check("warm: used containers are deleted", r1.container_id not in listed and r2.container_id not in listed,
+              listed)
+        r = sb.run("import sys\nprint('out')\nprint('err', file=sys.stderr)\nraise SystemExit(5)", check=False)
+        check("warm: stdout, stderr and the exit status are the program's",
+              (r.stdout, r.stderr, r.exit_status) == ("out\n", "err\n", 5), (r.stdout, r.stderr, r.exit_status))
+        r = sb.run("import sys\nfor _ in range(5):\n    sys.stdout.write('w' * (1 << 20))\n")
+        check("warm: 5 x 1 MiB arrives whole", len(r.stdout) == 5 << 20 and r.stdout_cut == 0, len(r.stdout))
+        try:
+            sb.run("import time\ntime.sleep(60)", timeout=2)
+            check("warm: a timeout raises CellTimeout", False)
+        except CellTimeout as e:
+            check("warm: a program past its timeout is killed and raises CellTimeout", e.how == "killed", e)
+        r = sb.run("1/0", check=False)
+        check("warm: a traceback names /app/main.py and its line", 'File "/app/main.py", line 1' in r.stderr and
+              "1/0" in r.stderr and "kernel.py" not in r.stderr, r.stderr)
+        verified = subprocess.run([tg, "audit", "verify", r1.audit_log], capture_output=True)
+        check("warm: its audit log verifies", verified.returncode == 0, verified.stdout + verified.stderr)
+        pool = sb._pool
+    finally:
+        sb.close()
+    listed = subprocess.run([tg, "--root", sb.root or "/nonexistent", "list", "-q"], capture_output=True,
+                            text=True).stdout if sb.root else ""
+    check("warm: close() deletes the waiting containers", not pool.ready and not listed.strip(), listed)
+
+
 def session_cap(backend, kw, check):
     sb = Sandbox(**kw)
     set_max_sessions(2)
@@ -383,6 +426,11 @@ def main(backend, work, audit_dir, tg, check):
         except Exception as e:  # one broken part must not hide the others
             import traceback
             check("%s ran to the end" % name, False, traceback.format_exc())
+    try:
+        warm_pool(backend, kw, check, tg)
+    except Exception:
+        import traceback
+        check("warm_pool ran to the end", False, traceback.format_exc())
     try:
         files(backend, kw, check, work)
     except Exception:

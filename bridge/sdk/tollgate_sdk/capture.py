@@ -25,8 +25,11 @@ class Stream:
         self.buf = bytearray()
         self.tail = bytearray()
         self.total = 0
+        self.cut = 0
         self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self.lock = threading.Lock()
+        self.changed = threading.Condition(self.lock)
+        self.ended = False
         self.thread = threading.Thread(target=self._drain, name="tollgate-sdk-" + name, daemon=True)
         self.thread.start()
 
@@ -43,10 +46,15 @@ class Stream:
                         self.buf += chunk[:room]
                     self.total += len(chunk)
                     self.tail = (self.tail + chunk)[-TAIL:]
-                if self.callback is not None:
+                    cb = self.callback
+                    self.changed.notify_all()
+                if cb is not None:
                     self._call(chunk)
         except (OSError, ValueError):
             pass  # closed under us after the linger
+        with self.lock:
+            self.ended = True
+            self.changed.notify_all()
         if self.callback is not None:
             rest = self.decoder.decode(b"", final=True)
             if rest:
@@ -67,6 +75,26 @@ class Stream:
     def dropped(self):
         return max(0, self.total - len(self.buf))
 
+    def reset(self, cap, callback):
+        """Forget what came so far (a warm container's wait) and start
+        counting for one run."""
+        with self.lock:
+            self.buf, self.tail, self.total = bytearray(), bytearray(), 0
+            self.cap, self.callback = cap, callback
+
+    def wait_for(self, mark, deadline_s):
+        """Wait until the stream's end holds mark (or it ended, or the
+        time passed).  True when the mark came."""
+        import time
+        end = time.monotonic() + deadline_s
+        with self.lock:
+            while mark not in self.tail:
+                left = end - time.monotonic()
+                if self.ended or left <= 0:
+                    return False
+                self.changed.wait(left)
+            return True
+
 
 class Capture:
     def __init__(self, proc, cap, on_stdout=None, on_stderr=None):
@@ -86,15 +114,26 @@ class Capture:
                 s.thread.join(1)
 
     def text(self, s, strip_tail=b""):
-        with s.lock:
-            data = bytes(s.buf)
-            dropped = s.dropped
-        if strip_tail and data.endswith(strip_tail):
-            data = data[:-len(strip_tail)]
-        t = data.decode("utf-8", "replace")
-        if dropped:
-            t += "\n[tollgate_sdk: %d more bytes of %s were cut (output_max %d)]\n" % (dropped, s.name, self.cap)
-        return t
+        return stream_text(s, strip_tail)
+
+
+def stream_text(s, strip_tail=b""):
+    """(text, bytes cut) of a stream, without strip_tail (the SDK's own
+    trailer) at its end; the trailer is not counted as cut either."""
+    with s.lock:
+        data = bytes(s.buf)
+        dropped = s.dropped
+    if strip_tail:
+        i = data.rfind(strip_tail)
+        if i >= 0:
+            data = data[:i] + data[i + len(strip_tail):]
+        elif dropped:
+            dropped = max(0, dropped - len(strip_tail))
+    t = data.decode("utf-8", "replace")
+    if dropped:
+        t += "\n[tollgate_sdk: %d more bytes of %s were cut (output_max %d)]\n" % (dropped, s.name, s.cap)
+    s.cut = dropped
+    return t
 
 
 def wait_capture(proc, cap, timeout, on_timeout, on_stdout=None, on_stderr=None):

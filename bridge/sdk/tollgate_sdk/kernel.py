@@ -458,12 +458,102 @@ def cell_main(token):
     return 0
 
 
+# ---- a warm container's one run ---------------------------------------------------
+
+JOB = "/app/.tollgate/job.json"  # written by the host (rename) when the run is taken
+
+
+def warm_main():
+    """A warm container's init: wait (polling, as a bridge caller does)
+    for the host to write the job, run it once in a child process (a fresh
+    interpreter: a warm container is never reused), and end stdout and
+    stderr with a trailer line carrying the job's nonce and the child's
+    exit status, then exit, which stops the container."""
+    wait = 0.0002
+    while True:
+        try:
+            fd = os.open(JOB, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+            break
+        except FileNotFoundError:
+            time.sleep(wait)
+            wait = min(wait * 1.3, 0.002)
+    chunks = []
+    while True:
+        b = os.read(fd, 1 << 20)
+        if not b:
+            break
+        chunks.append(b)
+    os.close(fd)
+    head, code = b"".join(chunks).split(b"\n", 1)
+    hdr = json.loads(head)
+    nonce = str(hdr.get("nonce", "")).encode()
+    timeout = float(hdr.get("timeout") or 300)
+    pid = os.fork()
+    if pid == 0:
+        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+        if hdr.get("shell"):
+            try:
+                os.execv("/bin/sh", ["sh", "-c", code.decode("utf-8", "replace")])
+            except OSError as e:
+                os.write(2, ("sh: cannot run /bin/sh in this image (%s); build the rootfs with "
+                             "bundles/rootfs/python.sh DIR --shell\n" % e.strerror).encode())
+                os._exit(127)
+        _run_main(code.decode("utf-8", "replace"))
+    timed_out = []
+
+    def expire(signum, frame):
+        timed_out.append(True)
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, timeout)
+    _, st = os.waitpid(pid, 0)
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    if os.WIFEXITED(st):
+        status = os.WEXITSTATUS(st)
+    else:
+        status = 128 + os.WTERMSIG(st)
+    verdict = json.dumps({"exit": status, "timed_out": bool(timed_out)}).encode()
+    for fd in (1, 2):
+        try:
+            _write_all(fd, b"\ntollgate-run:" + nonce + b":" + verdict + b"\n")
+        except OSError:
+            pass
+    return 0
+
+
+def _run_main(code):
+    """The child: the program as __main__ from /app/main.py, as
+    `python3 /app/main.py` would run it (tracebacks, exit status, atexit,
+    threads joined at the end)."""
+    sys.argv = ["/app/main.py"]
+    sys.path[0] = "/app"
+    _line_buffered()
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    g = {"__name__": "__main__", "__builtins__": builtins, "__doc__": None, "__file__": "/app/main.py"}
+    status = 0
+    try:
+        exec(compile(code, "/app/main.py", "exec"), g)
+    except SystemExit as e:
+        status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        if e.code is not None and not isinstance(e.code, int):
+            print(e.code, file=sys.stderr)
+    except BaseException:
+        status = 1
+        _print_cell_exc()
+    sys.exit(status)
+
+
 def main(argv):
     if len(argv) >= 2 and argv[0] == "serve":
         Kernel(argv[1]).serve()
         return 0
     if len(argv) >= 2 and argv[0] == "cell":
         return cell_main(argv[1])
+    if argv == ["warm"]:
+        return warm_main()
     if len(argv) == 3 and argv[0] == "files":
         return files_main(argv[1], argv[2])
     sys.stderr.write("usage: kernel.py serve TOKEN | cell TOKEN | files write|read|list PATH\n")

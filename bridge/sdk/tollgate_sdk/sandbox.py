@@ -44,6 +44,7 @@ from .errors import CellTimeout, PolicyError, ProgramFailed, SandboxUnavailable
 from .server import ToolServer
 from .session import CELL_MAX, Session  # noqa: F401  (Session is part of this module's API)
 from .tools import as_tool
+from .warm import WarmPool
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_TREE = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
@@ -266,13 +267,15 @@ class Sandbox:
     memory, cpus, pids, tmp   lower limits than the profile's ("1g", 2,
                 512, "256m"); above the host config's profile they are
                 refused
+    warm        containers kept created and started (0 to 16): a run takes
+                one (never reused) and another is made in the background
     """
 
     def __init__(self, tools=(), policy=None, budgets=None, runtime="runsc", image=None,
                  approval=None, approval_timeout=None, host_config=None, runtime_path=None,
                  audit_dir=None, root=None, tollgate=None, timeout=300, env=None,
                  output_max=8 << 20, mounts=None, on_stdout=None, on_stderr=None,
-                 memory=None, cpus=None, pids=None, tmp=None):
+                 memory=None, cpus=None, pids=None, tmp=None, warm=0):
         self.tools = [as_tool(t) for t in tools]
         names = [t.name for t in self.tools]
         dup = {n for n in names if names.count(n) > 1}
@@ -299,6 +302,10 @@ class Sandbox:
         self.env = list(env or [])
         self.mounts = _check_mounts(mounts)
         self.resources = _check_resources(memory, cpus, pids, tmp)
+        if isinstance(warm, bool) or not isinstance(warm, int) or not 0 <= warm <= 16:
+            raise ValueError("warm=%r: the number of containers kept started, 0 to 16" % (warm,))
+        self.warm = warm
+        self._pool = None
         for name, cb in (("on_stdout", on_stdout), ("on_stderr", on_stderr)):
             if cb is not None and not callable(cb):
                 raise ValueError("%s must be a callable taking the text as it arrives" % name)
@@ -391,6 +398,9 @@ class Sandbox:
                 self._load_spec(state)
                 self._check_resources()
                 self._state = state
+                if self.warm:
+                    self._pool = WarmPool(self, self.warm)
+                    self._pool.fill()
                 # A program that forgets close() (or dies of an exception)
                 # still leaves no container, sidecar or socket behind.
                 atexit.register(_close_at_exit, weakref.ref(self))
@@ -407,6 +417,9 @@ class Sandbox:
         policies, sockets).  Audit logs stay in audit_dir."""
         for s in list(self._sessions):
             s.close()
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
         with self._lock:
             if self._server:
                 self._server.close()
@@ -641,6 +654,12 @@ class Sandbox:
         program past its timeout raises CellTimeout (a ProgramFailed).
         on_stdout/on_stderr(text) see the output as it arrives."""
         self.start()
+        pool = self._pool
+        if pool is not None and policy_path is None and _policy is None:
+            w = pool.take()
+            if w is not None:
+                return pool.run(w, code, shell, timeout or self.timeout, check,
+                                on_stdout or self.on_stdout, on_stderr or self.on_stderr)
         cid = self._new_id()
         if shell:
             args, files = ["sh", "-c", code], {}
@@ -677,7 +696,7 @@ class Sandbox:
         if timed_out:
             err += "\ntollgate_sdk: the program ran past %s s and was killed\n" % timeout
         result = self._result(cid, out, err, status, timed_out, _policy or self.policy)
-        result.stdout_cut, result.stderr_cut = cap.out.dropped, cap.err.dropped
+        result.stdout_cut, result.stderr_cut = cap.out.cut, cap.err.cut
         if timed_out:
             result.timeout_how = "killed"
         if oom and not timed_out and status != 0:
@@ -701,6 +720,12 @@ class Sandbox:
         Cells share variables, imports, /tmp and one set of budgets;
         s.files reads and writes its /tmp."""
         return Session(self)
+
+    def wait_warm(self, timeout=120):
+        """With warm=N: start, and wait until N containers are started and
+        waiting (and retired ones deleted).  True when they are."""
+        self.start()
+        return self._pool.wait_ready(timeout) if self._pool is not None else False
 
     def _approval_watcher(self, cid):
         return _ApprovalWatcher(self, cid)

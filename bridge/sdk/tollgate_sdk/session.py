@@ -310,7 +310,7 @@ class Session:
         status = int(verdict.get("exit", 1)) & 0xFF
         timed_out = bool(verdict.get("timed_out"))
         result = sb._result(cid, out, err, status, timed_out, sb.policy, first=first)
-        result.stdout_cut, result.stderr_cut = cap.out.dropped, cap.err.dropped
+        result.stdout_cut, result.stderr_cut = cap.out.cut, cap.err.cut
         if timed_out:
             result.timeout_how = "abandoned" if verdict.get("abandoned") else "interrupted"
             if check:
