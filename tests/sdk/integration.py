@@ -21,12 +21,16 @@ TG = os.environ.get("TG") or os.path.join(REPO, "build", "tollgate")
 failures = 0
 
 
+failed_names = []
+
+
 def check(name, cond, detail=""):
     global failures
     if cond:
         print("ok - %s: %s" % (backend, name))
     else:
         failures += 1
+        failed_names.append("%s%s" % (name, (": " + str(detail)[-300:]) if detail else ""))
         print("FAIL - %s: %s%s" % (backend, name, (": " + str(detail)[-1500:]) if detail else ""))
     sys.stdout.flush()
 
@@ -303,4 +307,7 @@ except SandboxUnavailable as e:
     check("SandboxUnavailable without a rootfs names python.sh", "python.sh" in str(e), e)
 check("nothing ran on the host at all", not os.path.exists(marker))
 
+# The failures again at the end, where the runner's tail shows them.
+for n in failed_names:
+    print("# %s failed: %s" % (backend, n.replace("\n", " ")))
 sys.exit(1 if failures else 0)

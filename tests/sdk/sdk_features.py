@@ -12,6 +12,7 @@ import time
 from tollgate_sdk import (AsyncSandbox, CellTimeout, FileOperationError, ProgramFailed, Sandbox,
                           SessionLimit, ToolDenied, set_max_sessions, tool)
 from tollgate_sdk import audit as sdk_audit
+from tollgate_sdk import pause as tollgate_sdk_errors
 
 
 @tool(cost=1)
@@ -394,6 +395,54 @@ def warm_pool(backend, kw, check, tg):
     check("warm: close() deletes the waiting containers", not pool.ready and not listed.strip(), listed)
 
 
+def pause_resume(backend, kw, check, tg):
+    import subprocess
+    sb = Sandbox(tools=[lookup], budgets={"max_tool_calls": 2}, **kw)
+    try:
+        s = sb.session().open()
+        if backend != "runsc":
+            try:
+                s.pause()
+                check("pause under runc is refused", False)
+            except tollgate_sdk_errors.PauseError as e:
+                check("pause under runc is refused naming criu, and the session keeps running",
+                      "criu" in str(e) and s.run("print(1)").stdout == "1\n", e)
+            s.close()
+            return
+        s.run("x = 41\nfrom tollgate import lookup\nprint(lookup(key='a')['value'])\n"
+              "open('/tmp/f', 'w').write('kept')\n")
+        pid = s.pause()
+        check("pause: returns an id and closes the session object", isinstance(pid, str) and s.closed, pid)
+        listed = subprocess.run([tg, "--root", sb.root, "list", "-q"], capture_output=True, text=True).stdout
+        check("pause: the container is gone while paused", pid not in listed, listed)
+        s2 = sb.resume(pid)
+        r = s2.run("print(x + 1, open('/tmp/f').read())\nprint(lookup(key='bb')['value'], "
+                   "lookup(key='ccc')['value'])\n")
+        check("resume: the paused session keeps its variables, imports and /tmp",
+              r.stdout.startswith("42 kept\n"), (r.stdout, r.stderr))
+        check("resume: budgets are taken afresh from the policy (2 more calls pass)",
+              r.stdout.endswith("2 3\n") and [c.outcome for c in r.calls] == ["ok", "ok"], (r.stdout, r.calls))
+        log = r.audit_log
+        s2.close()
+        recs = sdk_audit.read_records(log)
+        v = subprocess.run([tg, "audit", "verify", log], capture_output=True, text=True)
+        check("resume: the audit log continues as one chain (two runs, both closed) and verifies",
+              v.returncode == 0 and sum(1 for x in recs if x.get("event") == "open") == 2, v.stdout + v.stderr)
+        try:
+            sb.resume(pid)
+            check("resume: an id resumes once", False)
+        except tollgate_sdk_errors.PauseError as e:
+            check("resume: an id resumes once", "no paused session" in str(e), e)
+        for bad in ("../etc", "sdk-1-1-zzzzzz", 5):
+            try:
+                sb.resume(bad)
+                check("resume: %r is refused" % (bad,), False)
+            except tollgate_sdk_errors.PauseError as e:
+                check("resume: %r is refused" % (bad,), True)
+    finally:
+        sb.close()
+
+
 def session_cap(backend, kw, check):
     sb = Sandbox(**kw)
     set_max_sessions(2)
@@ -426,6 +475,11 @@ def main(backend, work, audit_dir, tg, check):
         except Exception as e:  # one broken part must not hide the others
             import traceback
             check("%s ran to the end" % name, False, traceback.format_exc())
+    try:
+        pause_resume(backend, kw, check, tg)
+    except Exception:
+        import traceback
+        check("pause_resume ran to the end", False, traceback.format_exc())
     try:
         warm_pool(backend, kw, check, tg)
     except Exception:

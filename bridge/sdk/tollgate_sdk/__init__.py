@@ -20,6 +20,7 @@ from .audit import Call
 from .errors import (AnomalyDetected, ApprovalTimeout, BadRequest, BudgetExhausted, CellTimeout,
                      FileOperationError, PolicyError, ProgramFailed, SandboxUnavailable, SessionLimit,
                      TollgateSDKError, ToolDefinitionError, ToolDenied, UnknownTool)
+from .pause import PauseError
 from .repair import RepairOutcome, Usage, repair
 from .sandbox import ApprovalRequest, Result, Sandbox, find_rootfs, find_tollgate
 from .session import FileInfo, Files, Session, live_sessions, max_sessions, set_max_sessions
@@ -34,5 +35,5 @@ __all__ = [
     "TollgateSDKError", "ToolDefinitionError", "SandboxUnavailable", "PolicyError", "ProgramFailed",
     "CellTimeout", "SessionLimit", "FileOperationError", "ToolDenied", "ApprovalTimeout", "BudgetExhausted",
     "BadRequest", "UnknownTool", "AnomalyDetected", "Files", "FileInfo", "set_max_sessions", "max_sessions",
-    "live_sessions", "AsyncSandbox", "AsyncSession", "AsyncFiles",
+    "live_sessions", "AsyncSandbox", "AsyncSession", "AsyncFiles", "PauseError",
 ]

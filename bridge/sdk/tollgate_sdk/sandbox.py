@@ -269,13 +269,15 @@ class Sandbox:
                 refused
     warm        containers kept created and started (0 to 16): a run takes
                 one (never reused) and another is made in the background
+    pause_dir   where session.pause() keeps its images (default: the
+                Sandbox's state directory, gone at close())
     """
 
     def __init__(self, tools=(), policy=None, budgets=None, runtime="runsc", image=None,
                  approval=None, approval_timeout=None, host_config=None, runtime_path=None,
                  audit_dir=None, root=None, tollgate=None, timeout=300, env=None,
                  output_max=8 << 20, mounts=None, on_stdout=None, on_stderr=None,
-                 memory=None, cpus=None, pids=None, tmp=None, warm=0):
+                 memory=None, cpus=None, pids=None, tmp=None, warm=0, pause_dir=None):
         self.tools = [as_tool(t) for t in tools]
         names = [t.name for t in self.tools]
         dup = {n for n in names if names.count(n) > 1}
@@ -306,6 +308,7 @@ class Sandbox:
             raise ValueError("warm=%r: the number of containers kept started, 0 to 16" % (warm,))
         self.warm = warm
         self._pool = None
+        self.pause_dir = os.path.abspath(pause_dir) if pause_dir else None
         for name, cb in (("on_stdout", on_stdout), ("on_stderr", on_stderr)):
             if cb is not None and not callable(cb):
                 raise ValueError("%s must be a callable taking the text as it arrives" % name)
@@ -720,6 +723,13 @@ class Sandbox:
         Cells share variables, imports, /tmp and one set of budgets;
         s.files reads and writes its /tmp."""
         return Session(self)
+
+    def resume(self, pause_id):
+        """A session paused by session.pause(), restored (runsc): its
+        processes and memory as they were; the bridge, the policy (this
+        Sandbox's) and the budgets taken afresh; the audit log continued."""
+        from .pause import resume
+        return resume(self, pause_id)
 
     def wait_warm(self, timeout=120):
         """With warm=N: start, and wait until N containers are started and

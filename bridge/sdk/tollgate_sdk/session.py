@@ -166,7 +166,15 @@ class Session:
         self.files = Files(self)
 
     def open(self):
-        sb = self.sb
+        self._reserve()
+        try:
+            self._open()
+        except BaseException:
+            self._unreserve()
+            raise
+        return self
+
+    def _reserve(self):
         with _live_lock:
             cap = max_sessions()
             if len(_live) >= cap:
@@ -174,13 +182,28 @@ class Session:
                                    "TOLLGATE_SDK_MAX_SESSIONS raise it): close one (session.close(), or "
                                    "leave its with block) first" % len(_live))
             _live.add(self)
-        try:
-            self._open()
-        except BaseException:
-            with _live_lock:
-                _live.discard(self)
-            raise
-        return self
+
+    def _unreserve(self):
+        with _live_lock:
+            _live.discard(self)
+
+    def _adopt(self, cid, token, bundle):
+        """Take over a running container whose init is kernel.py serve
+        TOKEN (a restored session)."""
+        sb = self.sb
+        self.cid, self._token, self._bundle_dir = cid, token, bundle
+        sb._sessions.add(self)
+        sb.active.add(cid)
+        if sb.approval is not None:
+            self._watcher = sb._approval_watcher(cid)
+            self._watcher.start()
+
+    def pause(self):
+        """Checkpoint the session (runsc: processes and memory, so its
+        variables) and remove its container; returns the id that
+        sandbox.resume(id) takes.  The session object is closed after."""
+        from .pause import pause
+        return pause(self)
 
     def _open(self):
         sb = self.sb
@@ -227,25 +250,26 @@ class Session:
         return self.cid is None
 
     def close(self):
+        self._release()
+
+    def _release(self, keep_bundle=False):
         if self.cid is None:
-            with _live_lock:
-                _live.discard(self)
+            self._unreserve()
             return
         if self._watcher:
             self._watcher.stop()
             self._watcher = None
-        self._delete()
+        self._delete(keep_bundle)
         self.sb._sessions.discard(self)
         self.sb.active.discard(self.cid)
         self.cid = None
-        with _live_lock:
-            _live.discard(self)
+        self._unreserve()
 
-    def _delete(self):
+    def _delete(self, keep_bundle=False):
         sb = self.sb
         subprocess.run(sb._tg("kill", self.cid, "KILL"), capture_output=True)
         p = subprocess.run(sb._tg("delete", "--force", self.cid), capture_output=True)
-        if p.returncode == 0:
+        if p.returncode == 0 and not keep_bundle:
             shutil.rmtree(self._bundle_dir, ignore_errors=True)
 
     def _need_open(self):
