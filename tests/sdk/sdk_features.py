@@ -30,6 +30,16 @@ def large_output(backend, kw, check):
         check("large output: 5 x 1 MiB to stdout arrives whole (5242880 bytes)",
               len(r.stdout) == 5 << 20 and r.stdout.count("x") == 5 << 20 and r.stdout_cut == 0,
               (len(r.stdout), r.stdout_cut, r.stdout[-300:]))
+        # The same with PYTHONUNBUFFERED=1 asked for by the caller: the
+        # SDK puts a buffered writer back under the unbuffered stream.
+        unbuf = Sandbox(**dict(kw, env=["PYTHONUNBUFFERED=1"]))
+        try:
+            r = unbuf.run("import sys\nfor _ in range(5):\n    sys.stdout.write('u' * (1 << 20))\n"
+                          "import os; print(os.environ['PYTHONUNBUFFERED'])\n")
+            check("large output: 5 x 1 MiB whole even with PYTHONUNBUFFERED=1 in env",
+                  len(r.stdout) == (5 << 20) + 2, (len(r.stdout), r.stdout[-100:]))
+        finally:
+            unbuf.close()
         # 50 MiB in 1 MiB writes, stdout and stderr, with a cap above it.
         big = Sandbox(**dict(kw, output_max=64 << 20))
         try:

@@ -42,9 +42,15 @@ def _line_buffered():
     # Not PYTHONUNBUFFERED: its unbuffered stdout drops the rest of a
     # short write (gVisor takes at most 64 KiB per pipe write), while a
     # BufferedWriter retries until every byte is written.
-    for s in (sys.stdout, sys.stderr):
+    import io
+    for n in ("stdout", "stderr"):
+        s = getattr(sys, n)
         try:
-            s.reconfigure(line_buffering=True)
+            if isinstance(getattr(s, "buffer", None), io.RawIOBase):  # -u: no buffered writer under it
+                setattr(sys, n, io.TextIOWrapper(io.BufferedWriter(s.buffer), encoding=s.encoding,
+                                                errors=s.errors, line_buffering=True))
+            else:
+                s.reconfigure(line_buffering=True)
         except (AttributeError, ValueError, OSError):
             pass
 

@@ -55,13 +55,19 @@ KERNEL_SOURCE = os.path.join(HERE, "kernel.py")
 # stdout loses the rest of a short write, and gVisor takes at most 64 KiB
 # per pipe write, so 5 MiB printed arrived as 320 KiB; a BufferedWriter
 # writes until every byte is out.
-SITECUSTOMIZE = """import sys
-for _s in (sys.stdout, sys.stderr):
+SITECUSTOMIZE = """import io, sys
+for _n in ("stdout", "stderr"):
+    _s = getattr(sys, _n)
     try:
-        _s.reconfigure(line_buffering=True)
+        if isinstance(getattr(_s, "buffer", None), io.RawIOBase):
+            # -u or PYTHONUNBUFFERED: put a buffered writer back under it
+            setattr(sys, _n, io.TextIOWrapper(io.BufferedWriter(_s.buffer), encoding=_s.encoding,
+                                             errors=_s.errors, line_buffering=True))
+        else:
+            _s.reconfigure(line_buffering=True)
     except Exception:
         pass
-del _s
+del _n, _s
 """
 
 
