@@ -250,3 +250,36 @@ class FilesWalk(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Notices(unittest.TestCase):
+    """tollgate's own warning lines leading stderr are kept apart from the
+    program's stderr (Result.warnings), however the pipe splits them."""
+
+    def drain(self, pieces):
+        from tollgate_sdk import capture
+        r, w = os.pipe()
+        seen = []
+        with os.fdopen(r, "rb") as rf:
+            s = capture.Stream("stderr", rf, 1 << 20, seen.append, divert=capture.NOTICE)
+            for p in pieces:
+                os.write(w, p)
+                time.sleep(0.02)
+            os.close(w)
+            s.thread.join(5)
+        return s, "".join(seen)
+
+    def test_split_notices_are_diverted(self):
+        note = b"tollgate: warning: runc 1.1.5 predates the fixes; upgrade runc or use runsc\n"
+        s, cb = self.drain([note[:5], note[5:30], note[30:], b"tollgate: warning: two\n", b"prog", b" err\n"])
+        self.assertEqual(bytes(s.buf), b"prog err\n")
+        self.assertEqual(cb, "prog err\n")
+        self.assertEqual(s.diverted, [note[:-1].decode(), "tollgate: warning: two"])
+        self.assertEqual(s.total, 9)
+
+    def test_only_leading_lines(self):
+        s, _ = self.drain([b"mine\ntollgate: warning: not ours\n"])
+        self.assertEqual(bytes(s.buf), b"mine\ntollgate: warning: not ours\n")
+        self.assertEqual(s.diverted, [])
+        s, _ = self.drain([b"toll"])  # a short program line that only looks like the start
+        self.assertEqual(bytes(s.buf), b"toll")

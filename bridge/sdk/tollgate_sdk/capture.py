@@ -16,9 +16,18 @@ LINGER = 2.0
 TAIL = 4096  # bytes of each stream's end always kept (the cell trailer lives there)
 
 
+# tollgate's own notices on the stderr it shares with the program (the
+# runc version-floor warning, printed before the container starts): taken
+# out of the program's stderr into Result.warnings.
+NOTICE = b"tollgate: warning: "
+
+
 class Stream:
-    def __init__(self, name, f, cap, callback):
+    def __init__(self, name, f, cap, callback, divert=None):
         self.name = name
+        self.divert = divert      # a line prefix taken out while it leads the stream
+        self.pending = b""
+        self.diverted = []
         self.f = f
         self.cap = cap
         self.callback = callback
@@ -40,6 +49,10 @@ class Stream:
                 chunk = f.read1(65536) if hasattr(f, "read1") else f.read(65536)
                 if not chunk:
                     break
+                if self.divert is not None:
+                    chunk = self._take_notices(chunk)
+                    if not chunk:
+                        continue
                 with self.lock:
                     room = self.cap - len(self.buf)
                     if room > 0:
@@ -52,6 +65,12 @@ class Stream:
                     self._call(chunk)
         except (OSError, ValueError):
             pass  # closed under us after the linger
+        if self.pending:  # a leading partial line that was not a notice
+            with self.lock:
+                self.buf += self.pending[:max(0, self.cap - len(self.buf))]
+                self.total += len(self.pending)
+                self.tail = (self.tail + self.pending)[-TAIL:]
+            self.pending = b""
         with self.lock:
             self.ended = True
             self.changed.notify_all()
@@ -59,6 +78,29 @@ class Stream:
             rest = self.decoder.decode(b"", final=True)
             if rest:
                 self._safe(rest)
+
+    def _take_notices(self, chunk):
+        """While the stream starts with tollgate's notice lines, keep them
+        apart; return what is the program's."""
+        data = self.pending + chunk
+        self.pending = b""
+        while self.divert is not None:
+            if len(data) < len(self.divert) and self.divert.startswith(data):
+                self.pending = data
+                return b""
+            if not data.startswith(self.divert):
+                self.divert = None
+                break
+            nl = data.find(b"\n")
+            if nl < 0:
+                if len(data) > 4096:  # not a notice of ours: too long
+                    self.divert = None
+                    break
+                self.pending = data
+                return b""
+            self.diverted.append(data[:nl].decode("utf-8", "replace"))
+            data = data[nl + 1:]
+        return data
 
     def _call(self, chunk):
         text = self.decoder.decode(chunk)
@@ -81,6 +123,7 @@ class Stream:
         with self.lock:
             self.buf, self.tail, self.total = bytearray(), bytearray(), 0
             self.cap, self.callback = cap, callback
+            self.divert, self.pending = None, b""
 
     def wait_for(self, mark, deadline_s):
         """Wait until the stream's end holds mark (or it ended, or the
@@ -100,7 +143,7 @@ class Capture:
     def __init__(self, proc, cap, on_stdout=None, on_stderr=None):
         self.cap = cap
         self.out = Stream("stdout", proc.stdout, cap, on_stdout)
-        self.err = Stream("stderr", proc.stderr, cap, on_stderr)
+        self.err = Stream("stderr", proc.stderr, cap, on_stderr, divert=NOTICE)
 
     def finish(self, linger=LINGER):
         for s in (self.out, self.err):

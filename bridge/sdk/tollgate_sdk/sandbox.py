@@ -87,6 +87,7 @@ class Result:
     timeout_how: str = ""       # when timed_out: "killed", "interrupted" or "abandoned"
     oom_killed: bool = False    # the kernel's OOM killer ended it
     memory_limit: str = ""
+    warnings: list = dataclasses.field(default_factory=list)  # tollgate's own notices (not the program's stderr)
 
     @property
     def ok(self):
@@ -706,6 +707,7 @@ class Sandbox:
             err += "\ntollgate_sdk: the program ran past %s s and was killed\n" % timeout
         result = self._result(cid, out, err, status, timed_out, _policy or self.policy)
         result.stdout_cut, result.stderr_cut = cap.out.cut, cap.err.cut
+        result.warnings = list(cap.err.diverted)
         if timed_out:
             result.timeout_how = "killed"
         if oom and not timed_out and status != 0:

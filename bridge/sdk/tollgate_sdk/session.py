@@ -335,6 +335,7 @@ class Session:
         timed_out = bool(verdict.get("timed_out"))
         result = sb._result(cid, out, err, status, timed_out, sb.policy, first=first)
         result.stdout_cut, result.stderr_cut = cap.out.cut, cap.err.cut
+        result.warnings = list(cap.err.diverted)
         if timed_out:
             result.timeout_how = "abandoned" if verdict.get("abandoned") else "interrupted"
             if check:

@@ -76,6 +76,7 @@ class WarmPool:
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         cap = Capture(proc, sb.output_max)
         w = _Warm(cid, bundle, proc, cap)
+        w.notices = cap.err.diverted
         try:
             proc.wait(timeout=120)
             if proc.returncode != 0:
@@ -155,6 +156,7 @@ class WarmPool:
             err += "\ntollgate_sdk: the program ran past %s s and was killed\n" % timeout
         result = sb._result(w.cid, out, err, status, timed_out, sb.policy)
         result.stdout_cut, result.stderr_cut = w.capture.out.cut, w.capture.err.cut
+        result.warnings = list(w.notices)
         self._retire(w)
         if timed_out:
             result.timeout_how = "killed"
