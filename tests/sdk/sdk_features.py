@@ -5,7 +5,6 @@ approval callbacks, and the session cap."""
 import asyncio
 import json
 import os
-import shutil
 import threading
 import time
 

@@ -22,27 +22,24 @@ Nothing ever runs on the host in place of the sandbox: when runsc, the
 tollgate binary, root or the rootfs is missing, run() raises
 SandboxUnavailable naming the fix before anything starts.
 """
-import asyncio
 import atexit
 import dataclasses
-import inspect
 import json
 import os
 import secrets
 import shutil
-import socket
 import subprocess
-import sys
 import tempfile
 import threading
-import time
 import weakref
 
 from . import audit, oom as oom_watch
+from .approvals import ApprovalRequest, _ApprovalWatcher, control_request  # noqa: F401  (API)
 from .capture import wait_capture
 from .errors import CellTimeout, PolicyError, ProgramFailed, SandboxUnavailable
 from .server import ToolServer
-from .session import CELL_MAX, Session  # noqa: F401  (Session is part of this module's API)
+from .session import CELL_MAX, Session  # noqa: F401  (part of this module's API)
+from .limits import RUNSC_TASKS_PER_PID, _check_mounts, _check_resources, _parse_size, _size_text  # noqa: F401
 from .tools import as_tool
 from .warm import WarmPool
 
@@ -99,18 +96,6 @@ class Result:
         return d
 
 
-@dataclasses.dataclass
-class ApprovalRequest:
-    """A call parked for approval, as the approval callback sees it."""
-    call_id: str
-    tool: str
-    args: dict
-    reason: str                 # the rule's reason ("refunds over 50 need a human")
-    container: str
-    waiting_ms: int = 0
-    timeout_ms: int = 0
-
-
 def find_tollgate(explicit=None):
     """The tollgate binary: explicit, $TOLLGATE, the source tree's build/,
     then PATH.  None when there is none."""
@@ -130,115 +115,6 @@ def find_rootfs(explicit=None):
         if c:
             return os.path.abspath(c)
     return None
-
-
-def control_request(path, req, timeout=5.0):
-    """One request to a container's control socket (docs/policy.md, The
-    control socket): one JSON line out, one back."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(timeout)
-        s.connect(path)
-        s.sendall((json.dumps(req) + "\n").encode())
-        buf = b""
-        while b"\n" not in buf:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            buf += chunk
-            if len(buf) > (4 << 20):
-                raise OSError("control socket reply too large")
-    return json.loads(buf.split(b"\n", 1)[0] or b"{}")
-
-
-def _decision(answer):
-    """The approval callback's answer -> (approve?, reason)."""
-    reason = ""
-    if isinstance(answer, tuple) and len(answer) == 2:
-        answer, reason = answer
-    if isinstance(answer, str):
-        approve = answer.strip().lower() in ("allow", "approve", "approved", "yes", "y")
-    else:
-        approve = answer is True
-    return approve, str(reason or "")
-
-
-class _ApprovalWatcher(threading.Thread):
-    """Decides the parked calls of one container with the Sandbox's
-    approval callback, over its control socket; or, with approval="cli",
-    prints the command a person types.  The gate's timeout denies whatever
-    nobody decides.
-
-    Each parked call gets its own thread (the gate parks at most
-    max_pending calls, 10 by default, so they are bounded): a slow
-    callback never keeps the next parked call from being shown.  A
-    coroutine function (or a callback that returns an awaitable) is run
-    to completion on that thread's own event loop."""
-
-    def __init__(self, sandbox, container_id):
-        super().__init__(name="tollgate-sdk-approval", daemon=True)
-        self.sb = sandbox
-        self.cid = container_id
-        self.sock = os.path.join(sandbox.root, container_id, "control.sock")
-        self.stopping = threading.Event()
-        self.seen = set()
-        self.decisions = []
-        self.deciders = []
-
-    def stop(self):
-        self.stopping.set()
-        if self.is_alive():
-            self.join(timeout=10)
-        for t in self.deciders:
-            t.join(timeout=1)
-
-    def run(self):
-        while not self.stopping.wait(0.05):
-            try:
-                reply = control_request(self.sock, {"verb": "pending"}, timeout=2)
-            except (OSError, ValueError):
-                continue
-            for p in reply.get("pending") or []:
-                call = p.get("call")
-                if not isinstance(call, str) or call in self.seen or p.get("decider") == "hook":
-                    continue
-                self.seen.add(call)
-                if self.sb.approval == "cli":
-                    self.decide(p)
-                    continue
-                t = threading.Thread(target=self.decide, args=(p,), name="tollgate-sdk-decide", daemon=True)
-                self.deciders = [d for d in self.deciders if d.is_alive()] + [t]
-                t.start()
-
-    def decide(self, p):
-        req = ApprovalRequest(call_id=p["call"], tool=p.get("tool") or "", args=p.get("args") or {},
-                              reason=p.get("reason") or "", container=self.cid,
-                              waiting_ms=p.get("waiting_ms") or 0, timeout_ms=p.get("timeout_ms") or 0)
-        cb = self.sb.approval
-        if cb == "cli":
-            tg = self.sb.tollgate
-            print("tollgate_sdk: %s %s waits for a person (%s). Approve or deny it with\n"
-                  "    %s --root %s approve %s %s\n    %s --root %s deny %s %s --reason TEXT"
-                  % (req.tool, json.dumps(req.args), req.reason, tg, self.sb.root, self.cid, req.call_id,
-                     tg, self.sb.root, self.cid, req.call_id), file=sys.stderr, flush=True)
-            return
-        try:
-            answer = cb(req)
-            if inspect.isawaitable(answer):
-                answer = asyncio.run(_awaited(answer))
-            approve, why = _decision(answer)
-        except Exception as e:  # a broken callback denies; it never approves
-            approve, why = False, "the approval callback raised %s: %s" % (type(e).__name__, e)
-        verb = "approve" if approve else "deny"
-        reason = why or ("approved" if approve else "denied") + " by the SDK's approval callback"
-        self.decisions.append((req.call_id, req.tool, verb, reason))
-        try:
-            control_request(self.sock, {"verb": verb, "call": req.call_id, "reason": reason[:500]})
-        except (OSError, ValueError):
-            pass  # the call ended meanwhile (timeout, container stopped)
-
-
-async def _awaited(aw):
-    return await aw
 
 
 class Sandbox:
@@ -747,101 +623,6 @@ class Sandbox:
 
     def _approval_watcher(self, cid):
         return _ApprovalWatcher(self, cid)
-
-
-# Where a mount may not go: the places the profile, the bridge and the SDK
-# own, and their parents.
-_RESERVED = ("/app", "/tmp", "/run", "/proc", "/sys", "/dev", "/etc", "/usr", "/bin", "/sbin", "/lib",
-             "/lib64")
-# Host places that are never a dataset.
-_HOST_SPECIAL = ("/proc", "/sys", "/dev", "/run", "/boot")
-
-
-def _check_mounts(mounts):
-    """[(destination, source)] from Sandbox(mounts=...), or ValueError
-    naming the entry and the rule.  The shim validates and pins every bind
-    again when the container is made (docs/hardening.md)."""
-    if mounts is None:
-        return []
-    if not isinstance(mounts, dict):
-        raise ValueError('mounts must be a dict such as {"/data": "/srv/datasets/x"}')
-    out = []
-    for dest, src in mounts.items():
-        if not isinstance(dest, str) or not dest.startswith("/") or os.path.normpath(dest) != dest \
-                or dest == "/" or "\0" in dest:
-            raise ValueError("mounts: the destination %r must be a normalised absolute path other than /"
-                             % (dest,))
-        for r in _RESERVED:
-            if dest == r or dest.startswith(r + "/") or r.startswith(dest + "/"):
-                raise ValueError("mounts: %s is (or holds) %s, which the sandbox owns; mount it "
-                                 "elsewhere, e.g. /data" % (dest, r))
-        if not isinstance(src, (str, os.PathLike)):
-            raise ValueError("mounts[%r]: the source must be a host path" % dest)
-        src = os.fspath(src)
-        if not os.path.isabs(src) or "\0" in src:
-            raise ValueError("mounts[%r]: the source %r must be an absolute host path" % (dest, src))
-        norm = os.path.normpath(src)
-        if norm == "/":
-            raise ValueError("mounts[%r]: the host's / is never mounted into a sandbox; name the "
-                             "directory the program needs" % dest)
-        if os.path.realpath(norm) != norm:
-            raise ValueError("mounts[%r]: %s goes through a symbolic link (to %s); name the real "
-                             "directory: links are not followed out" % (dest, src, os.path.realpath(norm)))
-        for h in _HOST_SPECIAL:
-            if norm == h or norm.startswith(h + "/"):
-                raise ValueError("mounts[%r]: %s is under the host's %s, which is never mounted into a "
-                                 "sandbox" % (dest, src, h))
-        if not (os.path.isdir(norm) or os.path.isfile(norm)):
-            raise ValueError("mounts[%r]: %s is not a directory or a regular file on the host" % (dest, src))
-        out.append((dest, norm))
-    return out
-
-
-RUNSC_TASKS_PER_PID = 4  # oci/limits.c: RUNSC_GUEST_PIDS(p) * RUNSC_HOST_TASKS_PER_GUEST = p / 2 * 8
-_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
-          "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30}
-
-
-def _parse_size(v, what):
-    if isinstance(v, int) and not isinstance(v, bool) and v > 0:
-        return v
-    if isinstance(v, str):
-        t = v.strip().lower()
-        num = t.rstrip("kmgibB")
-        unit = t[len(num):]
-        try:
-            n = float(num)
-        except ValueError:
-            n = -1
-        if n > 0 and unit in _UNITS:
-            return int(n * _UNITS[unit])
-    raise ValueError("%s=%r: give a size such as \"512m\", \"1g\" or a number of bytes" % (what, v))
-
-
-def _size_text(n):
-    for unit, size in (("g", 1 << 30), ("m", 1 << 20), ("k", 1 << 10)):
-        if n % size == 0:
-            return "%d%s" % (n // size, unit)
-    return "%d bytes" % n
-
-
-def _check_resources(memory, cpus, pids, tmp):
-    r = {}
-    if memory is not None:
-        r["memory"] = _parse_size(memory, "memory")
-        if r["memory"] < (16 << 20):
-            raise ValueError("memory=%r: at least 16m, or Python cannot start" % (memory,))
-    if tmp is not None:
-        r["tmp"] = _parse_size(tmp, "tmp")
-    if cpus is not None:
-        if isinstance(cpus, bool) or not isinstance(cpus, (int, float)) or not cpus > 0:
-            raise ValueError("cpus=%r: give a number of CPUs such as 0.5 or 2" % (cpus,))
-        r["cpus"] = float(cpus)
-    if pids is not None:
-        if isinstance(pids, bool) or not isinstance(pids, int) or pids < 8:
-            raise ValueError("pids=%r: give a whole number of processes, at least 8" % (pids,))
-        r["pids"] = pids
-    return r
 
 
 def _parents(top, name):

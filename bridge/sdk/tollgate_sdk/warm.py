@@ -56,13 +56,17 @@ class WarmPool:
         except Exception as e:  # shown when a run finds the pool empty
             self.errors = (self.errors + ["%s: %s" % (type(e).__name__, e)])[-3:]
         with self.lock:
-            self.making -= 1
             if w is not None and not self.closed:
                 self.ready.append(w)
-                w = None
-            self.lock.notify_all()
+                self.making -= 1
+                self.lock.notify_all()
+                return
+        # Closed meanwhile: deleted before close() may see making reach 0.
         if w is not None:
             self._discard(w)
+        with self.lock:
+            self.making -= 1
+            self.lock.notify_all()
 
     def _create(self):
         sb = self.sb
