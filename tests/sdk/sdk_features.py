@@ -357,6 +357,33 @@ def resources(backend, kw, check):
             check("resources: ProgramFailed's message says out of memory", "out of memory" in str(e), str(e))
         r = sb.run("print('small is fine')")
         check("resources: a program within the limits runs", r.stdout == "small is fine\n", r)
+        with sb.session() as s:
+            s.run("x = 1")
+            try:
+                s.run("x = []\nwhile True:\n    x.append(bytearray(1 << 20))\n")
+                check("resources: a session cell past memory= fails", False)
+            except ProgramFailed as e:
+                check("resources: a session cell past memory= is reported out of memory, the session closed",
+                      e.result.oom_killed and "ran out of memory" in e.result.stderr and s.closed, e)
+    finally:
+        sb.close()
+    sb = Sandbox(**dict(kw, memory="96m", warm=1))
+    try:
+        sb.wait_warm(180)
+        r = sb.run("x = []\nwhile True:\n    x.append(bytearray(1 << 20))\n", check=False)
+        check("resources: a warm run past memory= is reported out of memory",
+              r.oom_killed and r.exit_status != 0 and not r.timed_out, (r.exit_status, r.stderr[-300:]))
+    finally:
+        sb.close()
+    # A host config whose profile allows more raises the ceilings.
+    cfg = os.path.join(os.path.dirname(kw["audit_dir"]), "relaxed-%s.json" % backend)
+    with open(cfg, "w") as f:
+        json.dump({"profile": "relaxed"}, f)
+    sb = Sandbox(**dict(kw, host_config=cfg, memory="1g", cpus=2, tmp="256m"))
+    try:
+        r = sb.run("import os\nst = os.statvfs('/tmp')\nprint(st.f_blocks * st.f_frsize >> 20)")
+        check("resources: under a relaxed host config memory='1g', cpus=2, tmp='256m' are accepted",
+              r.stdout == "256\n", (r.stdout, r.stderr))
     finally:
         sb.close()
 

@@ -39,14 +39,25 @@ class Stream:
         self.lock = threading.Lock()
         self.changed = threading.Condition(self.lock)
         self.ended = False
+        self.stop = threading.Event()
         self.thread = threading.Thread(target=self._drain, name="tollgate-sdk-" + name, daemon=True)
         self.thread.start()
 
     def _drain(self):
-        f = self.f
+        # Reads on the descriptor with select, not on the file object: a
+        # thread blocked in read1() holds the file's lock, so closing it to
+        # stop a drain whose pipe a sandbox keeps open would block too.
+        import os
+        import select
+        fd = self.f.fileno()
         try:
             while True:
-                chunk = f.read1(65536) if hasattr(f, "read1") else f.read(65536)
+                if self.stop.is_set():
+                    break
+                ready, _, _ = select.select([fd], [], [], 0.2)
+                if not ready:
+                    continue
+                chunk = os.read(fd, 65536)
                 if not chunk:
                     break
                 if self.divert is not None:
@@ -125,9 +136,10 @@ class Stream:
             self.cap, self.callback = cap, callback
             self.divert, self.pending = None, b""
 
-    def wait_for(self, mark, deadline_s):
+    def wait_for(self, mark, deadline_s, abort=None):
         """Wait until the stream's end holds mark (or it ended, or the
-        time passed).  True when the mark came."""
+        time passed, or abort(), asked twice a second, says so).  True
+        when the mark came."""
         import time
         end = time.monotonic() + deadline_s
         with self.lock:
@@ -135,7 +147,15 @@ class Stream:
                 left = end - time.monotonic()
                 if self.ended or left <= 0:
                     return False
-                self.changed.wait(left)
+                self.changed.wait(min(left, 0.5) if abort else left)
+                if abort and mark not in self.tail:
+                    self.lock.release()
+                    try:
+                        stop = abort()
+                    finally:
+                        self.lock.acquire()
+                    if stop:
+                        return False
             return True
 
 
@@ -150,11 +170,12 @@ class Capture:
             s.thread.join(linger)
         for s in (self.out, self.err):
             if s.thread.is_alive():
-                try:
-                    s.f.close()
-                except OSError:
-                    pass
-                s.thread.join(1)
+                s.stop.set()
+                s.thread.join(2)
+            try:
+                s.f.close()
+            except OSError:
+                pass
 
     def text(self, s, strip_tail=b""):
         return stream_text(s, strip_tail)
@@ -179,14 +200,27 @@ def stream_text(s, strip_tail=b""):
     return t
 
 
-def wait_capture(proc, cap, timeout, on_timeout, on_stdout=None, on_stderr=None):
+def wait_capture(proc, cap, timeout, on_timeout, on_stdout=None, on_stderr=None, abort=None):
     """Wait for proc, capturing its output; on timeout call on_timeout()
-    (which must make proc end) and wait again.  Returns (Capture, timed
-    out?); the Capture is finished."""
+    (which must make proc end) and wait again.  abort(), asked twice a
+    second, may end the wait early the same way (an OOM kill under runsc
+    can leave the exec waiting on a sandbox that will never answer).
+    Returns (Capture, timed out?); the Capture is finished."""
+    import time
     c = Capture(proc, cap, on_stdout, on_stderr)
     timed_out = False
+    end = time.monotonic() + timeout
     try:
-        proc.wait(timeout=timeout)
+        while True:
+            try:
+                proc.wait(timeout=max(0.01, min(0.5, end - time.monotonic())) if abort else timeout)
+                break
+            except subprocess.TimeoutExpired:
+                if time.monotonic() >= end:
+                    raise
+                if abort():
+                    on_timeout()
+                    break
     except subprocess.TimeoutExpired:
         timed_out = True
         on_timeout()

@@ -296,6 +296,7 @@ class Kernel:
 
     # -- serving (one thread per connection) --
     def serve(self):
+        sys.argv = [""]  # as in an interactive interpreter; not the kernel's own arguments
         _line_buffered()
         signal.signal(signal.SIGINT, self._on_sigint)
         srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)

@@ -24,6 +24,7 @@ def backend_ids(cid, runtime):
 class Watch:
     def __init__(self, cid, runtime):
         self.ids = backend_ids(cid, runtime)
+        self.found = False
         self.fd = -1
         try:
             self.fd = os.open("/dev/kmsg", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -35,8 +36,8 @@ class Watch:
         """True when the kernel logged an OOM kill in this container's
         memory cgroup since the Watch began.  Reads at most 10000 records."""
         if self.fd < 0:
-            return False
-        found = False
+            return self.found
+        found = self.found
         for _ in range(10000):
             try:
                 rec = os.read(self.fd, 8192)
@@ -51,6 +52,7 @@ class Watch:
                 memcg = text.split("oom_memcg=", 1)[1].split(",", 1)[0].strip()
                 if any(memcg.rstrip("/").rsplit("/", 1)[-1] == i or memcg.endswith("/" + i) for i in self.ids):
                     found = True
+        self.found = found  # sticky: later calls read only what came since
         return found
 
     def close(self):

@@ -565,7 +565,7 @@ class Sandbox:
             cap, timed_out = wait_capture(
                 proc, self.output_max, timeout,
                 lambda: subprocess.run(self._tg("kill", cid, "KILL"), capture_output=True),
-                on_stdout or self.on_stdout, on_stderr or self.on_stderr)
+                on_stdout or self.on_stdout, on_stderr or self.on_stderr, abort=memwatch.killed)
         finally:
             self.active.discard(cid)
             if watcher:

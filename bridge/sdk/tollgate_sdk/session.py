@@ -308,7 +308,8 @@ class Session:
         threading.Thread(target=_feed, args=(proc.stdin, head + raw), daemon=True).start()
         lost = []
         cap, _ = wait_capture(proc, sb.output_max, timeout + GRACE + 30,
-                              lambda: (lost.append(True), proc.kill()), on_stdout, on_stderr)
+                              lambda: (lost.append(True), proc.kill()), on_stdout, on_stderr,
+                              abort=memwatch.killed)
         verdict, trailer = _trailer(bytes(cap.err.tail), nonce)
         out = cap.text(cap.out)
         err = cap.text(cap.err, strip_tail=trailer)

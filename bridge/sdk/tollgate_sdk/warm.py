@@ -140,7 +140,7 @@ class WarmPool:
         try:
             head = json.dumps({"nonce": nonce, "timeout": timeout, "shell": bool(shell)}).encode()
             _write(os.path.join(app, ".tollgate", "job.json"), head + b"\n" + code.encode("utf-8"))
-            got_err = w.capture.err.wait_for(mark, timeout + 30)
+            got_err = w.capture.err.wait_for(mark, timeout + 30, abort=memwatch.killed)
             got_out = got_err and w.capture.out.wait_for(mark, 10)
         finally:
             sb.active.discard(w.cid)
@@ -155,7 +155,7 @@ class WarmPool:
         oom = memwatch.killed()
         memwatch.close()
         status = int(verdict.get("exit", 1)) if verdict else 137
-        timed_out = lost or bool(verdict.get("timed_out"))
+        timed_out = (lost and not oom) or bool(verdict and verdict.get("timed_out"))
         if timed_out:
             err += "\ntollgate_sdk: the program ran past %s s and was killed\n" % timeout
         result = sb._result(w.cid, out, err, status, timed_out, sb.policy)
