@@ -156,6 +156,10 @@ class Session:
     cells, and so do the gate's budgets.  run_shell cells are sh processes
     beside it."""
 
+    # What a session keeps between cells, in words (tollgate mcp quotes it).
+    KEEPS = ("Python variables, imports and functions, files in /tmp and the budgets carry over from "
+             "call to call (one Python interpreter per session); run_shell calls share /tmp, not variables")
+
     def __init__(self, sandbox):
         self.sb = sandbox
         self.cid = None
