@@ -69,7 +69,7 @@ def main():
     src, out, mode, elapsed, build, counts = sys.argv[1:7]
     rows = [json.loads(line) for line in open(src) if line.strip()]
     res = {"bridge": {}, "python": {}, "bridge-host": {}, "startup": {}, "memory": {}, "policy": {},
-           "audit": {}}
+           "audit": {}, "sdk": {}}
     skipped, failed = [], []
     for r in rows:
         sec, be = r.get("section"), r.get("backend") or ""
@@ -86,7 +86,7 @@ def main():
             if sec == "bridge-host":
                 be = "host"
             res[sec].setdefault(be, {}).setdefault(var, {})[key] = body
-        elif sec in ("startup", "memory"):
+        elif sec in ("startup", "memory", "sdk"):
             res[sec].setdefault(be, {})[var] = body
         else:
             res[sec][var] = body
@@ -159,6 +159,13 @@ def main():
     st = ratios.get("startup_runsc", {})
     target("start-up overhead vs bare runsc <= 5%", st.get("overhead_pct"), 5,
            st.get("overhead_pct") is not None and st["overhead_pct"] <= 5, "%")
+    for be in ("runsc", "runc"):
+        sd = res["sdk"].get(be, {}).get("first-result", {})
+        if be == "runsc":
+            target("SDK warm=2 run(\"print(1)\") p50 under runsc <= 100 ms", sd.get("warm_p50_ms"), 100,
+                   sd.get("warm_p50_ms") is not None and sd["warm_p50_ms"] <= 100, "ms")
+        target("SDK warm run at least 3x faster than cold (%s, p50 ratio)" % be, sd.get("cold_over_warm"), 3,
+               sd.get("cold_over_warm") is not None and sd["cold_over_warm"] >= 3, "x")
     pol = res["policy"].get("decision", {})
     meds = [pol[c]["median_ns"] for c in ("match_first", "match_last", "no_match") if c in pol]
     target("policy decision median <= 1 us (worst case of matching/non-matching)",
@@ -284,6 +291,15 @@ def print_table(doc):
         vv = au["verify"]
         print("   audit verify: %.1f MB in %d us: %s MB/s wall, %s MB/s of CPU" % (
             vv["bytes"] / 1e6, vv["wall_us"], vv["mb_per_s"], vv["mb_per_cpu_s"]))
+
+    if res.get("sdk"):
+        print("\n-- sdk: Sandbox.run(\"print(1)\") first result (ms)")
+        for be, r in res["sdk"].items():
+            s = r.get("first-result")
+            if s:
+                print("%-6s cold p50 %s (p90 %s), warm=2 p50 %s (p90 %s): %sx; a session cell p50 %s" % (
+                    be, s["cold_p50_ms"], s["cold_p90_ms"], s["warm_p50_ms"], s["warm_p90_ms"],
+                    s["cold_over_warm"], s["cell_p50_ms"]))
 
     if res["memory"]:
         print("\n-- memory (KiB)")

@@ -15,6 +15,8 @@
 #   audit     records/s with group commit, synced intent latency, verify MB/s
 #   memory    sidecar RSS at rest and under load, beside the backend's own
 #             per-container footprint
+#   sdk       the host SDK's Sandbox.run("print(1)") first-result latency,
+#             cold against a warm pool (warm=2), and a session cell
 #
 # Writes bench/results.json (machine, versions, run counts, every figure)
 # and prints a table.  smoke runs every part with small counts, in under a
@@ -23,7 +25,7 @@
 # reason printed.
 #
 # Environment: BUILD (default ./build), BACKENDS (default "runsc runc"),
-# PARTS (default all: "bridge python startup memory host policy audit"; a
+# PARTS (default all: "bridge python startup memory sdk host policy audit"; a
 # subset runs only those, for profiling one path), BENCH_OUT (default
 # bench/results.json), RUNSC (a runsc binary to bench instead of the one in
 # PATH, e.g. the backports one unpacked with dpkg-deb -x), RUNSC_PLATFORM
@@ -37,11 +39,11 @@ case $mode in
   full)
     : "${SEQ:=5000}" "${CONC:=8}" "${PER:=2500}" "${CLI_CALLS:=200}" "${PY_SEQ:=2000}"
     : "${START_REPS:=30}" "${DECISIONS:=1000000}" "${AUDIT_RECORDS:=100000}"
-    : "${INTENTS:=500}" "${MEM_PER:=1000}" ;;
+    : "${INTENTS:=500}" "${MEM_PER:=1000}" "${SDK_REPS:=20}" ;;
   smoke)
     : "${SEQ:=200}" "${CONC:=8}" "${PER:=25}" "${CLI_CALLS:=10}" "${PY_SEQ:=100}"
     : "${START_REPS:=2}" "${DECISIONS:=20000}" "${AUDIT_RECORDS:=4000}"
-    : "${INTENTS:=20}" "${MEM_PER:=50}" ;;
+    : "${INTENTS:=20}" "${MEM_PER:=50}" "${SDK_REPS:=2}" ;;
   *) echo "usage: bench/run.sh full|smoke" >&2; exit 2 ;;
 esac
 WARMUP=${WARMUP:-50}
@@ -432,6 +434,20 @@ bench_python() {
   while read -r line; do emit python "$b" bare "$line"; done < <(phases "$out.bare")
 }
 
+# ---------------------------------------------------------------- sdk
+# The host SDK: Sandbox.run("print(1)") first-result latency, cold against
+# warm=2, alternating in one run (bench/sdkbench.py), and a session cell.
+bench_sdk() {
+  local b=$1 out=$W/log/sdk-$b
+  if [ $tg_ok = 0 ]; then skip sdk "$b" "$tg_why"; return; fi
+  if [ -z "$PY_ROOTFS" ]; then skip sdk "$b" "no Python rootfs (bundles/rootfs/python.sh)"; return; fi
+  say "sdk ($b): Sandbox.run(\"print(1)\") cold vs warm=2, $SDK_REPS each"
+  if ! TOLLGATE=$TG TOLLGATE_ROOTFS=$PY_ROOTFS timeout 900 python3 bench/sdkbench.py "$b" "$SDK_REPS" >"$out" 2>&1; then
+    fail sdk "$b" "sdkbench failed: $(tail -3 "$out" | tr '\n' ' ')"; return
+  fi
+  emit sdk "$b" first-result "$(tail -1 "$out")"
+}
+
 # ---------------------------------------------------------------- startup
 # median and mean of whitespace-separated integers (µs) -> "median mean"
 stats() { python3 -c 'import sys,statistics as s; v=[int(x) for x in sys.argv[1:]]; print(int(s.median(v)), int(s.mean(v)))' "$@"; }
@@ -719,6 +735,7 @@ for b in $BACKENDS; do
   want startup && bench_startup "$b"
   want startup && [ $tg_ok = 1 ] && bench_steps "$b"
   want memory && bench_memory "$b"
+  want sdk && bench_sdk "$b"
 done
 want host && bench_bridge_host
 want policy && bench_policy
@@ -727,7 +744,7 @@ want audit && bench_audit
 elapsed=$(( $(date +%s) - started ))
 RUNSC_FLAGS="${GLOBALS[runsc]:-}" RUNSC_PATH="$(realpath "$(command -v runsc)" 2>/dev/null)" \
 python3 bench/report.py "$RESULTS" "$OUT_JSON" "$mode" "$elapsed" "$BUILD" \
-  "SEQ=$SEQ CONC=$CONC PER=$PER CLI_CALLS=$CLI_CALLS PY_SEQ=$PY_SEQ START_REPS=$START_REPS DECISIONS=$DECISIONS AUDIT_RECORDS=$AUDIT_RECORDS INTENTS=$INTENTS MEM_PER=$MEM_PER WARMUP=$WARMUP" \
+  "SEQ=$SEQ CONC=$CONC PER=$PER CLI_CALLS=$CLI_CALLS PY_SEQ=$PY_SEQ START_REPS=$START_REPS DECISIONS=$DECISIONS AUDIT_RECORDS=$AUDIT_RECORDS INTENTS=$INTENTS MEM_PER=$MEM_PER SDK_REPS=$SDK_REPS WARMUP=$WARMUP" \
   || failures=$((failures + 1))
 if [ "$failures" -gt 0 ]; then
   say "$failures part(s) failed to run"

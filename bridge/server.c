@@ -59,6 +59,7 @@ struct bridge_service {
   int inotify_fd, epoll_fd, wake_fd;
   int pause_epoll_fd; /* the stop fds only: waited on during a back-off */
   unsigned long long refused_window_start, refused_window_base; /* watcher */
+  bool over_cap_read;   /* watcher: the first over-cap attempt's body was read */
   pthread_t watcher;
   bool watcher_joined;
   pthread_t *workers;   /* room for max_threads */
@@ -283,14 +284,29 @@ static void process_marker(struct bridge_service *s, const char *id) {
      * with limit (the cap) of them, this one is over the cap.  It is
      * answered (budget_exhausted) but not remembered, so the set stays
      * bounded whatever the container writes; the one call that removes
-     * the marker handles it.  The body is not even read. */
+     * the marker handles it.  Only the first one's body is read (bounded
+     * like any request), so the one full audit record of the cap being
+     * hit names the tool and arguments; later ones are only counted. */
     if (!remove_entry(s->opt.req_fd, marker, 0))
       return;
     struct job *j = xcalloc(1, sizeof *j);
     j->kind = JOB_CALL;
     j->claimed = true;
     memcpy(j->id, id, strlen(id) + 1);
-    j->reason = xstrdup("the request was not read: max_tool_calls was spent when it arrived");
+    if (!s->over_cap_read) {
+      s->over_cap_read = true;
+      char *buf = NULL;
+      size_t len = 0;
+      tg_error *err = NULL;
+      if (read_file_untrusted(s->opt.req_fd, body, s->opt.request_max_bytes, &buf, &len, &err) == 0) {
+        j->request = bridge_parse_request(buf, len, &j->reason);
+        j->bytes = len;
+        free(buf);
+      }
+      tg_error_free(&err);
+    }
+    if (j->request == NULL && j->reason == NULL)
+      j->reason = xstrdup("the request was not read: max_tool_calls was spent when it arrived");
     atomic_fetch_add(&s->st.requests, 1);
     post(s, j);
     return;

@@ -523,8 +523,13 @@ static char *govern(struct call *c, const json_t *request, const char *bad_reaso
   if (!within_cap) {
     /* The caller hears why, but past the cap the log only counts: the
      * first over-cap attempt in full, then summaries (refusals.h), so a
-     * container that keeps calling costs the host's disk O(1). */
+     * container that keeps calling costs the host's disk O(1).  That full
+     * record names the tool and arguments asked for, as far as the request
+     * says them (unvalidated: the gate refused before reading further). */
+    const json_t *asked = json_object_get(request, "args");
     struct audit_record rec = {.event = "call", .call_id = c->id, .decision = "deny",
+                               .tool = json_string_value(json_object_get(request, "tool")),
+                               .args = json_is(asked, JSON_OBJECT) ? asked : NULL,
                                .reason = why_static, .duration_ms = 0,
                                .outcome = GATE_BUDGET_EXHAUSTED, .message = why_static};
     refusals_record(g->refusals, REFUSAL_OVER_CAP, &rec);

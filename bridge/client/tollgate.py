@@ -8,9 +8,11 @@
 Every call crosses the tollgate bridge (docs/bridge-protocol.md) and is
 governed on the host: policy, approvals, budgets and the audit log.  A
 refusal is never returned as a result: each error code raises its own
-exception (ToolDenied, BudgetExhausted, ApprovalTimeout, UnknownTool,
-BadRequest, ToolFailed, ToolTimeout, ContainerStopped, AuditUnavailable,
-BridgeFull), all subclasses of TollgateError.  A call that gets no answer
+exception, all subclasses of TollgateError.  Every refusal (the call never
+ran) is a ToolDenied: ApprovalTimeout, BudgetExhausted, UnknownTool,
+BadRequest and AnomalyDetected are its subclasses.  The others are
+ToolFailed, ToolTimeout (the tool ran), ContainerStopped, AuditUnavailable,
+BridgeFull and BridgeTimeout.  A call that gets no answer
 in time raises BridgeTimeout, so a dead bridge is an error, never a hang.
 
 Standard library only; safe to use from many threads at once.
@@ -27,7 +29,7 @@ import time
 
 __all__ = [
     "call", "tools", "TollgateError", "ToolDenied", "BudgetExhausted",
-    "ApprovalTimeout", "UnknownTool", "BadRequest", "ToolFailed", "ToolTimeout",
+    "ApprovalTimeout", "UnknownTool", "BadRequest", "AnomalyDetected", "ToolFailed", "ToolTimeout",
     "ContainerStopped", "AuditUnavailable", "BridgeFull", "BridgeTimeout",
 ]
 
@@ -52,32 +54,46 @@ class TollgateError(Exception):
             self.code = code
 
     def __str__(self):
-        return "%s: %s" % (self.code, self.message)
+        # The gate's messages often name the refusal already ("denied: why",
+        # "approval timed out: ..."): say it once.
+        m = self.message or ""
+        if m.startswith((self.code + ":", "denied", "approval timed out")):
+            return m
+        return "%s: %s" % (self.code, m)
 
 
 class ToolDenied(TollgateError):
-    """The policy denied the call (or a person or hook refused approval)."""
+    """tollgate refused the call, so it never ran: the policy denied it, a
+    person or hook refused approval, or (the subclasses) nobody approved
+    it in time, a budget is used up, the request was malformed, the tool
+    is unknown, or the call looked anomalous.  `except ToolDenied` catches
+    every refusal; ToolFailed and ToolTimeout (the tool ran) are not."""
     code = "denied"
 
 
-class ApprovalTimeout(TollgateError):
+class ApprovalTimeout(ToolDenied):
     """The call needed approval and nobody approved it in time."""
     code = "approval_timeout"
 
 
-class BudgetExhausted(TollgateError):
+class BudgetExhausted(ToolDenied):
     """A budget (call cap, cost, irreversible actions, repeats) is used up."""
     code = "budget_exhausted"
 
 
-class UnknownTool(TollgateError):
+class UnknownTool(ToolDenied):
     """No tool of that name is defined for this container."""
     code = "unknown_tool"
 
 
-class BadRequest(TollgateError):
+class BadRequest(ToolDenied):
     """The request or its arguments were malformed or failed the schema."""
     code = "bad_request"
+
+
+class AnomalyDetected(ToolDenied):
+    """The host refused the call as anomalous (a pattern its policy flags)."""
+    code = "anomaly"
 
 
 class ToolFailed(TollgateError):
@@ -111,7 +127,7 @@ class BridgeTimeout(TollgateError):
 
 
 _ERRORS = {cls.code: cls for cls in (
-    ToolDenied, ApprovalTimeout, BudgetExhausted, UnknownTool, BadRequest,
+    ToolDenied, ApprovalTimeout, BudgetExhausted, UnknownTool, BadRequest, AnomalyDetected,
     ToolFailed, ToolTimeout, ContainerStopped, AuditUnavailable, BridgeFull)}
 
 # Polling: sleep from 20 us up, 1.3 times longer each round, to 2 ms.  No

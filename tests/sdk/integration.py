@@ -12,7 +12,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(REPO, "bridge", "sdk"))
-from tollgate_sdk import (PolicyError, ProgramFailed, Sandbox, SandboxUnavailable,  # noqa: E402
+from tollgate_sdk import (CellTimeout, PolicyError, ProgramFailed, Sandbox, SandboxUnavailable,  # noqa: E402
                           repair, tool)
 
 backend, work = sys.argv[1], os.path.abspath(sys.argv[2])
@@ -21,12 +21,16 @@ TG = os.environ.get("TG") or os.path.join(REPO, "build", "tollgate")
 failures = 0
 
 
+failed_names = []
+
+
 def check(name, cond, detail=""):
     global failures
     if cond:
         print("ok - %s: %s" % (backend, name))
     else:
         failures += 1
+        failed_names.append("%s%s" % (name, (": " + str(detail)[-300:]) if detail else ""))
         print("FAIL - %s: %s%s" % (backend, name, (": " + str(detail)[-1500:]) if detail else ""))
     sys.stdout.flush()
 
@@ -205,14 +209,25 @@ try:
     r = sb.run("import sys\nfor _ in range(64):\n    sys.stdout.write('x' * 65536)\nprint('end')\n")
     check("output_max: 4 MiB of stdout is cut to the cap, and says so",
           r.exit_status == 0 and r.stdout.startswith("x" * 65536) and len(r.stdout) < 70000 and
-          "more bytes of stdout were dropped" in r.stdout, (r.exit_status, len(r.stdout), r.stdout[-200:]))
+          "more bytes of stdout were cut" in r.stdout and r.stdout_cut == 64 * 65536 + 4 - 65536,
+          (r.exit_status, len(r.stdout), r.stdout[-200:], r.stdout_cut))
     r = sb.run("import time\nprint('started', flush=True)\ntime.sleep(600)\n", check=False, timeout=5)
     check("timeout: a hung program is killed and reported", r.timed_out and r.exit_status != 0 and
-          "started" in r.stdout and "was killed" in r.stderr, r)
+          "started" in r.stdout and "was killed" in r.stderr and r.timeout_how == "killed", r)
+    try:
+        sb.run("import time\ntime.sleep(600)\n", timeout=3)
+        check("timeout: check=True raises CellTimeout", False)
+    except CellTimeout as e:
+        check("timeout: check=True raises CellTimeout (a ProgramFailed)", isinstance(e, ProgramFailed) and
+              e.how == "killed" and "ran past 3 s" in str(e), e)
     check("timeout: its container is gone", r.container_id not in subprocess.run(
         [TG, "--root", sb.root, "list", "-q"], capture_output=True, text=True).stdout)
 finally:
     sb.close()
+
+# ---- new session, files, refusal, streaming, async, approval and cap tests ------
+import sdk_features  # noqa: E402
+sdk_features.main(backend, work, audit_dir, TG, check)
 
 # ---- PolicyError with tollgate's positioned messages ---------------------------
 try:
@@ -292,4 +307,7 @@ except SandboxUnavailable as e:
     check("SandboxUnavailable without a rootfs names python.sh", "python.sh" in str(e), e)
 check("nothing ran on the host at all", not os.path.exists(marker))
 
+# The failures again at the end, where the runner's tail shows them.
+for n in failed_names:
+    print("# %s failed: %s" % (backend, n.replace("\n", " ")))
 sys.exit(1 if failures else 0)

@@ -192,6 +192,20 @@ Test(flood, over_the_cap_the_set_stays_at_the_cap_and_the_log_counts) {
   cr_assert_eq(count_records("call", "ok"), 10);
   cr_assert_eq(count_records("call", "budget_exhausted"), 1);
   cr_assert_eq(summarised("over_cap"), 289);
+  /* That one full record names the tool and the arguments asked for (the
+   * first over-cap body is read; the later ones are not). */
+  json_t *recs = NULL;
+  cr_assert_eq(audit_read_records(audit_log, &recs, NULL), 0);
+  bool named = false;
+  for (size_t i = 0; i < json_array_len(recs); i++) {
+    const json_t *r = json_array_get(recs, i);
+    const char *o = json_string_value(json_object_get(r, "outcome"));
+    const char *t = json_string_value(json_object_get(r, "tool"));
+    if (o && strcmp(o, "budget_exhausted") == 0)
+      named = t && strcmp(t, "echo") == 0 && json_is(json_object_get(r, "args"), JSON_OBJECT);
+  }
+  json_free(recs);
+  cr_assert(named, "the cap-hit record has no tool or args");
   assert_log_verifies();
 }
 

@@ -104,7 +104,7 @@ Test(gate, echo_exec_deny_and_errors) {
   /* 10 attempts so far of a cap of 12: two more pass, then budget_exhausted */
   cleanup_free char *r11 = call(g, "a11", "{\"v\":1,\"tool\":\"echo\",\"args\":{}}");
   cleanup_free char *r12 = call(g, "a12", "{\"v\":1,\"tool\":\"nope\",\"args\":{}}");
-  cleanup_free char *r13 = call(g, "a13", "{\"v\":1,\"tool\":\"echo\",\"args\":{}}");
+  cleanup_free char *r13 = call(g, "a13", "{\"v\":1,\"tool\":\"echo\",\"args\":{\"msg\":\"over\"}}");
   cr_assert(strstr(r11, "\"ok\":true"), "%s", r11);
   cr_assert(strstr(r13, "\"budget_exhausted\"") && strstr(r13, "max_tool_calls"), "%s", r13);
   cleanup_free char *logpath = xstrdup(gate_audit_path(g));
@@ -121,6 +121,13 @@ Test(gate, echo_exec_deny_and_errors) {
   cr_assert_eq(lines, 15, "open + 13 calls + closed, got %d:\n%s", lines, log);
   cr_assert(strstr(log, "\"event\":\"closed\""));
   cr_assert(strstr(log, "\"call\":\"a5\"") && strstr(log, "\"outcome\":\"tool_timeout\""));
+  /* The cap-hit record names the tool and the arguments asked for. */
+  const char *capped = strstr(log, "\"call\":\"a13\"");
+  cr_assert_not_null(capped, "%s", log);
+  const char *eol = strchr(capped, '\n');
+  cleanup_free char *rec = xstrndup(capped, eol ? (size_t)(eol - capped) : strlen(capped));
+  cr_assert(strstr(rec, "\"tool\":\"echo\"") && strstr(rec, "\"args\":{\"msg\":\"over\"}") &&
+            strstr(rec, "\"outcome\":\"budget_exhausted\""), "%s", rec);
 }
 
 Test(gate, no_policy_denies_everything_and_still_caps) {

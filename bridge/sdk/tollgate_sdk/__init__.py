@@ -15,11 +15,15 @@ only way out is those tools (docs/sdk.md).
 Standard library only, Python 3.11+.  The code inside the container uses
 the in-container client (`from tollgate import NAME`), not this package.
 """
+from .aio import AsyncFiles, AsyncSandbox, AsyncSession
 from .audit import Call
-from .errors import (PolicyError, ProgramFailed, SandboxUnavailable, TollgateSDKError,
-                     ToolDefinitionError)
+from .errors import (AnomalyDetected, ApprovalTimeout, BadRequest, BudgetExhausted, CellTimeout,
+                     FileOperationError, PolicyError, ProgramFailed, SandboxUnavailable, SessionLimit,
+                     TollgateSDKError, ToolDefinitionError, ToolDenied, UnknownTool)
+from .pause import PauseError
 from .repair import RepairOutcome, Usage, repair
-from .sandbox import ApprovalRequest, Result, Sandbox, Session, find_rootfs, find_tollgate
+from .sandbox import ApprovalRequest, Result, Sandbox, find_rootfs, find_tollgate
+from .session import FileInfo, Files, Session, live_sessions, max_sessions, set_max_sessions
 from .schema import hint_schema, signature_schema, to_policy_schema
 from .server import ToolServer
 from .tools import Tool, as_tool, condition, from_langchain, tool
@@ -29,4 +33,7 @@ __all__ = [
     "from_langchain", "condition", "signature_schema", "hint_schema", "to_policy_schema",
     "ToolServer", "repair", "RepairOutcome", "Usage", "find_rootfs", "find_tollgate",
     "TollgateSDKError", "ToolDefinitionError", "SandboxUnavailable", "PolicyError", "ProgramFailed",
+    "CellTimeout", "SessionLimit", "FileOperationError", "ToolDenied", "ApprovalTimeout", "BudgetExhausted",
+    "BadRequest", "UnknownTool", "AnomalyDetected", "Files", "FileInfo", "set_max_sessions", "max_sessions",
+    "live_sessions", "AsyncSandbox", "AsyncSession", "AsyncFiles", "PauseError",
 ]

@@ -37,10 +37,107 @@ class ProgramFailed(TollgateSDKError):
     .stderr_tail (its last lines, ready to feed back to a model) and .result
     (the whole Result: stdout, calls, budget used, audit log)."""
 
-    def __init__(self, result, tail_lines=15):
+    def __init__(self, result, tail_lines=15, what=None):
         self.result = result
         self.exit_status = result.exit_status
         lines = (result.stderr or "").rstrip("\n").split("\n")
         self.stderr_tail = "\n".join(lines[-tail_lines:])
-        super().__init__("the program exited with status %d; the end of its stderr:\n%s"
-                         % (self.exit_status, self.stderr_tail))
+        if what is None:
+            what = "the program exited with status %d" % self.exit_status
+            if getattr(result, "oom_killed", False):
+                what += " (killed for running out of memory: its memory limit is %s)" % result.memory_limit
+        super().__init__("%s; the end of its stderr:\n%s" % (what, self.stderr_tail))
+
+
+class CellTimeout(ProgramFailed):
+    """A program or session cell ran past its timeout.  In a session the
+    cell was interrupted (.interrupted: it got KeyboardInterrupt and
+    stopped) or, when it ignored that, abandoned (.abandoned: it still
+    runs in the session's interpreter and its effects go on); either way
+    the session, its variables and files live on.  A fresh run's container
+    is killed.  .result holds what it printed before."""
+
+    def __init__(self, result, timeout, how):
+        self.timeout = timeout
+        self.how = how
+        self.interrupted = how == "interrupted"
+        self.abandoned = how == "abandoned"
+        what = {
+            "interrupted": "the cell ran past %s s and was interrupted (KeyboardInterrupt); the session "
+                           "and its variables are kept",
+            "abandoned": "the cell ran past %s s and ignored KeyboardInterrupt, so it was abandoned: it "
+                         "keeps running in the session's interpreter (its output is discarded; files it "
+                         "writes and tools it calls still happen); later cells run beside it with the same "
+                         "variables",
+            "killed": "the program ran past %s s and its container was killed",
+            "lost": "the cell ran past %s s and the session's interpreter did not answer, so the "
+                    "session was closed",
+        }[how] % timeout
+        super().__init__(result, what=what)
+
+
+class SessionLimit(TollgateSDKError):
+    """This process already holds as many live sessions as its cap allows."""
+
+
+class FileOperationError(TollgateSDKError):
+    """session.files refused or failed an operation: a path outside the
+    writable area, a link on the way, a missing file, a size over the cap.
+    .path names the file."""
+
+    def __init__(self, message, path=None):
+        self.path = path
+        super().__init__(message)
+
+
+class ToolDenied(TollgateSDKError):
+    """A tool call that tollgate refused (it never ran): the host-side twin
+    of the in-container client's ToolDenied, with the same subclasses, so
+    one `except ToolDenied` catches every refusal.  Call.error() gives one
+    for a refused call of a Result.  .code, .message, .tool, .call_id."""
+
+    code = "denied"
+
+    def __init__(self, message, tool=None, call_id=None, code=None):
+        self.message = message
+        self.tool = tool
+        self.call_id = call_id
+        if code is not None:
+            self.code = code
+        super().__init__(message)
+
+    def __str__(self):
+        return refusal_text(self.code, self.message)
+
+
+class ApprovalTimeout(ToolDenied):
+    code = "approval_timeout"
+
+
+class BudgetExhausted(ToolDenied):
+    code = "budget_exhausted"
+
+
+class BadRequest(ToolDenied):
+    code = "bad_request"
+
+
+class UnknownTool(ToolDenied):
+    code = "unknown_tool"
+
+
+class AnomalyDetected(ToolDenied):
+    code = "anomaly"
+
+
+REFUSALS = {c.code: c for c in (ToolDenied, ApprovalTimeout, BudgetExhausted, BadRequest,
+                                UnknownTool, AnomalyDetected)}
+
+
+def refusal_text(code, message):
+    """'code: message', without saying the code twice when the message
+    already starts with it (the gate's denials read 'denied: why')."""
+    m = message or ""
+    if not code or m.startswith((code + ":", "denied", "approval timed out")):
+        return m
+    return "%s: %s" % (code, m)

@@ -28,24 +28,44 @@ import json
 import os
 import secrets
 import shutil
-import socket
 import subprocess
-import sys
 import tempfile
 import threading
-import time
 import weakref
 
-from . import audit
-from .errors import PolicyError, ProgramFailed, SandboxUnavailable
+from . import audit, oom as oom_watch
+from .approvals import ApprovalRequest, _ApprovalWatcher, control_request  # noqa: F401  (API)
+from .capture import wait_capture
+from .errors import CellTimeout, PolicyError, ProgramFailed, SandboxUnavailable
 from .server import ToolServer
+from .session import CELL_MAX, Session  # noqa: F401  (part of this module's API)
+from .limits import RUNSC_TASKS_PER_PID, _check_mounts, _check_resources, _parse_size, _size_text  # noqa: F401
 from .tools import as_tool
+from .warm import WarmPool
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_TREE = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
 DEFAULT_AUDIT_DIR = "/var/log/tollgate/audit"
-CELL_MAX = 100 * 1024  # a session cell travels as an exec argument (MAX_ARG_STRLEN is 128 KiB)
-_SESSION_INIT = ["python3", "-c", "import time\nwhile True:\n    time.sleep(3600)\n"]
+KERNEL_SOURCE = os.path.join(HERE, "kernel.py")
+# Every Python process in the container line-buffers stdout and stderr
+# (PYTHONPATH puts this first).  Not PYTHONUNBUFFERED: its unbuffered
+# stdout loses the rest of a short write, and gVisor takes at most 64 KiB
+# per pipe write, so 5 MiB printed arrived as 320 KiB; a BufferedWriter
+# writes until every byte is out.
+SITECUSTOMIZE = """import io, sys
+for _n in ("stdout", "stderr"):
+    _s = getattr(sys, _n)
+    try:
+        if isinstance(getattr(_s, "buffer", None), io.RawIOBase):
+            # -u or PYTHONUNBUFFERED: put a buffered writer back under it
+            setattr(sys, _n, io.TextIOWrapper(io.BufferedWriter(_s.buffer), encoding=_s.encoding,
+                                             errors=_s.errors, line_buffering=True))
+        else:
+            _s.reconfigure(line_buffering=True)
+    except Exception:
+        pass
+del _n, _s
+"""
 
 
 @dataclasses.dataclass
@@ -59,6 +79,12 @@ class Result:
     audit_log: str              # the run's audit log (tollgate audit verify PATH)
     container_id: str = ""
     timed_out: bool = False
+    stdout_cut: int = 0         # bytes of stdout past output_max, read and dropped
+    stderr_cut: int = 0
+    timeout_how: str = ""       # when timed_out: "killed", "interrupted" or "abandoned"
+    oom_killed: bool = False    # the kernel's OOM killer ended it
+    memory_limit: str = ""
+    warnings: list = dataclasses.field(default_factory=list)  # tollgate's own notices (not the program's stderr)
 
     @property
     def ok(self):
@@ -68,18 +94,6 @@ class Result:
         d = dataclasses.asdict(self)
         d["calls"] = [c.as_dict() for c in self.calls]
         return d
-
-
-@dataclasses.dataclass
-class ApprovalRequest:
-    """A call parked for approval, as the approval callback sees it."""
-    call_id: str
-    tool: str
-    args: dict
-    reason: str                 # the rule's reason ("refunds over 50 need a human")
-    container: str
-    waiting_ms: int = 0
-    timeout_ms: int = 0
 
 
 def find_tollgate(explicit=None):
@@ -101,94 +115,6 @@ def find_rootfs(explicit=None):
         if c:
             return os.path.abspath(c)
     return None
-
-
-def control_request(path, req, timeout=5.0):
-    """One request to a container's control socket (docs/policy.md, The
-    control socket): one JSON line out, one back."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(timeout)
-        s.connect(path)
-        s.sendall((json.dumps(req) + "\n").encode())
-        buf = b""
-        while b"\n" not in buf:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            buf += chunk
-            if len(buf) > (4 << 20):
-                raise OSError("control socket reply too large")
-    return json.loads(buf.split(b"\n", 1)[0] or b"{}")
-
-
-def _decision(answer):
-    """The approval callback's answer -> (approve?, reason)."""
-    reason = ""
-    if isinstance(answer, tuple) and len(answer) == 2:
-        answer, reason = answer
-    if isinstance(answer, str):
-        approve = answer.strip().lower() in ("allow", "approve", "approved", "yes", "y")
-    else:
-        approve = answer is True
-    return approve, str(reason or "")
-
-
-class _ApprovalWatcher(threading.Thread):
-    """Decides the parked calls of one container with the Sandbox's
-    approval callback, over its control socket; or, with approval="cli",
-    prints the command a person types.  The gate's timeout denies whatever
-    nobody decides."""
-
-    def __init__(self, sandbox, container_id):
-        super().__init__(name="tollgate-sdk-approval", daemon=True)
-        self.sb = sandbox
-        self.cid = container_id
-        self.sock = os.path.join(sandbox.root, container_id, "control.sock")
-        self.stopping = threading.Event()
-        self.seen = set()
-        self.decisions = []
-
-    def stop(self):
-        self.stopping.set()
-        if self.is_alive():
-            self.join(timeout=10)
-
-    def run(self):
-        while not self.stopping.wait(0.05):
-            try:
-                reply = control_request(self.sock, {"verb": "pending"}, timeout=2)
-            except (OSError, ValueError):
-                continue
-            for p in reply.get("pending") or []:
-                call = p.get("call")
-                if not isinstance(call, str) or call in self.seen or p.get("decider") == "hook":
-                    continue
-                self.seen.add(call)
-                self.decide(p)
-
-    def decide(self, p):
-        req = ApprovalRequest(call_id=p["call"], tool=p.get("tool") or "", args=p.get("args") or {},
-                              reason=p.get("reason") or "", container=self.cid,
-                              waiting_ms=p.get("waiting_ms") or 0, timeout_ms=p.get("timeout_ms") or 0)
-        cb = self.sb.approval
-        if cb == "cli":
-            tg = self.sb.tollgate
-            print("tollgate_sdk: %s %s waits for a person (%s). Approve or deny it with\n"
-                  "    %s --root %s approve %s %s\n    %s --root %s deny %s %s --reason TEXT"
-                  % (req.tool, json.dumps(req.args), req.reason, tg, self.sb.root, self.cid, req.call_id,
-                     tg, self.sb.root, self.cid, req.call_id), file=sys.stderr, flush=True)
-            return
-        try:
-            approve, why = _decision(cb(req))
-        except Exception as e:  # a broken callback denies; it never approves
-            approve, why = False, "the approval callback raised %s: %s" % (type(e).__name__, e)
-        verb = "approve" if approve else "deny"
-        reason = why or ("approved" if approve else "denied") + " by the SDK's approval callback"
-        self.decisions.append((req.call_id, req.tool, verb, reason))
-        try:
-            control_request(self.sock, {"verb": verb, "call": req.call_id, "reason": reason[:500]})
-        except (OSError, ValueError):
-            pass  # the call ended meanwhile (timeout, container stopped)
 
 
 class Sandbox:
@@ -214,14 +140,27 @@ class Sandbox:
                 audit_dir= override it
     tollgate    the tollgate binary (default: $TOLLGATE, build/tollgate, PATH)
     timeout     seconds a program may run before it is killed (default 300)
-    output_max  bytes of stdout and of stderr kept per program (default 8 MiB;
-                the rest is dropped, and the Result says how much)
+    output_max  bytes of stdout and of stderr kept per program or cell
+                (default 8 MiB; the rest is read and dropped, and the Result
+                says so: a note at the end of the text, .stdout_cut and
+                .stderr_cut in bytes)
+    mounts      {"/data": "/host/dir"}: host directories (or files) bound
+                read-only (nosuid, nodev, noexec) into every container
+    on_stdout, on_stderr   callables given the text as it arrives
+    memory, cpus, pids, tmp   lower limits than the profile's ("1g", 2,
+                512, "256m"); above the host config's profile they are
+                refused
+    warm        containers kept created and started (0 to 16): a run takes
+                one (never reused) and another is made in the background
+    pause_dir   where session.pause() keeps its images (default: the
+                Sandbox's state directory, gone at close())
     """
 
     def __init__(self, tools=(), policy=None, budgets=None, runtime="runsc", image=None,
                  approval=None, approval_timeout=None, host_config=None, runtime_path=None,
                  audit_dir=None, root=None, tollgate=None, timeout=300, env=None,
-                 output_max=8 << 20):
+                 output_max=8 << 20, mounts=None, on_stdout=None, on_stderr=None,
+                 memory=None, cpus=None, pids=None, tmp=None, warm=0, pause_dir=None):
         self.tools = [as_tool(t) for t in tools]
         names = [t.name for t in self.tools]
         dup = {n for n in names if names.count(n) > 1}
@@ -246,6 +185,17 @@ class Sandbox:
         self.timeout = timeout
         self.output_max = output_max
         self.env = list(env or [])
+        self.mounts = _check_mounts(mounts)
+        self.resources = _check_resources(memory, cpus, pids, tmp)
+        if isinstance(warm, bool) or not isinstance(warm, int) or not 0 <= warm <= 16:
+            raise ValueError("warm=%r: the number of containers kept started, 0 to 16" % (warm,))
+        self.warm = warm
+        self._pool = None
+        self.pause_dir = os.path.abspath(pause_dir) if pause_dir else None
+        for name, cb in (("on_stdout", on_stdout), ("on_stderr", on_stderr)):
+            if cb is not None and not callable(cb):
+                raise ValueError("%s must be a callable taking the text as it arrives" % name)
+        self.on_stdout, self.on_stderr = on_stdout, on_stderr
         self._server = None
         self._state = None
         self._spec = None
@@ -330,11 +280,18 @@ class Sandbox:
                 self.policy = self._policy_document()
                 self.policy_path = os.path.join(state, "policy.json")
                 self._write_checked_policy(self.policy_path, self.policy)
+                # The profile's limits are the ceilings for memory= & co.
+                self._load_spec(state)
+                self._check_resources()
                 self._state = state
+                if self.warm:
+                    self._pool = WarmPool(self, self.warm)
+                    self._pool.fill()
                 # A program that forgets close() (or dies of an exception)
                 # still leaves no container, sidecar or socket behind.
                 atexit.register(_close_at_exit, weakref.ref(self))
             except BaseException:
+                self._spec = None
                 if self._server:
                     self._server.close()
                     self._server = None
@@ -346,6 +303,9 @@ class Sandbox:
         policies, sockets).  Audit logs stay in audit_dir."""
         for s in list(self._sessions):
             s.close()
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
         with self._lock:
             if self._server:
                 self._server.close()
@@ -463,12 +423,16 @@ class Sandbox:
 
     def _cache_spec(self):
         if self._spec is None:
-            spec_dir = os.path.join(self._state, "spec")
-            os.makedirs(spec_dir, exist_ok=True)
-            subprocess.run(self._tg("spec", "--bundle", spec_dir, "--rootfs", self.image, "--force"),
-                           check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            with open(os.path.join(spec_dir, "config.json"), encoding="utf-8") as f:
-                self._spec = json.load(f)
+            self._load_spec()
+            self._check_resources()
+
+    def _load_spec(self, state=None):
+        spec_dir = os.path.join(state or self._state, "spec")
+        os.makedirs(spec_dir, exist_ok=True)
+        subprocess.run(self._tg("spec", "--bundle", spec_dir, "--rootfs", self.image, "--force"),
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        with open(os.path.join(spec_dir, "config.json"), encoding="utf-8") as f:
+            self._spec = json.load(f)
 
     def _bundle_from_spec(self, cid, args, files):
         bundle = os.path.join(self._state, "bundles", cid)
@@ -476,8 +440,15 @@ class Sandbox:
         os.makedirs(app)
         for d in (os.path.dirname(bundle), bundle, app):
             os.chmod(d, 0o755)
-        for name, text in (files or {}).items():
+        with open(KERNEL_SOURCE, encoding="utf-8") as f:
+            kernel = f.read()
+        files = dict(files or {}, **{".tollgate/kernel.py": kernel,
+                                     ".tollgate/site/sitecustomize.py": SITECUSTOMIZE})
+        for name, text in files.items():
             fp = os.path.join(app, name)
+            for d in _parents(app, name):
+                os.makedirs(d, exist_ok=True)
+                os.chmod(d, 0o755)
             with open(fp, "w", encoding="utf-8") as f:
                 f.write(text)
             os.chmod(fp, 0o644)
@@ -486,14 +457,71 @@ class Sandbox:
         proc["terminal"] = False
         proc["cwd"] = "/"
         proc["args"] = list(args)
-        env = [e for e in proc.get("env", []) if not e.startswith(("PYTHONPATH=", "PYTHONDONTWRITEBYTECODE="))]
-        proc["env"] = env + ["PYTHONPATH=/run/tollgate", "PYTHONDONTWRITEBYTECODE=1",
-                             "PYTHONUNBUFFERED=1"] + self.env
-        config.setdefault("mounts", []).append(
-            {"destination": "/app", "type": "bind", "source": app,
-             "options": ["rbind", "ro", "nosuid", "nodev"]})
+        env = [e for e in proc.get("env", []) if not e.startswith(
+            ("PYTHONPATH=", "PYTHONDONTWRITEBYTECODE=", "PYTHONUNBUFFERED="))]
+        proc["env"] = env + ["PYTHONPATH=/app/.tollgate/site:/run/tollgate", "PYTHONDONTWRITEBYTECODE=1"] + self.env
+        mounts = config.setdefault("mounts", [])
+        mounts.append({"destination": "/app", "type": "bind", "source": app,
+                       "options": ["rbind", "ro", "nosuid", "nodev"]})
+        for dest, src in self.mounts:
+            mounts.append({"destination": dest, "type": "bind", "source": src,
+                           "options": ["rbind", "ro", "nosuid", "nodev", "noexec"]})
+        self._apply_resources(config)
         _write_json(os.path.join(bundle, "config.json"), config, 0o644)
         return bundle
+
+    def _ceilings(self):
+        """The profile's limits, as `tollgate spec` gave them for this
+        host config and backend: what a Sandbox may ask for at most."""
+        res = (self._spec.get("linux") or {}).get("resources") or {}
+        mem = (res.get("memory") or {}).get("limit") or 0
+        cpu = res.get("cpu") or {}
+        cpus = (cpu.get("quota") or 0) / (cpu.get("period") or 100000) if cpu.get("quota") else 0
+        pids = (res.get("pids") or {}).get("limit") or 0
+        if self.runtime == "runsc":
+            pids //= RUNSC_TASKS_PER_PID  # the profile's pids, as oci/limits.c scales them for runsc
+        tmp = 0
+        for m in self._spec.get("mounts") or []:
+            if m.get("destination") == "/tmp":
+                for o in m.get("options") or []:
+                    if o.startswith("size="):
+                        tmp = _parse_size(o[5:], "tmp")
+        return {"memory": mem, "cpus": cpus, "pids": pids, "tmp": tmp}
+
+    def _check_resources(self):
+        ceil = self._ceilings()
+        for key, want in self.resources.items():
+            top = ceil.get(key) or 0
+            if top and want > top:
+                show = _size_text if key in ("memory", "tmp") else str
+                raise ValueError("Sandbox(%s=%s) is above the ceiling of %s that the host config's profile "
+                                 "sets; ask for at most %s, or use a host config whose profile allows more "
+                                 "(e.g. \"profile\": \"relaxed\")" % (key, show(want), show(top), show(top)))
+
+    def _apply_resources(self, config):
+        r = self.resources
+        res = config.setdefault("linux", {}).setdefault("resources", {})
+        if "memory" in r:
+            res.setdefault("memory", {}).update({"limit": r["memory"], "swap": r["memory"]})
+        if "cpus" in r:
+            period = (res.get("cpu") or {}).get("period") or 100000
+            res.setdefault("cpu", {}).update({"period": period, "quota": max(1000, int(r["cpus"] * period))})
+        if "pids" in r:
+            n = r["pids"]
+            res.setdefault("pids", {})["limit"] = n * RUNSC_TASKS_PER_PID if self.runtime == "runsc" else n
+            if self.runtime == "runsc":  # gVisor's own process count is RLIMIT_NPROC (pids / 2)
+                for rl in (config.get("process") or {}).get("rlimits") or []:
+                    if rl.get("type") == "RLIMIT_NPROC":
+                        rl["soft"] = rl["hard"] = min(rl.get("hard") or n, max(1, n // 2))
+        if "tmp" in r:
+            for m in config.get("mounts") or []:
+                if m.get("destination") == "/tmp":
+                    m["options"] = [o for o in m.get("options") or [] if not o.startswith("size=")] + \
+                        ["size=%dk" % ((r["tmp"] + 1023) >> 10)]
+
+    def memory_text(self):
+        limit = self.resources.get("memory") or self._ceilings().get("memory") or 0
+        return _size_text(limit) if limit else "the profile's"
 
     def _result(self, cid, out, err, status, timed_out, policy, first=0, calls_so_far=None):
         log = os.path.join(self.audit_dir, cid + ".jsonl")
@@ -503,29 +531,41 @@ class Sandbox:
                       budget_used=audit.budget_used(all_calls, policy), audit_log=log,
                       container_id=cid, timed_out=timed_out)
 
-    def run(self, code, *, check=True, timeout=None, shell=False, policy_path=None, _policy=None):
+    def run(self, code, *, check=True, timeout=None, shell=False, policy_path=None, _policy=None,
+            on_stdout=None, on_stderr=None):
         """Run code (Python, or with shell=True a sh command: the image then
         needs /bin/sh, bundles/rootfs/python.sh --shell) in a fresh hardened
         container.  Returns a Result; with check=True (the default) a
-        non-zero exit raises ProgramFailed, which carries the Result."""
+        non-zero exit raises ProgramFailed, which carries the Result, and a
+        program past its timeout raises CellTimeout (a ProgramFailed).
+        on_stdout/on_stderr(text) see the output as it arrives."""
         self.start()
+        pool = self._pool
+        if pool is not None and policy_path is None and _policy is None:
+            w = pool.take()
+            if w is not None:
+                return pool.run(w, code, shell, timeout or self.timeout, check,
+                                on_stdout or self.on_stdout, on_stderr or self.on_stderr)
         cid = self._new_id()
         if shell:
             args, files = ["sh", "-c", code], {}
         else:
             args, files = ["python3", "/app/main.py"], {"main.py": code}
         bundle = self._bundle(cid, args, files)
-        watcher = _ApprovalWatcher(self, cid) if self.approval is not None else None
+        watcher = self._approval_watcher(cid) if self.approval is not None else None
         if watcher:
             watcher.start()
         self.active.add(cid)
+        timeout = timeout or self.timeout
+        memwatch = oom_watch.Watch(cid, self.runtime)
         proc = subprocess.Popen(self._tg("run", "--bundle", bundle, "--policy",
                                          policy_path or self.policy_path, cid),
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
-            out, err, timed_out = _wait_capture(
-                proc, self.output_max, timeout or self.timeout,
-                lambda: subprocess.run(self._tg("kill", cid, "KILL"), capture_output=True))
+            cap, timed_out = wait_capture(
+                proc, self.output_max, timeout,
+                lambda: subprocess.run(self._tg("kill", cid, "KILL"), capture_output=True),
+                on_stdout or self.on_stdout, on_stderr or self.on_stderr, abort=memwatch.killed)
         finally:
             self.active.discard(cid)
             if watcher:
@@ -533,14 +573,27 @@ class Sandbox:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+            oom = memwatch.killed()
+            memwatch.close()
             subprocess.run(self._tg("delete", "--force", cid), capture_output=True)
             shutil.rmtree(bundle, ignore_errors=True)
+        out, err = cap.text(cap.out), cap.text(cap.err)
         status = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode
         if timed_out:
-            err += "\ntollgate_sdk: the program ran past %s s and was killed\n" % (timeout or self.timeout)
+            err += "\ntollgate_sdk: the program ran past %s s and was killed\n" % timeout
         result = self._result(cid, out, err, status, timed_out, _policy or self.policy)
+        result.stdout_cut, result.stderr_cut = cap.out.cut, cap.err.cut
+        result.warnings = list(cap.err.diverted)
+        if timed_out:
+            result.timeout_how = "killed"
+        if oom and not timed_out and status != 0:
+            result.oom_killed, result.memory_limit = True, self.memory_text()
+            result.stderr += ("\ntollgate_sdk: the program ran out of memory and was killed "
+                              "(memory limit %s; Sandbox(memory=...) raises it)\n" % result.memory_limit)
         if status != 0 and not result.calls and "(gVisor) not found" in err:
             raise SandboxUnavailable(err.strip().splitlines()[-1])
+        if check and timed_out:
+            raise CellTimeout(result, timeout, "killed")
         if check and status != 0:
             raise ProgramFailed(result)
         return result
@@ -549,171 +602,36 @@ class Sandbox:
         return self.run(command, shell=True, **kw)
 
     def session(self):
-        """One container for several cells: `with sb.session() as s:
-        s.run(cell1); s.run(cell2)`.  Cells share the container's /tmp and
-        one set of budgets."""
+        """One container for several cells, with one Python interpreter:
+        `with sb.session() as s: s.run("x = 41"); s.run("print(x + 1)")`.
+        Cells share variables, imports, /tmp and one set of budgets;
+        s.files reads and writes its /tmp."""
         return Session(self)
 
+    def resume(self, pause_id):
+        """A session paused by session.pause(), restored (runsc): its
+        processes and memory as they were; the bridge, the policy (this
+        Sandbox's) and the budgets taken afresh; the audit log continued."""
+        from .pause import resume
+        return resume(self, pause_id)
 
-class Session:
-    """A container kept for several cells (see Sandbox.session).  Each
-    cell is a new process in it (`tollgate exec`), so cells share files
-    (/tmp) and the gate's budgets, not Python variables."""
+    def wait_warm(self, timeout=120):
+        """With warm=N: start, and wait until N containers are started and
+        waiting (and retired ones deleted).  True when they are."""
+        self.start()
+        return self._pool.wait_ready(timeout) if self._pool is not None else False
 
-    def __init__(self, sandbox):
-        self.sb = sandbox
-        self.cid = None
-        self._watcher = None
-        self.cells = 0
-
-    def open(self):
-        sb = self.sb
-        sb.start()
-        self.cid = sb._new_id()
-        bundle = sb._bundle(self.cid, _SESSION_INIT)
-        self._bundle_dir = bundle
-        # Not pipes: the sidecar that create leaves running, and the
-        # container's init, keep create's stdio open for the session's
-        # life, so a pipe would never see its end.
-        out_path = os.path.join(bundle, "create.out")
-        with open(out_path, "w+b") as out:
-            p = subprocess.run(sb._tg("create", "--bundle", bundle, "--policy", sb.policy_path, self.cid),
-                               stdout=out, stderr=out, stdin=subprocess.DEVNULL)
-            out.seek(0)
-            msg = out.read(65536).decode("utf-8", "replace").strip()
-        if p.returncode != 0:
-            shutil.rmtree(bundle, ignore_errors=True)
-            msg = msg or "tollgate create failed"
-            if "(gVisor) not found" in msg:
-                raise SandboxUnavailable(msg)
-            raise RuntimeError("tollgate create %s: %s" % (self.cid, msg))
-        sb._sessions.add(self)
-        sb.active.add(self.cid)
-        p = subprocess.run(sb._tg("start", self.cid), stdin=subprocess.DEVNULL,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120)
-        if p.returncode != 0:
-            self.close()
-            raise RuntimeError("tollgate start: %s" % p.stderr.decode("utf-8", "replace").strip())
-        if sb.approval is not None:
-            self._watcher = _ApprovalWatcher(sb, self.cid)
-            self._watcher.start()
-        return self
-
-    def __enter__(self):
-        return self.open()
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def close(self):
-        if self.cid is None:
-            return
-        if self._watcher:
-            self._watcher.stop()
-            self._watcher = None
-        self._delete()
-        self.sb._sessions.discard(self)
-        self.sb.active.discard(self.cid)
-        self.cid = None
-
-    def _delete(self):
-        sb = self.sb
-        subprocess.run(sb._tg("kill", self.cid, "KILL"), capture_output=True)
-        p = subprocess.run(sb._tg("delete", "--force", self.cid), capture_output=True)
-        if p.returncode == 0:
-            shutil.rmtree(self._bundle_dir, ignore_errors=True)
-
-    def run(self, code, *, check=True, timeout=None, shell=False):
-        """Run one cell (Python, or a sh command with shell=True) as a new
-        process in the session's container.  Result.calls are this cell's;
-        Result.budget_used is the session's so far."""
-        if self.cid is None:
-            raise RuntimeError("the session is closed")
-        if len(code.encode()) > CELL_MAX:
-            raise ValueError("a session cell is at most %d bytes (it travels as an exec argument); "
-                             "write larger programs to a file in an earlier cell or use Sandbox.run"
-                             % CELL_MAX)
-        sb = self.sb
-        log = os.path.join(sb.audit_dir, self.cid + ".jsonl")
-        first = len(audit.calls_of_last_run(audit.read_records(log)))
-        argv = ["sh", "-c", code] if shell else ["python3", "-c", code]
-        cid = self.cid
-        self.cells += 1
-        proc = subprocess.Popen(sb._tg("exec", self.cid, *argv), stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        # A cell that hangs takes its session with it: the container is
-        # the unit tollgate can kill.
-        out, err, timed_out = _wait_capture(proc, sb.output_max, timeout or sb.timeout, self.close)
-        status = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode
-        result = sb._result(cid, out, err, status, timed_out, sb.policy, first=first)
-        if check and status != 0:
-            raise ProgramFailed(result)
-        return result
-
-    def run_shell(self, command, **kw):
-        return self.run(command, shell=True, **kw)
+    def _approval_watcher(self, cid):
+        return _ApprovalWatcher(self, cid)
 
 
-# ---- helpers -------------------------------------------------------------------
-
-class _Capture:
-    """Read a child's stdout and stderr on threads, keeping at most cap
-    bytes of each: the program is hostile, and what it prints must not be
-    able to fill the host's memory.  The rest is read and dropped (so the
-    program never blocks on a full pipe) and counted."""
-
-    def __init__(self, proc, cap):
-        self.cap = cap
-        self.data = {}
-        self.dropped = {}
-        self.threads = [threading.Thread(target=self._drain, args=(name, f), daemon=True)
-                        for name, f in (("out", proc.stdout), ("err", proc.stderr))]
-        for t in self.threads:
-            t.start()
-
-    def _drain(self, name, f):
-        buf, dropped = bytearray(), 0
-        while True:
-            chunk = f.read1(65536) if hasattr(f, "read1") else f.read(65536)
-            if not chunk:
-                break
-            room = self.cap - len(buf)
-            if room > 0:
-                buf += chunk[:room]
-            dropped += max(0, len(chunk) - max(room, 0))
-        f.close()
-        self.data[name], self.dropped[name] = bytes(buf), dropped
-
-    def wait(self, timeout=None):
-        for t in self.threads:
-            t.join(timeout)
-
-    def text(self, name):
-        t = self.data.get(name, b"").decode("utf-8", "replace")
-        if self.dropped.get(name):
-            t += "\n[tollgate_sdk: %d more bytes of std%s were dropped (output_max %d)]\n" % (
-                self.dropped[name], name, self.cap)
-        return t
-
-
-def _wait_capture(proc, cap, timeout, on_timeout):
-    """Wait for proc, capturing its output (see _Capture); on timeout call
-    on_timeout() (which must make proc end) and wait again.  Returns
-    (stdout, stderr, timed out?)."""
-    cap_ = _Capture(proc, cap)
-    timed_out = False
-    try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        on_timeout()
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    cap_.wait(timeout=30)
-    return cap_.text("out"), cap_.text("err"), timed_out
+def _parents(top, name):
+    """The directories between top and top/name, outermost first."""
+    out, d = [], os.path.dirname(name)
+    while d:
+        out.insert(0, os.path.join(top, d))
+        d = os.path.dirname(d)
+    return out
 
 
 def _close_at_exit(ref):

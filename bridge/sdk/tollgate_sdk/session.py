@@ -1,0 +1,373 @@
+"""Session: one container kept for several cells, with one persistent
+Python interpreter in it (kernel.py), so variables, imports and files
+persist between cells; session.files moves bytes in and out of its /tmp.
+
+Every cell is `tollgate exec CID python3 kernel.py cell TOKEN` with the
+code on stdin; that process hands its stdout and stderr to the session's
+interpreter, which runs the cell into them.  The interpreter enforces the
+cell's timeout (KeyboardInterrupt, then abandoning the cell); the host
+only steps in when the interpreter itself does not answer.
+"""
+import dataclasses
+import json
+import os
+import posixpath
+import secrets
+import shutil
+import subprocess
+import threading
+
+from . import audit, oom as oom_watch
+from .capture import wait_capture
+from .errors import CellTimeout, FileOperationError, ProgramFailed, SandboxUnavailable, SessionLimit
+
+CELL_MAX = 8 << 20   # bytes of code per cell (kernel.CELL_MAX)
+FILE_MAX = 64 << 20  # bytes per files.write / files.read (kernel.FILE_MAX)
+AREA = "/tmp"        # the writable area session.files may touch
+KERNEL = "/app/.tollgate/kernel.py"
+GRACE = 2.0          # kernel.GRACE
+DEFAULT_MAX_SESSIONS = 16
+
+_live_lock = threading.Lock()
+_live = set()
+_max_sessions = None
+
+
+def max_sessions():
+    """The cap on live sessions in this process: set_max_sessions(), else
+    $TOLLGATE_SDK_MAX_SESSIONS, else 16."""
+    if _max_sessions is not None:
+        return _max_sessions
+    try:
+        return max(1, int(os.environ.get("TOLLGATE_SDK_MAX_SESSIONS", DEFAULT_MAX_SESSIONS)))
+    except ValueError:
+        return DEFAULT_MAX_SESSIONS
+
+
+def set_max_sessions(n):
+    """Set this process's cap on live sessions (None: back to the default)."""
+    global _max_sessions
+    if n is not None and (not isinstance(n, int) or isinstance(n, bool) or n < 1):
+        raise ValueError("the session cap must be a positive integer, not %r" % (n,))
+    _max_sessions = n
+
+
+def live_sessions():
+    with _live_lock:
+        return len(_live)
+
+
+def check_area_path(path, what="path"):
+    """A normalised absolute path under /tmp, or FileOperationError."""
+    if not isinstance(path, str) or not path:
+        raise FileOperationError("%s must be a string such as '/tmp/data.csv'" % what, path)
+    if "\0" in path or posixpath.normpath(path) != path or not path.startswith("/"):
+        raise FileOperationError("%s %r must be a normalised absolute path under %s (no '.', '..', "
+                                 "'//' or trailing '/')" % (what, path, AREA), path)
+    if path != AREA and not path.startswith(AREA + "/"):
+        raise FileOperationError("%s %r is outside the session's writable area %s: session.files reads "
+                                 "and writes only there" % (what, path, AREA), path)
+    return path
+
+
+@dataclasses.dataclass
+class FileInfo:
+    name: str
+    path: str
+    type: str   # "file", "dir", "link" or "other"
+    size: int
+
+
+class Files:
+    """session.files: write(path, data), read(path) -> bytes, list(dir).
+    Paths are confined to /tmp (the session's writable area); the work is
+    done inside the container, by a process that never follows a link."""
+
+    def __init__(self, session):
+        self.s = session
+
+    def _op(self, op, path, data=None, cap=FILE_MAX):
+        s = self.s
+        s._need_open()
+        p = subprocess.Popen(s.sb._tg("exec", s.cid, "python3", KERNEL, "files", op, path),
+                             stdin=subprocess.PIPE if data is not None else subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        if data is not None:
+            feeder = threading.Thread(target=_feed, args=(p.stdin, data), daemon=True)
+            feeder.start()
+        cap_, timed_out = wait_capture(p, cap + 1, 120, p.kill)
+        out = bytes(cap_.out.buf)
+        err = cap_.text(cap_.err).strip()
+        if timed_out:
+            raise FileOperationError("files.%s %s took more than 120 s" % (op, path), path)
+        if p.returncode != 0:
+            raise FileOperationError("files.%s: %s" % (op, err or "exit status %d" % p.returncode), path)
+        if len(out) > cap:
+            raise FileOperationError("files.%s %s: more than %d bytes" % (op, path, cap), path)
+        return out
+
+    def write(self, path, data):
+        """Write bytes (or str, as UTF-8) to path under /tmp, making its
+        parent directories; at most 64 MiB.  Returns the size written."""
+        check_area_path(path)
+        if path == AREA:
+            raise FileOperationError("%s is a directory; name a file under it" % AREA, path)
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError("files.write takes bytes or str, not %s" % type(data).__name__)
+        data = bytes(data)
+        if len(data) > FILE_MAX:
+            raise FileOperationError("files.write %s: %d bytes is more than the %d a write may carry"
+                                     % (path, len(data), FILE_MAX), path)
+        return int(self._op("write", path, data).decode() or 0)
+
+    def read(self, path):
+        """The bytes of the regular file path under /tmp (at most 64 MiB)."""
+        check_area_path(path)
+        return self._op("read", path)
+
+    def list(self, dir=AREA):
+        """The entries of dir under /tmp: FileInfo(name, path, type, size)."""
+        check_area_path(dir, "dir")
+        raw = self._op("list", dir, cap=16 << 20)
+        try:
+            return [FileInfo(str(e["name"]), str(e["path"]), str(e["type"]), int(e["size"]))
+                    for e in json.loads(raw.decode("utf-8"))]
+        except (ValueError, KeyError, TypeError) as e:
+            raise FileOperationError("files.list %s: an unreadable answer (%s)" % (dir, e), dir) from None
+
+
+def _feed(f, data):
+    try:
+        f.write(data)
+    except (OSError, ValueError):
+        pass
+    finally:
+        try:
+            f.close()
+        except OSError:
+            pass
+
+
+class Session:
+    """A container kept for several cells (see Sandbox.session), with one
+    Python interpreter in it: variables, imports and /tmp persist between
+    cells, and so do the gate's budgets.  run_shell cells are sh processes
+    beside it."""
+
+    # What a session keeps between cells, in words (tollgate mcp quotes it).
+    KEEPS = ("Python variables, imports and functions, files in /tmp and the budgets carry over from "
+             "call to call (one Python interpreter per session); run_shell calls share /tmp, not variables")
+
+    def __init__(self, sandbox):
+        self.sb = sandbox
+        self.cid = None
+        self._watcher = None
+        self._token = None
+        self._lock = threading.Lock()
+        self.cells = 0
+        self.files = Files(self)
+
+    def open(self):
+        self._reserve()
+        try:
+            self._open()
+        except BaseException:
+            self._unreserve()
+            raise
+        return self
+
+    def _reserve(self):
+        with _live_lock:
+            cap = max_sessions()
+            if len(_live) >= cap:
+                raise SessionLimit("%d sessions are open in this process, its cap (set_max_sessions(N) or "
+                                   "TOLLGATE_SDK_MAX_SESSIONS raise it): close one (session.close(), or "
+                                   "leave its with block) first" % len(_live))
+            _live.add(self)
+
+    def _unreserve(self):
+        with _live_lock:
+            _live.discard(self)
+
+    def _adopt(self, cid, token, bundle):
+        """Take over a running container whose init is kernel.py serve
+        TOKEN (a restored session)."""
+        sb = self.sb
+        self.cid, self._token, self._bundle_dir = cid, token, bundle
+        sb._sessions.add(self)
+        sb.active.add(cid)
+        if sb.approval is not None:
+            self._watcher = sb._approval_watcher(cid)
+            self._watcher.start()
+
+    def pause(self):
+        """Checkpoint the session (runsc: processes and memory, so its
+        variables) and remove its container; returns the id that
+        sandbox.resume(id) takes.  The session object is closed after."""
+        from .pause import pause
+        return pause(self)
+
+    def _open(self):
+        sb = self.sb
+        sb.start()
+        self.cid = sb._new_id()
+        self._token = secrets.token_hex(16)
+        bundle = sb._bundle(self.cid, ["python3", KERNEL, "serve", self._token])
+        self._bundle_dir = bundle
+        # Not pipes: the sidecar that create leaves running, and the
+        # container's init, keep create's stdio open for the session's
+        # life, so a pipe would never see its end.
+        out_path = os.path.join(bundle, "create.out")
+        with open(out_path, "w+b") as out:
+            p = subprocess.run(sb._tg("create", "--bundle", bundle, "--policy", sb.policy_path, self.cid),
+                               stdout=out, stderr=out, stdin=subprocess.DEVNULL)
+            out.seek(0)
+            msg = out.read(65536).decode("utf-8", "replace").strip()
+        if p.returncode != 0:
+            shutil.rmtree(bundle, ignore_errors=True)
+            self.cid = None
+            msg = msg or "tollgate create failed"
+            if "(gVisor) not found" in msg:
+                raise SandboxUnavailable(msg)
+            raise RuntimeError("tollgate create: %s" % msg)
+        sb._sessions.add(self)
+        sb.active.add(self.cid)
+        p = subprocess.run(sb._tg("start", self.cid), stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120)
+        if p.returncode != 0:
+            self.close()
+            raise RuntimeError("tollgate start: %s" % p.stderr.decode("utf-8", "replace").strip())
+        if sb.approval is not None:
+            self._watcher = sb._approval_watcher(self.cid)
+            self._watcher.start()
+
+    def __enter__(self):
+        return self.open()
+
+    def __exit__(self, *exc):
+        self.close()
+
+    @property
+    def closed(self):
+        return self.cid is None
+
+    def close(self):
+        self._release()
+
+    def _release(self, keep_bundle=False):
+        if self.cid is None:
+            self._unreserve()
+            return
+        if self._watcher:
+            self._watcher.stop()
+            self._watcher = None
+        self._delete(keep_bundle)
+        self.sb._sessions.discard(self)
+        self.sb.active.discard(self.cid)
+        self.cid = None
+        self._unreserve()
+
+    def _delete(self, keep_bundle=False):
+        sb = self.sb
+        subprocess.run(sb._tg("kill", self.cid, "KILL"), capture_output=True)
+        p = subprocess.run(sb._tg("delete", "--force", self.cid), capture_output=True)
+        if p.returncode == 0 and not keep_bundle:
+            shutil.rmtree(self._bundle_dir, ignore_errors=True)
+
+    def _need_open(self):
+        if self.cid is None:
+            raise RuntimeError("the session is closed")
+
+    def run(self, code, *, check=True, timeout=None, shell=False, on_stdout=None, on_stderr=None):
+        """Run one cell in the session's interpreter (or, with shell=True,
+        a sh command beside it).  Result.calls are this cell's;
+        Result.budget_used is the session's so far.  Past its timeout the
+        cell is interrupted and CellTimeout is raised (with check=False:
+        the Result has timed_out set); the session lives on."""
+        self._need_open()
+        if not isinstance(code, str):
+            raise TypeError("a cell is a str of code, not %s" % type(code).__name__)
+        raw = code.encode("utf-8")
+        if len(raw) > CELL_MAX:
+            raise ValueError("a session cell is at most %d bytes; put larger data in a file with "
+                             "session.files.write and read it in the cell" % CELL_MAX)
+        sb = self.sb
+        timeout = timeout or sb.timeout
+        with self._lock:
+            return self._run(raw, check, timeout, shell, on_stdout or sb.on_stdout, on_stderr or sb.on_stderr)
+
+    def _run(self, raw, check, timeout, shell, on_stdout, on_stderr):
+        sb = self.sb
+        cid = self.cid
+        log = os.path.join(sb.audit_dir, cid + ".jsonl")
+        first = len(audit.calls_of_last_run(audit.read_records(log)))
+        nonce = secrets.token_hex(16)
+        head = json.dumps({"nonce": nonce, "timeout": timeout, "shell": bool(shell)}).encode() + b"\n"
+        self.cells += 1
+        memwatch = oom_watch.Watch(cid, sb.runtime)
+        proc = subprocess.Popen(sb._tg("exec", cid, "python3", KERNEL, "cell", self._token),
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        threading.Thread(target=_feed, args=(proc.stdin, head + raw), daemon=True).start()
+        lost = []
+        cap, _ = wait_capture(proc, sb.output_max, timeout + GRACE + 30,
+                              lambda: (lost.append(True), proc.kill()), on_stdout, on_stderr,
+                              abort=memwatch.killed)
+        verdict, trailer = _trailer(bytes(cap.err.tail), nonce)
+        out = cap.text(cap.out)
+        err = cap.text(cap.err, strip_tail=trailer)
+        oom = memwatch.killed()
+        memwatch.close()
+        if verdict is None or verdict.get("gone"):
+            # The interpreter is gone (a cell ended it with os._exit, the
+            # OOM killer, a kill) or never answered: the session cannot go on.
+            status = proc.returncode if proc.returncode and proc.returncode > 0 else 125
+            self.close()
+            result = sb._result(cid, out, err, status, bool(lost), sb.policy, first=first)
+            if oom:
+                result.oom_killed, result.memory_limit = True, sb.memory_text()
+                result.stderr += ("\ntollgate_sdk: the session ran out of memory and was killed (memory "
+                                  "limit %s; Sandbox(memory=...) raises it); the session is closed\n"
+                                  % result.memory_limit)
+                raise ProgramFailed(result)
+            if lost:
+                raise CellTimeout(result, timeout, "lost")
+            result.stderr += ("\ntollgate_sdk: the session's interpreter ended (a cell called os._exit, "
+                              "or the container stopped); the session is closed\n")
+            raise ProgramFailed(result)
+        status = int(verdict.get("exit", 1)) & 0xFF
+        timed_out = bool(verdict.get("timed_out"))
+        result = sb._result(cid, out, err, status, timed_out, sb.policy, first=first)
+        result.stdout_cut, result.stderr_cut = cap.out.cut, cap.err.cut
+        result.warnings = list(cap.err.diverted)
+        if timed_out:
+            result.timeout_how = "abandoned" if verdict.get("abandoned") else "interrupted"
+            if check:
+                raise CellTimeout(result, timeout, result.timeout_how)
+            return result
+        if check and status != 0:
+            raise ProgramFailed(result)
+        return result
+
+    def run_shell(self, command, **kw):
+        return self.run(command, shell=True, **kw)
+
+
+def _trailer(tail, nonce):
+    """The interpreter's verdict from the end of the cell's stderr: the
+    last 'tollgate-cell:NONCE:{json}' line (the nonce went to the cell
+    process on stdin, so the cell cannot forge it).  (verdict, its bytes)."""
+    mark = b"\ntollgate-cell:" + nonce.encode() + b":"
+    i = tail.rfind(mark)
+    if i < 0:
+        return None, b""
+    line = tail[i:]
+    j = line.find(b"\n", 1)
+    if j < 0:
+        return None, b""
+    try:
+        v = json.loads(line[len(mark):j])
+    except ValueError:
+        return None, b""
+    return (v if isinstance(v, dict) else None), line[:j + 1]
