@@ -38,6 +38,7 @@ from .errors import PolicyError, SandboxUnavailable, TollgateSDKError
 from .mcp_elicit import Elicitor, Outgoing
 from .mcp_runs import Job, RunRecord, Runs
 from .sandbox import Sandbox
+from .session import set_max_sessions
 from .tools import Tool, as_tool
 
 PROTOCOL_VERSION = "2025-06-18"
@@ -636,6 +637,9 @@ def main(argv=None):
     if a.max_sessions is not None and a.max_sessions < 0:
         p.error("--max-sessions must be 0 or more")
     cap = session_cap(a.host_max_sessions, a.max_sessions)
+    # The SDK's own per-process cap (tollgate_sdk.session) must not stop
+    # this server short of the cap the operator set for it.
+    set_max_sessions(max(cap, 1))
     tool_files = [os.path.abspath(f) for f in a.tools]
 
     def factory():
