@@ -37,6 +37,7 @@ enum exit_code {
   EXIT_BRIDGE_FULL = 11,
   EXIT_NO_ANSWER = 12,     /* no response within the timeout */
   EXIT_PROTOCOL = 13,      /* a response this client does not understand */
+  EXIT_OUTCOME_UNKNOWN = 14, /* the sidecar died mid-call: it may have run */
 };
 
 static const struct {
@@ -53,6 +54,7 @@ static const struct {
     {"container_stopped", EXIT_CONTAINER_STOPPED},
     {"audit_unavailable", EXIT_AUDIT_UNAVAILABLE},
     {"bridge_full", EXIT_BRIDGE_FULL},
+    {"outcome_unknown", EXIT_OUTCOME_UNKNOWN},
 };
 
 static void usage(void) {
@@ -65,7 +67,8 @@ static void usage(void) {
         "Exit status: 0 ok, 1 usage or local error, 2 bad_request, 3 denied,\n"
         "4 approval_timeout, 5 budget_exhausted, 6 unknown_tool, 7 tool_failed,\n"
         "8 tool_timeout, 9 container_stopped, 10 audit_unavailable,\n"
-        "11 bridge_full, 12 no answer in time, 13 unreadable response.\n",
+        "11 bridge_full, 12 no answer in time, 13 unreadable response,\n"
+        "14 outcome_unknown (the sidecar died mid-call: it may or may not have run).\n",
         stderr);
 }
 

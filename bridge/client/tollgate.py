@@ -10,7 +10,7 @@ governed on the host: policy, approvals, budgets and the audit log.  A
 refusal is never returned as a result: each error code raises its own
 exception (ToolDenied, BudgetExhausted, ApprovalTimeout, UnknownTool,
 BadRequest, ToolFailed, ToolTimeout, ContainerStopped, AuditUnavailable,
-BridgeFull), all subclasses of TollgateError.  A call that gets no answer
+BridgeFull, OutcomeUnknown), all subclasses of TollgateError.  A call that gets no answer
 in time raises BridgeTimeout, so a dead bridge is an error, never a hang.
 
 Standard library only; safe to use from many threads at once.
@@ -29,6 +29,7 @@ __all__ = [
     "call", "tools", "TollgateError", "ToolDenied", "BudgetExhausted",
     "ApprovalTimeout", "UnknownTool", "BadRequest", "ToolFailed", "ToolTimeout",
     "ContainerStopped", "AuditUnavailable", "BridgeFull", "BridgeTimeout",
+    "OutcomeUnknown",
 ]
 
 DIR = os.environ.get("TOLLGATE_DIR") or "/run/tollgate"
@@ -105,6 +106,12 @@ class BridgeFull(TollgateError):
     code = "bridge_full"
 
 
+class OutcomeUnknown(TollgateError):
+    """The host's sidecar died while the call was in flight: the tool may or
+    may not have run.  Check its effect before calling again."""
+    code = "outcome_unknown"
+
+
 class BridgeTimeout(TollgateError):
     """No answer arrived in time: the host side of the bridge is gone."""
     code = "bridge_timeout"
@@ -112,7 +119,8 @@ class BridgeTimeout(TollgateError):
 
 _ERRORS = {cls.code: cls for cls in (
     ToolDenied, ApprovalTimeout, BudgetExhausted, UnknownTool, BadRequest,
-    ToolFailed, ToolTimeout, ContainerStopped, AuditUnavailable, BridgeFull)}
+    ToolFailed, ToolTimeout, ContainerStopped, AuditUnavailable, BridgeFull,
+    OutcomeUnknown)}
 
 # Polling: sleep from 20 us up, 1.3 times longer each round, to 2 ms.  No
 # busy polling: on a small machine it takes the CPU the host side needs to

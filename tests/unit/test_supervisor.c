@@ -1,0 +1,328 @@
+/* The sidecar's supervisor on the host: a real tmpfs bridge area, the real
+ * sidecar (double fork, supervisor, worker), real SIGKILLs.  A worker is
+ * frozen with SIGSTOP while requests arrive, so they are surely in flight
+ * (taken by nobody) when it is killed.  The in-container runs are in
+ * tests/integration/test_bridge_faults.sh. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bridge/area.h"
+#include "bridge/bridge.h"
+#include "bridge/protocol.h"
+#include "bridge/respond.h"
+#include "bridge/sidecar.h"
+#include "governance/verify.h"
+#include "shim/util.h"
+
+static char state[] = "/tmp/tg-superv-XXXXXX";
+static int afd = -1, rfd = -1, qfd = -1;
+static char *audit_dir;
+
+static void setup(void) {
+  cr_assert_not_null(mkdtemp(state));
+  tg_error *err = NULL;
+  char *py = bridge_client_path(NULL, "tollgate.py", &err);
+  cr_assert_not_null(py, "%s", err ? err->msg : "");
+  struct bridge_area_params p = {.approval_timeout_ms = 2000, .python_client = py};
+  cr_assert_eq(bridge_area_create(state, &p, &err), 0, "%s", err ? err->msg : "");
+  free(py);
+  cr_assert_eq(bridge_area_open(state, &afd, &rfd, &qfd, &err), 0);
+  audit_dir = xasprintf("%s/audit", state);
+  mkdir(audit_dir, 0700);
+}
+
+static void teardown(void) {
+  bridge_teardown(state, NULL);
+  close(afd);
+  close(rfd);
+  close(qfd);
+  remove_tree(state, NULL);
+  free(audit_dir);
+}
+
+TestSuite(supervisor, .init = setup, .fini = teardown, .timeout = 60);
+
+static void put_request(const char *id) {
+  char name[128];
+  snprintf(name, sizeof name, "%s.json", id);
+  int fd = openat(rfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  cr_assert_geq(fd, 0);
+  const char *body = "{\"v\":1,\"tool\":\"echo\",\"args\":{}}";
+  cr_assert_eq(write_all(fd, body, strlen(body)), 0);
+  close(fd);
+  snprintf(name, sizeof name, "%s.done", id);
+  fd = openat(rfd, name, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  cr_assert_geq(fd, 0);
+  close(fd);
+}
+
+/* The response body for id within wait_ms, consumed; NULL without one. */
+static char *get_response(const char *id, int wait_ms) {
+  char marker[128], name[128];
+  snprintf(marker, sizeof marker, "%s.done", id);
+  snprintf(name, sizeof name, "%s.json", id);
+  struct stat st;
+  for (int i = 0; i < wait_ms; i++) {
+    if (fstatat(qfd, marker, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+      char *buf = NULL;
+      cr_assert_eq(read_file_untrusted(qfd, name, 1 << 20, &buf, NULL, NULL), 0);
+      unlinkat(qfd, marker, 0);
+      unlinkat(qfd, name, 0);
+      return buf;
+    }
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  return NULL;
+}
+
+static bool req_exists(const char *name) {
+  struct stat st;
+  return fstatat(rfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+Test(supervisor, orphans_are_answered_once_and_nothing_is_followed) {
+  /* a victim outside the area, linked from resp/ by the "container" */
+  char victim[PATH_MAX];
+  snprintf(victim, sizeof victim, "%s/victim", state);
+  int v = open(victim, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  cr_assert_geq(v, 0);
+  close(v);
+  put_request("a1");
+  put_request("a2");
+  cr_assert_eq(symlinkat(victim, qfd, "a2.json"), 0);
+  put_request("b1");
+  cr_assert_eq(mknodat(qfd, "b1.done", S_IFREG | 0644, 0), 0); /* answered already */
+  /* a body without a marker, a bad id, a FIFO named like a marker */
+  int fd = openat(rfd, "c1.json", O_WRONLY | O_CREAT, 0600);
+  close(fd);
+  fd = openat(rfd, "..x.done", O_WRONLY | O_CREAT, 0600);
+  close(fd);
+  cr_assert_eq(mkfifoat(rfd, "f1.done", 0600), 0);
+  const char *body = "{\"v\":1,\"ok\":false,\"error\":{\"code\":\"outcome_unknown\",\"message\":\"m\"}}";
+  struct bridge_orphans o;
+  unsigned long long n = bridge_answer_orphans(rfd, qfd, body, strlen(body), 2, &o);
+  /* a1, a2 and the FIFO's id are answered (the FIFO is removed, never opened) */
+  cr_assert_eq(n, 3);
+  cr_assert_eq(o.nids, 2);
+  cr_assert_eq(o.unlisted, 1);
+  cr_assert_eq(o.already, 1);
+  bridge_orphans_free(&o);
+  for (const char *const *id = (const char *const[]){"a1", "a2", "f1", NULL}; *id; id++) {
+    char *r = get_response(*id, 10);
+    cr_assert_not_null(r, "no answer for %s", *id);
+    cr_assert(strstr(r, "outcome_unknown") != NULL, "%s", r);
+    free(r);
+  }
+  struct stat st;
+  cr_assert_eq(stat(victim, &st), 0);
+  cr_assert_eq(st.st_size, 0, "the symlink's target was written through");
+  cr_assert(!req_exists("a1.done") && !req_exists("a1.json") && !req_exists("f1.done"));
+  cr_assert(!req_exists("b1.done") && !req_exists("b1.json"));
+  cr_assert(req_exists("c1.json"), "a body without a marker is the next sidecar's");
+  cr_assert(req_exists("..x.done"), "a bad id is never answered");
+}
+
+static pid_t fake_init(void) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    pause();
+    _exit(0);
+  }
+  return pid;
+}
+
+static bool process_exits(pid_t pid, int ms) {
+  int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+  if (fd < 0)
+    return errno == ESRCH;
+  struct pollfd p = {.fd = fd, .events = POLLIN};
+  bool gone = poll(&p, 1, ms) > 0;
+  close(fd);
+  return gone;
+}
+
+/* The worker serving now, once it differs from not and its supervisor
+ * has seen it ready. */
+static pid_t worker_other_than(pid_t not, int ms) {
+  for (int i = 0; i < ms; i++) {
+    json_t *st = bridge_sidecar_status(state);
+    long long w = 0;
+    json_integer_value(json_object_get(st, "pid"), &w);
+    const char *status = json_string_value(json_object_get(st, "status"));
+    bool ready = status && strcmp(status, "running") == 0 && w > 0 && w != not;
+    json_free(st);
+    if (ready)
+      return (pid_t)w;
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  return 0;
+}
+
+static struct host_config host(const char *on_death, int max_restarts) {
+  return (struct host_config){.audit_dir = audit_dir, .approval_timeout_ms = 2000,
+                              .sidecar_on_death = (char *)on_death,
+                              .sidecar_max_restarts = max_restarts};
+}
+
+/* Kill the worker with SIGKILL while ids are in flight (it is frozen
+ * when they arrive, so nothing has taken them); every one is answered
+ * outcome_unknown within 2 s. */
+static void kill_with_calls_in_flight(pid_t worker, const char *prefix, int ncalls) {
+  cr_assert_eq(kill(worker, SIGSTOP), 0);
+  char id[32];
+  for (int i = 0; i < ncalls; i++) {
+    snprintf(id, sizeof id, "%s%d", prefix, i);
+    put_request(id);
+  }
+  unsigned long long t0 = monotonic_ns();
+  cr_assert_eq(kill(worker, SIGKILL), 0);
+  for (int i = 0; i < ncalls; i++) {
+    snprintf(id, sizeof id, "%s%d", prefix, i);
+    char *r = get_response(id, 2000);
+    cr_assert_not_null(r, "%s: no answer within 2 s of the sidecar's death", id);
+    cr_assert(strstr(r, "\"outcome_unknown\"") != NULL, "%s", r);
+    cr_assert(strstr(r, "killed by signal 9") != NULL, "%s", r);
+    cr_assert(strstr(r, "may or may not have run") != NULL, "%s", r);
+    free(r);
+  }
+  cr_assert_lt(monotonic_ns() - t0, 2000000000ull);
+}
+
+static char *audit_log(void) {
+  char *path = xasprintf("%s/unit.jsonl", audit_dir);
+  char *buf = NULL;
+  cr_assert_eq(read_file(path, 1 << 20, &buf, NULL, NULL), 0);
+  free(path);
+  return buf;
+}
+
+static size_t count(const char *hay, const char *needle) {
+  size_t n = 0;
+  for (const char *p = hay; (p = strstr(p, needle)) != NULL; p++)
+    n++;
+  return n;
+}
+
+Test(supervisor, a_killed_sidecar_is_restarted_and_its_calls_answered) {
+  struct host_config h = host("restart", 3);
+  struct bridge_setup setup = {.container_id = "unit", .state_dir = state, .host = &h};
+  pid_t init = fake_init(), first = 0;
+  tg_error *err = NULL;
+  cr_assert_eq(bridge_spawn_sidecar(&setup, init, &first, &err), 0, "%s", err ? err->msg : "");
+  pid_t sup = bridge_supervisor_pid(state);
+  cr_assert_gt(sup, 0);
+  cr_assert_neq(sup, first);
+  kill_with_calls_in_flight(first, "k", 8);
+  pid_t second = worker_other_than(first, 5000);
+  cr_assert_gt(second, 0, "no new sidecar");
+  /* later calls work: no policy, so denied, by the new sidecar */
+  put_request("after");
+  char *r = get_response("after", 5000);
+  cr_assert_not_null(r);
+  cr_assert(strstr(r, "\"denied\"") != NULL, "%s", r);
+  free(r);
+  json_t *st = bridge_sidecar_status(state);
+  cr_assert_str_eq(json_string_value(json_object_get(st, "status")), "running");
+  long long restarts = -1;
+  json_integer_value(json_object_get(st, "restarts"), &restarts);
+  cr_assert_eq(restarts, 1);
+  json_free(st);
+  /* the log: one sidecar_died record, eight unknown outcomes, one open */
+  char *log = audit_log();
+  cr_assert_eq(count(log, "\"event\":\"sidecar_died\""), 1, "%s", log);
+  cr_assert_eq(count(log, "\"event\":\"unknown\""), 8, "%s", log);
+  cr_assert_eq(count(log, "\"event\":\"open\""), 1, "%s", log);
+  cr_assert(strstr(log, "\"unknown_calls\":8") != NULL, "%s", log);
+  free(log);
+  cr_assert_eq(bridge_teardown(state, &err), 0, "%s", err ? err->msg : "");
+  cr_assert(process_exits(sup, 100) && process_exits(second, 100));
+  /* closed by the second sidecar, and the chain verifies across the crash */
+  char *path = xasprintf("%s/unit.jsonl", audit_dir);
+  struct audit_verify_result res;
+  cr_assert_eq(audit_verify(path, NULL, false, &res, &err), 0);
+  cr_assert(res.ok, "%s", res.message);
+  audit_verify_result_clear(&res);
+  free(path);
+  kill(init, SIGKILL);
+  waitpid(init, NULL, 0);
+}
+
+Test(supervisor, on_death_stop_kills_the_container_and_says_why) {
+  struct host_config h = host("stop", 3);
+  struct bridge_setup setup = {.container_id = "unit", .state_dir = state, .host = &h};
+  pid_t init = fake_init(), first = 0;
+  cr_assert_eq(bridge_spawn_sidecar(&setup, init, &first, NULL), 0);
+  pid_t sup = bridge_supervisor_pid(state);
+  kill_with_calls_in_flight(first, "s", 2);
+  int status = 0;
+  cr_assert_eq(waitpid(init, &status, 0), init);
+  cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "the container was not killed");
+  cr_assert(process_exits(sup, 5000), "the supervisor stayed");
+  json_t *st = bridge_sidecar_status(state);
+  cr_assert_str_eq(json_string_value(json_object_get(st, "status")), "dead");
+  cr_assert(strstr(json_string_value(json_object_get(st, "last_death")), "\"stop\"") != NULL);
+  json_free(st);
+  char *log = audit_log();
+  cr_assert(strstr(log, "\"event\":\"sidecar_died\"") != NULL, "%s", log);
+  cr_assert(strstr(log, "the container was killed") != NULL, "%s", log);
+  cr_assert_eq(count(log, "\"event\":\"unknown\""), 2, "%s", log);
+  cr_assert(strstr(log, "\"event\":\"closed\"") != NULL, "%s", log);
+  free(log);
+}
+
+Test(supervisor, restarts_are_bounded_then_the_container_stops) {
+  struct host_config h = host("restart", 1);
+  struct bridge_setup setup = {.container_id = "unit", .state_dir = state, .host = &h};
+  pid_t init = fake_init(), first = 0;
+  cr_assert_eq(bridge_spawn_sidecar(&setup, init, &first, NULL), 0);
+  pid_t sup = bridge_supervisor_pid(state);
+  kill_with_calls_in_flight(first, "x", 1);
+  pid_t second = worker_other_than(first, 5000);
+  cr_assert_gt(second, 0);
+  kill_with_calls_in_flight(second, "y", 1);
+  int status = 0;
+  cr_assert_eq(waitpid(init, &status, 0), init);
+  cr_assert(WIFSIGNALED(status), "the second death within a minute must stop the container");
+  cr_assert(process_exits(sup, 5000), "the supervisor stayed");
+  char *log = audit_log();
+  cr_assert_eq(count(log, "\"event\":\"sidecar_died\""), 2, "%s", log);
+  cr_assert(strstr(log, "sidecar_max_restarts") != NULL, "%s", log);
+  free(log);
+}
+
+Test(supervisor, a_killed_supervisor_leaves_the_sidecar_serving) {
+  struct host_config h = host("restart", 3);
+  struct bridge_setup setup = {.container_id = "unit", .state_dir = state, .host = &h};
+  pid_t init = fake_init(), worker = 0;
+  cr_assert_eq(bridge_spawn_sidecar(&setup, init, &worker, NULL), 0);
+  pid_t sup = bridge_supervisor_pid(state);
+  cr_assert_eq(kill(sup, SIGKILL), 0);
+  cr_assert(process_exits(sup, 5000));
+  put_request("still");
+  char *r = get_response("still", 5000);
+  cr_assert_not_null(r, "the sidecar stopped serving with its supervisor");
+  free(r);
+  json_t *st = bridge_sidecar_status(state);
+  cr_assert_str_eq(json_string_value(json_object_get(st, "status")), "unsupervised");
+  json_free(st);
+  /* delete still stops it */
+  tg_error *err = NULL;
+  cr_assert_eq(bridge_teardown(state, &err), 0, "%s", err ? err->msg : "");
+  cr_assert(process_exits(worker, 100));
+  kill(init, SIGKILL);
+  waitpid(init, NULL, 0);
+}
