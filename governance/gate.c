@@ -24,6 +24,7 @@
 #include "governance/args_canonical.h"
 #include "governance/audit.h"
 #include "governance/budget.h"
+#include "governance/budget_replay.h"
 #include "governance/control.h"
 #include "governance/mcp.h"
 #include "governance/policy.h"
@@ -401,6 +402,13 @@ int gate_open(const struct gate_config *cfg, struct gate **out, tg_error **err) 
                                                           : DEFAULT_APPROVAL_TIMEOUT_MS;
   if (open_log(cfg, &g->audit, err) < 0)
     goto fail;
+  /* A restarted sidecar carries on the run's budgets, not fresh ones:
+   * otherwise every death of a sidecar would refill them. */
+  if (cfg->resume != NULL &&
+      budget_replay_log(g->budget, g->policy, audit_path(g->audit), err) < 0) {
+    tg_error_wrap(err, "read back the budgets of the run from its audit log");
+    goto fail;
+  }
   audit_set_quota(g->audit, cfg->audit_max_bytes ? cfg->audit_max_bytes : AUDIT_DEFAULT_MAX_BYTES);
   g->refusals = refusals_new(g->audit, 0);
   if (cfg->control_socket &&

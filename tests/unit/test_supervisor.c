@@ -326,3 +326,61 @@ Test(supervisor, a_killed_supervisor_leaves_the_sidecar_serving) {
   kill(init, SIGKILL);
   waitpid(init, NULL, 0);
 }
+
+/* put_request with a body of our own. */
+static void put_call(const char *id, const char *body) {
+  char name[128];
+  snprintf(name, sizeof name, "%s.json", id);
+  int fd = openat(rfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  cr_assert_geq(fd, 0);
+  cr_assert_eq(write_all(fd, body, strlen(body)), 0);
+  close(fd);
+  snprintf(name, sizeof name, "%s.done", id);
+  fd = openat(rfd, name, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  cr_assert_geq(fd, 0);
+  close(fd);
+}
+
+Test(supervisor, a_restart_carries_the_budgets_on) {
+  char *policy = xasprintf("%s/policy.json", state);
+  const char *text =
+      "{\"version\": 1, \"tools\": {"
+      " \"echo\": {\"backend\": {\"type\": \"builtin\", \"name\": \"echo\"}, \"cost\": 1,"
+      "          \"rules\": [{\"effect\": \"allow\"}]}},"
+      " \"budgets\": {\"max_tool_calls\": 4, \"max_cost\": 2}}";
+  int fd = open(policy, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  cr_assert_eq(write_all(fd, text, strlen(text)), 0);
+  close(fd);
+  struct host_config h = host("restart", 3);
+  struct bridge_setup setup = {.container_id = "unit", .state_dir = state, .host = &h,
+                               .policy_path = policy};
+  pid_t init = fake_init(), first = 0;
+  tg_error *err = NULL;
+  cr_assert_eq(bridge_spawn_sidecar(&setup, init, &first, &err), 0, "%s", err ? err->msg : "");
+  /* two calls spend the cost budget (2); one more is in flight at the death */
+  put_call("b1", "{\"v\":1,\"tool\":\"echo\",\"args\":{\"n\":1}}");
+  char *r = get_response("b1", 5000);
+  cr_assert(r && strstr(r, "\"ok\":true"), "%s", r ? r : "none");
+  free(r);
+  put_call("b2", "{\"v\":1,\"tool\":\"echo\",\"args\":{\"n\":2}}");
+  r = get_response("b2", 5000);
+  cr_assert(r && strstr(r, "\"ok\":true"), "%s", r ? r : "none");
+  free(r);
+  kill_with_calls_in_flight(first, "b3-", 1);
+  pid_t second = worker_other_than(first, 5000);
+  cr_assert_gt(second, 0);
+  /* the new sidecar knows the cost is spent: no fresh budget */
+  put_call("b4", "{\"v\":1,\"tool\":\"echo\",\"args\":{\"n\":4}}");
+  r = get_response("b4", 5000);
+  cr_assert(r && strstr(r, "\"budget_exhausted\"") && strstr(r, "max_cost"), "%s", r ? r : "none");
+  free(r);
+  /* and the attempts: b1, b2, b3-0 (unknown), b4 make 4 of 4 */
+  put_call("b5", "{\"v\":1,\"tool\":\"echo\",\"args\":{\"n\":5}}");
+  r = get_response("b5", 5000);
+  cr_assert(r && strstr(r, "max_tool_calls"), "%s", r ? r : "none");
+  free(r);
+  cr_assert_eq(bridge_teardown(state, &err), 0, "%s", err ? err->msg : "");
+  kill(init, SIGKILL);
+  waitpid(init, NULL, 0);
+  free(policy);
+}
