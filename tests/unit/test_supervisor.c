@@ -4,6 +4,7 @@
  * (taken by nobody) when it is killed.  The in-container runs are in
  * tests/integration/test_bridge_faults.sh. */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -178,11 +179,42 @@ static struct host_config host(const char *on_death, int max_restarts) {
                               .sidecar_max_restarts = max_restarts};
 }
 
+/* Wait until every thread of pid is stopped: SIGSTOP takes effect when
+ * each thread next passes through the kernel, not when kill() returns. */
+static void wait_stopped(pid_t pid) {
+  for (int i = 0; i < 5000; i++) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    cr_assert_not_null(d);
+    bool all = true;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL && all) {
+      if (de->d_name[0] == '.')
+        continue;
+      char stat[384], *buf = NULL;
+      snprintf(stat, sizeof stat, "%s/%s/stat", path, de->d_name);
+      if (read_file(stat, 4096, &buf, NULL, NULL) < 0)
+        continue;
+      char *close_paren = strrchr(buf, ')');
+      all = close_paren && (close_paren[2] == 'T' || close_paren[2] == 't');
+      free(buf);
+    }
+    closedir(d);
+    if (all)
+      return;
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  cr_assert_fail("the sidecar %d did not stop", (int)pid);
+}
+
 /* Kill the worker with SIGKILL while ids are in flight (it is frozen
  * when they arrive, so nothing has taken them); every one is answered
  * outcome_unknown within 2 s. */
 static void kill_with_calls_in_flight(pid_t worker, const char *prefix, int ncalls) {
   cr_assert_eq(kill(worker, SIGSTOP), 0);
+  wait_stopped(worker);
   char id[32];
   for (int i = 0; i < ncalls; i++) {
     snprintf(id, sizeof id, "%s%d", prefix, i);
