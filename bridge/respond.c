@@ -134,17 +134,20 @@ static void answer_one(int req_fd, int resp_fd, const char *id, const char *body
   remove_entry(req_fd, name, 0);
   if (exists(resp_fd, marker)) {
     /* Answered before the sidecar died (the request files are removed
-     * after the response): the caller has its real answer. */
+     * after the response), or a marker the container planted: it is not
+     * overwritten, and the id is still listed, because only the dead
+     * gate's own record could say it was answered, and a planted marker
+     * must not hide a call that may have run from the log. */
     o->already++;
   } else if (bridge_write_response(resp_fd, id, body, len) == 0) {
-    if (o->nids < max_listed)
-      o->ids[o->nids++] = xstrdup(id);
-    else
-      o->unlisted++;
     (*n)++;
   } else {
     o->failed++;
   }
+  if (o->nids < max_listed)
+    o->ids[o->nids++] = xstrdup(id);
+  else
+    o->unlisted++;
   /* The marker last: once it is gone nobody takes this call again. */
   remove_entry(req_fd, marker, 0);
 }

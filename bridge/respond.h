@@ -25,9 +25,10 @@ int bridge_write_response(int resp_fd, const char *id, const char *body, size_t 
 /* The calls a dead sidecar left behind: every valid request marker still
  * in calls/req, answered with one error body and removed. */
 struct bridge_orphans {
-  char **ids;               /* the first `max_listed` answered ids (owned) */
+  char **ids;               /* the first `max_listed` ids found (owned):
+                               answered, already answered or failed */
   size_t nids;
-  unsigned long long unlisted; /* answered past the list */
+  unsigned long long unlisted; /* ids found past the list */
   unsigned long long already;  /* markers whose response was already out */
   unsigned long long failed;   /* markers that could not be answered */
 };

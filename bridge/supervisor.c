@@ -47,7 +47,7 @@
 struct supervisor {
   const struct bridge_setup *setup;
   int init_pidfd, sigfd, epfd, state_fd;
-  int req_fd, resp_fd;
+  int area_fd, req_fd, resp_fd;
   pid_t worker;
   int worker_pidfd;
   bool stopping;      /* told to stop: no restart */
@@ -196,6 +196,10 @@ static void answer_in_flight(struct supervisor *s, const char *death, const char
       "or may not have run (check its effect before calling again); %s", death, next);
   size_t len = 0;
   cleanup_free char *body = bridge_error_body(GATE_OUTCOME_UNKNOWN, msg, &len);
+  /* The dead worker's space reserve (bridge/server.c) is given up, so a
+   * container that filled the area still hears; the next worker makes
+   * it again. */
+  unlinkat(s->area_fd, ".reserve", 0);
   struct bridge_orphans o;
   bridge_answer_orphans(s->req_fd, s->resp_fd, body, len, UNKNOWN_LISTED, &o);
   for (size_t i = 0; i < o.nids; i++) {
@@ -206,7 +210,7 @@ static void answer_in_flight(struct supervisor *s, const char *death, const char
       s->unlisted++;
     }
   }
-  s->unlisted += o.unlisted + o.failed;
+  s->unlisted += o.unlisted;
   bridge_orphans_free(&o);
 }
 
@@ -307,10 +311,8 @@ static int setup_fds(struct supervisor *s, pid_t init_pid, tg_error **err) {
   if (s->sigfd < 0 || s->init_pidfd < 0 || s->epfd < 0 || s->state_fd < 0)
     return tg_error_set(err, errno, "watch the container's init (pid %d) with a pidfd",
                         (int)init_pid);
-  int area = -1;
-  if (bridge_area_open(s->setup->state_dir, &area, &s->req_fd, &s->resp_fd, err) < 0)
+  if (bridge_area_open(s->setup->state_dir, &s->area_fd, &s->req_fd, &s->resp_fd, err) < 0)
     return -1;
-  close(area);
   struct epoll_event a = {.events = EPOLLIN, .data.fd = s->sigfd};
   struct epoll_event b = {.events = EPOLLIN, .data.fd = s->init_pidfd};
   if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->sigfd, &a) < 0 ||
@@ -328,7 +330,8 @@ static void configure(struct supervisor *s) {
 }
 
 void bridge_supervise(const struct bridge_setup *setup, pid_t init_pid, int ready) {
-  struct supervisor sv = {.setup = setup, .worker_pidfd = -1, .req_fd = -1, .resp_fd = -1};
+  struct supervisor sv = {.setup = setup, .worker_pidfd = -1, .area_fd = -1, .req_fd = -1,
+                          .resp_fd = -1};
   struct supervisor *s = &sv;
   tg_error *err = NULL;
   prctl(PR_SET_NAME, "tollgate-superv");

@@ -115,10 +115,11 @@ Test(supervisor, orphans_are_answered_once_and_nothing_is_followed) {
   const char *body = "{\"v\":1,\"ok\":false,\"error\":{\"code\":\"outcome_unknown\",\"message\":\"m\"}}";
   struct bridge_orphans o;
   unsigned long long n = bridge_answer_orphans(rfd, qfd, body, strlen(body), 2, &o);
-  /* a1, a2 and the FIFO's id are answered (the FIFO is removed, never opened) */
+  /* a1, a2 and the FIFO's id are answered (the FIFO is removed, never
+   * opened); b1 is listed but its response left alone */
   cr_assert_eq(n, 3);
   cr_assert_eq(o.nids, 2);
-  cr_assert_eq(o.unlisted, 1);
+  cr_assert_eq(o.unlisted, 2);
   cr_assert_eq(o.already, 1);
   bridge_orphans_free(&o);
   for (const char *const *id = (const char *const[]){"a1", "a2", "f1", NULL}; *id; id++) {
@@ -132,6 +133,8 @@ Test(supervisor, orphans_are_answered_once_and_nothing_is_followed) {
   cr_assert_eq(st.st_size, 0, "the symlink's target was written through");
   cr_assert(!req_exists("a1.done") && !req_exists("a1.json") && !req_exists("f1.done"));
   cr_assert(!req_exists("b1.done") && !req_exists("b1.json"));
+  struct stat b1;
+  cr_assert_eq(fstatat(qfd, "b1.done", &b1, AT_SYMLINK_NOFOLLOW), 0, "b1's response was replaced");
   cr_assert(req_exists("c1.json"), "a body without a marker is the next sidecar's");
   cr_assert(req_exists("..x.done"), "a bad id is never answered");
 }
