@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "bridge/area.h"
+#include "bridge/heartbeat.h"
 #include "bridge/server.h"
 #include "bridge/supervisor.h"
 #include "shim/util.h"
@@ -281,7 +282,7 @@ __attribute__((noreturn)) static void worker_main(const struct bridge_setup *set
       .backoff_ms = setup->host ? (unsigned)setup->host->bridge_backoff_ms : 0,
   };
   struct bridge_service *svc = NULL;
-  if (bridge_service_start(&o, &svc, &err) < 0) {
+  if (bridge_service_start(&o, &svc, &err) < 0 || bridge_heartbeat_start(afd, &err) < 0) {
     bridge_report(ready, "error: %s", err->msg);
     _exit(1);
   }

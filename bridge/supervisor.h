@@ -12,7 +12,8 @@
  * that.  At most sidecar_max_restarts restarts a minute; past that it
  * stops the container.  It writes <state_dir>/sidecar.json (host only) for
  * `tollgate state`.  Killed itself, it leaves the worker serving,
- * unsupervised (bridge_sidecar_status says so).
+ * unsupervised (bridge_sidecar_status says so); should that worker die
+ * too, the clients notice its stopped heartbeat (bridge/heartbeat.h).
  *
  * This header is internal to bridge/: sidecar.c and supervisor.c.
  */

@@ -35,6 +35,10 @@ __all__ = [
 DIR = os.environ.get("TOLLGATE_DIR") or "/run/tollgate"
 _REQ = os.path.join(DIR, "calls", "req")
 _RESP = os.path.join(DIR, "calls", "resp")
+# The sidecar renews this file's mtime every second (bridge/heartbeat.h);
+# unchanged for _HEARTBEAT_STALE seconds, nobody is left to answer.
+_ALIVE = os.path.join(DIR, "alive")
+_HEARTBEAT_STALE = 10.0
 
 
 class TollgateError(Exception):
@@ -287,11 +291,22 @@ def _write_request(call_id, data):
         raise
 
 
+def _heartbeat():
+    """The mtime of the sidecar's heartbeat file, or None without one."""
+    try:
+        return os.stat(_ALIVE, follow_symlinks=False).st_mtime_ns
+    except OSError:
+        return None
+
+
 def _wait_for(marker, deadline, waker, name, call_id, timeout):
-    """Return once marker exists; BridgeTimeout after deadline."""
+    """Return once marker exists; BridgeTimeout after deadline, or once
+    the sidecar's heartbeat has stood still for _HEARTBEAT_STALE s."""
     exists = os.path.exists
     now = time.monotonic
     wait = _FIRST_WAIT
+    hb_next = 0.0
+    hb_seen = hb_changed = None
     while True:
         t0 = now()
         if waker is not None and waker.fd >= 0:
@@ -299,13 +314,31 @@ def _wait_for(marker, deadline, waker, name, call_id, timeout):
         if exists(marker):
             return
         t = now()
-        if t > deadline:
+        stale = False
+        if t >= hb_next:
+            # Once a second: the mtime against the last one seen, on this
+            # process's own clock.
+            hb_next = t + 1.0
+            seen = _heartbeat()
+            if seen is not None and seen != hb_seen:
+                hb_seen, hb_changed = seen, t
+            elif seen is not None and t - hb_changed > _HEARTBEAT_STALE:
+                if exists(marker):
+                    return
+                stale = True
+        if t > deadline or stale:
             for p in (os.path.join(_REQ, call_id + ".json"),
                       os.path.join(_REQ, call_id + ".done")):
                 try:
                     os.unlink(p)
                 except OSError:
                     pass
+            if stale:
+                raise BridgeTimeout(
+                    "no answer from the tollgate bridge: its heartbeat (%s) stopped "
+                    "%.0f s ago, so neither the sidecar nor its supervisor is "
+                    "running; the call may or may not have run" % (_ALIVE, t - hb_changed),
+                    tool=name, call_id=call_id)
             raise BridgeTimeout(
                 "no answer from the tollgate bridge within %.0f s: the host "
                 "side is not running (container stopping, or the sidecar "

@@ -419,3 +419,113 @@ Test(supervisor, a_restart_carries_the_budgets_on) {
   waitpid(init, NULL, 0);
   free(policy);
 }
+
+/* Start a client on the area with a 60 s timeout; its output goes to fd. */
+static pid_t start_client(const char *const argv[], int fd) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fd, 1);
+    dup2(fd, 2);
+    char *dir = xasprintf("%s/bridge", state);
+    setenv("TOLLGATE_DIR", dir, 1);
+    setenv("TOLLGATE_TIMEOUT", "60", 1);
+    execvp(argv[0], (char *const *)argv);
+    _exit(127);
+  }
+  return pid;
+}
+
+static int exit_within(pid_t pid, int seconds) {
+  for (int i = 0; i < seconds * 100; i++) {
+    int status;
+    if (waitpid(pid, &status, WNOHANG) == pid)
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    struct timespec ts = {0, 10000000};
+    nanosleep(&ts, NULL);
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, NULL, 0);
+  return -1;
+}
+
+/* Nobody renews the heartbeat (the sidecar and its supervisor both gone):
+ * the clients give up after it stood still for 10 s, not after their 60 s
+ * timeout, and say the call may or may not have run. */
+Test(supervisor, a_stopped_heartbeat_ends_the_clients_wait, .timeout = 90) {
+  int hb = openat(afd, "alive", O_WRONLY | O_CREAT, 0644);
+  cr_assert_geq(hb, 0);
+  close(hb);
+  tg_error *err = NULL;
+  char *client = bridge_client_path(NULL, "tollgate-call", &err);
+  cr_assert_not_null(client, "%s", err ? err->msg : "");
+  char *code = xasprintf("import sys; sys.path.insert(0, '%s/bridge')\n"
+                         "import tollgate\n"
+                         "try:\n"
+                         "    tollgate.call('echo')\n"
+                         "except tollgate.BridgeTimeout as e:\n"
+                         "    print('timeout', e.message)\n"
+                         "    sys.exit(12)\n",
+                         state);
+  int c_out[2], py_out[2];
+  cr_assert_eq(pipe(c_out), 0);
+  cr_assert_eq(pipe(py_out), 0);
+  const char *c_argv[] = {client, "echo", NULL};
+  const char *py_argv[] = {"python3", "-c", code, NULL};
+  pid_t c = start_client(c_argv, c_out[1]), py = start_client(py_argv, py_out[1]);
+  close(c_out[1]);
+  close(py_out[1]);
+  cr_assert_eq(exit_within(c, 30), 12, "tollgate-call did not give up on the heartbeat");
+  cr_assert_eq(exit_within(py, 30), 12, "tollgate.py did not give up on the heartbeat");
+  char buf[2048];
+  for (int *fd = (int[]){c_out[0], py_out[0], -1}; *fd >= 0; fd++) {
+    ssize_t n = read(*fd, buf, sizeof buf - 1);
+    buf[n > 0 ? n : 0] = '\0';
+    cr_assert(strstr(buf, "heartbeat") && strstr(buf, "may or may not have run"), "%s", buf);
+    close(*fd);
+  }
+  free(client);
+  free(code);
+}
+
+/* A sidecar keeps its heartbeat: a call longer than the staleness bound
+ * is answered, not given up on. */
+Test(supervisor, a_live_heartbeat_keeps_a_long_wait, .timeout = 90) {
+  struct host_config h = host("restart", 3);
+  struct bridge_setup setup = {.container_id = "unit", .state_dir = state, .host = &h};
+  pid_t init = fake_init(), worker = 0;
+  cr_assert_eq(bridge_spawn_sidecar(&setup, init, &worker, NULL), 0);
+  struct stat a, b;
+  cr_assert_eq(fstatat(afd, "alive", &a, 0), 0, "no heartbeat file");
+  struct timespec ts = {1, 500000000};
+  nanosleep(&ts, NULL);
+  cr_assert_eq(fstatat(afd, "alive", &b, 0), 0);
+  cr_assert(b.st_mtim.tv_sec != a.st_mtim.tv_sec || b.st_mtim.tv_nsec != a.st_mtim.tv_nsec,
+            "the heartbeat is not renewed");
+  /* frozen: no answer, but a heartbeat only the host can renew; renew it
+   * by hand (as the live thread would) while a client waits past 10 s */
+  cr_assert_eq(kill(worker, SIGSTOP), 0);
+  int out[2];
+  cr_assert_eq(pipe(out), 0);
+  tg_error *err = NULL;
+  char *client = bridge_client_path(NULL, "tollgate-call", &err);
+  const char *argv[] = {client, "echo", NULL};
+  pid_t c = start_client(argv, out[1]);
+  close(out[1]);
+  int hb = openat(afd, "alive", O_WRONLY | O_CLOEXEC);
+  cr_assert_geq(hb, 0);
+  for (int i = 0; i < 13; i++) {
+    cr_assert_eq(futimens(hb, NULL), 0);
+    struct timespec sec = {1, 0};
+    nanosleep(&sec, NULL);
+  }
+  int status;
+  cr_assert_eq(waitpid(c, &status, WNOHANG), 0, "the client gave up on a live heartbeat");
+  cr_assert_eq(kill(worker, SIGCONT), 0);
+  cr_assert_eq(exit_within(c, 10), 3, "the call was not answered (denied) after the wait");
+  close(hb);
+  close(out[0]);
+  free(client);
+  cr_assert_eq(bridge_teardown(state, &err), 0, "%s", err ? err->msg : "");
+  kill(init, SIGKILL);
+  waitpid(init, NULL, 0);
+}
