@@ -140,6 +140,11 @@ static bool start_worker(struct supervisor *s, const struct gate_resume *resume,
   }
   bool ok = read_report(rd, pidfd, msg);
   close(rd);
+  /* Silent past READY_TIMEOUT_MS (or it said no): a worker that is not
+   * known to serve is not left running unsupervised in spirit; killed, it
+   * comes back through the pidfd as a death like any other. */
+  if (!ok)
+    syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
   s->worker = pid;
   s->worker_pidfd = pidfd;
   struct epoll_event ev = {.events = EPOLLIN, .data.fd = pidfd};
