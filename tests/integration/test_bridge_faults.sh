@@ -150,7 +150,8 @@ for rt in $BACKENDS; do
   id=dsup-$rt
   out=$TG_ROOT/$id.out
   make_bundle "$TG_ROOT/bundles/$id" sh -c \
-    'while [ ! -e /run/tollgate/calls/go ]; do sleep 0.1; done; /run/tollgate/tollgate-call slow "{\"s\":0}"; echo "rc=$?"; sleep 60'
+    'while [ ! -e /run/tollgate/calls/go ]; do sleep 0.1; done; /run/tollgate/tollgate-call --timeout 60 slow "{\"s\":14}"; echo "rc=$?";
+     while [ ! -e /run/tollgate/calls/go2 ]; do sleep 0.1; done; /run/tollgate/tollgate-call --timeout 60 slow "{\"s\":30}"; echo "rc2=$?"; sleep 60'
   tg --runtime "$rt" create --policy "$POL/policy.json" -b "$TG_ROOT/bundles/$id" "$id" >"$out" 2>&1
   on_exit "tg delete --force $id"
   sc=$(state_of "$id" tollgate.sidecar.pid)
@@ -160,8 +161,21 @@ for rt in $BACKENDS; do
   check "$rt: supervisor: gone after kill -9" wait_for 5 pid_gone "$sup"
   check_eq "$rt: supervisor: state says unsupervised" unsupervised "$(state_of "$id" tollgate.sidecar.status)"
   touch "$TG_ROOT/$id/bridge/calls/go"
-  check "$rt: supervisor: a call after its death" wait_for 20 grep -q '^rc=' "$out"
-  check_eq "$rt: supervisor: ... is answered by the sidecar" "rc=0" "$(grep '^rc=' "$out")"
+  check "$rt: supervisor: a call after its death" wait_for 40 grep -q 'rc=[0-9]' "$out"
+  check_eq "$rt: supervisor: ... of 14 s, past the heartbeat's 10 s bound, is answered by the sidecar" \
+    "rc=0" "$(grep -o 'rc=[0-9]*' "$out")"
+  # Then the sidecar dies too: nobody answers, and the caller gives up
+  # once the heartbeat has stood still for 10 s (not at its 60 s timeout).
+  touch "$TG_ROOT/$id/bridge/calls/go2"
+  check "$rt: supervisor: a call in flight" wait_for 30 tools_running 1
+  killed=$SECONDS
+  kill -9 "$sc"
+  check "$rt: heartbeat: the caller gave up" wait_for 40 grep -q 'rc2=[0-9]' "$out"
+  echo "# $rt: with the supervisor and the sidecar dead, the caller gave up after $((SECONDS - killed)) s"
+  check_eq "$rt: heartbeat: ... with no answer (12)" "rc2=12" "$(grep -o 'rc2=[0-9]*' "$out")"
+  check_match "$rt: heartbeat: ... because the heartbeat stopped; the call may or may not have run" \
+    'heartbeat.*stopped.*may or may not have run' "$(cat "$out")"
+  check "$rt: heartbeat: ... before its own 60 s timeout" test $((SECONDS - killed)) -lt 40
   check "$rt: supervisor: delete" tg delete --force "$id"
   check "$rt: supervisor: delete stopped the unsupervised sidecar" wait_for 5 pid_gone "$sc"
   check "$rt: supervisor: no mount left" no_mounts "$id"
