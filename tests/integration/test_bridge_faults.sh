@@ -9,8 +9,10 @@
 #    records the restart and the eight unknown outcomes and verifies;
 #  - the same with sidecar_on_death "stop": the container is killed, state
 #    says stopped and the sidecar dead, the log says why and verifies;
-#  - kill -9 of the supervisor: the sidecar keeps serving, unsupervised,
-#    and delete still stops everything;
+#  - kill -9 of the supervisor: the sidecar keeps serving, unsupervised (a
+#    14 s call, past the heartbeat's 10 s bound, is answered); then kill -9
+#    of that sidecar: its caller gives up on the stopped heartbeat after
+#    10 s, not at its 60 s timeout; delete still stops everything;
 #  - the container killed mid-call: the sidecar notices through its pidfd
 #    and exits; after delete nothing is left (process, mount, state).
 here=$(cd "$(dirname "$0")" && pwd)
