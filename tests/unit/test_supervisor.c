@@ -504,6 +504,7 @@ Test(supervisor, a_live_heartbeat_keeps_a_long_wait, .timeout = 90) {
   /* frozen: no answer, but a heartbeat only the host can renew; renew it
    * by hand (as the live thread would) while a client waits past 10 s */
   cr_assert_eq(kill(worker, SIGSTOP), 0);
+  wait_stopped(worker);
   int out[2];
   cr_assert_eq(pipe(out), 0);
   tg_error *err = NULL;
@@ -519,7 +520,12 @@ Test(supervisor, a_live_heartbeat_keeps_a_long_wait, .timeout = 90) {
     nanosleep(&sec, NULL);
   }
   int status;
-  cr_assert_eq(waitpid(c, &status, WNOHANG), 0, "the client gave up on a live heartbeat");
+  if (waitpid(c, &status, WNOHANG) != 0) {
+    char buf[2048];
+    ssize_t n = read(out[0], buf, sizeof buf - 1);
+    buf[n > 0 ? n : 0] = '\0';
+    cr_assert_fail("the client gave up on a live heartbeat (status %d): %s", status, buf);
+  }
   cr_assert_eq(kill(worker, SIGCONT), 0);
   cr_assert_eq(exit_within(c, 10), 3, "the call was not answered (denied) after the wait");
   close(hb);
