@@ -9,6 +9,7 @@
  *     tollgate-call    empty mount point; the static client is bind-mounted
  *                      over it (the tmpfs itself is noexec)
  *     .reserve         space held back so a full area can still be reported
+ *     alive            the sidecar's heartbeat (bridge/heartbeat.h)
  *     calls/           root 0755: the container cannot rename req/ or resp/
  *       req/ resp/     owned by the container's uid, 0700
  *

@@ -11,6 +11,7 @@
 #include "bridge/area.h"
 #include "bridge/server.h"
 #include "bridge/sidecar.h"
+#include "bridge/supervisor.h"
 #include "shim/util.h"
 
 int bridge_prepare(const struct bridge_setup *setup, json_t *config,
@@ -191,7 +192,11 @@ int bridge_teardown(const char *state_dir, tg_error **err) {
     return -1;
   if (bridge_area_destroy(state_dir, err) < 0)
     return -1;
-  cleanup_free char *lock = xasprintf("%s/%s", state_dir, BRIDGE_SIDECAR_LOCK);
-  unlink(lock);
+  static const char *const leftovers[] = {BRIDGE_SIDECAR_LOCK, BRIDGE_SUPERVISOR_LOCK,
+                                          BRIDGE_SIDECAR_STATUS};
+  for (size_t i = 0; i < sizeof leftovers / sizeof leftovers[0]; i++) {
+    cleanup_free char *path = xasprintf("%s/%s", state_dir, leftovers[i]);
+    unlink(path);
+  }
   return 0;
 }

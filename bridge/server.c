@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "bridge/protocol.h"
+#include "bridge/respond.h"
 #include "bridge/seccomp.h"
 #include "bridge/seen.h"
 #include "shim/util.h"
@@ -34,7 +35,6 @@
 #define RESERVE_NAME ".reserve"
 #define RESERVE_BYTES (128 * 1024)    /* room for error responses when full */
 #define GC_TICK_MS 5000
-#define REMOVE_DEPTH 8
 #define WORKER_STACK (512 * 1024)
 #define BRIDGE_FULL "bridge_full"
 
@@ -161,7 +161,6 @@ static void job_free(struct job *j) {
   free(j);
 }
 
-static bool remove_entry(int parent, const char *name, int depth);
 
 /* A taken call's request files, once it is answered (or dropped): the
  * body, then the marker, then the mark that the marker is gone. */
@@ -170,13 +169,13 @@ static void remove_request_files(struct bridge_service *s, struct job *j) {
     return;
   char name[BRIDGE_ID_MAX + 8];
   snprintf(name, sizeof name, "%s.json", j->id);
-  remove_entry(s->opt.req_fd, name, 0);
+  bridge_remove_entry(s->opt.req_fd, name);
   if (j->claimed) { /* its marker is gone already, and it is not in the set */
     j->claimed = false;
     return;
   }
   snprintf(name, sizeof name, "%s.done", j->id);
-  remove_entry(s->opt.req_fd, name, 0);
+  bridge_remove_entry(s->opt.req_fd, name);
   atomic_store(&j->seen->marker_gone, true);
   j->seen = NULL;
 }
@@ -197,40 +196,6 @@ static void post_refused(struct bridge_service *s, enum gate_refusal why, const 
     memcpy(j->id, id, strlen(id) + 1);
   j->reason = what;
   post(s, j);
-}
-
-/* ---- removing what the container left, without following anything ---- */
-
-static void remove_dir_contents(int parent, const char *name, int depth) {
-  if (depth >= REMOVE_DEPTH)
-    return; /* deeper trees stay; the tmpfs size bounds them */
-  int fd = openat(parent, name,
-                  O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0)
-    return;
-  DIR *d = fdopendir(fd);
-  if (d == NULL) {
-    close(fd);
-    return;
-  }
-  struct dirent *de;
-  while ((de = readdir(d)) != NULL) {
-    if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-      continue;
-    remove_entry(dirfd(d), de->d_name, depth + 1);
-  }
-  closedir(d);
-}
-
-/* true when this call removed the entry (so an entry reported twice, by
- * inotify and by a rescan, is counted once). */
-static bool remove_entry(int parent, const char *name, int depth) {
-  if (unlinkat(parent, name, 0) == 0)
-    return true;
-  if (errno != EISDIR && errno != EPERM)
-    return false;
-  remove_dir_contents(parent, name, depth);
-  return unlinkat(parent, name, AT_REMOVEDIR) == 0;
 }
 
 /* ---- the watcher: the only code that reads container bytes ---- */
@@ -272,9 +237,9 @@ static void process_marker(struct bridge_service *s, const char *id) {
      * yet), but count and audit the attempt.  The one call that removes
      * the new marker handles it. */
     if (!atomic_load(&taken->marker_gone) ||
-        !remove_entry(s->opt.req_fd, marker, 0))
+        !bridge_remove_entry(s->opt.req_fd, marker))
       return;
-    remove_entry(s->opt.req_fd, body, 0);
+    bridge_remove_entry(s->opt.req_fd, body);
     atomic_fetch_add(&s->st.replays, 1);
     post_refused(s, GATE_REFUSED_REPLAY, id, xasprintf("replayed call id %s", id));
     return;
@@ -287,7 +252,7 @@ static void process_marker(struct bridge_service *s, const char *id) {
      * the marker handles it.  Only the first one's body is read (bounded
      * like any request), so the one full audit record of the cap being
      * hit names the tool and arguments; later ones are only counted. */
-    if (!remove_entry(s->opt.req_fd, marker, 0))
+    if (!bridge_remove_entry(s->opt.req_fd, marker))
       return;
     struct job *j = xcalloc(1, sizeof *j);
     j->kind = JOB_CALL;
@@ -324,9 +289,9 @@ static void process_marker(struct bridge_service *s, const char *id) {
     }
   }
   if (taken == NULL) {
-    if (!remove_entry(s->opt.req_fd, marker, 0))
+    if (!bridge_remove_entry(s->opt.req_fd, marker))
       return;
-    remove_entry(s->opt.req_fd, body, 0);
+    bridge_remove_entry(s->opt.req_fd, body);
     /* refused, and told so: an error answer is the same however often
      * it is written, so an id not remembered may get it */
     post_refused(s, GATE_REFUSED_UNREMEMBERED, id,
@@ -376,7 +341,7 @@ static void handle_name(struct bridge_service *s, const char *name, bool old) {
     process_marker(s, id);
     break;
   case BRIDGE_NAME_BAD_MARKER: {
-    if (!remove_entry(s->opt.req_fd, name, 0))
+    if (!bridge_remove_entry(s->opt.req_fd, name))
       break; /* already handled */
     atomic_fetch_add(&s->st.bad_ids, 1);
     /* The name is container data: keep only a bounded, printable prefix
@@ -391,7 +356,7 @@ static void handle_name(struct bridge_service *s, const char *name, bool old) {
     break;
   }
   case BRIDGE_NAME_JUNK:
-    if (remove_entry(s->opt.req_fd, name, 0)) {
+    if (bridge_remove_entry(s->opt.req_fd, name)) {
       atomic_fetch_add(&s->st.junk, 1);
       post_refused(s, GATE_REFUSED_JUNK, NULL,
                    xstrdup("a file in calls/req that is no part of the protocol was removed"));
@@ -400,7 +365,7 @@ static void handle_name(struct bridge_service *s, const char *name, bool old) {
   case BRIDGE_NAME_TEMP:
   case BRIDGE_NAME_BODY:
     if (old)
-      remove_entry(s->opt.req_fd, name, 0);
+      bridge_remove_entry(s->opt.req_fd, name);
     break;
   }
 }
@@ -448,7 +413,7 @@ static void rescan(struct bridge_service *s, bool gc, bool final) {
         if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
           continue;
         if (is_old(s->opt.resp_fd, de->d_name, cutoff))
-          remove_entry(s->opt.resp_fd, de->d_name, 0);
+          bridge_remove_entry(s->opt.resp_fd, de->d_name);
       }
       closedir(d);
     } else {
@@ -576,66 +541,9 @@ static void *watcher_main(void *arg) {
 
 /* ---- the workers: govern and answer ---- */
 
-static int create_marker(int dirfd, const char *name) {
-  for (int attempt = 0; attempt < 2; attempt++) {
-    /* mknodat creates the empty file in one system call (openat plus
-     * close was two) and, like O_EXCL, fails on any name that exists,
-     * including a symlink the container may have planted: nothing is
-     * followed. */
-    if (mknodat(dirfd, name, S_IFREG | 0644, 0) == 0)
-      return 0;
-    if (errno != EEXIST)
-      return -1;
-    remove_entry(dirfd, name, 0);
-  }
-  errno = EEXIST;
-  return -1;
-}
-
-/* Write the response body straight to resp/<id>.json.  The client reads
- * it only once the marker exists, which is created after the body is
- * complete, so a temporary name and a rename add nothing (they cost two
- * system calls per call: getpid for the name, and renameat).  O_EXCL with
- * O_NOFOLLOW: whatever the container planted at that name (a file, a
- * symlink, a directory) is removed, never written through.  A body that
- * could not be written whole is removed. */
-static int write_body(int dirfd, const char *name, const char *body, size_t len) {
-  for (int attempt = 0; attempt < 3; attempt++) {
-    int fd = openat(dirfd, name,
-                    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0) {
-      if (errno != EEXIST)
-        return -1;
-      remove_entry(dirfd, name, 0);
-      continue;
-    }
-    if (write_all(fd, body, len) < 0) {
-      int e = errno;
-      close(fd);
-      unlinkat(dirfd, name, 0);
-      errno = e;
-      return -1;
-    }
-    if (close(fd) < 0) {
-      int e = errno;
-      unlinkat(dirfd, name, 0);
-      errno = e;
-      return -1;
-    }
-    return 0;
-  }
-  errno = EEXIST;
-  return -1;
-}
-
 static int write_response_once(struct bridge_service *s, const char *id,
                                const char *body, size_t len) {
-  char name[BRIDGE_ID_MAX + 8], marker[BRIDGE_ID_MAX + 8];
-  snprintf(name, sizeof name, "%s.json", id);
-  snprintf(marker, sizeof marker, "%s.done", id);
-  if (write_body(s->opt.resp_fd, name, body, len) < 0)
-    return -1;
-  return create_marker(s->opt.resp_fd, marker);
+  return bridge_write_response(s->opt.resp_fd, id, body, len);
 }
 
 static void release_reserve(struct bridge_service *s) {

@@ -3,8 +3,11 @@
  * `create` returns to containerd while the container lives on, so the
  * bridge must outlive it without holding anything of its caller: double
  * fork, setsid, stdio on /dev/null and every inherited fd closed (as conmon
- * does), readiness reported through a pipe before create returns.  It
- * stops on SIGTERM (delete) or when the container's init exits (pidfd).
+ * does), readiness reported through a pipe before create returns.  The
+ * double-forked process is the supervisor (supervisor.c), which forks the
+ * worker that serves: the sidecar proper.  The worker stops on SIGTERM
+ * (from the supervisor, which delete signals) or when the container's init
+ * exits (pidfd).
  */
 #include "bridge/sidecar.h"
 
@@ -27,7 +30,9 @@
 #include <unistd.h>
 
 #include "bridge/area.h"
+#include "bridge/heartbeat.h"
 #include "bridge/server.h"
+#include "bridge/supervisor.h"
 #include "shim/util.h"
 
 #ifndef SYS_pidfd_open
@@ -59,8 +64,8 @@ void bridge_gate_config(const struct bridge_setup *setup,
   };
 }
 
-pid_t bridge_sidecar_pid(const char *state_dir) {
-  cleanup_free char *path = xasprintf("%s/%s", state_dir, BRIDGE_SIDECAR_LOCK);
+pid_t bridge_lock_holder(const char *state_dir, const char *name) {
+  cleanup_free char *path = xasprintf("%s/%s", state_dir, name);
   cleanup_close int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0)
     return 0;
@@ -68,6 +73,14 @@ pid_t bridge_sidecar_pid(const char *state_dir) {
   if (fcntl(fd, F_GETLK, &fl) < 0 || fl.l_type == F_UNLCK)
     return 0;
   return fl.l_pid;
+}
+
+pid_t bridge_sidecar_pid(const char *state_dir) {
+  return bridge_lock_holder(state_dir, BRIDGE_SIDECAR_LOCK);
+}
+
+pid_t bridge_supervisor_pid(const char *state_dir) {
+  return bridge_lock_holder(state_dir, BRIDGE_SUPERVISOR_LOCK);
 }
 
 static bool wait_pidfd(int pidfd, int ms) {
@@ -79,29 +92,75 @@ static bool wait_pidfd(int pidfd, int ms) {
   return r > 0;
 }
 
-int bridge_sidecar_stop(const char *state_dir, tg_error **err) {
-  pid_t pid = bridge_sidecar_pid(state_dir);
+/* SIGTERM, up to 5 s, then SIGKILL: through a pidfd, so the signal
+ * reaches exactly the process that held the lock. */
+static int stop_process(pid_t pid, const char *what, tg_error **err) {
   if (pid <= 0)
     return 0;
   cleanup_close int pidfd = pidfd_open_(pid);
   if (pidfd < 0)
     return errno == ESRCH ? 0
-                          : tg_error_set(err, errno, "bridge: pidfd_open sidecar %d",
-                                         (int)pid);
-  /* Through the pidfd: the signal reaches exactly this process. */
+                          : tg_error_set(err, errno, "bridge: pidfd_open %s %d", what, (int)pid);
   syscall(SYS_pidfd_send_signal, pidfd, SIGTERM, NULL, 0);
   if (wait_pidfd(pidfd, 5000))
     return 0;
   syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
   if (!wait_pidfd(pidfd, 5000))
-    return tg_error_set(err, 0, "bridge: sidecar %d did not exit after SIGKILL",
-                        (int)pid);
+    return tg_error_set(err, 0, "bridge: %s %d did not exit after SIGKILL", what, (int)pid);
   return 0;
 }
 
+int bridge_sidecar_stop(const char *state_dir, tg_error **err) {
+  /* The supervisor first: told to stop, it stops its worker (which
+   * answers what is queued and closes the audit log) and exits, and it
+   * restarts nothing.  Then whatever worker is left: one whose supervisor
+   * was killed, or one the supervisor could not stop in time. */
+  if (stop_process(bridge_supervisor_pid(state_dir), "sidecar supervisor", err) < 0)
+    return -1;
+  return stop_process(bridge_sidecar_pid(state_dir), "sidecar", err);
+}
+
+json_t *bridge_sidecar_status(const char *state_dir) {
+  pid_t worker = bridge_sidecar_pid(state_dir);
+  pid_t supervisor = bridge_supervisor_pid(state_dir);
+  cleanup_free char *path = xasprintf("%s/%s", state_dir, BRIDGE_SIDECAR_STATUS);
+  char *buf = NULL;
+  size_t len = 0;
+  json_t *rec = NULL;
+  /* Host-only file in the state directory, written by the supervisor
+   * (write then rename): never container data. */
+  if (read_file(path, 1 << 16, &buf, &len, NULL) == 0)
+    rec = json_parse(buf, len, NULL, NULL);
+  free(buf);
+  if (rec == NULL && worker == 0 && supervisor == 0)
+    return NULL; /* no sidecar was ever started here */
+  json_t *o = json_new_object();
+  const char *recorded = json_string_value(json_object_get(rec, "status"));
+  long long recorded_worker = 0;
+  json_integer_value(json_object_get(rec, "worker"), &recorded_worker);
+  /* Running only once the supervisor has seen this worker ready: a new
+   * worker holds its lock from its first moment, before its gate opens. */
+  bool ready = recorded && strcmp(recorded, "running") == 0 && worker > 0 &&
+               recorded_worker == (long long)worker;
+  const char *status = supervisor ? (ready ? "running" : "restarting")
+                       : worker   ? "unsupervised"
+                       : recorded && strcmp(recorded, "stopped") == 0 ? "stopped"
+                                                                        : "dead";
+  json_object_set(o, "status", json_new_string(status));
+  json_object_set(o, "pid", json_new_integer(worker));
+  json_object_set(o, "supervisor_pid", json_new_integer(supervisor));
+  long long restarts = 0;
+  json_integer_value(json_object_get(rec, "restarts"), &restarts);
+  json_object_set(o, "restarts", json_new_integer(restarts));
+  const json_t *death = json_object_get(rec, "last_death");
+  json_object_set(o, "last_death", death ? json_copy(death) : json_new_null());
+  json_free(rec);
+  return o;
+}
+
 /* Report to the parent and carry on (ok) or exit (error). */
-static void report(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void report(int fd, const char *fmt, ...) {
+void bridge_report(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void bridge_report(int fd, const char *fmt, ...) {
   char buf[2048];
   va_list ap;
   va_start(ap, fmt);
@@ -118,7 +177,7 @@ static void report(int fd, const char *fmt, ...) {
  * owns (DAC_OVERRIDE, FOWNER, CHOWN), and running tools as an unprivileged
  * uid and stopping them (SETUID, SETGID, KILL).  Everything else, the
  * bounding set included, goes. */
-static int drop_capabilities(tg_error **err) {
+int bridge_sidecar_drop_capabilities(tg_error **err) {
   capng_clear(CAPNG_SELECT_BOTH);
   if (capng_updatev(CAPNG_ADD,
                     CAPNG_EFFECTIVE | CAPNG_PERMITTED | CAPNG_BOUNDING_SET,
@@ -131,8 +190,8 @@ static int drop_capabilities(tg_error **err) {
   return 0;
 }
 
-static int take_lock(const char *state_dir, tg_error **err) {
-  cleanup_free char *path = xasprintf("%s/%s", state_dir, BRIDGE_SIDECAR_LOCK);
+int bridge_take_lock(const char *state_dir, const char *name, tg_error **err) {
+  cleanup_free char *path = xasprintf("%s/%s", state_dir, name);
   int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0)
     return tg_error_set(err, errno, "bridge: open %s", path);
@@ -147,7 +206,7 @@ static int take_lock(const char *state_dir, tg_error **err) {
 /* Let go of the code pages create's work faulted in (much of libcrypto,
  * the CLI's own code): they are shared page cache, come back on demand,
  * and otherwise count as this long-lived process's resident memory. */
-static void drop_clean_file_pages(void) {
+void bridge_sidecar_drop_clean_file_pages(void) {
   FILE *f = fopen("/proc/self/maps", "re");
   if (f == NULL)
     return;
@@ -166,47 +225,53 @@ static void drop_clean_file_pages(void) {
   fclose(f);
 }
 
-__attribute__((noreturn)) static void sidecar_main(const struct bridge_setup *setup,
-                                                   pid_t init_pid, int ready) {
+/* The worker: serves the bridge until the container's init exits or it is
+ * told to stop (SIGTERM from the supervisor, or from delete when the
+ * supervisor is gone).  fd 3 is the pipe to the supervisor, fd 4 a pidfd
+ * of the container's init (the supervisor's, so a recycled pid is never
+ * watched).  resume: what this worker's gate records first after a crash
+ * of the one before. */
+__attribute__((noreturn)) static void worker_main(const struct bridge_setup *setup,
+                                                  const struct gate_resume *resume) {
   tg_error *err = NULL;
+  int ready = 3, pidfd = 4;
   prctl(PR_SET_NAME, "tollgate-bridge");
   /* One malloc arena per thread would cost each worker its own heap. */
   mallopt(M_ARENA_MAX, 2);
-  if (chdir("/") < 0) {
-    /* "/" always exists */
-  }
-  umask(022);
-  sigset_t mask;
+  sigset_t mask, chld;
   sigemptyset(&mask);
   sigaddset(&mask, SIGTERM);
   sigaddset(&mask, SIGINT);
   sigaddset(&mask, SIGHUP);
   /* Blocked before any thread exists, so every thread inherits the mask
-   * and only the signalfd sees these. */
+   * and only the signalfd sees these.  SIGCHLD, which the supervisor
+   * blocks for its own signalfd, is the tools' business here. */
   sigprocmask(SIG_BLOCK, &mask, NULL);
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  sigprocmask(SIG_UNBLOCK, &chld, NULL);
   signal(SIGPIPE, SIG_IGN);
 
   int sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-  int pidfd = pidfd_open_(init_pid);
-  if (sigfd < 0 || pidfd < 0) {
-    report(ready, "error: watch the container's init (pid %d) with a pidfd: %s",
-           (int)init_pid, strerror(errno));
+  if (sigfd < 0) {
+    bridge_report(ready, "error: signalfd: %s", strerror(errno));
     _exit(1);
   }
-  int lock = take_lock(setup->state_dir, &err);
-  if (lock < 0 || drop_capabilities(&err) < 0) {
-    report(ready, "error: %s", err->msg);
+  int lock = bridge_take_lock(setup->state_dir, BRIDGE_SIDECAR_LOCK, &err);
+  if (lock < 0) {
+    bridge_report(ready, "error: %s", err->msg);
     _exit(1);
   }
   cleanup_free char *control = NULL;
   struct gate_config gcfg;
   bridge_gate_config(setup, &gcfg, &control);
+  gcfg.resume = resume;
   struct gate *gate = NULL;
   int afd = -1, rfd = -1, qfd = -1;
   if (gate_open(&gcfg, &gate, &err) < 0 ||
       bridge_area_open(setup->state_dir, &afd, &rfd, &qfd, &err) < 0 ||
       gate_write_tools_json(gate, afd, "tools.json", &err) < 0) {
-    report(ready, "error: %s", err->msg);
+    bridge_report(ready, "error: %s", err->msg);
     _exit(1);
   }
   struct bridge_service_options o = {
@@ -217,20 +282,47 @@ __attribute__((noreturn)) static void sidecar_main(const struct bridge_setup *se
       .backoff_ms = setup->host ? (unsigned)setup->host->bridge_backoff_ms : 0,
   };
   struct bridge_service *svc = NULL;
-  if (bridge_service_start(&o, &svc, &err) < 0) {
-    report(ready, "error: %s", err->msg);
+  if (bridge_service_start(&o, &svc, &err) < 0 || bridge_heartbeat_start(afd, &err) < 0) {
+    bridge_report(ready, "error: %s", err->msg);
     _exit(1);
   }
   /* Small at rest: the heap inherited from create is garbage here. */
   malloc_trim(0);
-  drop_clean_file_pages();
-  report(ready, "ready %d\n", (int)getpid());
+  bridge_sidecar_drop_clean_file_pages();
+  bridge_report(ready, "ready %d\n", (int)getpid());
   close(ready);
   bridge_service_wait(svc);
   bridge_service_stop(svc);
   gate_close(gate);
   close(lock);
   _exit(0);
+}
+
+pid_t bridge_worker_fork(const struct bridge_setup *setup, int init_pidfd,
+                         const struct gate_resume *resume, int *ready_rd, tg_error **err) {
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) < 0)
+    return tg_error_set(err, errno, "bridge: pipe");
+  pid_t pid = fork();
+  if (pid < 0) {
+    int e = errno;
+    close(p[0]);
+    close(p[1]);
+    return tg_error_set(err, e, "bridge: fork the sidecar");
+  }
+  if (pid == 0) {
+    /* The worker keeps its report pipe (3) and the init's pidfd (4), and
+     * nothing else of the supervisor's: not create's pipe, not its locks
+     * or signalfd.  Both stay close-on-exec for the tools it runs. */
+    int r = fcntl(p[1], F_DUPFD_CLOEXEC, 5), i = fcntl(init_pidfd, F_DUPFD_CLOEXEC, 5);
+    if (r < 0 || i < 0 || dup3(r, 3, O_CLOEXEC) < 0 || dup3(i, 4, O_CLOEXEC) < 0)
+      _exit(1);
+    close_range(5, ~0U, 0);
+    worker_main(setup, resume);
+  }
+  close(p[1]);
+  *ready_rd = p[0];
+  return pid;
 }
 
 int bridge_spawn_sidecar(const struct bridge_setup *setup, pid_t init_pid,
@@ -248,7 +340,7 @@ int bridge_spawn_sidecar(const struct bridge_setup *setup, pid_t init_pid,
   if (child == 0) {
     close(p[0]);
     /* A new session without a controlling terminal, then fork again so
-     * the sidecar is not a session leader and is reparented away from
+     * the supervisor is not a session leader and is reparented away from
      * create's caller (containerd's shim must never wait on it). */
     if (setsid() < 0)
       _exit(1);
@@ -271,7 +363,7 @@ int bridge_spawn_sidecar(const struct bridge_setup *setup, pid_t init_pid,
     }
     close_range(4, ~0U, 0);
     fcntl(ready, F_SETFD, FD_CLOEXEC);
-    sidecar_main(setup, init_pid, ready);
+    bridge_supervise(setup, init_pid, ready);
   }
   close(p[1]);
   int status;

@@ -18,8 +18,19 @@ void bridge_gate_config(const struct bridge_setup *setup,
  * when none is running. */
 pid_t bridge_sidecar_pid(const char *state_dir);
 
-/* Stop the sidecar of state_dir: SIGTERM, wait up to 5 s on its pidfd,
- * then SIGKILL.  None running is fine.  0 or -1 with *err. */
+/* The pid of its supervisor (bridge/supervisor.h), the same way, or 0. */
+pid_t bridge_supervisor_pid(const char *state_dir);
+
+/* What `tollgate state` shows of the sidecar: {"status": "running" |
+ * "restarting" | "unsupervised" | "stopped" | "dead", "pid", "supervisor_pid",
+ * "restarts", "last_death"}, from the locks and the supervisor's
+ * <state_dir>/sidecar.json.  NULL when no sidecar was ever started there.
+ * Owned by the caller. */
+json_t *bridge_sidecar_status(const char *state_dir);
+
+/* Stop the sidecar of state_dir: its supervisor, then any worker left;
+ * each SIGTERM, wait up to 5 s on its pidfd, then SIGKILL.  None running
+ * is fine.  0 or -1 with *err. */
 int bridge_sidecar_stop(const char *state_dir, tg_error **err);
 
 #endif

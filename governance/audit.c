@@ -268,6 +268,25 @@ int audit_open(const char *dir, const char *container_id, const char *key_path,
 int audit_open_named(const char *dir, const char *stem, const char *container_id,
                      const char *key_path, const char *policy_path, const char *state_dir,
                      struct audit **out, tg_error **err) {
+  return audit_open_resumed(dir, stem, container_id, key_path, policy_path, state_dir, NULL, out,
+                            err);
+}
+
+/* The members an open record carries, for an open or resume record. */
+static json_t *open_extra(const struct audit *a, const char *policy_path, const char *state_dir,
+                          const json_t *more) {
+  json_t *extra = more && json_is(more, JSON_OBJECT) ? json_copy(more) : json_new_object();
+  json_object_set(extra, "alg", json_new_string(a->key ? "hmac-sha256" : "sha256"));
+  json_object_set(extra, "policy", policy_path ? json_new_string(policy_path) : json_new_null());
+  json_object_set(extra, "pid", json_new_integer(getpid()));
+  if (state_dir)
+    json_object_set(extra, "state_dir", json_new_string(state_dir));
+  return extra;
+}
+
+int audit_open_resumed(const char *dir, const char *stem, const char *container_id,
+                       const char *key_path, const char *policy_path, const char *state_dir,
+                       const struct audit_record *resume, struct audit **out, tg_error **err) {
   *out = NULL;
   if (!container_id_is_valid(container_id))
     return tg_error_set(err, 0, "audit: invalid container id \"%s\"", container_id);
@@ -334,20 +353,26 @@ int audit_open_named(const char *dir, const char *stem, const char *container_id
         goto fail;
     }
   }
-  json_t *extra = json_new_object();
-  json_object_set(extra, "alg", json_new_string(a->key ? "hmac-sha256" : "sha256"));
-  json_object_set(extra, "policy", policy_path ? json_new_string(policy_path) : json_new_null());
-  json_object_set(extra, "pid", json_new_integer(getpid()));
-  if (state_dir)
-    json_object_set(extra, "state_dir", json_new_string(state_dir));
-  struct audit_record open_rec = {.event = "open", .duration_ms = -1, .extra = extra};
   /* Written now (a full disk fails the open here), synced by the
    * flusher's first round, at once but off the caller's path: ~0.45 ms of
    * fdatasync and directory fsync that every container start waited for.
    * The group-commit rule covers it like any other record; the first
    * synced record (an intent) syncs it and the directory first anyway. */
-  int r = audit_append(a, &open_rec, false, err);
-  json_free(extra);
+  int r = 0;
+  if (resume == NULL || a->seq == 0) {
+    json_t *extra = open_extra(a, policy_path, state_dir, NULL);
+    struct audit_record open_rec = {.event = "open", .duration_ms = -1, .extra = extra};
+    r = audit_append(a, &open_rec, false, err);
+    json_free(extra);
+  }
+  if (r == 0 && resume != NULL) {
+    /* The resume record is synced: it is the only trace of the crash. */
+    json_t *extra = open_extra(a, policy_path, state_dir, resume->extra);
+    struct audit_record rec = *resume;
+    rec.extra = extra;
+    r = audit_append(a, &rec, true, err);
+    json_free(extra);
+  }
   if (r < 0)
     goto fail;
   if (pthread_create(&a->flusher, NULL, flusher_main, a) != 0) {

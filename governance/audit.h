@@ -49,6 +49,16 @@ int audit_open_named(const char *dir, const char *stem, const char *container_id
                      const char *key_path, const char *policy_path, const char *state_dir,
                      struct audit **out, tg_error **err);
 
+/* audit_open_named, continuing a run rather than starting one: the first
+ * record written is `resume` (its extra gains alg, policy, pid and
+ * state_dir, as an open record has them) instead of "open".  A bridge
+ * sidecar restarted after a crash opens its log so: the chain and the
+ * run's segment go on, and the record says why (docs/audit.md).  An empty
+ * (or damaged, moved-aside) log still starts with "open", then resume. */
+int audit_open_resumed(const char *dir, const char *stem, const char *container_id,
+                       const char *key_path, const char *policy_path, const char *state_dir,
+                       const struct audit_record *resume, struct audit **out, tg_error **err);
+
 /* "<id>@<16 hex of SHA-256(state_dir)>": the log's name for a container
  * whose <id>.jsonl is being written under another --root (owned). */
 char *audit_log_stem_for_state(const char *container_id, const char *state_dir);

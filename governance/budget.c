@@ -188,14 +188,28 @@ bool budget_fits(const struct budget *b, const struct tool *t, char **why) {
   return true;
 }
 
-bool budget_reserve(struct budget *b, const struct tool *t, char **why) {
-  if (!budget_fits(b, t, why))
-    return false;
+void budget_take(struct budget *b, const struct tool *t) {
   b->cost += t->cost;
   if (t->irreversible)
     b->irreversible++;
   b->per_tool[t->index]++;
+}
+
+bool budget_reserve(struct budget *b, const struct tool *t, char **why) {
+  if (!budget_fits(b, t, why))
+    return false;
+  budget_take(b, t);
   return true;
+}
+
+void budget_reset(struct budget *b) {
+  b->attempts = 0;
+  b->cost = 0;
+  b->irreversible = 0;
+  memset(b->per_tool, 0, (b->p ? b->p->ntools + 1 : 1) * sizeof *b->per_tool);
+  free(b->repeats);
+  b->repeats = NULL;
+  b->nrepeats = b->repeats_size = 0;
 }
 
 void budget_release(struct budget *b, const struct tool *t) {

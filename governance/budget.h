@@ -37,6 +37,13 @@ bool budget_fits(const struct budget *b, const struct tool *t, char **why);
 /* budget_fits, then take t's share (cost, irreversible, per-tool count). */
 bool budget_reserve(struct budget *b, const struct tool *t, char **why);
 
+/* Take t's share whatever the limits say: a call the log shows ran
+ * (budget_replay.h) spent its share even past a limit. */
+void budget_take(struct budget *b, const struct tool *t);
+
+/* Forget everything spent (a new run of the same log). */
+void budget_reset(struct budget *b);
+
 /* Give back a reservation for a call that never ran (e.g. its intent
  * record could not be written). */
 void budget_release(struct budget *b, const struct tool *t);

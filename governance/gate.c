@@ -24,7 +24,9 @@
 #include "governance/args_canonical.h"
 #include "governance/audit.h"
 #include "governance/budget.h"
+#include "governance/budget_replay.h"
 #include "governance/control.h"
+#include "governance/gate_log.h"
 #include "governance/mcp.h"
 #include "governance/policy.h"
 #include "governance/refusals.h"
@@ -342,17 +344,14 @@ int gate_open(const struct gate_config *cfg, struct gate **out, tg_error **err) 
                                ? g->policy->approval_timeout_ms
                            : cfg->approval_timeout_ms > 0 ? cfg->approval_timeout_ms
                                                           : DEFAULT_APPROVAL_TIMEOUT_MS;
-  if (audit_open_named(cfg->audit_dir, cfg->container_id, cfg->container_id, cfg->audit_key,
-                       cfg->policy_path, cfg->state_dir, &g->audit, err) < 0) {
-    /* The same id under another --root is live: one log per (root, id),
-     * never two writers interleaving one chain. */
-    if (cfg->state_dir == NULL || err == NULL || *err == NULL || (*err)->errnum != EBUSY)
-      goto fail;
-    tg_error_free(err);
-    cleanup_free char *stem = audit_log_stem_for_state(cfg->container_id, cfg->state_dir);
-    if (audit_open_named(cfg->audit_dir, stem, cfg->container_id, cfg->audit_key,
-                         cfg->policy_path, cfg->state_dir, &g->audit, err) < 0)
-      goto fail;
+  if (gate_log_open(cfg, &g->audit, err) < 0)
+    goto fail;
+  /* A restarted sidecar carries on the run's budgets, not fresh ones:
+   * otherwise every death of a sidecar would refill them. */
+  if (cfg->resume != NULL &&
+      budget_replay_log(g->budget, g->policy, audit_path(g->audit), err) < 0) {
+    tg_error_wrap(err, "read back the budgets of the run from its audit log");
+    goto fail;
   }
   audit_set_quota(g->audit, cfg->audit_max_bytes ? cfg->audit_max_bytes : AUDIT_DEFAULT_MAX_BYTES);
   g->refusals = refusals_new(g->audit, 0);

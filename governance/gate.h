@@ -27,7 +27,23 @@
 #define GATE_AUDIT_UNAVAILABLE "audit_unavailable"
 #define GATE_AUDIT_FULL "audit_full" /* this container's audit quota is reached */
 
+#define GATE_OUTCOME_UNKNOWN "outcome_unknown" /* the sidecar died mid-call */
+
 struct gate;
+
+/* What happened to the gate before this one, when a bridge sidecar died
+ * and its supervisor starts another (or stops the container): the first
+ * record of the continued log says so, then one record per call whose
+ * outcome is unknown (docs/audit.md, "sidecar_died"). */
+struct gate_resume {
+  const char *reason;             /* "the bridge sidecar (pid N) was killed by signal 9" */
+  const char *action;             /* "restart" or "stop" */
+  long long dead_pid;
+  unsigned restarts;              /* restarts in this run so far, this one included */
+  const char *const *unknown_ids; /* calls in flight when it died (valid ids) */
+  size_t nunknown;
+  unsigned long long unlisted;    /* more of them, past the supervisor's bound */
+};
 
 struct gate_config {
   const char *container_id;
@@ -45,11 +61,17 @@ struct gate_config {
                               root, the log is <id>@<hash of state_dir>.jsonl */
   unsigned long long audit_max_bytes; /* the log's quota; 0: 256 MiB
                                          (AUDIT_DEFAULT_MAX_BYTES) */
+  const struct gate_resume *resume;   /* NULL: a new run ("open") */
 };
 
 /* Load the policy and open the audit log.  A broken policy fails here with
  * every error and its line, column and field path. */
 int gate_open(const struct gate_config *cfg, struct gate **out, tg_error **err);
+
+/* Record a dead sidecar without opening a gate (the supervisor, which
+ * stops the container instead of restarting it): the log is continued with
+ * cfg->resume's records, then closed.  0 or -1 with *err. */
+int gate_record_death(const struct gate_config *cfg, tg_error **err);
 
 /* Start the policy's MCP servers, when gate_open() was told to defer them.
  * They die with the thread that starts them (PR_SET_PDEATHSIG), so a gate

@@ -50,6 +50,22 @@ static json_t *calls_from_log(const char *path, const char *id, tg_error **err) 
     const char *ev = json_string_value(json_object_get(r, "event"));
     if (ev == NULL)
       continue;
+    if (strcmp(ev, "unknown") == 0) {
+      /* The sidecar died with this call in flight (docs/audit.md): it
+       * completes an intent of the same call, or is a call of its own,
+       * counted like any attempt, whose tool nobody read. */
+      const char *cid = json_string_value(json_object_get(r, "call"));
+      bool found = false;
+      for (size_t j = json_array_len(calls); cid && !found && j-- > 0;) {
+        json_t *c = json_array_get(calls, j);
+        if (strcmp(json_string_value(json_object_get(c, "call")), cid) == 0) {
+          json_object_set(c, "status", json_new_string("outcome_unknown"));
+          found = true;
+        }
+      }
+      if (found)
+        continue;
+    }
     if (strcmp(ev, "outcome") == 0) {
       /* completes the intent record of the same call */
       const char *cid = json_string_value(json_object_get(r, "call"));
@@ -73,7 +89,7 @@ static json_t *calls_from_log(const char *path, const char *id, tg_error **err) 
       continue;
     }
     if (strcmp(ev, "call") != 0 && strcmp(ev, "intent") != 0 && strcmp(ev, "unanswerable") != 0 &&
-        strcmp(ev, "withdrawn") != 0)
+        strcmp(ev, "withdrawn") != 0 && strcmp(ev, "unknown") != 0)
       continue;
 
     attempts++;

@@ -31,6 +31,8 @@ void host_config_defaults(struct host_config *cfg) {
   cfg->audit_max_bytes = 256u * 1024 * 1024;
   cfg->bridge_refused_per_second = 200;
   cfg->bridge_backoff_ms = 1000;
+  cfg->sidecar_on_death = xstrdup("restart");
+  cfg->sidecar_max_restarts = 3;
   cfg->id_range_base = 1LL << 28;
   cfg->id_range_size = 65536;
   cfg->id_range_count = 4096;
@@ -62,6 +64,7 @@ static const struct field fields[] = {
     FIELD(request_max_bytes, F_SIZE), FIELD(mcp_allow_approve, F_BOOL),
     FIELD(audit_max_bytes, F_SIZE),  FIELD(bridge_refused_per_second, F_INT),
     FIELD(bridge_backoff_ms, F_INT),
+    FIELD(sidecar_on_death, F_STRING), FIELD(sidecar_max_restarts, F_INT),
     FIELD(policy_bindings, F_JSON),  FIELD(namespace_policies, F_JSON),
     FIELD(runc_version_floor, F_STRING),
     FIELD(id_range_base, F_LL),      FIELD(id_range_size, F_LL),
@@ -266,6 +269,23 @@ int host_config_load(const char *path, struct host_config *cfg,
     host_config_free(cfg);
     return -1;
   }
+  if (cfg->sidecar_on_death == NULL ||
+      (strcmp(cfg->sidecar_on_death, "restart") != 0 && strcmp(cfg->sidecar_on_death, "stop") != 0)) {
+    tg_error_set(err, 0,
+                 "host config %s: \"sidecar_on_death\" must be \"restart\" (start a new "
+                 "sidecar) or \"stop\" (kill the container), not \"%s\"",
+                 path, cfg->sidecar_on_death ? cfg->sidecar_on_death : "null");
+    host_config_free(cfg);
+    return -1;
+  }
+  if (cfg->sidecar_max_restarts < 0 || cfg->sidecar_max_restarts > 100) {
+    tg_error_set(err, 0,
+                 "host config %s: \"sidecar_max_restarts\" must be 0..100 (restarts "
+                 "allowed within a minute; 0 stops the container at the first death), not %d",
+                 path, cfg->sidecar_max_restarts);
+    host_config_free(cfg);
+    return -1;
+  }
   if (cfg->profile == NULL) {
     host_config_free(cfg);
     return tg_error_set(err, 0,
@@ -295,6 +315,7 @@ void host_config_free(struct host_config *cfg) {
   free(cfg->policy_dir);
   free(cfg->audit_dir);
   free(cfg->runc_version_floor);
+  free(cfg->sidecar_on_death);
   free(cfg->audit_key);
   json_free(cfg->policy_bindings);
   json_free(cfg->namespace_policies);

@@ -53,6 +53,11 @@ struct host_config {
   int bridge_refused_per_second; /* the attempt budget per container; default
                                     200 (0 in the file: the default) */
   int bridge_backoff_ms;     /* the pause past it; default 1000 */
+  char *sidecar_on_death;    /* "restart" (default) or "stop": what the
+                                sidecar's supervisor does when the sidecar
+                                dies (bridge/supervisor.h) */
+  int sidecar_max_restarts;  /* restarts allowed within a minute before the
+                                supervisor stops the container; default 3 */
   json_t *policy_bindings;    /* {"POLICY": {"namespaces": [], "roots": []}}, or
                                  NULL: any policy may be selected
                                  (shim/policy_binding.h) */

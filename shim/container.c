@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bridge/sidecar.h"
 #include "shim/idrange.h"
 #include "shim/log.h"
 #include "shim/mount_pin.h"
@@ -436,8 +437,17 @@ json_t *container_query(const struct cli *cli, const struct container *c,
                   json_new_string(c->backend_id ? c->backend_id : c->id));
   json_object_set(tg, "profile", json_new_string(profile ? profile : ""));
   json_object_set(tg, "policy", json_copy(json_object_get(c->state, "policy")));
-  json_object_set(tg, "sidecar_pid",
-                  json_copy(json_object_get(c->state, "sidecar_pid")));
+  /* The sidecar as it is now, not as create left it: its supervisor may
+   * have restarted it (another pid) or found it dead and stopped the
+   * container (bridge/supervisor.h). */
+  json_t *sidecar = bridge_sidecar_status(c->dir);
+  long long live_pid = 0;
+  if (sidecar != NULL && json_integer_value(json_object_get(sidecar, "pid"), &live_pid) &&
+      live_pid > 0)
+    json_object_set(tg, "sidecar_pid", json_new_integer(live_pid));
+  else
+    json_object_set(tg, "sidecar_pid", json_copy(json_object_get(c->state, "sidecar_pid")));
+  json_object_set(tg, "sidecar", sidecar ? sidecar : json_new_null());
   const json_t *ids = json_object_get(c->state, "id_range");
   json_object_set(tg, "id_range", ids ? json_copy(ids) : json_new_null());
   json_object_set(out, "tollgate", tg);

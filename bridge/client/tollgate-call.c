@@ -37,6 +37,7 @@ enum exit_code {
   EXIT_BRIDGE_FULL = 11,
   EXIT_NO_ANSWER = 12,     /* no response within the timeout */
   EXIT_PROTOCOL = 13,      /* a response this client does not understand */
+  EXIT_OUTCOME_UNKNOWN = 14, /* the sidecar died mid-call: it may have run */
 };
 
 static const struct {
@@ -53,6 +54,7 @@ static const struct {
     {"container_stopped", EXIT_CONTAINER_STOPPED},
     {"audit_unavailable", EXIT_AUDIT_UNAVAILABLE},
     {"bridge_full", EXIT_BRIDGE_FULL},
+    {"outcome_unknown", EXIT_OUTCOME_UNKNOWN},
 };
 
 static void usage(void) {
@@ -65,7 +67,8 @@ static void usage(void) {
         "Exit status: 0 ok, 1 usage or local error, 2 bad_request, 3 denied,\n"
         "4 approval_timeout, 5 budget_exhausted, 6 unknown_tool, 7 tool_failed,\n"
         "8 tool_timeout, 9 container_stopped, 10 audit_unavailable,\n"
-        "11 bridge_full, 12 no answer in time, 13 unreadable response.\n",
+        "11 bridge_full, 12 no answer in time, 13 unreadable response,\n"
+        "14 outcome_unknown (the sidecar died mid-call: it may or may not have run).\n",
         stderr);
 }
 
@@ -366,9 +369,14 @@ static bool tool_name_ok(const char *s) {
   return true;
 }
 
+/* The sidecar renews <dir>/alive every second (bridge/heartbeat.h); an
+ * mtime unchanged for this long means nobody will answer. */
+#define HEARTBEAT_NAME "alive"
+#define HEARTBEAT_STALE_S 10.0
+
 struct call_ctx {
-  int rq, rs;
-  const char *tool, *args, *resp_dir;
+  int root, rq, rs; /* root: the tollgate dir, for the heartbeat; -1: none */
+  const char *tool, *args, *resp_dir, *dir;
   size_t args_len;
   double timeout;
 };
@@ -438,17 +446,44 @@ static int call_once(const struct call_ctx *c, bool quiet) {
   double deadline = now_s() + c->timeout;
   long wait_ns = 5000;
   struct stat st;
+  /* The heartbeat, checked once a second: its mtime compared with the last
+   * one seen, on this client's own clock. */
+  double hb_next = 0, hb_changed = 0;
+  struct timespec hb_seen = {0, 0};
+  bool hb_known = false, stale = false;
   for (int k = 0;; k++) {
     double t0 = now_s();
     if (fstatat(c->rs, marker, &st, AT_SYMLINK_NOFOLLOW) == 0)
       break;
     double t1 = now_s();
-    if (t1 > deadline) {
+    if (c->root >= 0 && t1 >= hb_next) {
+      struct stat hs;
+      hb_next = t1 + 1.0;
+      if (fstatat(c->root, HEARTBEAT_NAME, &hs, AT_SYMLINK_NOFOLLOW) == 0) {
+        if (!hb_known || hs.st_mtim.tv_sec != hb_seen.tv_sec ||
+            hs.st_mtim.tv_nsec != hb_seen.tv_nsec) {
+          hb_known = true;
+          hb_seen = hs.st_mtim;
+          hb_changed = t1;
+        } else if (t1 - hb_changed > HEARTBEAT_STALE_S) {
+          stale = fstatat(c->rs, marker, &st, AT_SYMLINK_NOFOLLOW) != 0;
+          if (!stale)
+            break; /* the answer came after all */
+        }
+      }
+    }
+    if (t1 > deadline || stale) {
       unlinkat(c->rq, name, 0);
       unlinkat(c->rq, marker, 0);
-      fprintf(stderr, "tollgate-call: no answer from the tollgate bridge within "
-              "%.0f s: the host side is not running (container stopping, or "
-              "the sidecar died); the call may or may not have run\n", c->timeout);
+      if (stale)
+        fprintf(stderr, "tollgate-call: no answer from the tollgate bridge: its heartbeat "
+                "(%s/" HEARTBEAT_NAME ") stopped %.0f s ago, so neither the sidecar nor its "
+                "supervisor is running; the call may or may not have run\n",
+                c->dir, t1 - hb_changed);
+      else
+        fprintf(stderr, "tollgate-call: no answer from the tollgate bridge within "
+                "%.0f s: the host side is not running (container stopping, or "
+                "the sidecar died); the call may or may not have run\n", c->timeout);
       return EXIT_NO_ANSWER;
     }
     if (k < 3) {
@@ -643,7 +678,9 @@ int main(int argc, char **argv) {
     return EXIT_USAGE;
   }
 
-  struct call_ctx ctx = {.rq = rq, .rs = rs, .tool = tool, .args = a,
+  /* No heartbeat (an older host, `tollgate run`): the timeout alone. */
+  int root = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  struct call_ctx ctx = {.root = root, .rq = rq, .rs = rs, .tool = tool, .args = a, .dir = dir,
                          .args_len = (size_t)(after - a), .timeout = timeout,
                          .resp_dir = resp_dir};
   if (repeat > 0)

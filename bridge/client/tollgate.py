@@ -11,7 +11,8 @@ refusal is never returned as a result: each error code raises its own
 exception, all subclasses of TollgateError.  Every refusal (the call never
 ran) is a ToolDenied: ApprovalTimeout, BudgetExhausted, UnknownTool,
 BadRequest and AnomalyDetected are its subclasses.  The others are
-ToolFailed, ToolTimeout (the tool ran), ContainerStopped, AuditUnavailable,
+ToolFailed, ToolTimeout (the tool ran), OutcomeUnknown (the sidecar died:
+the tool may or may not have run), ContainerStopped, AuditUnavailable,
 BridgeFull and BridgeTimeout.  A call that gets no answer
 in time raises BridgeTimeout, so a dead bridge is an error, never a hang.
 
@@ -31,11 +32,16 @@ __all__ = [
     "call", "tools", "TollgateError", "ToolDenied", "BudgetExhausted",
     "ApprovalTimeout", "UnknownTool", "BadRequest", "AnomalyDetected", "ToolFailed", "ToolTimeout",
     "ContainerStopped", "AuditUnavailable", "BridgeFull", "BridgeTimeout",
+    "OutcomeUnknown",
 ]
 
 DIR = os.environ.get("TOLLGATE_DIR") or "/run/tollgate"
 _REQ = os.path.join(DIR, "calls", "req")
 _RESP = os.path.join(DIR, "calls", "resp")
+# The sidecar renews this file's mtime every second (bridge/heartbeat.h);
+# unchanged for _HEARTBEAT_STALE seconds, nobody is left to answer.
+_ALIVE = os.path.join(DIR, "alive")
+_HEARTBEAT_STALE = 10.0
 
 
 class TollgateError(Exception):
@@ -121,6 +127,12 @@ class BridgeFull(TollgateError):
     code = "bridge_full"
 
 
+class OutcomeUnknown(TollgateError):
+    """The host's sidecar died while the call was in flight: the tool may or
+    may not have run.  Check its effect before calling again."""
+    code = "outcome_unknown"
+
+
 class BridgeTimeout(TollgateError):
     """No answer arrived in time: the host side of the bridge is gone."""
     code = "bridge_timeout"
@@ -128,7 +140,8 @@ class BridgeTimeout(TollgateError):
 
 _ERRORS = {cls.code: cls for cls in (
     ToolDenied, ApprovalTimeout, BudgetExhausted, UnknownTool, BadRequest, AnomalyDetected,
-    ToolFailed, ToolTimeout, ContainerStopped, AuditUnavailable, BridgeFull)}
+    ToolFailed, ToolTimeout, ContainerStopped, AuditUnavailable, BridgeFull,
+    OutcomeUnknown)}
 
 # Polling: sleep from 20 us up, 1.3 times longer each round, to 2 ms.  No
 # busy polling: on a small machine it takes the CPU the host side needs to
@@ -295,11 +308,22 @@ def _write_request(call_id, data):
         raise
 
 
+def _heartbeat():
+    """The mtime of the sidecar's heartbeat file, or None without one."""
+    try:
+        return os.stat(_ALIVE, follow_symlinks=False).st_mtime_ns
+    except OSError:
+        return None
+
+
 def _wait_for(marker, deadline, waker, name, call_id, timeout):
-    """Return once marker exists; BridgeTimeout after deadline."""
+    """Return once marker exists; BridgeTimeout after deadline, or once
+    the sidecar's heartbeat has stood still for _HEARTBEAT_STALE s."""
     exists = os.path.exists
     now = time.monotonic
     wait = _FIRST_WAIT
+    hb_next = 0.0
+    hb_seen = hb_changed = None
     while True:
         t0 = now()
         if waker is not None and waker.fd >= 0:
@@ -307,13 +331,31 @@ def _wait_for(marker, deadline, waker, name, call_id, timeout):
         if exists(marker):
             return
         t = now()
-        if t > deadline:
+        stale = False
+        if t >= hb_next:
+            # Once a second: the mtime against the last one seen, on this
+            # process's own clock.
+            hb_next = t + 1.0
+            seen = _heartbeat()
+            if seen is not None and seen != hb_seen:
+                hb_seen, hb_changed = seen, t
+            elif seen is not None and t - hb_changed > _HEARTBEAT_STALE:
+                if exists(marker):
+                    return
+                stale = True
+        if t > deadline or stale:
             for p in (os.path.join(_REQ, call_id + ".json"),
                       os.path.join(_REQ, call_id + ".done")):
                 try:
                     os.unlink(p)
                 except OSError:
                     pass
+            if stale:
+                raise BridgeTimeout(
+                    "no answer from the tollgate bridge: its heartbeat (%s) stopped "
+                    "%.0f s ago, so neither the sidecar nor its supervisor is "
+                    "running; the call may or may not have run" % (_ALIVE, t - hb_changed),
+                    tool=name, call_id=call_id)
             raise BridgeTimeout(
                 "no answer from the tollgate bridge within %.0f s: the host "
                 "side is not running (container stopping, or the sidecar "

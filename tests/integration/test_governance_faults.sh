@@ -2,8 +2,9 @@
 # Governance under faults, with real containers under runsc and runc:
 # - the sidecar is killed with SIGKILL right after an irreversible call's
 #   intent record reached the disk: the log shows the intent without an
-#   outcome, verifies up to that point (--open), and plain verify reports
-#   the missing closed record; the tool's process dies with the sidecar;
+#   outcome, then the supervisor's sidecar_died record and an unknown
+#   record for that call, and verifies; the caller is told outcome_unknown;
+#   the tool's process dies with the sidecar;
 # - the audit directory is a tiny tmpfs that fills up: calls fail closed
 #   with audit_unavailable (exit 10) and nothing runs unaudited.
 here=$(cd "$(dirname "$0")" && pwd)
@@ -33,7 +34,8 @@ for rt in $BACKENDS; do
   log=$TG_ROOT/audit/$id.jsonl
   make_bundle "$TG_ROOT/bundles/$id" sh -c \
     '/run/tollgate/tollgate-call who "{}"; /run/tollgate/tollgate-call --timeout 300 refund "{\"amount\":5,\"order\":\"K-1\",\"sleep\":300}"; echo rc=$?'
-  if tg --runtime "$rt" create --policy "$POL/p.json" -b "$TG_ROOT/bundles/$id" "$id" >/dev/null 2>&1; then
+  out=$TG_ROOT/$id.out
+  if tg --runtime "$rt" create --policy "$POL/p.json" -b "$TG_ROOT/bundles/$id" "$id" >"$out" 2>&1; then
     on_exit "tg delete --force $id"
     tg start "$id"
     for _ in $(seq 1 600); do grep -q '"event":"intent"' "$log" 2>/dev/null && break; sleep 0.05; done
@@ -47,12 +49,21 @@ for rt in $BACKENDS; do
     rm -f "$TG_ROOT/out/who"
     check "$rt: kill -9 the sidecar" kill -9 "$sidecar"
     for _ in $(seq 1 200); do kill -0 "$sidecar" 2>/dev/null || break; sleep 0.05; done
+    # grep -o: under runsc the container's stdout and stderr, one file here,
+    # may interleave within a line
+    for _ in $(seq 1 200); do grep -q 'rc=[0-9]' "$out" && break; sleep 0.05; done
+    check_eq "$rt: the caller was told outcome_unknown (14), not a result" "rc=14" "$(grep -o 'rc=[0-9]*' "$out")"
     check_eq "$rt: the log has the intent and no outcome" "1 0" \
       "$(grep -c '"event":"intent"' "$log") $(grep -c '"event":"outcome"' "$log")"
-    check "$rt: the log verifies up to the intent (--open)" tg audit verify --open "$log"
-    out=$(tg audit verify "$log" 2>&1); rc=$?
-    check_eq "$rt: plain verify fails: no closed record" 1 "$rc"
-    check_match "$rt: verify names the truncation" "without a closed record" "$out"
+    # The supervisor's new sidecar continued the log: a synced sidecar_died
+    # record, then an unknown record naming the irreversible call.
+    check_eq "$rt: the unknown record names the intent's call" \
+      "$(grep '"event":"intent"' "$log" | python3 -c 'import json,sys; print(json.load(sys.stdin)["call"])')" \
+      "$(grep '"event":"unknown"' "$log" | python3 -c 'import json,sys; print(json.load(sys.stdin)["call"])' 2>/dev/null)"
+    check_eq "$rt: one sidecar_died record" 1 "$(grep -c '"event":"sidecar_died"' "$log")"
+    check "$rt: the log verifies across the crash (--open)" tg audit verify --open "$log"
+    for _ in $(seq 1 200); do tail -n1 "$log" | grep -q '"event":"closed"' && break; sleep 0.05; done
+    check "$rt: once the container ended, the log is closed and verifies" tg audit verify "$log"
     for _ in $(seq 1 100); do pgrep -f "$POL/refund.py" >/dev/null || break; sleep 0.05; done
     check_fails "$rt: the tool's process died with the sidecar" pgrep -f "$POL/refund.py"
     check "$rt: delete after the sidecar died" tg delete --force "$id"

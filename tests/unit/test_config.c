@@ -106,6 +106,23 @@ Test(config, errors_name_the_key_and_file) {
   expect_error("{\"runtime\":\"runc\",}", "fix the JSON");
   expect_error("{\"a\":1,\"a\":2}", "duplicate");
   expect_error("[]", "JSON object");
+  expect_error("{\"sidecar_on_death\":\"ignore\"}", "\"restart\" (start a new sidecar) or \"stop\"");
+  expect_error("{\"sidecar_max_restarts\":-1}", "sidecar_max_restarts");
+}
+
+Test(config, sidecar_supervision_defaults_and_loads) {
+  struct host_config c;
+  host_config_defaults(&c);
+  cr_assert_str_eq(c.sidecar_on_death, "restart");
+  cr_assert_eq(c.sidecar_max_restarts, 3);
+  host_config_free(&c);
+  char *p = write_cfg("{\"sidecar_on_death\":\"stop\",\"sidecar_max_restarts\":0}");
+  tg_error *err = NULL;
+  cr_assert_eq(host_config_load(p, &c, &err), 0, "%s", err ? err->msg : "");
+  cr_assert_str_eq(c.sidecar_on_death, "stop");
+  cr_assert_eq(c.sidecar_max_restarts, 0);
+  host_config_free(&c);
+  free(p);
 }
 
 Test(config, data_path_prefers_data_dir) {

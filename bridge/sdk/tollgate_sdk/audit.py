@@ -8,7 +8,8 @@ over budget, malformed, exec or MCP tools) are in the result too.
 import dataclasses
 import json
 
-ATTEMPT_EVENTS = ("call", "intent", "unanswerable")
+# "unknown": a call the sidecar had in flight when it died (docs/audit.md)
+ATTEMPT_EVENTS = ("call", "intent", "unanswerable", "unknown")
 
 
 @dataclasses.dataclass
@@ -69,7 +70,8 @@ def calls_of_last_run(records):
     calls, by_id = [], {}
     for r in records[start:]:
         ev = r.get("event")
-        if ev == "outcome":
+        if ev == "outcome" or (ev == "unknown" and r.get("call") in by_id):
+            # an intent's outcome, or the sidecar died with it in flight
             c = by_id.get(r.get("call"))
             if c is not None:
                 c.outcome = r.get("outcome") or ""
@@ -111,7 +113,11 @@ def budget_used(calls, policy):
 def may_have_run(call):
     """Did an irreversible call (possibly) do its work?  After an intent
     record only "ok" and "tool_failed" are certain; no outcome, a timeout or
-    a stopped container leave it possibly done, so it counts as done."""
+    a stopped container leave it possibly done, so it counts as done, and
+    so does a call the sidecar died with (outcome_unknown), allowed or not
+    as far as the log knows."""
+    if call.outcome == "outcome_unknown":
+        return True
     if call.decision != "allow":
         return False
     if call.intent:
