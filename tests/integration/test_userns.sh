@@ -220,8 +220,13 @@ PY
   opid=$(state_pid owner)
   make_bundle "$TG_ROOT/bundles/joiner" sleep 600
   ns_paths "$TG_ROOT/bundles/joiner/config.json" "$opid" ipc uts
-  tg --runtime runc create -b "$TG_ROOT/bundles/joiner" joiner >/dev/null 2>"$TG_ROOT/err"
-  check_eq "runc: a container joining another's ipc/uts namespaces is created" "" "$(cat "$TG_ROOT/err")"
+  out=$(tg --runtime runc create -b "$TG_ROOT/bundles/joiner" joiner 2>&1 </dev/null)
+  check_match "runc: a join no proof ties to its owner is refused, naming the rule" \
+    "asks to join owner's namespaces, and nothing proves they belong together: the join rule .*--join owner.*trusted_join_callers" "$out"
+  check_fails "runc: ... and leaves no container" test -d "$TG_ROOT/joiner"
+  # The caller vouches (docs/hardening.md "Joins", proof 2).
+  tg --runtime runc create --join owner -b "$TG_ROOT/bundles/joiner" joiner >/dev/null 2>"$TG_ROOT/err"
+  check_eq "runc: a container joining another's ipc/uts namespaces with --join is created" "" "$(cat "$TG_ROOT/err")"
   on_exit "tg delete --force joiner"
   tg start joiner
   jpid=$(state_pid joiner)
@@ -230,6 +235,7 @@ PY
   check_eq "runc: joiner: the owner's host uid" "$(host_uid $opid)" "$(host_uid $jpid)"
   check_eq "runc: joiner: ... a pool uid, not 65534" 1 "$([ "$(host_uid $jpid)" -gt $BASE ] && echo 1)"
   check_match "runc: joiner: state records whose range it shares" '"pod": "owner"' "$(tg state joiner | tr -d '\n')"
+  check_match "runc: joiner: state records the join and its proof" '"join": \{ *"owner": "owner", *"proof": "--join"' "$(tg state joiner | tr -d '\n')"
   check_eq "runc: joiner and owner hold one claim" 1 "$(claims)"
   tg delete --force owner
   check_eq "runc: the owner's delete keeps the range while the joiner runs" 1 "$(claims)"
@@ -246,7 +252,7 @@ PY
   ns_paths "$TG_ROOT/bundles/foreign/config.json" "$fpid" ipc
   out=$(tg --runtime runc create -b "$TG_ROOT/bundles/foreign" foreign 2>&1 </dev/null); rc=$?
   check_eq "runc: joining a foreign ipc namespace is refused" 1 "$([ $rc -ne 0 ] && echo 1)"
-  check_match "runc: ... naming the namespace and the fix" "linux.namespaces\[[0-9]+\]: the ipc namespace /proc/$fpid/ns/ipc belongs to no running runc container of this --root" "$out"
+  check_match "runc: ... naming the namespace and the fix" "linux.namespaces\[[0-9]+\]: the ipc namespace /proc/$fpid/ns/ipc belongs to no running container of this --root" "$out"
   kill "$fpid"; wait "$fpid" 2>/dev/null
   check_eq "runc: ... and leaves no claim" 0 "$(claims)"
 
