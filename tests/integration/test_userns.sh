@@ -305,6 +305,39 @@ PY
   check_eq "runc: ... and frees them on delete" 0 "$(claims)"
   conf
 
+  # --- the join rule against the real attack (issue 27.1) ----------------
+  # A victim with a secret in /tmp and a bridge; an attacker created by
+  # another process (not the victim's caller, no --join) whose pid/ipc/uts
+  # paths are the victim's init's.  Refused at create: it never runs, so
+  # it reads nothing and calls nothing through the victim's bridge.
+  JP=$TG_ROOT/jpol
+  mkdir -p "$JP"
+  cat > "$JP/victim.json" <<'P'
+{"version": 1, "tools": {"note": {"backend": {"type": "exec", "argv": ["/bin/echo", "{\"victim_tool\": \"ran\"}"]}, "rules": [{"effect": "allow"}]}}}
+P
+  chmod -R a+rX "$JP"
+  make_bundle "$TG_ROOT/bundles/victim" sh -c 'echo TENANT-A-SECRET >/tmp/secret; exec sleep 600'
+  tg --runtime runc run -d --policy "$JP/victim.json" -b "$TG_ROOT/bundles/victim" victim </dev/null >/dev/null 2>"$TG_ROOT/err" ||
+    sed 's/^/# /' "$TG_ROOT/err"
+  on_exit "tg delete --force victim"
+  vpid=$(state_pid victim)
+  make_bundle "$TG_ROOT/bundles/attacker" sh -c 'cat /proc/1/root/tmp/secret; /proc/1/root/run/tollgate/tollgate-call note "{\"msg\": \"injected-by-attacker\"}"; echo attacker-ran'
+  ns_paths "$TG_ROOT/bundles/attacker/config.json" "$vpid" pid ipc uts
+  out=$(setsid "$TG" --root "$TG_ROOT" --config "$TG_CONFIG" --runtime runc run -b "$TG_ROOT/bundles/attacker" attacker 2>&1 </dev/null)
+  check_match "runc: attack: another caller's container joining the victim's pid/ipc/uts is refused, naming the rule" \
+    "asks to join victim's namespaces, and nothing proves they belong together: the join rule \(docs/hardening.md \"Joins\"\)" "$out"
+  check_fails "runc: attack: ... it read nothing and ran nothing" eval '[[ "$out" =~ TENANT-A-SECRET|attacker-ran|victim_tool ]]'
+  check_eq "runc: attack: ... and no call reached the victim's bridge" 0 "$(cat "$TG_ROOT/audit/victim.jsonl" 2>/dev/null | grep -c injected-by-attacker)"
+  check_fails "runc: attack: ... no container is left" test -d "$TG_ROOT/attacker"
+  # The same from the victim's own caller (this shell) without --join:
+  # a shell is no containerd shim, so nothing proves a pod either.
+  out=$(tg --runtime runc run -b "$TG_ROOT/bundles/attacker" attacker 2>&1 </dev/null)
+  check_match "runc: attack from the victim's own caller, no --join: refused too" "nothing proves they belong together" "$out"
+  check_eq "runc: attack: the victim still runs" running \
+    "$(tg state victim | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])')"
+  tg delete --force victim
+  check_eq "runc: attack: no claim is left" 0 "$(claims)"
+
   # --- mount points are made as host root, never through the image's links
   # A hostile rootfs whose /etc is a link to a host directory, and a bind
   # mount onto /etc/hosts: the mount point is resolved inside the rootfs.
