@@ -223,6 +223,15 @@ int oci_cri_join_sandbox(json_t *config, const char *sandbox_backend_id, bool sh
   return 0;
 }
 
+void oci_cri_join_root_pid(json_t *config) {
+  json_t *nss = json_get_path(config, "linux.namespaces");
+  for (size_t i = json_array_len(nss); i-- > 0;) {
+    const char *t = json_string_value(json_object_get(json_array_get(nss, i), "type"));
+    if (t != NULL && strcmp(t, "pid") == 0)
+      json_array_remove(nss, i);
+  }
+}
+
 void oci_cri_mark_sandbox(json_t *config) {
   json_t *annotations = json_object_ensure_object(config, "annotations");
   json_object_set(annotations, CRI_TYPE, json_new_string("sandbox"));

@@ -721,10 +721,12 @@ static int do_create(struct cli *cli, const struct create_request *req,
       /* A pod member, and as well any other accepted join (Podman's
        * --pid=container:): gVisor shares a namespace only inside one
        * sandbox, so the joiner starts in its owner's. */
-      if (oci_cri_join_sandbox(config, jn.owner_backend_id, jn.share_pid, jn.owner_pid, err) < 0) {
+      if (oci_cri_join_sandbox(config, jn.owner_backend_id, jn.share_pid && jn.pod, jn.owner_pid, err) < 0) {
         cri_record_free(&cri);
         return tg_error_wrap(err, "bundle %s: config.json", bundle);
       }
+      if (jn.share_pid && !jn.pod)
+        oci_cri_join_root_pid(config);
       joined = true;
     }
   }

@@ -258,16 +258,17 @@ static const char *ns_kind(const char *type) {
   return NULL;
 }
 
-/* Is path (a namespace of kind) pid's?  Literally /proc/<pid>/ns/<kind>
- * (runsc's sandbox process may sit in the host's PID namespace, which no
- * comparison could tell apart), or the same namespace by device and inode
- * when that is not the host's own (a path through another of the owner's
- * processes, or a bind mount of its namespace file). */
-static bool names_ns_of(const char *path, const char *kind, pid_t pid) {
+/* Is path (a namespace of kind) pid's?  literal: exactly
+ * /proc/<pid>/ns/<kind> (runsc's sandbox process may sit in the host's
+ * PID namespace, which no comparison could tell apart); otherwise the
+ * same namespace by device and inode when that is not the host's own (a
+ * path through another of the owner's processes, or a bind mount of its
+ * namespace file). */
+static bool names_ns_of(const char *path, const char *kind, pid_t pid, bool literal) {
   char lit[64];
   snprintf(lit, sizeof lit, "/proc/%d/ns/%s", (int)pid, kind);
-  if (strcmp(path, lit) == 0)
-    return true;
+  if (literal)
+    return strcmp(path, lit) == 0;
   struct stat a, b, host;
   char hostp[64];
   snprintf(hostp, sizeof hostp, "/proc/1/ns/%s", kind);
@@ -278,11 +279,8 @@ static bool names_ns_of(const char *path, const char *kind, pid_t pid) {
   return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
-/* The tollgate container of this root whose init's namespace path names,
- * or NULL (owned). */
-static char *path_owner(const struct cli *cli, const char *path, const char *kind) {
-  if (cli->root == NULL)
-    return NULL;
+/* One pass over the root's containers for path_owner(). */
+static char *path_owner_pass(const struct cli *cli, const char *path, const char *kind, bool literal) {
   DIR *d = opendir(cli->root);
   if (d == NULL)
     return NULL;
@@ -294,12 +292,24 @@ static char *path_owner(const struct cli *cli, const char *path, const char *kin
     struct owner o;
     if (owner_load(cli, de->d_name, &o) < 0)
       continue;
-    if (o.init > 0 && kill(o.init, 0) == 0 && names_ns_of(path, kind, o.init))
+    /* By identity, a joiner's namespaces are its owner's: the owner is
+     * the one that made them. */
+    bool joiner = json_object_get(o.state, "join") != NULL;
+    if (o.init > 0 && (literal || !joiner) && kill(o.init, 0) == 0 && names_ns_of(path, kind, o.init, literal))
       found = xstrdup(de->d_name);
     owner_free(&o);
   }
   closedir(d);
   return found;
+}
+
+/* The tollgate container of this root whose init's namespace path names
+ * (by its literal /proc path first, then by identity), or NULL (owned). */
+static char *path_owner(const struct cli *cli, const char *path, const char *kind) {
+  if (cli->root == NULL)
+    return NULL;
+  char *found = path_owner_pass(cli, path, kind, true);
+  return found ? found : path_owner_pass(cli, path, kind, false);
 }
 
 /* The proof for a join of owner id, or a refusal that names the rule and
@@ -340,7 +350,13 @@ static void decide_pod(const struct cli *cli, const struct join_request *req, co
   const char *path = json_string_value(json_object_get(req->state, "backend_path"));
   cleanup_json json_t *pause_config = NULL;
   tg_error *e = NULL;
-  if (role == NULL || strcmp(role, "sandbox") != 0) {
+  /* A sandbox is recorded with role "sandbox".  A container recorded with
+   * no CRI role at all and joining nobody may stand as one too: Podman's
+   * infra container carries no type (its members name it by id); the
+   * proof below is asked of it all the same.  A pod member ("container")
+   * or any joiner is never a sandbox. */
+  bool infra = role == NULL && json_object_get(o.state, "join") == NULL;
+  if (!infra && (role == NULL || strcmp(role, "sandbox") != 0)) {
     tg_error_set(&j->refused, 0, "the CRI annotations ask to join %s, which is not a pod sandbox (pause) container: only a container created with io.kubernetes.cri.container-type=sandbox can be joined",
            pod);
   } else if (be == NULL || backend == NULL || strcmp(be, backend) != 0 || be_path == NULL || path == NULL ||
