@@ -284,7 +284,8 @@ for backend in runsc runc; do
   check "$b: CNI pod: client starts" cri StartContainer '{"container_id": "'$ccli_id'"}'
   for _ in $(seq 300); do grep -q 'ps: ' "$CTRD_DIR/pods/cni-$b/cli.log" 2>/dev/null && break; sleep 0.1; done
   sleep 0.3
-  got=$(sed -n 's/^.*got=//p' "$CTRD_DIR/pods/cni-$b/cli.log" 2>/dev/null)
+  # "<time> stdout F got=...": the client's own line, not ps showing its command
+  got=$(sed -n 's/^[^ ]* std[a-z]* [FP] got=//p' "$CTRD_DIR/pods/cni-$b/cli.log" 2>/dev/null)
   check_eq "$b: CNI pod: two containers talk over 127.0.0.1" pong-over-cni "$got"
   seen=$(sed -n 's/^.* ps: //p' "$CTRD_DIR/pods/cni-$b/cli.log" 2>/dev/null)
   check_match "$b: CNI pod: one PID namespace: the client sees the server's processes" 'nc -l -p 8080|while true' "$seen"
