@@ -646,7 +646,7 @@ static int do_create(struct cli *cli, const struct create_request *req,
    * range under runc, and under runsc its sandbox (docs/kubernetes.md
    * "Pods"), once the join rule accepted it (shim/join.h).  A refusal
    * waits for the profile: passthrough is the bare backend. */
-  pid_t pod_pid = jn.pod ? jn.owner_pid : 0;
+  pid_t pod_pid = jn.pod || jn.net ? jn.owner_pid : 0;
   ho.pod_sandbox_pid = jn.owner_pid;
   struct shared_range share = {0};
   if (claim_id_range(cli, config, u->dir, state, &ho, jn.owner, jn.owner_pid, &share, err) < 0)

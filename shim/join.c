@@ -466,6 +466,31 @@ static void path_claim(const struct cli *cli, const json_t *config, char **owner
   }
 }
 
+/* Forget the owner (a refused or dropped claim). */
+static void join_clear(struct join *j) {
+  free(j->owner);
+  free(j->owner_backend_id);
+  free(j->kube_namespace);
+  j->owner = j->owner_backend_id = j->kube_namespace = NULL;
+  j->owner_pid = 0;
+  j->pod = j->share_pid = j->net = false;
+  j->proof = NULL;
+}
+
+/* The tollgate container whose network namespace config's network path
+ * is, or NULL (owned). */
+static char *network_claim(const struct cli *cli, const json_t *config) {
+  const json_t *nss = json_get_path(config, "linux.namespaces");
+  for (size_t i = 0; i < json_array_len(nss); i++) {
+    const json_t *ns = json_array_get(nss, i);
+    const char *type = json_string_value(json_object_get(ns, "type")) ?: "";
+    const char *path = json_string_value(json_object_get(ns, "path"));
+    if (strcmp(type, "network") == 0 && path != NULL && path[0] != '\0')
+      return path_owner(cli, path, "net");
+  }
+  return NULL;
+}
+
 int join_decide(const struct cli *cli, const struct join_request *req, struct join *out, tg_error **err) {
   memset(out, 0, sizeof *out);
   struct cri_record asked = {0};
@@ -485,6 +510,20 @@ int join_decide(const struct cli *cli, const struct join_request *req, struct jo
   } else if (out->refused == NULL && by_path != NULL) {
     decide_path(cli, req, by_path, out);
   }
+  /* A network path of a tollgate container: a join only where the
+   * profile keeps it (join_check_kept_network refuses it unproven then);
+   * proven here, it is a join like any other, so --join and the other
+   * proofs hold for it too.  Unproven, it is left to that check. */
+  cleanup_free char *by_net = out->refused == NULL ? network_claim(cli, req->config) : NULL;
+  if (by_net != NULL && out->owner == NULL) {
+    decide_path(cli, req, by_net, out);
+    if (out->refused != NULL && (req->vouched == NULL || strcmp(req->vouched, by_net) != 0)) {
+      tg_error_free(&out->refused);
+      join_clear(out);
+    }
+  }
+  if (by_net != NULL && out->owner != NULL && strcmp(by_net, out->owner) == 0)
+    out->net = true;
   if (out->refused == NULL && out->owner == NULL && req->vouched != NULL)
     tg_error_set(&out->refused, 0, "--join %s: this container's config joins no container's namespaces (no CRI sandbox id, no /proc/<pid>/ns path of a container of this --root): remove --join or add the paths",
                  req->vouched);
@@ -498,15 +537,8 @@ int join_decide(const struct cli *cli, const struct join_request *req, struct jo
     const char *ns = json_string_value(json_object_get(json_object_get(req->config, "annotations"), CRI_NAMESPACE));
     out->kube_namespace = ns ? xstrdup(ns) : NULL;
   }
-  if (out->refused != NULL) {
-    free(out->owner);
-    free(out->owner_backend_id);
-    free(out->kube_namespace);
-    out->owner = out->owner_backend_id = out->kube_namespace = NULL;
-    out->owner_pid = 0;
-    out->pod = out->share_pid = false;
-    out->proof = NULL;
-  }
+  if (out->refused != NULL)
+    join_clear(out);
   cri_record_free(&asked);
   return 0;
 }

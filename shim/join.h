@@ -83,6 +83,8 @@ struct join {
   char *owner_backend_id; /* the id the backend knows it by */
   bool pod;               /* a CRI/CRI-O pod member of sandbox owner */
   bool share_pid;         /* the config asks for the owner's PID namespace */
+  bool net;               /* ... or its network namespace (runc: create
+                             points it at the owner's, as for a pod) */
   const char *proof;      /* which proof held (static), or NULL */
   tg_error *refused;      /* the claim was not proven: the refusal, which
                              create gives unless the profile is passthrough */

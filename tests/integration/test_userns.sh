@@ -335,6 +335,59 @@ P
   check_match "runc: attack from the victim's own caller, no --join: refused too" "nothing proves they belong together" "$out"
   check_eq "runc: attack: the victim still runs" running \
     "$(tg state victim | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])')"
+  # A kept network path (a profile with "network": "keep"): the victim's
+  # network namespace is a join of the victim, refused unproven and
+  # accepted with --join (then in the victim's user namespace and
+  # network namespace); another kept path (a CNI namespace) is no join.
+  D=$TG_ROOT/data
+  mkdir -p "$D/profiles"
+  cp "$here"/../../bundles/profiles/*.json "$D/profiles/"
+  python3 - "$D/profiles/hardened.json" "$D/profiles/keepnet.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1])); p.update(name="keepnet", network="keep", strictness=40)
+json.dump(p, open(sys.argv[2], "w"), indent=2)
+PY
+  ln -s "$(cd "$here/../../bundles" && pwd)/seccomp" "$D/seccomp"
+  ln -s "$(cd "$here/../../bundles" && pwd)/backend-floor.json" "$D/backend-floor.json"
+  conf data_dir="\"$D\"" profile='"keepnet"'
+  make_bundle "$TG_ROOT/bundles/netjoin" sh -c 'cat /proc/net/dev | cut -d: -f1 | tail -n +3 | tr -d " "; exec sleep 600'
+  python3 - "$TG_ROOT/bundles/netjoin/config.json" "/proc/$vpid/ns/net" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"] if n["type"] != "network"] + [{"type": "network", "path": sys.argv[2]}]
+json.dump(c, open(sys.argv[1], "w"), indent=2)
+PY
+  out=$(setsid "$TG" --root "$TG_ROOT" --config "$TG_CONFIG" --runtime runc create -b "$TG_ROOT/bundles/netjoin" netjoin 2>&1 </dev/null)
+  check_match "runc: keep profile: the victim's network namespace, unproven, is refused naming the rule" \
+    "the network namespace /proc/$vpid/ns/net is container victim's, and nothing proves this container belongs with it: the join rule" "$out"
+  check_fails "runc: ... no container left" test -d "$TG_ROOT/netjoin"
+  tg --runtime runc create --join victim -b "$TG_ROOT/bundles/netjoin" netjoin </dev/null >/dev/null 2>"$TG_ROOT/err"
+  check_eq "runc: keep profile: with --join victim it is created" "" "$(cat "$TG_ROOT/err")"
+  on_exit "tg delete --force netjoin"
+  tg start netjoin
+  npid=$(state_pid netjoin)
+  check_eq "runc: ... in the victim's network namespace" "$(readlink /proc/$vpid/ns/net)" "$(readlink /proc/$npid/ns/net 2>&1)"
+  check_eq "runc: ... and its user namespace" "$(readlink /proc/$vpid/ns/user)" "$(readlink /proc/$npid/ns/user 2>&1)"
+  tg delete --force netjoin
+  ip netns add "tgj$$" 2>/dev/null
+  on_exit "ip netns del tgj$$"
+  python3 - "$TG_ROOT/bundles/netjoin/config.json" "/run/netns/tgj$$" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+for n in c["linux"]["namespaces"]:
+    if n["type"] == "network":
+        n["path"] = sys.argv[2]
+c["process"]["args"] = ["sh", "-c", "cat /proc/net/dev | cut -d: -f1 | tail -n +3 | tr -d ' '; cat /proc/self/uid_map"]
+json.dump(c, open(sys.argv[1], "w"), indent=2)
+PY
+  vfirst=$(tg state victim | python3 -c 'import json,sys; print(json.load(sys.stdin)["tollgate"]["id_range"]["ranges"][0]["host_first"])')
+  out=$(setsid "$TG" --root "$TG_ROOT" --config "$TG_CONFIG" --runtime runc run -b "$TG_ROOT/bundles/netjoin" netjoin 2>&1 </dev/null)
+  check_match "runc: keep profile: a network namespace of no container (a CNI one) is no join: it runs there" '^lo'$'\n' "$out"
+  check_match "runc: ... in a user namespace of its own" '^lo'$'\n'' *0 +[0-9]+ +65536' "$out"
+  check_fails "runc: ... not the victim's range" eval '[[ "$out" =~ " $vfirst " ]]'
+  check_eq "runc: ... whose range is freed after run" 1 "$(claims)"
+  ip netns del "tgj$$"
+  conf
   tg delete --force victim
   check_eq "runc: attack: no claim is left" 0 "$(claims)"
 
