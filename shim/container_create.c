@@ -688,7 +688,9 @@ static int do_create(struct cli *cli, const struct create_request *req,
              oci_userns_join_pod(config, share.owner_pid, share.first, share.size, err) < 0) {
     return tg_error_wrap(err, "bundle %s: config.json", bundle);
   }
-  if (!passthrough && join_check_kept_network(cli, config, &jn, err) < 0)
+  bool own_userns = strcmp(ho.backend ?: "", "runc") == 0 && share.size == 0 &&
+                    json_array_len(json_get_path(config, "linux.uidMappings")) > 0;
+  if (!passthrough && join_check_kept_network(cli, config, &jn, own_userns, err) < 0)
     return tg_error_wrap(err, "bundle %s: config.json", bundle);
   /* passthrough is the bare backend: the user's config byte for byte, no
    * pod policy, and no bridge unless a policy was given explicitly (the

@@ -543,7 +543,8 @@ int join_decide(const struct cli *cli, const struct join_request *req, struct jo
   return 0;
 }
 
-int join_check_kept_network(const struct cli *cli, const json_t *hardened, const struct join *j, tg_error **err) {
+int join_check_kept_network(const struct cli *cli, const json_t *hardened, const struct join *j, bool own_userns,
+                            tg_error **err) {
   const json_t *nss = json_get_path(hardened, "linux.namespaces");
   for (size_t i = 0; i < json_array_len(nss); i++) {
     const json_t *ns = json_array_get(nss, i);
@@ -552,8 +553,22 @@ int join_check_kept_network(const struct cli *cli, const json_t *hardened, const
     if (strcmp(type, "network") != 0 || path == NULL || path[0] == '\0')
       continue;
     cleanup_free char *who = path_owner(cli, path, "net");
-    if (who == NULL || (j->owner != NULL && strcmp(who, j->owner) == 0))
-      continue; /* the client's network (CNI, Podman), or the proven owner's */
+    if (j->owner != NULL && who != NULL && strcmp(who, j->owner) == 0)
+      continue; /* the proven owner's (and its user namespace's) */
+    /* The client's network (CNI, Podman): no join.  But the kernel lets
+     * only the user namespace that owns a network namespace mount sysfs
+     * in it, so runc cannot make /sys for a container with a user
+     * namespace of its own there (binding the host's /sys instead, as
+     * Docker does, would show the host's interfaces). */
+    if (who == NULL && own_userns)
+      return tg_error_set(err, 0,
+                          "linux.namespaces[%zu]: the profile keeps the network namespace %s, which the container's "
+                          "own user namespace (its host id range) does not own, so runc cannot mount /sys there: "
+                          "use a profile with \"network\": \"none\" (the shipped ones: the container gets a new "
+                          "lo-only namespace), or remove the path",
+                          i, path);
+    if (who == NULL)
+      continue;
     return tg_error_set(err, 0,
                         "linux.namespaces[%zu]: the network namespace %s is container %s's, and nothing proves this "
                         "container belongs with it: the join rule (docs/hardening.md \"Joins\") accepts it when the "

@@ -100,8 +100,12 @@ int join_decide(const struct cli *cli, const struct join_request *req, struct jo
 /* After hardening (not passthrough): a network namespace path the profile
  * kept ("network": "keep") that is a tollgate container's is a join as
  * well, accepted only for the owner decide() proved; any other kept path
- * is the client's network (CNI, Podman) and is no join.  0 or -1 with *err. */
-int join_check_kept_network(const struct cli *cli, const json_t *hardened, const struct join *j, tg_error **err);
+ * is the client's network (CNI, Podman) and is no join, but is refused
+ * when own_userns (runc, a user namespace of the container's own, which
+ * cannot mount /sys in a network namespace it does not own).  0 or -1
+ * with *err. */
+int join_check_kept_network(const struct cli *cli, const json_t *hardened, const struct join *j, bool own_userns,
+                            tg_error **err);
 
 /* Record the accepted join in state ("join": {"owner", "proof"}). */
 void join_record(const struct join *j, json_t *state);
