@@ -21,7 +21,7 @@
  *   - create writes them back (oci_cri_join_sandbox) only after checking
  *     that the sandbox id names a pause container of the same tollgate
  *     root: recorded with role "sandbox", under runsc, alive, of the same
- *     pod where both say (shim/container_create.c, pod_sandbox_verify).
+ *     pod, by the join rule (shim/join.h).
  *     Anything else is refused with an error naming the problem, never
  *     downgraded to a sandbox of its own: the pod would silently lose
  *     what Kubernetes promises it;

@@ -61,7 +61,7 @@ bool oci_cri_shares_pod_pid(const json_t *config, pid_t sandbox_pid);
  * the path /proc/<sandbox_pid>/ns/pid: runsc never opens it for a
  * container inside a sandbox, it puts containers whose paths are equal in
  * one PID namespace of the sandbox's kernel.  Only for a pause container
- * create verified (shim/container_create.c, pod_sandbox_verify).  0 or -1
+ * create verified (the join rule, shim/join.h).  0 or -1
  * with *err. */
 int oci_cri_join_sandbox(json_t *config, const char *sandbox_backend_id, bool share_pid,
                          pid_t sandbox_pid, tg_error **err);
