@@ -21,7 +21,7 @@
  *   - create writes them back (oci_cri_join_sandbox) only after checking
  *     that the sandbox id names a pause container of the same tollgate
  *     root: recorded with role "sandbox", under runsc, alive, of the same
- *     pod where both say (shim/container_create.c, pod_sandbox_verify).
+ *     pod, by the join rule (shim/join.h).
  *     Anything else is refused with an error naming the problem, never
  *     downgraded to a sandbox of its own: the pod would silently lose
  *     what Kubernetes promises it;
@@ -221,6 +221,15 @@ int oci_cri_join_sandbox(json_t *config, const char *sandbox_backend_id, bool sh
   snprintf(path, sizeof path, "/proc/%d/ns/pid", (int)sandbox_pid);
   json_object_set(pid, "path", json_new_string(path));
   return 0;
+}
+
+void oci_cri_join_root_pid(json_t *config) {
+  json_t *nss = json_get_path(config, "linux.namespaces");
+  for (size_t i = json_array_len(nss); i-- > 0;) {
+    const char *t = json_string_value(json_object_get(json_array_get(nss, i), "type"));
+    if (t != NULL && strcmp(t, "pid") == 0)
+      json_array_remove(nss, i);
+  }
 }
 
 void oci_cri_mark_sandbox(json_t *config) {

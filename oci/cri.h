@@ -61,10 +61,19 @@ bool oci_cri_shares_pod_pid(const json_t *config, pid_t sandbox_pid);
  * the path /proc/<sandbox_pid>/ns/pid: runsc never opens it for a
  * container inside a sandbox, it puts containers whose paths are equal in
  * one PID namespace of the sandbox's kernel.  Only for a pause container
- * create verified (shim/container_create.c, pod_sandbox_verify).  0 or -1
+ * create verified (the join rule, shim/join.h).  0 or -1
  * with *err. */
 int oci_cri_join_sandbox(json_t *config, const char *sandbox_backend_id, bool share_pid,
                          pid_t sandbox_pid, tg_error **err);
+
+/* runsc: a container joining a sandbox's root container's PID namespace
+ * (`--pid=container:ROOT`, accepted by the join rule) has no "pid"
+ * namespace entry: runsc puts a container without one in its sandbox
+ * kernel's root PID namespace, where the root container's init runs, and
+ * a container with one (with or without a path) anywhere else.  Call after
+ * oci_cri_join_sandbox(); the host never sees this entry for a container
+ * inside a sandbox. */
+void oci_cri_join_root_pid(json_t *config);
 
 /* runsc: the pause container is the root of its pod's sandbox:
  * io.kubernetes.cri.container-type=sandbox (and no sandbox id). */

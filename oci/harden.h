@@ -98,9 +98,12 @@ void oci_mount_keep_source_flags(json_t *m, unsigned long st_flags);
 int oci_userns_join_pod(json_t *config, int owner_pid, unsigned long long host_first,
                         unsigned long long size, tg_error **err);
 
-/* Whether config joins an existing namespace by path (a pod member):
- * under runc such a container keeps the host's user namespace
- * (docs/hardening.md "Known limits"). */
+/* Whether config joins an existing ipc/uts/pid/mount/cgroup namespace by
+ * path (a pod member, an accepted join): under runc such a container
+ * enters its owner's user namespace (oci_userns_join_pod) or, when the
+ * owner has none of its own, keeps the host's.  A network path is no such
+ * join: runc enters it before it makes the container's user namespace,
+ * so a CNI pod's pause and a Podman container keep one of their own. */
 bool oci_joins_a_namespace(const json_t *config);
 
 void harden_result_free(struct harden_result *res);

@@ -45,8 +45,10 @@ static bool mapping_fields(const json_t *m, unsigned long long *c, unsigned long
 bool oci_joins_a_namespace(const json_t *config) {
   const json_t *nss = json_get_path(config, "linux.namespaces");
   for (size_t i = 0; i < json_array_len(nss); i++) {
-    const char *path = json_string_value(json_object_get(json_array_get(nss, i), "path"));
-    if (path && path[0] != '\0')
+    const json_t *ns = json_array_get(nss, i);
+    const char *path = json_string_value(json_object_get(ns, "path"));
+    const char *type = json_string_value(json_object_get(ns, "type"));
+    if (path && path[0] != '\0' && (type == NULL || strcmp(type, "network") != 0))
       return true;
   }
   return false;
@@ -164,10 +166,11 @@ int oci_userns_harden(json_t *config, const struct harden_options *o, tg_error *
     return 0;
   }
   bool runc = o->backend && strcmp(o->backend, "runc") == 0;
-  /* A pod member joins its sandbox's ipc/uts/pid namespaces, which a new
-   * user namespace of its own could not administer (runc's mqueue and
-   * proc mounts fail): it keeps the host's user namespace (docs/
-   * hardening.md "Known limits"). */
+  /* A joiner enters its owner's ipc/uts/pid namespaces, which a new user
+   * namespace of its own could not administer (runc's mqueue and proc
+   * mounts fail): create gives it its owner's user namespace and range
+   * after this (oci_userns_join_pod), or, when the owner has none, it
+   * keeps the host's (docs/hardening.md "Known limits"). */
   if (runc && oci_joins_a_namespace(config))
     return 0;
   if (!runc || o->id_range_size == 0) {

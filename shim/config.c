@@ -66,6 +66,7 @@ static const struct field fields[] = {
     FIELD(bridge_backoff_ms, F_INT),
     FIELD(sidecar_on_death, F_STRING), FIELD(sidecar_max_restarts, F_INT),
     FIELD(policy_bindings, F_JSON),  FIELD(namespace_policies, F_JSON),
+    FIELD(trusted_join_callers, F_STRV),
     FIELD(runc_version_floor, F_STRING),
     FIELD(id_range_base, F_LL),      FIELD(id_range_size, F_LL),
     FIELD(id_range_count, F_LL),     FIELD(id_range_dir, F_STRING),
@@ -180,6 +181,32 @@ static int check_id_pool(const char *path, const struct host_config *cfg, tg_err
                         "a pod shares one)", path);
   if (cfg->id_range_dir == NULL || cfg->id_range_dir[0] != '/')
     return tg_error_set(err, 0, "host config %s: \"id_range_dir\" must be an absolute path", path);
+  return 0;
+}
+
+/* trusted_join_callers: each is compared with readlink(/proc/PID/exe),
+ * which is absolute and resolves every link, so an entry that is not
+ * would never match (the operator would believe a caller trusted that is
+ * not). */
+static int check_join_callers(const char *path, const struct host_config *cfg, tg_error **err) {
+  for (size_t i = 0; cfg->trusted_join_callers && cfg->trusted_join_callers[i]; i++) {
+    const char *e = cfg->trusted_join_callers[i];
+    if (e[0] != '/' || strstr(e, "/./") || strstr(e, "/../") || strstr(e, "//") || e[strlen(e) - 1] == '/')
+      return tg_error_set(err, 0,
+                          "host config %s: trusted_join_callers[%zu] \"%s\" is not an absolute, normal path of an "
+                          "executable: name the caller's binary as /proc/PID/exe shows it (e.g. /usr/bin/conmon)",
+                          path, i, e);
+    char *real = realpath(e, NULL);
+    if (real != NULL && strcmp(real, e) != 0) {
+      tg_error_set(err, 0,
+                   "host config %s: trusted_join_callers[%zu] \"%s\" is a link to %s: a caller's executable "
+                   "is seen resolved, so name %s",
+                   path, i, e, real, real);
+      free(real);
+      return -1;
+    }
+    free(real);
+  }
   return 0;
 }
 
@@ -298,7 +325,7 @@ int host_config_load(const char *path, struct host_config *cfg,
     return tg_error_set(err, 0, "host config %s: \"checkpoint_key\" must be an absolute path (the default is "
                         "/var/lib/tollgate/checkpoint.key)", path);
   }
-  if (check_id_pool(path, cfg, err) < 0) {
+  if (check_id_pool(path, cfg, err) < 0 || check_join_callers(path, cfg, err) < 0) {
     host_config_free(cfg);
     return -1;
   }
@@ -319,6 +346,7 @@ void host_config_free(struct host_config *cfg) {
   free(cfg->audit_key);
   json_free(cfg->policy_bindings);
   json_free(cfg->namespace_policies);
+  free_strv(cfg->trusted_join_callers);
   free(cfg->approval_hook);
   free(cfg->approver_group);
   free(cfg->id_range_dir);

@@ -62,6 +62,9 @@ struct host_config {
                                  NULL: any policy may be selected
                                  (shim/policy_binding.h) */
   json_t *namespace_policies; /* {"NAMESPACE": "POLICY"}: the default, or NULL */
+  char **trusted_join_callers; /* absolute executable paths whose word a
+                                  join is taken on (shim/join.h, proof 3);
+                                  NULL-terminated, NULL (the default): none */
   char *runc_version_floor;  /* "warn" (default: once per root and binary)
                                 or "refuse": what create does with a runc
                                 older than data file backend-floor.json */

@@ -450,6 +450,9 @@ json_t *container_query(const struct cli *cli, const struct container *c,
   json_object_set(tg, "sidecar", sidecar ? sidecar : json_new_null());
   const json_t *ids = json_object_get(c->state, "id_range");
   json_object_set(tg, "id_range", ids ? json_copy(ids) : json_new_null());
+  /* Whose namespaces it joined and by which proof (shim/join.h). */
+  const json_t *join = json_object_get(c->state, "join");
+  json_object_set(tg, "join", join ? json_copy(join) : json_new_null());
   json_object_set(out, "tollgate", tg);
   json_free(live);
   return out;

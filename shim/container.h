@@ -65,6 +65,8 @@ struct create_request {
   const char *pid_file;       /* the caller's, or NULL */
   const char *console_socket; /* passed through, or NULL */
   const char *policy_file;    /* --policy, or NULL */
+  const char *join;           /* --join OWNER: the caller vouches that this
+                                 container may join OWNER (shim/join.h) */
   bool no_pivot, no_new_keyring;
   long preserve_fds;          /* -1 when not given */
   bool in_process_bridge;     /* run: no sidecar, the caller serves */

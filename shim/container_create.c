@@ -21,6 +21,7 @@
 #include "oci/harden.h"
 #include "shim/effective_mark.h"
 #include "shim/idrange.h"
+#include "shim/join.h"
 #include "oci/netcheck.h"
 #include "shim/policy_binding.h"
 #include "shim/mount_pin.h"
@@ -148,7 +149,7 @@ struct shared_range {
 };
 
 /* A runc pod member shares the range of its pod's sandbox container (pid
- * pod_pid, verified by pod_sandbox_verify()): one user namespace per pod,
+ * pod_pid, accepted by the join rule, shim/join.h): one user namespace per pod,
  * which owns the ipc/uts/pid namespaces the member joins.  Its claim file
  * gets this container's line too, so the range outlives the pause until
  * the pod's last container is deleted.  0 with *share unset when the
@@ -262,7 +263,7 @@ static json_t *parse_config(const char *bundle, const char *name,
  * only name a file in the host's policy directory: the workload chooses
  * among the host's policies, it never gives a path. */
 static int resolve_policy(const struct cli *cli, const char *policy_file,
-                          const json_t *source, char **out, tg_error **err) {
+                          const json_t *source, const char *kube_ns, char **out, tg_error **err) {
   *out = NULL;
   if (policy_file != NULL) {
     char *p = realpath(policy_file, NULL);
@@ -284,9 +285,10 @@ static int resolve_policy(const struct cli *cli, const char *policy_file,
                         "<policy_dir>/NAME.json",
                         POLICY_ANNOTATION);
   /* The host config's binding decides what the workload may select, and
-   * gives a namespace its default policy. */
+   * gives a namespace its default policy.  The namespace is only one that
+   * containerd's CRI proved (shim/join.h), never an annotation alone. */
   cleanup_free char *name = NULL;
-  if (policy_binding_resolve(&cli->config, requested, policy_binding_namespace(source),
+  if (policy_binding_resolve(&cli->config, requested, kube_ns,
                              cli->root ? cli->root : TG_DEFAULT_ROOT, &name, err) < 0)
     return -1;
   if (name == NULL)
@@ -306,181 +308,6 @@ static int resolve_policy(const struct cli *cli, const char *policy_file,
     return -1;
   }
   *out = p;
-  return 0;
-}
-
-/* The pod's sandbox (pause) container an app container asked to join. */
-struct pod_sandbox {
-  pid_t pid;        /* its host pid (runsc: the sandbox process) */
-  char *backend_id; /* the id its backend knows it by (owned) */
-};
-
-/* The annotations that say which pod a container belongs to: where the
- * pause container and the app container both carry one, they must agree. */
-static const char *const pod_identity_keys[] = {
-    "io.kubernetes.cri.sandbox-namespace", "io.kubernetes.cri.sandbox-name",
-    "io.kubernetes.cri.sandbox-uid",       "io.kubernetes.pod.namespace",
-    "io.kubernetes.pod.name",              "io.kubernetes.pod.uid",
-};
-
-/* The pause container's live status, as the backend reports it.  Its
- * recorded pid is not enough: runsc 20221219 keeps the sandbox process
- * (the recorded pid) after the pause's init is killed, with its control
- * server gone, so a join would reach runsc and fail with runsc's own
- * "connection refused" instead of this refusal. */
-static bool pod_sandbox_runs(const struct cli *cli, const char *pod) {
-  struct container c;
-  tg_error *e = NULL;
-  if (container_load(cli, pod, &c, &e) < 0) {
-    tg_error_free(&e);
-    return false;
-  }
-  cleanup_json json_t *live = container_query(cli, &c, &e);
-  tg_error_free(&e);
-  const char *status = json_string_value(json_object_get(live, "status"));
-  bool runs = status != NULL && (strcmp(status, "running") == 0 || strcmp(status, "created") == 0);
-  container_free(&c);
-  return runs;
-}
-
-/* Verify the pod sandbox an app container names: a container of this
- * tollgate root (its state directory, which only tollgate writes),
- * recorded with CRI role "sandbox", under the same backend binary, alive,
- * and of the same pod where both configs say.  The sandbox id is the
- * container manager's word, and anyone who can write a config.json can
- * forge it: a join into anything else would put this container into a
- * sandbox (runsc) or namespaces (runc) that no pod of its own made.  0
- * with *out filled, or -1 with *err naming what is wrong. */
-static int pod_sandbox_verify(const struct cli *cli, const char *pod, const json_t *config,
-                              const json_t *state, struct pod_sandbox *out, tg_error **err) {
-  memset(out, 0, sizeof out[0]);
-  const char *backend = json_string_value(json_object_get(state, "backend"));
-  const char *path = json_string_value(json_object_get(state, "backend_path"));
-  if (pod == NULL || !container_id_is_valid(pod))
-    return tg_error_set(err, 0, "the CRI sandbox id is not a container id; fix or remove the annotation");
-  cleanup_json json_t *st = NULL;
-  cleanup_free char *dir = NULL;
-  tg_error *e = NULL;
-  if (state_load(cli->root, pod, &st, &dir, &e) < 0) {
-    tg_error_free(&e);
-    return tg_error_set(err, 0,
-                        "the CRI annotations ask to join pod sandbox %s, which is not a container of this tollgate root (%s): a container joins only a pause container tollgate runs under the same --root",
-                        pod, cli->root);
-  }
-  const char *role = json_string_value(json_get_path(st, "cri.role"));
-  if (role == NULL || strcmp(role, "sandbox") != 0)
-    return tg_error_set(err, 0,
-                        "the CRI annotations ask to join %s, which is not a pod sandbox (pause) container: only a container created with io.kubernetes.cri.container-type=sandbox can be joined",
-                        pod);
-  const char *be = json_string_value(json_object_get(st, "backend"));
-  const char *be_path = json_string_value(json_object_get(st, "backend_path"));
-  if (be == NULL || backend == NULL || strcmp(be, backend) != 0 || be_path == NULL || path == NULL ||
-      strcmp(be_path, path) != 0)
-    return tg_error_set(err, 0,
-                        "the pod sandbox %s runs under %s (%s), this container under %s (%s): a pod's containers share one backend",
-                        pod, be ? be : "?", be_path ? be_path : "?", backend ? backend : "?", path ? path : "?");
-  long long init = 0;
-  json_integer_value(json_object_get(st, "init_pid"), &init);
-  if (init <= 0 || init >= INT_MAX || kill((pid_t)init, 0) < 0 || !pod_sandbox_runs(cli, pod))
-    return tg_error_set(err, 0, "the pod sandbox %s is not running: start the pod's sandbox first", pod);
-  cleanup_json json_t *pause_config = state_read_json(dir, "config.json", &e);
-  tg_error_free(&e);
-  const json_t *theirs = json_object_get(pause_config, "annotations");
-  const json_t *ours = json_object_get(config, "annotations");
-  for (size_t i = 0; i < sizeof pod_identity_keys / sizeof pod_identity_keys[0]; i++) {
-    const char *a = json_string_value(json_object_get(ours, pod_identity_keys[i]));
-    const char *b = json_string_value(json_object_get(theirs, pod_identity_keys[i]));
-    if (a != NULL && b != NULL && strcmp(a, b) != 0)
-      return tg_error_set(err, 0,
-                          "the pod sandbox %s belongs to another pod: its %s is \"%s\", this container's \"%s\"",
-                          pod, pod_identity_keys[i], b, a);
-  }
-  const char *bid = state_backend_id(st, pod);
-  if (bid == NULL)
-    return tg_error_set(err, 0, "the pod sandbox %s records no valid backend id: remove the pod", pod);
-  out->pid = (pid_t)init;
-  out->backend_id = xstrdup(bid);
-  return 0;
-}
-
-/* The one process whose namespaces config joins by /proc/<pid>/ns/<type>
- * (network and user aside: a network path is the pod's or the client's,
- * and hardening replaces it under a no-network profile; a user path is
- * refused by oci_harden).  0 when config joins none, -1 when it joins
- * another kind of path or more than one process. */
-static pid_t joined_process(const json_t *config) {
-  const json_t *nss = json_get_path(config, "linux.namespaces");
-  pid_t pid = 0;
-  for (size_t i = 0; i < json_array_len(nss); i++) {
-    const json_t *ns = json_array_get(nss, i);
-    const char *type = json_string_value(json_object_get(ns, "type")) ?: "";
-    const char *path = json_string_value(json_object_get(ns, "path"));
-    if (path == NULL || path[0] == '\0' || strcmp(type, "network") == 0 || strcmp(type, "user") == 0)
-      continue;
-    int p = 0, end = 0;
-    char kind[16];
-    if (sscanf(path, "/proc/%d/ns/%15[a-z_]%n", &p, kind, &end) != 2 || path[end] != '\0' || p <= 0 ||
-        (pid != 0 && pid != p))
-      return -1;
-    pid = p;
-  }
-  return pid;
-}
-
-/* The tollgate container of this root whose init is pid, running under
- * backend: whose namespaces (and so, under runc, user namespace and
- * range) a joining container shares.  Owned id, or NULL. */
-static char *namespace_owner(const struct cli *cli, pid_t pid, const char *backend) {
-  if (pid <= 0 || cli->root == NULL)
-    return NULL;
-  DIR *d = opendir(cli->root);
-  if (d == NULL)
-    return NULL;
-  char *owner = NULL;
-  struct dirent *de;
-  while (owner == NULL && (de = readdir(d)) != NULL) {
-    if (de->d_name[0] == '.' || !container_id_is_valid(de->d_name))
-      continue;
-    json_t *st = NULL;
-    char *dir = NULL;
-    tg_error *e = NULL;
-    if (state_load(cli->root, de->d_name, &st, &dir, &e) == 0) {
-      long long init = 0;
-      const char *be = json_string_value(json_object_get(st, "backend"));
-      if (json_integer_value(json_object_get(st, "init_pid"), &init) && init == pid && be != NULL &&
-          backend != NULL && strcmp(be, backend) == 0 && kill(pid, 0) == 0)
-        owner = xstrdup(de->d_name);
-    }
-    tg_error_free(&e);
-    json_free(st);
-    free(dir);
-  }
-  closedir(d);
-  return owner;
-}
-
-/* runc with an id pool: a hardened container left without a user
- * namespace of its own would run as host 65534 beside every other such
- * container (one NPROC count, signals and /proc between them).  That is
- * what joining a namespace no tollgate container of this root owns would
- * need: a new user namespace cannot administer an ipc/pid/uts/mount
- * namespace of the host's user namespace.  Such a join is refused. */
-static int refuse_foreign_joins(const struct cli *cli, const json_t *config, const char *backend,
-                                tg_error **err) {
-  if (backend == NULL || strcmp(backend, "runc") != 0 || idrange_pool(&cli->config).count == 0 ||
-      json_array_len(json_get_path(config, "linux.uidMappings")) > 0)
-    return 0;
-  const json_t *nss = json_get_path(config, "linux.namespaces");
-  for (size_t i = 0; i < json_array_len(nss); i++) {
-    const json_t *ns = json_array_get(nss, i);
-    const char *type = json_string_value(json_object_get(ns, "type")) ?: "";
-    const char *path = json_string_value(json_object_get(ns, "path"));
-    if (path != NULL && path[0] != '\0' && strcmp(type, "network") != 0)
-      return tg_error_set(err, 0, "linux.namespaces[%zu]: the %s namespace %s belongs to no running runc "
-                          "container of this --root, so the container could not have a user namespace and "
-                          "host id range of its own: join a tollgate container's namespaces "
-                          "(/proc/<its init pid>/ns/%s) or remove the path", i, type, path, type);
-  }
   return 0;
 }
 
@@ -692,9 +519,21 @@ static int do_create(struct cli *cli, const struct create_request *req,
   u->lock_fd = state_lock(u->dir);
   cleanup_json json_t *state_owner = state;
 
+  /* Whose namespaces it joins, by the join rule (shim/join.h): decided
+   * from tollgate's records and the caller, before the policy (whose
+   * Kubernetes namespace only a proven CRI container has). */
+  struct join_caller caller;
+  join_caller_self(&caller);
+  cleanup_join struct join jn;
+  struct join_request jr = {.id = id, .config = config, .state = state, .vouched = req->join, .caller = &caller};
+  int jrc = join_decide(cli, &jr, &jn, err);
+  join_caller_record(&caller, state);
+  join_caller_free(&caller);
+  if (jrc < 0)
+    return tg_error_wrap(err, "bundle %s: config.json", bundle);
   /* Policy (from the user's config, before hardening touches it). */
   cleanup_free char *policy = NULL;
-  if (resolve_policy(cli, req->policy_file, config, &policy, err) < 0)
+  if (resolve_policy(cli, req->policy_file, config, jn.kube_namespace, &policy, err) < 0)
     return -1;
 
   /* run serves the bridge itself: its gate opens while the bundle is
@@ -723,52 +562,34 @@ static int do_create(struct cli *cli, const struct create_request *req,
       .state_root = cli->root,
       .audit_dir = cli->config.audit_dir,
   };
-  /* A pod's app container shares its sandbox's namespaces, and under
-   * runsc its sandbox (docs/kubernetes.md, "Pods"), once the sandbox it
-   * names is verified.  A refusal waits for the profile: passthrough
-   * applies no pod policy, so there is nothing to refuse.  A config whose
-   * CRI annotations are malformed is refused by oci_apply_cri_policy(). */
-  pid_t pod_pid = 0;
-  cleanup_free char *pod_backend_id = NULL;
-  cleanup_free char *pod_id = NULL;
-  bool pod_share_pid = false;
-  tg_error *pod_refused = NULL;
-  {
-    struct cri_record asked = {0};
-    tg_error *ce = NULL;
-    struct pod_sandbox sb;
-    if (oci_cri_read(config, &asked, &ce) == 0 && oci_cri_is_pod_member(&asked) &&
-        pod_sandbox_verify(cli, asked.pod, config, state, &sb, &pod_refused) == 0) {
-      pod_pid = sb.pid;
-      pod_backend_id = sb.backend_id;
-      pod_id = xstrdup(asked.pod);
-      pod_share_pid = oci_cri_shares_pod_pid(config, pod_pid);
-    }
-    tg_error_free(&ce);
-    cri_record_free(&asked);
-  }
-  ho.pod_sandbox_pid = pod_pid;
-  /* Any other container that joins a tollgate container's namespaces
-   * shares its user namespace and range the same way. */
-  pid_t owner_pid = pod_pid;
-  cleanup_free char *owner_id = pod_id ? xstrdup(pod_id) : NULL;
-  pid_t joined_pid = joined_process(config);
-  if (owner_id == NULL && joined_pid > 0 && (owner_id = namespace_owner(cli, joined_pid, ho.backend)) != NULL)
-    owner_pid = joined_pid;
+  /* A container that joins another (a pod member, a namespace path of a
+   * tollgate container) shares its namespaces, its user namespace and
+   * range under runc, and under runsc its sandbox (docs/kubernetes.md
+   * "Pods"), once the join rule accepted it (shim/join.h).  A refusal
+   * waits for the profile: passthrough is the bare backend. */
+  pid_t pod_pid = jn.pod || jn.net ? jn.owner_pid : 0;
+  ho.pod_sandbox_pid = jn.owner_pid;
   struct shared_range share = {0};
-  if (claim_id_range(cli, config, u->dir, state, &ho, owner_id, owner_pid, &share, err) < 0)
+  if (claim_id_range(cli, config, u->dir, state, &ho, jn.owner, jn.owner_pid, &share, err) < 0)
     return tg_error_wrap(err, "bundle %s: config.json", bundle);
   struct harden_result hr = {0};
+  /* A refused join is the reason whatever hardening says of its paths
+   * (runsc's sandbox pid namespace is the host's, say): passthrough,
+   * which alone would take it, checks nothing and cannot fail here. */
   if (oci_harden(config, &ho, &hr, err) < 0) {
-    tg_error_free(&pod_refused);
+    if (jn.refused != NULL) {
+      tg_error_free(err);
+      *err = jn.refused;
+      jn.refused = NULL;
+    }
     return tg_error_wrap(err, "bundle %s: config.json", bundle);
   }
-  if (pod_refused != NULL && !hr.passthrough) {
+  if (jn.refused != NULL && !hr.passthrough) {
     harden_result_free(&hr);
-    *err = pod_refused;
+    *err = jn.refused;
+    jn.refused = NULL;
     return tg_error_wrap(err, "bundle %s: config.json", bundle);
   }
-  tg_error_free(&pod_refused);
   cleanup_free char *profile = hr.profile ? xstrdup(hr.profile) : xstrdup("");
   bool passthrough = hr.passthrough;
   /* Into the runtime log (--log, which Docker, Podman and containerd
@@ -788,7 +609,9 @@ static int do_create(struct cli *cli, const struct create_request *req,
              oci_userns_join_pod(config, share.owner_pid, share.first, share.size, err) < 0) {
     return tg_error_wrap(err, "bundle %s: config.json", bundle);
   }
-  if (!passthrough && refuse_foreign_joins(cli, config, ho.backend, err) < 0)
+  bool own_userns = strcmp(ho.backend ?: "", "runc") == 0 && share.size == 0 &&
+                    json_array_len(json_get_path(config, "linux.uidMappings")) > 0;
+  if (!passthrough && join_check_kept_network(cli, config, &jn, own_userns, err) < 0)
     return tg_error_wrap(err, "bundle %s: config.json", bundle);
   /* passthrough is the bare backend: the user's config byte for byte, no
    * pod policy, and no bridge unless a policy was given explicitly (the
@@ -808,23 +631,36 @@ static int do_create(struct cli *cli, const struct create_request *req,
     cri_record_free(&cri);
     return tg_error_wrap(err, "bundle %s: config.json", bundle);
   }
-  if (runsc && !passthrough && cri.role != NULL) {
-    if (strcmp(cri.role, "sandbox") == 0) {
+  /* A config naming itself as its sandbox (Podman's infra container) is
+   * its pod's sandbox. */
+  if (cri.role != NULL && cri.pod != NULL && strcmp(cri.pod, id) == 0) {
+    free(cri.role);
+    cri.role = xstrdup("sandbox");
+  }
+  if (runsc && !passthrough) {
+    if (cri.role != NULL && strcmp(cri.role, "sandbox") == 0) {
       oci_cri_mark_sandbox(config);
-    } else if (pod_pid > 0) {
-      if (oci_cri_join_sandbox(config, pod_backend_id, pod_share_pid, pod_pid, err) < 0) {
+    } else if (jn.owner != NULL) {
+      /* A pod member, and as well any other accepted join (Podman's
+       * --pid=container:): gVisor shares a namespace only inside one
+       * sandbox, so the joiner starts in its owner's. */
+      if (oci_cri_join_sandbox(config, jn.owner_backend_id, jn.share_pid && jn.pod, jn.owner_pid, err) < 0) {
         cri_record_free(&cri);
         return tg_error_wrap(err, "bundle %s: config.json", bundle);
       }
+      if (jn.share_pid && !jn.pod)
+        oci_cri_join_root_pid(config);
       joined = true;
     }
   }
+  if (!passthrough)
+    join_record(&jn, state);
   if (cri.role != NULL) {
     json_t *pod = json_new_object();
     json_object_set(pod, "role", json_new_string(cri.role));
     json_object_set(pod, "sandbox", cri.pod ? json_new_string(cri.pod) : json_new_null());
     if (joined)
-      json_object_set(pod, "joined", json_new_string(pod_backend_id));
+      json_object_set(pod, "joined", json_new_string(jn.owner_backend_id));
     json_object_set(state, "cri", pod);
   }
   cri_record_free(&cri);

@@ -5,12 +5,12 @@
 static const struct verb verbs[] = {
     {"create", cmd_create, true,
      "create [--bundle DIR] [--pid-file FILE] [--console-socket PATH] "
-     "[--no-pivot] [--no-new-keyring] [--preserve-fds N] [--policy FILE] ID",
+     "[--no-pivot] [--no-new-keyring] [--preserve-fds N] [--policy FILE] [--join OWNER] ID",
      "harden the bundle's config.json and create the container"},
     {"start", cmd_start, false, "start ID", "start a created container"},
     {"run", cmd_run, true,
      "run [--bundle DIR] [--pid-file FILE] [--console-socket PATH] "
-     "[--policy FILE] [--keep] [--detach] ID",
+     "[--policy FILE] [--join OWNER] [--keep] [--detach] ID",
      "create + start + wait; exits with the container's status"},
     {"state", cmd_state, false, "state ID",
      "print the container's state as JSON"},

@@ -75,14 +75,6 @@ int policy_binding_validate(const char *path, const json_t *bindings,
   return 0;
 }
 
-const char *policy_binding_namespace(const json_t *config) {
-  const json_t *ann = json_object_get(config, "annotations");
-  const char *ns = json_string_value(json_object_get(ann, "io.kubernetes.cri.sandbox-namespace"));
-  if (ns == NULL)
-    ns = json_string_value(json_object_get(ann, "io.kubernetes.pod.namespace"));
-  return ns;
-}
-
 /* "a, b" of the policies ns/root may use, or "none". */
 static char *allowed_list(const json_t *bindings, const char *ns, const char *root) {
   struct json_buf b = {0};

@@ -26,10 +26,6 @@
 int policy_binding_validate(const char *path, const json_t *bindings,
                             const json_t *namespace_policies, tg_error **err);
 
-/* The pod's Kubernetes namespace from a config.json's annotations, or NULL
- * (not a CRI workload).  Borrowed from config. */
-const char *policy_binding_namespace(const json_t *config);
-
 /* Decide the policy name for a workload in namespace ns (NULL: none) under
  * runtime root, which asked for requested (NULL: no annotation).  *out gets
  * the owned name to use (NULL: no policy).  A selection outside the binding

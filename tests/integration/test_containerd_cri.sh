@@ -15,12 +15,34 @@
 #   - the pod annotation reaches the app container (pod_annotations), which
 #     makes a governed call through the bridge; its audit log verifies;
 #   - ExecSync works; stopping and removing the pod leaves nothing behind.
-# Pods use the node's network namespace: no CNI is needed, and tollgate's
-# hardening gives each container its own anyway.
+#   - a pod on a CNI bridge network (containerd gives the pause a network
+#     namespace path): its containers reach each other on 127.0.0.1 and
+#     share a PID namespace, under both backends; under runc the pause
+#     keeps a user namespace and range of its own (a network path is no
+#     join, issue 28.3), which its members share;
+#   - each member is accepted because the same containerd shim created its
+#     pause (docs/hardening.md "Joins"), as its state records.
+# The other pods use the node's network namespace: tollgate's hardening
+# gives each container its own anyway.
 set -u
 . "$(dirname "$0")/lib.sh"
 CTRD_CRI=1
 . "$(dirname "$0")/containerd_lib.sh"
+
+# The CNI bridge network, which containerd's CRI reads at start: a test
+# range (198.18.0.0/24, RFC 2544), no gateway, no route, no masquerade, so
+# nothing leaves the bridge (and tollgate's profiles give pods lo only).
+CNI_BR=tgcri$$
+CNI_BR=${CNI_BR:0:15}
+mkdir -p "$CTRD_DIR/cni/bin" "$CTRD_DIR/cni/net.d" "$CTRD_DIR/ipam"
+for plugin in bridge host-local loopback; do ln -sf "/usr/lib/cni/$plugin" "$CTRD_DIR/cni/bin/$plugin"; done
+cat >"$CTRD_DIR/cni/net.d/10-tollgate-test.conflist" <<CNI
+{"cniVersion": "0.4.0", "name": "tollgate-test",
+ "plugins": [{"type": "bridge", "bridge": "$CNI_BR", "isGateway": false, "ipMasq": false,
+              "ipam": {"type": "host-local", "dataDir": "$CTRD_DIR/ipam",
+                       "ranges": [[{"subnet": "198.18.0.0/24"}]]}}]}
+CNI
+on_exit "ip link del $CNI_BR"
 
 ctrd_start || exit 1
 ctrd_import pause
@@ -231,6 +253,64 @@ for backend in runsc runc; do
   cri RemovePodSandbox '{"pod_sandbox_id": "'$spod'"}' >/dev/null 2>&1
   check_eq "$b: shared pid: nothing left" "" "$(tgk list -q 2>&1)$(grep -E " ($TG_CTR_ROOT|$CTRD_DIR/state)/" /proc/self/mounts)"
   check_eq "$b: shared pid: no id range claim left" 0 "$(claims)"
+
+  # --- a pod on the CNI bridge network ------------------------------------
+  mkdir -p "$CTRD_DIR/pods/cni-$b"
+  cni_ns='"namespace_options": {"network": "POD", "pid": "POD", "ipc": "POD"}'
+  cp_config='{"metadata": {"name": "cni-'$b'", "uid": "cni-'$b'", "namespace": "default"},
+    "log_directory": "'$CTRD_DIR'/pods/cni-'$b'", "linux": {"security_context": {'"$cni_ns"'}}}'
+  out=$(cri RunPodSandbox '{"config": '"$cp_config"', "runtime_handler": "tollgate"}' 2>&1)
+  cpod=$(jget "$out" pod_sandbox_id)
+  check_match "$b: CNI pod: the pod starts" '^[0-9a-f]{64}$' "$cpod"
+  [ -n "$cpod" ] || echo "# $out"
+  check_match "$b: CNI pod: containerd gave it an address on the bridge network" '"ip": "198\.18\.0\.[0-9]+"' \
+    "$(cri PodSandboxStatus '{"pod_sandbox_id": "'$cpod'"}' 2>&1)"
+  # What containerd asked of tollgate: the pause's network namespace by path.
+  check_match "$b: CNI pod: the pause was handed a network namespace path" '/netns/cni-' \
+    "$(python3 -c 'import json,sys; print([n.get("path","") for n in json.load(open(sys.argv[1]))["linux"]["namespaces"] if n["type"]=="network"])' \
+       "$CTRD_DIR/state/io.containerd.runtime.v2.task/k8s.io/$cpod/config.json.orig" 2>&1)"
+  csrv='{"metadata": {"name": "srv"}, "image": {"image": "localhost/tollgate/busybox:test"},
+    "command": ["sh", "-c", "while true; do echo pong-over-cni | nc -l -p 8080; done"], "log_path": "srv.log",
+    "linux": {"security_context": {'"$cni_ns"'}}}'
+  ccli='{"metadata": {"name": "cli"}, "image": {"image": "localhost/tollgate/busybox:test"},
+    "command": ["sh", "-c", "r=; for i in $(seq 40); do r=$(nc 127.0.0.1 8080 </dev/null 2>/dev/null); [ -n \"$r\" ] && break; sleep 0.25; done; echo got=${r:-nothing}; ps -o args | sed \"s/^/ps: /\"; sleep 300"],
+    "log_path": "cli.log", "linux": {"security_context": {'"$cni_ns"'}}}'
+  out=$(cri CreateContainer '{"pod_sandbox_id": "'$cpod'", "config": '"$csrv"', "sandbox_config": '"$cp_config"'}' 2>&1)
+  csrv_id=$(jget "$out" container_id)
+  check_match "$b: CNI pod: the server container is created (its join proven)" '^[0-9a-f]{64}$' "$csrv_id"
+  [ -n "$csrv_id" ] || echo "# $out"
+  check "$b: CNI pod: server starts" cri StartContainer '{"container_id": "'$csrv_id'"}'
+  ccli_id=$(jget "$(cri CreateContainer '{"pod_sandbox_id": "'$cpod'", "config": '"$ccli"', "sandbox_config": '"$cp_config"'}' 2>&1)" container_id)
+  check "$b: CNI pod: client starts" cri StartContainer '{"container_id": "'$ccli_id'"}'
+  for _ in $(seq 300); do grep -q 'ps: ' "$CTRD_DIR/pods/cni-$b/cli.log" 2>/dev/null && break; sleep 0.1; done
+  sleep 0.3
+  # "<time> stdout F got=...": the client's own line, not ps showing its command
+  got=$(sed -n 's/^[^ ]* std[a-z]* [FP] got=//p' "$CTRD_DIR/pods/cni-$b/cli.log" 2>/dev/null)
+  check_eq "$b: CNI pod: two containers talk over 127.0.0.1" pong-over-cni "$got"
+  seen=$(sed -n 's/^.* ps: //p' "$CTRD_DIR/pods/cni-$b/cli.log" 2>/dev/null)
+  check_match "$b: CNI pod: one PID namespace: the client sees the server's processes" 'nc -l -p 8080|while true' "$seen"
+  check_eq "$b: CNI pod: the member's join is proven by the same containerd shim" "$cpod/the same containerd shim" \
+    "$(python3 -c 'import json,sys; j=json.load(open(sys.argv[1]+"/state.json")).get("join") or {}; print("%s/%s" % (j.get("owner"), j.get("proof")))' "$K8S_ROOT/$csrv_id" 2>&1)"
+  if [ "$b" = runc ]; then
+    cpause_pid=$(tgk state "$cpod" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
+    csrv_pid=$(tgk state "$csrv_id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
+    check_fails "$b: CNI pod: the pause has a user namespace of its own, not the host's" \
+      test "$(readlink /proc/$cpause_pid/ns/user)" = "$(readlink /proc/self/ns/user)"
+    check_eq "$b: CNI pod: ... with host ids of the pool, not 65534" yes \
+      "$([ "$(host_uid $cpause_pid)" -gt $((1 << 28)) ] 2>/dev/null && echo yes || echo "no: $(host_uid $cpause_pid)")"
+    check_eq "$b: CNI pod: the server shares the pause's user namespace" "$(readlink /proc/$cpause_pid/ns/user)" "$(readlink /proc/$csrv_pid/ns/user)"
+    check_eq "$b: CNI pod: ... and its (lo-only) network namespace" "$(readlink /proc/$cpause_pid/ns/net)" "$(readlink /proc/$csrv_pid/ns/net)"
+    check_eq "$b: CNI pod: the pod holds one range" 1 "$(claims)"
+  fi
+  for id in "$csrv_id" "$ccli_id"; do
+    cri StopContainer '{"container_id": "'$id'", "timeout": 1}' >/dev/null 2>&1
+    cri RemoveContainer '{"container_id": "'$id'"}' >/dev/null 2>&1
+  done
+  cri StopPodSandbox '{"pod_sandbox_id": "'$cpod'"}' >/dev/null 2>&1
+  cri RemovePodSandbox '{"pod_sandbox_id": "'$cpod'"}' >/dev/null 2>&1
+  check_eq "$b: CNI pod: nothing left" "" "$(tgk list -q 2>&1)$(grep -E " ($TG_CTR_ROOT|$CTRD_DIR/state)/" /proc/self/mounts)"
+  check_eq "$b: CNI pod: no id range claim left" 0 "$(claims)"
+  check_eq "$b: CNI pod: no veth left on the bridge" "" "$(ip -o link show master "$CNI_BR" 2>/dev/null)"
 done
 
 # The shipped example pod (bundles/kubernetes/pod-example.yaml), turned into

@@ -258,4 +258,25 @@ done
 kill "$flipper" 2>/dev/null
 wait "$flipper" 2>/dev/null
 
+# A Kubernetes namespace claimed by annotation (issue 27.5): the node owner
+# bound policy "payments" to namespace payments and made it the namespace's
+# default.  A CLI (Docker, Podman) workload that selects it and says
+# io.kubernetes.cri.sandbox-namespace=payments is no pod of that namespace:
+# only a container proven to come from containerd's CRI has one.
+echo '{"version": 1, "tools": {}}' > "$TG_ROOT/policies/payments.json"
+for be in $BACKENDS; do
+  write_config "runtime=\"$be\"" 'policy_bindings={"payments": {"namespaces": ["payments"]}}' \
+    'namespace_policies={"payments": "payments"}'
+  with 'c.setdefault("annotations", {}).update({"dev.tollgate.policy": "payments", "io.kubernetes.cri.sandbox-namespace": "payments", "io.kubernetes.pod.namespace": "payments"})' true
+  refused "a namespace-bound policy claimed by annotation" "$be" \
+    'policy "payments" may not be used by a workload outside Kubernetes'
+  # Without the selection, the namespace's default is not given either.
+  with 'c.setdefault("annotations", {}).update({"io.kubernetes.cri.sandbox-namespace": "payments"})' sleep 30
+  tg --runtime "$be" create --bundle "$B" "nsdef-$be" </dev/null >/dev/null 2>"$TG_ROOT/err" || sed 's/^/# /' "$TG_ROOT/err"
+  check_eq "$be: ... nor the namespace's default policy" None \
+    "$(tg state "nsdef-$be" | python3 -c 'import json,sys; print(json.load(sys.stdin)["tollgate"]["policy"])' 2>&1)"
+  tg delete --force "nsdef-$be" >/dev/null 2>&1
+done
+write_config
+
 check_eq "no pin is left mounted" "" "$(grep " $TG_ROOT" /proc/self/mounts)"

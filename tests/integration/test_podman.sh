@@ -6,6 +6,11 @@
 # backend: podman run, run -d + exec + stop, the default network (lo only
 # inside), and a tollgate error that podman must not misread as "command
 # not found" (it matches "No such file or directory" in a runtime's error).
+# Joins (docs/hardening.md "Joins"), per backend: with conmon named in the
+# host config's trusted_join_callers, a pod (an infra container and two
+# members that share its loopback and PID namespace) and `--pid=container:`
+# work; without it, both are refused naming the rule.  The network is a
+# test range (198.19.x.0/24, RFC 2544) and no traffic leaves the bridge.
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 PODMAN=/usr/bin/podman
@@ -22,7 +27,7 @@ cat >"$P/tollgate-runtime" <<EOF
 exec $TG --config $TG_CONFIG "\$@"
 EOF
 chmod 0755 "$P/tollgate-runtime"
-sub=10.218.$(( $$ % 200 + 10 ))
+sub=198.19.$(( $$ % 200 + 10 ))
 cat >"$P/net/$NET.conflist" <<EOF
 {"cniVersion": "0.4.0", "name": "$NET",
  "plugins": [{"type": "bridge", "bridge": "$NET", "isGateway": true, "ipMasq": false,
@@ -52,6 +57,11 @@ on_exit "pm rm -af -t 1"
 
 tar -C "$BUSYBOX_ROOTFS" -c . | pm import - localhost/tollgate/busybox:test >/dev/null 2>"$P/client.err"
 check "busybox image imported" eval "pm image exists localhost/tollgate/busybox:test"
+# The pods' infra image: busybox that sleeps (podman's own pause image
+# would be pulled from a registry).
+tar -C "$BUSYBOX_ROOTFS" -c . | pm import --change 'ENTRYPOINT ["/bin/sleep", "2147483647"]' - \
+  localhost/tollgate/infra:test >/dev/null 2>"$P/client.err"
+CONMON=$(readlink -f /usr/bin/conmon)
 
 for be in $BACKENDS; do
   write_config "runtime=\"$be\""
@@ -80,5 +90,39 @@ for be in $BACKENDS; do
   check_fails "$be: ... not misread as command not found (exit 127)" test "$rc" -eq 127
   check_fails "$be: ... nor worded so podman could" eval '[[ "$out" =~ [Nn]o\ such\ file\ or\ directory ]]'
   check_eq "$be: nothing left in podman" "" "$(pm ps -aq 2>&1)"
+
+  # --- joins: proven by an operator-trusted caller (conmon) ---------------
+  write_config "runtime=\"$be\"" "trusted_join_callers=[\"$CONMON\"]"
+  pod="pod-$be"
+  pmo pod create --name "$pod" --share ipc,net,uts,pid --infra-image localhost/tollgate/infra:test >/dev/null
+  check_eq "$be: pod: created" 0 "$?"
+  [ -s "$P/client.err" ] && sed 's/^/# /' "$P/client.err" | tail -5
+  pmo run -d --pod "$pod" --name "srv-$be" localhost/tollgate/busybox:test \
+    sh -c 'while true; do echo pong-in-pod | nc -l -p 8080; done' >/dev/null
+  check_eq "$be: pod: a member starts in the pod" running "$(pmo inspect -f '{{.State.Status}}' "srv-$be")"
+  [ -s "$P/client.err" ] && sed 's/^/# /' "$P/client.err" | tail -5
+  got=$(pmo run --rm --pod "$pod" localhost/tollgate/busybox:test \
+    sh -c 'r=; for i in $(seq 40); do r=$(nc 127.0.0.1 8080 </dev/null 2>/dev/null); [ -n "$r" ] && break; sleep 0.25; done; echo "${r:-nothing}"; ps -o args')
+  check_match "$be: pod: a second member reaches the first on 127.0.0.1" '^pong-in-pod' "$got"
+  check_match "$be: pod: ... and sees its processes (the pod's PID namespace)" 'nc -l -p 8080|while true' "$got"
+  [ -s "$P/client.err" ] && sed 's/^/# /' "$P/client.err" | tail -5
+  pmo run -d --name "own-$be" localhost/tollgate/busybox:test sleep 303 >/dev/null
+  got=$(pmo run --rm --pid "container:own-$be" localhost/tollgate/busybox:test ps -o args)
+  check_match "$be: --pid=container: shares the owner's PID namespace" '(^|'$'\n'')sleep 303' "$got"
+  [ -s "$P/client.err" ] && sed 's/^/# /' "$P/client.err" | tail -5
+
+  # --- the same joins without the operator's word: refused ----------------
+  write_config "runtime=\"$be\""
+  out=$(pm run --rm --pid "container:own-$be" localhost/tollgate/busybox:test ps -o args 2>&1)
+  check_match "$be: --pid=container: without trusted_join_callers is refused, naming the rule" \
+    "nothing proves they belong together: the join rule .*trusted_join_callers names both callers \(this one's is $CONMON" "$out"
+  check_fails "$be: ... and never ran" eval '[[ "$out" =~ sleep\ 303 ]]'
+  out=$(pm run --rm --pod "$pod" localhost/tollgate/busybox:test echo member-ran 2>&1)
+  check_match "$be: a pod member without trusted_join_callers is refused, naming the rule" \
+    "nothing proves they belong together: the join rule" "$out"
+  check_fails "$be: ... and never ran" eval '[[ "$out" =~ member-ran ]]'
+  pm rm -f -t 1 "own-$be" >/dev/null 2>&1
+  pm pod rm -f -t 1 "$pod" >/dev/null 2>&1
+  check_eq "$be: joins: nothing left in podman" "" "$(pm ps -aq 2>&1)"
 done
 write_config

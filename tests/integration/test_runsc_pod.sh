@@ -7,13 +7,20 @@
 #     runsc sandbox, one loopback, and with equal pid namespace paths one
 #     PID namespace; each has its own waiter, whose pid state reports;
 #   - exec, kill and delete work; a killed waiter leaves nothing behind;
+#   - a person's CLI is no containerd shim: each member is created with
+#     --join pod1, the caller vouching (docs/hardening.md "Joins");
 #   - a join into anything but a verified pause container of this root is
 #     refused with a message naming the problem, leaving nothing behind:
 #     a non-pause container, a dead pod, another root's pod, a forged
-#     (runsc-side) or malformed sandbox id, another pod's sandbox.
+#     (runsc-side) or malformed sandbox id, another pod's sandbox;
+#   - forged CRI annotations (container-type=container, sandbox-id=<the
+#     victim's pause>, its pid namespace path) are refused under runsc and
+#     runc: without --join by the join rule, with the pod's identity keys
+#     left out or wrong even with --join; the victim's secret stays its own.
 set -u
 . "$(dirname "$0")/lib.sh"
-write_config 'runtime="runsc"'
+chmod 755 "$TG_ROOT"
+write_config 'runtime="runsc"' id_range_dir="\"$TG_ROOT/ids\""
 RUNSC_ROOT=$TG_ROOT/backend/runsc
 rs_list() { runsc --root "$RUNSC_ROOT" list --quiet 2>/dev/null | sort; }
 field() { python3 -c 'import json,sys; d=json.load(sys.stdin)
@@ -52,10 +59,10 @@ pidns=/proc/$pause_pid/ns/pid
 
 pod_bundle "$W/a1" container pod1 ns1 "$pidns" sh -c 'exec sleep 301'
 check "app 1: run -d returns" timeout 60 "$TG" --root "$TG_ROOT" --config "$TG_CONFIG" \
-  run -d --bundle "$W/a1" a1 </dev/null >"$(out a1)" 2>&1
+  run -d --join pod1 --bundle "$W/a1" a1 </dev/null >"$(out a1)" 2>&1
 pod_bundle "$W/a2" container pod1 ns1 "$pidns" sh -c 'exec sleep 302'
 check "app 2: run -d returns" timeout 60 "$TG" --root "$TG_ROOT" --config "$TG_CONFIG" \
-  run -d --bundle "$W/a2" a2 </dev/null >"$(out a2)" 2>&1
+  run -d --join pod1 --bundle "$W/a2" a2 </dev/null >"$(out a2)" 2>&1
 check_eq "one runsc sandbox: runsc knows three containers" 3 "$(rs_list | wc -l)"
 check_eq "one runsc sandbox: a single sandbox process" 1 \
   "$(for id in $(rs_list); do runsc --root "$RUNSC_ROOT" state "$id" | field pid; done | sort -u | wc -l)"
@@ -85,7 +92,7 @@ check_eq "pause: still running" running "$(tg state pod1 | field status)"
 # A killed waiter: nobody can start or wait for that container any more;
 # delete (without --force, as containerd's shim calls it) removes it.
 pod_bundle "$W/a3" container pod1 ns1 - sh -c 'exec sleep 303'
-check "app 3: create" tg create --bundle "$W/a3" a3 </dev/null >"$(out a3)" 2>&1
+check "app 3: create" tg create --join pod1 --bundle "$W/a3" a3 </dev/null >"$(out a3)" 2>&1
 w3=$(tg state a3 | field pid)
 check_match "app 3: created, its waiter's pid" '^[1-9][0-9]*$' "$w3"
 kill -KILL "$w3" 2>/dev/null
@@ -129,6 +136,66 @@ pod_bundle "$W/h5" container '../pod1' ns1 - sh -c 'sleep 1'
 refused "a malformed sandbox id" h5 'annotation io.kubernetes.cri.sandbox-id is not a valid sandbox id'
 pod_bundle "$W/h6" container pod1 other-ns - sh -c 'sleep 1'
 refused "join into another pod's sandbox" h6 'pod sandbox pod1 belongs to another pod: its io.kubernetes.cri.sandbox-namespace is "ns1"'
+
+# Forged CRI annotations (issue 27.2), from the CLI: the joiner names the
+# victim's pause and its pid namespace path; the pause recorded the pod's
+# identity (sandbox-namespace ns1, sandbox-name, sandbox-uid).
+# forged DIR SANDBOX PIDPATH KEYS: KEYS "none" (identity left out), "wrong"
+# or "right" (the pause's own values).
+forged() {
+  local dir=$1 sandbox=$2 pidpath=$3 keys=$4
+  make_bundle "$dir" sh -c 'cat /proc/1/environ 2>/dev/null | tr "\0" "\n" | grep TENANT_A; cat /dev/shm/secret /proc/8/root/dev/shm/secret 2>/dev/null; echo attacker-ran'
+  python3 - "$dir/config.json" "$sandbox" "$pidpath" "$keys" <<'PY'
+import json, sys
+path, sandbox, pidpath, keys = sys.argv[1:]
+c = json.load(open(path))
+a = c.setdefault("annotations", {})
+a.update({"io.kubernetes.cri.container-type": "container", "io.kubernetes.cri.sandbox-id": sandbox})
+if keys != "none":
+    ns = "ns1" if keys == "right" else "other"
+    a.update({"io.kubernetes.cri.sandbox-namespace": ns, "io.kubernetes.cri.sandbox-name": "victim",
+              "io.kubernetes.cri.sandbox-uid": "uid-v"})
+for n in c["linux"]["namespaces"]:
+    if n["type"] in ("pid", "ipc", "uts"):
+        n["path"] = pidpath.replace("/pid", "/" + n["type"])
+json.dump(c, open(path, "w"), indent=2)
+PY
+}
+for be in runsc runc; do
+  # The victim pod: a pause that records its identity, and an app holding
+  # the tenant's key in its environment and a secret in /dev/shm.
+  make_bundle "$W/vp-$be" sh -c 'echo TENANT_A_API_KEY=k-123 >/dev/shm/secret; exec sleep 600'
+  python3 - "$W/vp-$be/config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["process"]["env"].append("TENANT_A_API_KEY=k-123")
+c.setdefault("annotations", {}).update({"io.kubernetes.cri.container-type": "sandbox",
+    "io.kubernetes.cri.sandbox-id": "vpod-x", "io.kubernetes.cri.sandbox-namespace": "ns1",
+    "io.kubernetes.cri.sandbox-name": "victim", "io.kubernetes.cri.sandbox-uid": "uid-v"})
+json.dump(c, open(sys.argv[1], "w"), indent=2)
+PY
+  check "$be: victim pod: run -d" tg --runtime "$be" run -d --bundle "$W/vp-$be" "vpod-$be" </dev/null >"$(out "vpod-$be")" 2>&1
+  vpid=$(tg state "vpod-$be" | field pid)
+  for keys in none wrong right; do
+    forged "$W/f-$be-$keys" "vpod-$be" "/proc/$vpid/ns/pid" "$keys"
+    msg=$(setsid "$TG" --root "$TG_ROOT" --config "$TG_CONFIG" --runtime "$be" run --bundle "$W/f-$be-$keys" "f-$be-$keys" </dev/null 2>&1)
+    case $keys in
+      none) want='records io.kubernetes.cri.sandbox-namespace="ns1" and this container.s config does not say it';;
+      wrong) want='belongs to another pod: its io.kubernetes.cri.sandbox-namespace is "ns1", this container.s "other"';;
+      right) want='asks to join vpod-'$be'.s namespaces, and nothing proves they belong together: the join rule';;
+    esac
+    check_match "$be: forged annotations, identity $keys, no --join: refused by the rule" "$want" "$msg"
+    check_fails "$be: ... the attacker never ran" eval '[[ "$msg" =~ attacker-ran|k-123 ]]'
+    check_fails "$be: ... no container left" test -d "$TG_ROOT/f-$be-$keys"
+  done
+  for keys in none wrong; do
+    msg=$(tg --runtime "$be" run --join "vpod-$be" --bundle "$W/f-$be-$keys" "f-$be-$keys" </dev/null 2>&1)
+    check_match "$be: forged annotations, identity $keys, even with --join: refused" 'sandbox-namespace' "$msg"
+    check_fails "$be: ... the attacker never ran" eval '[[ "$msg" =~ attacker-ran|k-123 ]]'
+  done
+  check_eq "$be: the victim pod still runs" running "$(tg state "vpod-$be" | field status)"
+  tg delete --force "vpod-$be"
+done
 
 # The pod goes: apps first, as the kubelet does, then the pause.
 check "app 2: delete --force" tg delete --force a2

@@ -220,8 +220,13 @@ PY
   opid=$(state_pid owner)
   make_bundle "$TG_ROOT/bundles/joiner" sleep 600
   ns_paths "$TG_ROOT/bundles/joiner/config.json" "$opid" ipc uts
-  tg --runtime runc create -b "$TG_ROOT/bundles/joiner" joiner >/dev/null 2>"$TG_ROOT/err"
-  check_eq "runc: a container joining another's ipc/uts namespaces is created" "" "$(cat "$TG_ROOT/err")"
+  out=$(tg --runtime runc create -b "$TG_ROOT/bundles/joiner" joiner 2>&1 </dev/null)
+  check_match "runc: a join no proof ties to its owner is refused, naming the rule" \
+    "asks to join owner's namespaces, and nothing proves they belong together: the join rule .*--join owner.*trusted_join_callers" "$out"
+  check_fails "runc: ... and leaves no container" test -d "$TG_ROOT/joiner"
+  # The caller vouches (docs/hardening.md "Joins", proof 2).
+  tg --runtime runc create --join owner -b "$TG_ROOT/bundles/joiner" joiner >/dev/null 2>"$TG_ROOT/err"
+  check_eq "runc: a container joining another's ipc/uts namespaces with --join is created" "" "$(cat "$TG_ROOT/err")"
   on_exit "tg delete --force joiner"
   tg start joiner
   jpid=$(state_pid joiner)
@@ -230,6 +235,7 @@ PY
   check_eq "runc: joiner: the owner's host uid" "$(host_uid $opid)" "$(host_uid $jpid)"
   check_eq "runc: joiner: ... a pool uid, not 65534" 1 "$([ "$(host_uid $jpid)" -gt $BASE ] && echo 1)"
   check_match "runc: joiner: state records whose range it shares" '"pod": "owner"' "$(tg state joiner | tr -d '\n')"
+  check_match "runc: joiner: state records the join and its proof" '"join": \{ *"owner": "owner", *"proof": "--join"' "$(tg state joiner | tr -d '\n')"
   check_eq "runc: joiner and owner hold one claim" 1 "$(claims)"
   tg delete --force owner
   check_eq "runc: the owner's delete keeps the range while the joiner runs" 1 "$(claims)"
@@ -246,7 +252,7 @@ PY
   ns_paths "$TG_ROOT/bundles/foreign/config.json" "$fpid" ipc
   out=$(tg --runtime runc create -b "$TG_ROOT/bundles/foreign" foreign 2>&1 </dev/null); rc=$?
   check_eq "runc: joining a foreign ipc namespace is refused" 1 "$([ $rc -ne 0 ] && echo 1)"
-  check_match "runc: ... naming the namespace and the fix" "linux.namespaces\[[0-9]+\]: the ipc namespace /proc/$fpid/ns/ipc belongs to no running runc container of this --root" "$out"
+  check_match "runc: ... naming the namespace and the fix" "linux.namespaces\[[0-9]+\]: the ipc namespace /proc/$fpid/ns/ipc belongs to no running container of this --root" "$out"
   kill "$fpid"; wait "$fpid" 2>/dev/null
   check_eq "runc: ... and leaves no claim" 0 "$(claims)"
 
@@ -298,6 +304,91 @@ PY
   tg delete --force whole
   check_eq "runc: ... and frees them on delete" 0 "$(claims)"
   conf
+
+  # --- the join rule against the real attack (issue 27.1) ----------------
+  # A victim with a secret in /tmp and a bridge; an attacker created by
+  # another process (not the victim's caller, no --join) whose pid/ipc/uts
+  # paths are the victim's init's.  Refused at create: it never runs, so
+  # it reads nothing and calls nothing through the victim's bridge.
+  JP=$TG_ROOT/jpol
+  mkdir -p "$JP"
+  cat > "$JP/victim.json" <<'P'
+{"version": 1, "tools": {"note": {"backend": {"type": "exec", "argv": ["/bin/echo", "{\"victim_tool\": \"ran\"}"]}, "rules": [{"effect": "allow"}]}}}
+P
+  chmod -R a+rX "$JP"
+  make_bundle "$TG_ROOT/bundles/victim" sh -c 'echo TENANT-A-SECRET >/tmp/secret; exec sleep 600'
+  tg --runtime runc run -d --policy "$JP/victim.json" -b "$TG_ROOT/bundles/victim" victim </dev/null >/dev/null 2>"$TG_ROOT/err" ||
+    sed 's/^/# /' "$TG_ROOT/err"
+  on_exit "tg delete --force victim"
+  vpid=$(state_pid victim)
+  make_bundle "$TG_ROOT/bundles/attacker" sh -c 'cat /proc/1/root/tmp/secret; /proc/1/root/run/tollgate/tollgate-call note "{\"msg\": \"injected-by-attacker\"}"; echo attacker-ran'
+  ns_paths "$TG_ROOT/bundles/attacker/config.json" "$vpid" pid ipc uts
+  out=$(setsid "$TG" --root "$TG_ROOT" --config "$TG_CONFIG" --runtime runc run -b "$TG_ROOT/bundles/attacker" attacker 2>&1 </dev/null)
+  check_match "runc: attack: another caller's container joining the victim's pid/ipc/uts is refused, naming the rule" \
+    "asks to join victim's namespaces, and nothing proves they belong together: the join rule \(docs/hardening.md \"Joins\"\)" "$out"
+  check_fails "runc: attack: ... it read nothing and ran nothing" eval '[[ "$out" =~ TENANT-A-SECRET|attacker-ran|victim_tool ]]'
+  check_eq "runc: attack: ... and no call reached the victim's bridge" 0 "$(cat "$TG_ROOT/audit/victim.jsonl" 2>/dev/null | grep -c injected-by-attacker)"
+  check_fails "runc: attack: ... no container is left" test -d "$TG_ROOT/attacker"
+  # The same from the victim's own caller (this shell) without --join:
+  # a shell is no containerd shim, so nothing proves a pod either.
+  out=$(tg --runtime runc run -b "$TG_ROOT/bundles/attacker" attacker 2>&1 </dev/null)
+  check_match "runc: attack from the victim's own caller, no --join: refused too" "nothing proves they belong together" "$out"
+  check_eq "runc: attack: the victim still runs" running \
+    "$(tg state victim | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])')"
+  # A kept network path (a profile with "network": "keep"): the victim's
+  # network namespace is a join of the victim, refused unproven and
+  # accepted with --join (then in the victim's user namespace and
+  # network namespace); another kept path (a CNI namespace) is no join.
+  D=$TG_ROOT/data
+  mkdir -p "$D/profiles"
+  cp "$here"/../../bundles/profiles/*.json "$D/profiles/"
+  python3 - "$D/profiles/hardened.json" "$D/profiles/keepnet.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1])); p.update(name="keepnet", network="keep", strictness=40)
+json.dump(p, open(sys.argv[2], "w"), indent=2)
+PY
+  ln -s "$(cd "$here/../../bundles" && pwd)/seccomp" "$D/seccomp"
+  ln -s "$(cd "$here/../../bundles" && pwd)/backend-floor.json" "$D/backend-floor.json"
+  conf data_dir="\"$D\"" profile='"keepnet"'
+  make_bundle "$TG_ROOT/bundles/netjoin" sh -c 'cat /proc/net/dev | cut -d: -f1 | tail -n +3 | tr -d " "; exec sleep 600'
+  python3 - "$TG_ROOT/bundles/netjoin/config.json" "/proc/$vpid/ns/net" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"] if n["type"] != "network"] + [{"type": "network", "path": sys.argv[2]}]
+json.dump(c, open(sys.argv[1], "w"), indent=2)
+PY
+  out=$(setsid "$TG" --root "$TG_ROOT" --config "$TG_CONFIG" --runtime runc create -b "$TG_ROOT/bundles/netjoin" netjoin 2>&1 </dev/null)
+  check_match "runc: keep profile: the victim's network namespace, unproven, is refused naming the rule" \
+    "the network namespace /proc/$vpid/ns/net is container victim's, and nothing proves this container belongs with it: the join rule" "$out"
+  check_fails "runc: ... no container left" test -d "$TG_ROOT/netjoin"
+  tg --runtime runc create --join victim -b "$TG_ROOT/bundles/netjoin" netjoin </dev/null >/dev/null 2>"$TG_ROOT/err"
+  check_eq "runc: keep profile: with --join victim it is created" "" "$(cat "$TG_ROOT/err")"
+  on_exit "tg delete --force netjoin"
+  tg start netjoin
+  npid=$(state_pid netjoin)
+  check_eq "runc: ... in the victim's network namespace" "$(readlink /proc/$vpid/ns/net)" "$(readlink /proc/$npid/ns/net 2>&1)"
+  check_eq "runc: ... and its user namespace" "$(readlink /proc/$vpid/ns/user)" "$(readlink /proc/$npid/ns/user 2>&1)"
+  tg delete --force netjoin
+  ip netns add "tgj$$" 2>/dev/null
+  on_exit "ip netns del tgj$$"
+  make_bundle "$TG_ROOT/bundles/netcni" sh -c 'cat /proc/net/dev | cut -d: -f1 | tail -n +3 | tr -d " "; cat /proc/self/uid_map'
+  python3 - "$TG_ROOT/bundles/netcni/config.json" "/run/netns/tgj$$" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"] if n["type"] != "network"] + [{"type": "network", "path": sys.argv[2]}]
+json.dump(c, open(sys.argv[1], "w"), indent=2)
+PY
+  out=$(setsid "$TG" --root "$TG_ROOT" --config "$TG_CONFIG" --runtime runc run -b "$TG_ROOT/bundles/netcni" netcni 2>&1 </dev/null)
+  # It is no join; but the kernel lets only the user namespace owning a
+  # network namespace mount sysfs in it: refused before runc fails.
+  check_match "runc: keep profile: a network namespace of no container (a CNI one) is no join, and runc's own user namespace could not mount /sys there: refused naming the fix" \
+    "the profile keeps the network namespace /run/netns/tgj$$, which the container's own user namespace .* does not own.*use a profile with \"network\": \"none\"" "$out"
+  check_fails "runc: ... no container left" test -d "$TG_ROOT/netcni"
+  check_eq "runc: ... nor a claim (the victim's only)" 1 "$(claims)"
+  ip netns del "tgj$$"
+  conf
+  tg delete --force victim
+  check_eq "runc: attack: no claim is left" 0 "$(claims)"
 
   # --- mount points are made as host root, never through the image's links
   # A hostile rootfs whose /etc is a link to a host directory, and a bind

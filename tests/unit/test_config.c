@@ -108,6 +108,9 @@ Test(config, errors_name_the_key_and_file) {
   expect_error("[]", "JSON object");
   expect_error("{\"sidecar_on_death\":\"ignore\"}", "\"restart\" (start a new sidecar) or \"stop\"");
   expect_error("{\"sidecar_max_restarts\":-1}", "sidecar_max_restarts");
+  expect_error("{\"trusted_join_callers\":\"/usr/bin/conmon\"}", "trusted_join_callers");
+  expect_error("{\"trusted_join_callers\":[\"conmon\"]}", "trusted_join_callers[0] \"conmon\" is not an absolute");
+  expect_error("{\"trusted_join_callers\":[\"/usr/bin/../bin/conmon\"]}", "not an absolute, normal path");
 }
 
 Test(config, sidecar_supervision_defaults_and_loads) {
@@ -123,6 +126,30 @@ Test(config, sidecar_supervision_defaults_and_loads) {
   cr_assert_eq(c.sidecar_max_restarts, 0);
   host_config_free(&c);
   free(p);
+}
+
+/* trusted_join_callers is compared with a resolved /proc/PID/exe: an
+ * entry through a link would never match, so it is refused naming the
+ * file it points at. */
+Test(config, trusted_join_callers_resolved) {
+  cleanup_free char *target = xasprintf("%s/caller", dir);
+  cleanup_free char *link = xasprintf("%s/caller-link", dir);
+  FILE *f = fopen(target, "w");
+  cr_assert_not_null(f);
+  fclose(f);
+  cr_assert_eq(symlink(target, link), 0);
+  cleanup_free char *real = realpath(target, NULL);
+  cleanup_free char *text = xasprintf("{\"trusted_join_callers\":[\"%s\"]}", link);
+  cleanup_free char *want = xasprintf("is a link to %s", real);
+  expect_error(text, want);
+  cleanup_free char *ok = xasprintf("{\"trusted_join_callers\":[\"%s\", \"/usr/bin/conmon\"]}", real);
+  cleanup_free char *p = write_cfg(ok);
+  struct host_config c;
+  cleanup_error tg_error *err = NULL;
+  cr_assert_eq(host_config_load(p, &c, &err), 0, "%s", err ? err->msg : "");
+  cr_assert_str_eq(c.trusted_join_callers[1], "/usr/bin/conmon");
+  cr_assert_null(c.trusted_join_callers[2]);
+  host_config_free(&c);
 }
 
 Test(config, data_path_prefers_data_dir) {
