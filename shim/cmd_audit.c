@@ -69,7 +69,8 @@ struct json_rows {
 };
 static int show_json(void *ctx, const json_t *r) {
   struct json_rows *j = ctx;
-  cleanup_free char *s = json_dump(r, false, NULL);
+  cleanup_free char *dump = json_dump(r, false, NULL);
+  cleanup_free char *s = escape_for_terminal(dump, true); /* the same JSON value */
   printf("%s\n  %s", j->first ? "" : ",", s);
   j->first = false;
   return 0;
@@ -123,7 +124,9 @@ int cmd_audit(struct cli *cli, int argc, char **argv, tg_error **err) {
   if (audit_verify(file, key, allow_open, &res, err) < 0)
     return tg_error_wrap(err, "audit verify %s", file);
   int status = res.ok ? 0 : 1;
-  fprintf(res.ok ? stdout : stderr, "%s: %s\n", file, res.message);
+  /* the message can quote a record's container id */
+  cleanup_free char *shown = escape_message(res.message);
+  fprintf(res.ok ? stdout : stderr, "%s: %s\n", file, shown);
   audit_verify_result_clear(&res);
   return status;
 }

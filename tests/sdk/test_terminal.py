@@ -1,0 +1,36 @@
+"""The SDK's "cli" approval notice prints the container's tool name and
+reason to a person's terminal: format characters (bidi overrides,
+zero-width), controls and separators are escaped, as shim/escape.c does."""
+import os
+import sys
+import unicodedata
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bridge", "sdk"))
+
+from tollgate_sdk.sandbox import _for_terminal  # noqa: E402
+
+
+class Terminal(unittest.TestCase):
+    def test_every_format_character_is_escaped(self):
+        for cp in range(0x110000):
+            if 0xD800 <= cp <= 0xDFFF:
+                continue
+            ch = chr(cp)
+            cat = unicodedata.category(ch)
+            if cat in ("Cc", "Cf", "Zl", "Zp"):
+                shown = _for_terminal("a" + ch + "b")
+                self.assertTrue(shown.isascii(), "U+%04X" % cp)
+                self.assertIn("\\u%04x" % cp if cp <= 0xFFFF else "\\U%08x" % cp, shown)
+
+    def test_an_override_is_visible(self):
+        self.assertEqual(_for_terminal("refund \u202e00005"), "refund \\u202e00005")
+
+    def test_ordinary_text_is_kept(self):
+        for s in ("café", "中文", "\U0001F600", "a-b_c", "\u2026"):
+            self.assertEqual(_for_terminal(s), s)
+        self.assertEqual(_for_terminal("a\\u202e"), "a\\\\u202e")
+
+
+if __name__ == "__main__":
+    unittest.main()
