@@ -120,9 +120,13 @@ static char *escape(const char *s, enum mode m) {
       if (c == '\\' && m == TEXT)
         out[o++] = '\\';
       out[o++] = (char)c;
+    } else if (m == JSON_TEXT && (c == '\n' || c == '\t' || c == '\r')) {
+      /* whitespace between the tokens of a pretty dump (a dump escapes
+       * every control inside a string, so a raw one is never text) */
+      out[o++] = (char)c;
     } else if (m == JSON_TEXT) {
-      /* in JSON text a raw control can only sit inside a string; an
-       * invalid byte becomes U+FFFD's escape */
+      /* in JSON text any other raw control can only sit inside a string;
+       * an invalid byte becomes U+FFFD's escape */
       o += (size_t)sprintf(out + o, "\\u%04x", n == 0 ? 0xfffdu : c);
     } else if (c == '\n') {
       if (m == MESSAGE)

@@ -32,9 +32,11 @@ bool escape_code_point_is_hidden(uint32_t cp);
  * for a code point (\UNNNNNNNN past U+FFFF), and a backslash doubled, so
  * the result is one line of printable text and unambiguous.  json_text: s
  * is JSON text (a dump), whose backslashes are its own escapes: they are
- * left alone and the escapes are JSON's own (\u00NN, \uNNNN, a surrogate
- * pair past U+FFFF, \ufffd for a byte that is not UTF-8), so the result is
- * valid JSON that decodes to the same value.  NULL gives "".  Owned by the
+ * left alone, so are newlines, tabs and carriage returns (whitespace
+ * between its tokens: a dump escapes them inside strings), and the escapes
+ * are JSON's own (\u00NN, \uNNNN, a surrogate pair past U+FFFF, \ufffd
+ * for a byte that is not UTF-8), so the result is valid JSON that decodes
+ * to the same value, pretty or compact.  NULL gives "".  Owned by the
  * caller. */
 char *escape_for_terminal(const char *s, bool json_text);
 

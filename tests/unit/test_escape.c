@@ -155,3 +155,24 @@ Test(escape, log_lines_are_escaped) {
   cr_expect(strstr(buf, "tollgate: warning: zero\\u200bwidth\n") != NULL, "%s", buf);
   cr_expect(strstr(buf, "\xe2\x80") == NULL, "no raw format character: %s", buf);
 }
+
+/* --format json output is a pretty dump: its newlines and indentation are
+ * JSON's whitespace and stay, so the escaped text still parses (the first
+ * version turned them into \u000a, and pending --format json broke). */
+Test(escape, a_pretty_dump_stays_valid_json) {
+  const char *raw = "{\"memo\":\"refund \xe2\x80\xae" "00005\",\"k\\n\":[1,\"\\u0007\xf3\xa0\x81\x81\"]}";
+  json_t *v = json_parse(raw, strlen(raw), NULL, NULL);
+  cr_assert(v != NULL);
+  for (int pretty = 0; pretty < 2; pretty++) {
+    char *dump = json_dump(v, pretty, NULL);
+    char *s = escape_for_terminal(dump, true);
+    cr_expect(strstr(s, "\\u202e00005") != NULL, "%s", s);
+    json_t *back = json_parse(s, strlen(s), NULL, NULL);
+    cr_assert(back != NULL, "pretty %d: %s", pretty, s);
+    char *a = json_dump(v, false, NULL), *b = json_dump(back, false, NULL);
+    cr_expect_str_eq(b, a, "the same value");
+    free(a), free(b), free(s), free(dump);
+    json_free(back);
+  }
+  json_free(v);
+}
