@@ -471,7 +471,7 @@ Test(backend, runsc_keeps_the_own_id_where_no_prefix_can_clash) {
           cr_assert(strncmp(bids[i], bids[j], strlen(bids[i])) != 0, "%s is a prefix of %s", bids[i], bids[j]);
     /* x-3 .. x-9 are nobody's prefix and have none: their own ids */
     for (int i = 2; i < 9; i++) {
-      char want[8];
+      char want[16];
       snprintf(want, sizeof want, "x-%d", i + 1);
       cr_expect_str_eq(bids[i], want);
     }
