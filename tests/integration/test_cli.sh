@@ -95,6 +95,16 @@ PY
   check_eq "$rt: exec pid file has no newline" "${#epid}" "$(wc -c <"$work/exec-$rt.pid")"
   check_match "$rt: detached exec runs the process file's command" 'sleep 61' "$(tg exec "$id" ps -o args)"
   check_match "$rt: ps lists the processes" 'sleep' "$(tg ps "$id")"
+  # The container names its own processes (here an ESC sequence and a
+  # bidi override in an argument): ps shows them escaped.  runc's table
+  # has the arguments (the host's ps); runsc's only the command name.
+  if [ "$rt" = runc ]; then
+    tg exec --detach "$id" sh -c 'sleep 62; :' "$(printf 'tg\033[2J\342\200\256x')"
+    ps_out=$(tg ps "$id")
+    check "$rt: ps shows the container's process arguments escaped" grep -qF 'tg\x1b[2J\u202ex' <<<"$ps_out"
+    check_fails "$rt: ... with no raw ESC or override" grep -qP '\x1b|\x{202e}' <<<"$ps_out"
+    check_match "$rt: ... and its table intact" 'UID +PID +PPID' "$ps_out"
+  fi
 
   check "$rt: kill KILL" tg kill "$id" KILL
   check_eq "$rt: stopped after kill" stopped "$(wait_status "$id" stopped)"
