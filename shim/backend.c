@@ -250,9 +250,12 @@ static bool own_id_is_safe(const char *root, const char *id) {
   bool safe = true;
   struct dirent *de;
   while (safe && (de = readdir(d)) != NULL) {
-    /* every name counts, files too: a conservative answer costs only the
-     * hashed form */
-    if (strcmp(de->d_name, id) == 0 || strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+    /* Every container runsc may know has its state directory here; files
+     * (a caller's pod1.out beside pod1) and the reserved backend
+     * directory are no container.  An entry whose type is unknown counts:
+     * a conservative answer costs only the hashed form. */
+    if (de->d_name[0] == '.' || strcmp(de->d_name, id) == 0 || strcmp(de->d_name, "backend") == 0 ||
+        (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN))
       continue;
     safe = !prefix_related(de->d_name, id);
   }

@@ -49,7 +49,7 @@ void backend_free(struct backend *b);
  * runsc looks a container up by id PREFIX: with "x-1" and "x-10" alive
  * every call on "x-1" fails as "ambiguous".  So runsc gets tollgate's own
  * id (what hooks, its state and its cgroup then show, as with the bare
- * backend) where that is safe: when no other entry of the tollgate root
+ * backend) where that is safe: when no other directory of the tollgate root
  * (each container's state directory, claimed before this is asked, kept
  * until the backend has forgotten the container) is a prefix of the id
  * or has it as a prefix, and the id is not a prefix of "tg-" nor starts

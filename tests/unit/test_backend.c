@@ -1,6 +1,7 @@
 /* Flag translation per backend, and turning backend messages into the
  * wording containerd matches. */
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -499,6 +500,23 @@ Test(backend, runsc_keeps_the_own_id_where_no_prefix_can_clash) {
     rmdir(dir);
     free(dir);
   }
+  /* files in the root (a caller's output beside it) and the reserved
+   * backend directory are no container: they clash with nothing */
+  char *file = xasprintf("%s/web.out", root), *bk = xasprintf("%s/backend", root);
+  close(open(file, O_CREAT | O_WRONLY, 0600));
+  cr_assert_eq(mkdir(bk, 0700), 0);
+  const char *beside[] = {"web", "back"};
+  for (size_t i = 0; i < 2; i++) {
+    char *bid = backend_container_id(&runsc, root, beside[i]);
+    cr_expect_str_eq(bid, beside[i]);
+    free(bid);
+  }
+  /* a directory is a container's: "web" beside "web2" is hashed */
+  char *web2 = xasprintf("%s/web2", root);
+  cr_assert_eq(mkdir(web2, 0700), 0);
+  char *wbid = backend_container_id(&runsc, root, "web");
+  cr_expect(strncmp(wbid, "tg-", 3) == 0, "%s", wbid);
+  free(wbid), free(web2), free(file), free(bk);
   /* ids in the hashed form's namespace (or a prefix of it) are hashed */
   const char *hashed[] = {"t", "tg", "tg-", "tg-0123456789abcdef0123456789abcdef", "tg-x"};
   for (size_t i = 0; i < sizeof hashed / sizeof *hashed; i++) {
