@@ -167,6 +167,58 @@ static char *segment_describe(const struct segment *g) {
                    o ? " (call " : "", calls, o ? (lost > (long long)g->n_named ? ", ...)" : ")") : "");
 }
 
+/* What audit_verify saw once every record verified. */
+struct verdict {
+  unsigned accept;
+  bool keyed, closed;             /* the chain's kind; the log ends with closed */
+  long long last_seq, last_line;
+  const struct segment *last;     /* the last segment */
+  const char *first_crash;        /* the first crashed segment, described, or NULL */
+  long long crash_line;           /* the open record that followed it */
+};
+
+/* res's verdict and message: ok, or which segment ended without closed
+ * (the first earlier one before an open last one). */
+static void verdict(struct audit_verify_result *res, const struct verdict *v) {
+  res->closed = v->closed;
+  if (!v->closed)
+    res->open_intents = segment_unanswered(v->last);
+  cleanup_free char *more = NULL;
+  if (res->crashed > 1)
+    more = xasprintf("; %lld segments in all ended so, leaving %lld intents without an outcome",
+                     res->crashed, res->lost_intents);
+  if (res->crashed > 0 && !(v->accept & AUDIT_VERIFY_CRASHED)) {
+    res->ok = false;
+    res->bad_line = v->crash_line;
+    res->message = xasprintf("records 1..%lld verify, but %s; the next run opened the log at line %lld%s "
+                             "(--allow-crashed accepts crashed segments)",
+                             res->verified, v->first_crash, v->crash_line, more ? more : "");
+    return;
+  }
+  cleanup_free char *crashed = NULL;
+  if (res->crashed > 0)
+    crashed = xasprintf("; %lld crashed segment%s (%lld intent%s without an outcome), the first: %s",
+                        res->crashed, res->crashed == 1 ? "" : "s", res->lost_intents,
+                        res->lost_intents == 1 ? "" : "s", v->first_crash);
+  cleanup_free char *open_left = NULL;
+  if (!v->closed && res->open_intents > 0)
+    open_left = xasprintf(", with %lld intent%s without an outcome", res->open_intents,
+                          res->open_intents == 1 ? "" : "s");
+  if (!v->closed && !(v->accept & AUDIT_VERIFY_OPEN)) {
+    res->ok = false;
+    res->bad_line = v->last_line + 1;
+    res->message = xasprintf("records 1..%lld verify, but the log ends at seq %lld without a closed record%s: "
+                             "it was truncated (or its gate is still running or crashed; --open accepts that)%s",
+                             res->verified, v->last_seq, open_left ? open_left : "", crashed ? crashed : "");
+    return;
+  }
+  res->ok = true;
+  res->message = xasprintf("ok: %lld records verify (%s chain%s%s%s)", res->verified,
+                           v->keyed ? "HMAC-SHA-256" : "SHA-256",
+                           v->closed ? ", closed" : ", not closed: the gate is running or crashed",
+                           open_left ? open_left : "", crashed ? crashed : "");
+}
+
 int audit_verify(const char *path, const char *key_path, unsigned accept,
                  struct audit_verify_result *res, tg_error **err) {
   memset(res, 0, sizeof *res);
@@ -285,43 +337,10 @@ int audit_verify(const char *path, const char *key_path, unsigned accept,
   }
   if (lineno == 0)
     return fail(res, 0, "%s is empty: every log starts with an open record", path);
-  res->closed = last_closed;
-  if (!last_closed)
-    res->open_intents = segment_unanswered(&seg);
-  cleanup_free char *more = NULL;
-  if (res->crashed > 1)
-    more = xasprintf("; %lld segments in all ended so, leaving %lld intents without an outcome",
-                     res->crashed, res->lost_intents);
-  if (res->crashed > 0 && !(accept & AUDIT_VERIFY_CRASHED)) {
-    res->ok = false;
-    res->bad_line = crash_line;
-    res->message = xasprintf("records 1..%lld verify, but %s; the next run opened the log at line %lld%s "
-                             "(--allow-crashed accepts crashed segments)",
-                             res->verified, first_crash, crash_line, more ? more : "");
-    return 0;
-  }
-  cleanup_free char *crashed = NULL;
-  if (res->crashed > 0)
-    crashed = xasprintf("; %lld crashed segment%s (%lld intent%s without an outcome), the first: %s",
-                        res->crashed, res->crashed == 1 ? "" : "s", res->lost_intents,
-                        res->lost_intents == 1 ? "" : "s", first_crash);
-  cleanup_free char *open_left = NULL;
-  if (!last_closed && res->open_intents > 0)
-    open_left = xasprintf(", with %lld intent%s without an outcome", res->open_intents,
-                          res->open_intents == 1 ? "" : "s");
-  if (!last_closed && !(accept & AUDIT_VERIFY_OPEN)) {
-    res->ok = false;
-    res->bad_line = lineno + 1;
-    res->message = xasprintf("records 1..%lld verify, but the log ends at seq %lld without a closed record%s: "
-                             "it was truncated (or its gate is still running or crashed; --open accepts that)%s",
-                             res->verified, seq, open_left ? open_left : "", crashed ? crashed : "");
-    return 0;
-  }
-  res->ok = true;
-  res->message = xasprintf("ok: %lld records verify (%s chain%s%s%s)", res->verified,
-                           keyed ? "HMAC-SHA-256" : "SHA-256",
-                           last_closed ? ", closed" : ", not closed: the gate is running or crashed",
-                           open_left ? open_left : "", crashed ? crashed : "");
+  struct verdict v = {.accept = accept, .keyed = keyed, .closed = last_closed, .last_seq = seq,
+                      .last_line = lineno, .last = &seg, .first_crash = first_crash,
+                      .crash_line = crash_line};
+  verdict(res, &v);
   return 0;
 }
 
