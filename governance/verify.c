@@ -137,10 +137,16 @@ static void segment_note(struct segment *g, const char *event, const char *call)
       g->n_named--;
     }
     g->named[g->n_named++] = xstrdup(call);
-  } else if (strcmp(event, "outcome") == 0) {
-    g->outcomes++;
+  } else if (strcmp(event, "outcome") == 0 || strcmp(event, "unknown") == 0) {
+    /* an "unknown" (a supervisor's record after a sidecar died) answers
+     * only an intent it names: it also names reversible calls in flight */
+    bool unknown = event[0] == 'u';
+    if (!unknown)
+      g->outcomes++;
     for (size_t i = 0; call && i < g->n_named; i++)
       if (strcmp(g->named[i], call) == 0) {
+        if (unknown)
+          g->outcomes++;
         free(g->named[i]);
         memmove(g->named + i, g->named + i + 1, (g->n_named - i - 1) * sizeof g->named[0]);
         g->n_named--;
