@@ -99,7 +99,133 @@ static const char *line_reader_next(struct line_reader *r, size_t *len, bool *co
   return r->buf;
 }
 
-int audit_verify(const char *path, const char *key_path, bool allow_open,
+/* One run's records, from its open to its closed.  Only the few latest
+ * intents still without an outcome are named (the count is exact: an
+ * outcome always follows its own intent in the same run). */
+#define SEGMENT_NAMED 8
+struct segment {
+  long long index, first_seq, last_seq, pid;
+  char opened[40];
+  long long intents, outcomes;
+  char *named[SEGMENT_NAMED]; /* owned call ids of unanswered intents */
+  size_t n_named;
+};
+
+static void segment_clear(struct segment *g) {
+  for (size_t i = 0; i < g->n_named; i++)
+    free(g->named[i]);
+  memset(g, 0, sizeof *g);
+}
+
+static void segment_start(struct segment *g, long long index, long long seq, const json_t *open) {
+  segment_clear(g);
+  g->index = index;
+  g->first_seq = g->last_seq = seq;
+  const char *t = json_string_value(json_object_get(open, "time"));
+  snprintf(g->opened, sizeof g->opened, "%s", t ? t : "?");
+  json_integer_value(json_object_get(open, "pid"), &g->pid);
+}
+
+static void segment_note(struct segment *g, const char *event, const char *call) {
+  if (strcmp(event, "intent") == 0) {
+    g->intents++;
+    if (call == NULL)
+      return;
+    if (g->n_named == SEGMENT_NAMED) { /* the oldest drops out of the names */
+      free(g->named[0]);
+      memmove(g->named, g->named + 1, (SEGMENT_NAMED - 1) * sizeof g->named[0]);
+      g->n_named--;
+    }
+    g->named[g->n_named++] = xstrdup(call);
+  } else if (strcmp(event, "outcome") == 0 || strcmp(event, "unknown") == 0) {
+    /* an "unknown" (a supervisor's record after a sidecar died) answers
+     * only an intent it names: it also names reversible calls in flight */
+    bool unknown = event[0] == 'u';
+    if (!unknown)
+      g->outcomes++;
+    for (size_t i = 0; call && i < g->n_named; i++)
+      if (strcmp(g->named[i], call) == 0) {
+        if (unknown)
+          g->outcomes++;
+        free(g->named[i]);
+        memmove(g->named + i, g->named + i + 1, (g->n_named - i - 1) * sizeof g->named[0]);
+        g->n_named--;
+        break;
+      }
+  }
+}
+
+static long long segment_unanswered(const struct segment *g) {
+  return g->intents > g->outcomes ? g->intents - g->outcomes : 0;
+}
+
+/* "segment 2 (seq 58..118, opened TIME by gate pid N)" and what it left:
+ * owned. */
+static char *segment_describe(const struct segment *g) {
+  long long lost = segment_unanswered(g);
+  char calls[512] = "";
+  size_t o = 0;
+  for (size_t i = 0; i < g->n_named && o + 80 < sizeof calls; i++)
+    o += (size_t)snprintf(calls + o, sizeof calls - o, "%s%.64s", i ? ", " : "", g->named[i]);
+  return xasprintf("segment %lld (seq %lld..%lld, opened %s by gate pid %lld) ended without a closed "
+                   "record: its gate crashed or was killed, leaving %lld intent%s without an outcome%s%s%s",
+                   g->index, g->first_seq, g->last_seq, g->opened, g->pid, lost, lost == 1 ? "" : "s",
+                   o ? " (call " : "", calls, o ? (lost > (long long)g->n_named ? ", ...)" : ")") : "");
+}
+
+/* What audit_verify saw once every record verified. */
+struct verdict {
+  unsigned accept;
+  bool keyed, closed;             /* the chain's kind; the log ends with closed */
+  long long last_seq, last_line;
+  const struct segment *last;     /* the last segment */
+  const char *first_crash;        /* the first crashed segment, described, or NULL */
+  long long crash_line;           /* the open record that followed it */
+};
+
+/* res's verdict and message: ok, or which segment ended without closed
+ * (the first earlier one before an open last one). */
+static void verdict(struct audit_verify_result *res, const struct verdict *v) {
+  res->closed = v->closed;
+  if (!v->closed)
+    res->open_intents = segment_unanswered(v->last);
+  cleanup_free char *more = NULL;
+  if (res->crashed > 1)
+    more = xasprintf("; %lld segments in all ended so, leaving %lld intents without an outcome",
+                     res->crashed, res->lost_intents);
+  if (res->crashed > 0 && !(v->accept & AUDIT_VERIFY_CRASHED)) {
+    res->ok = false;
+    res->bad_line = v->crash_line;
+    res->message = xasprintf("records 1..%lld verify, but %s; the next run opened the log at line %lld%s "
+                             "(--allow-crashed accepts crashed segments)",
+                             res->verified, v->first_crash, v->crash_line, more ? more : "");
+    return;
+  }
+  cleanup_free char *crashed = NULL;
+  if (res->crashed > 0)
+    crashed = xasprintf("; %lld crashed segment%s (%lld intent%s without an outcome), the first: %s",
+                        res->crashed, res->crashed == 1 ? "" : "s", res->lost_intents,
+                        res->lost_intents == 1 ? "" : "s", v->first_crash);
+  cleanup_free char *open_left = NULL;
+  if (!v->closed && res->open_intents > 0)
+    open_left = xasprintf(", with %lld intent%s without an outcome", res->open_intents,
+                          res->open_intents == 1 ? "" : "s");
+  if (!v->closed && !(v->accept & AUDIT_VERIFY_OPEN)) {
+    res->ok = false;
+    res->bad_line = v->last_line + 1;
+    res->message = xasprintf("records 1..%lld verify, but the log ends at seq %lld without a closed record%s: "
+                             "it was truncated (or its gate is still running or crashed; --open accepts that)%s",
+                             res->verified, v->last_seq, open_left ? open_left : "", crashed ? crashed : "");
+    return;
+  }
+  res->ok = true;
+  res->message = xasprintf("ok: %lld records verify (%s chain%s%s%s)", res->verified,
+                           v->keyed ? "HMAC-SHA-256" : "SHA-256",
+                           v->closed ? ", closed" : ", not closed: the gate is running or crashed",
+                           open_left ? open_left : "", crashed ? crashed : "");
+}
+
+int audit_verify(const char *path, const char *key_path, unsigned accept,
                  struct audit_verify_result *res, tg_error **err) {
   memset(res, 0, sizeof *res);
   cleanup_free unsigned char *key = NULL;
@@ -116,6 +242,10 @@ int audit_verify(const char *path, const char *key_path, bool allow_open,
   cleanup_free char *container = NULL;
   cleanup_free char *body = NULL;
   size_t body_cap = 0;
+  /* the segment being read, and the first earlier one that crashed */
+  __attribute__((cleanup(segment_clear))) struct segment seg = {0};
+  cleanup_free char *first_crash = NULL;
+  long long crash_line = 0;
   for (;;) {
     size_t n = 0;
     bool complete = false;
@@ -190,6 +320,22 @@ int audit_verify(const char *path, const char *key_path, bool allow_open,
     else if (strcmp(container, rcont) != 0)
       return fail(res, lineno, "container %s in a log of container %s: records were mixed in", rcont,
                   container);
+    if (strcmp(event, "open") == 0) {
+      /* A new run.  The one before it either closed or was cut short. */
+      if (seq > 0 && !last_closed) {
+        res->crashed++;
+        res->lost_intents += segment_unanswered(&seg);
+        if (first_crash == NULL) {
+          first_crash = segment_describe(&seg);
+          crash_line = lineno;
+        }
+      }
+      res->segments++;
+      segment_start(&seg, res->segments, rseq, rec);
+    } else {
+      seg.last_seq = rseq;
+      segment_note(&seg, event, json_string_value(json_object_get(rec, "call")));
+    }
     seq = rseq;
     memcpy(prev, want, sizeof prev);
     last_closed = strcmp(event, "closed") == 0;
@@ -197,19 +343,10 @@ int audit_verify(const char *path, const char *key_path, bool allow_open,
   }
   if (lineno == 0)
     return fail(res, 0, "%s is empty: every log starts with an open record", path);
-  res->closed = last_closed;
-  if (!last_closed && !allow_open) {
-    res->ok = false;
-    res->bad_line = lineno + 1;
-    res->message = xasprintf("records 1..%lld verify, but the log ends at seq %lld without a closed record: "
-                             "it was truncated (or its gate is still running or crashed; --open accepts that)",
-                             res->verified, seq);
-    return 0;
-  }
-  res->ok = true;
-  res->message = xasprintf("ok: %lld records verify (%s chain%s)", res->verified,
-                           keyed ? "HMAC-SHA-256" : "SHA-256",
-                           last_closed ? ", closed" : ", not closed: the gate is running or crashed");
+  struct verdict v = {.accept = accept, .keyed = keyed, .closed = last_closed, .last_seq = seq,
+                      .last_line = lineno, .last = &seg, .first_crash = first_crash,
+                      .crash_line = crash_line};
+  verdict(res, &v);
   return 0;
 }
 

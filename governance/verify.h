@@ -16,14 +16,37 @@ struct audit_verify_result {
   long long verified;      /* records that verified, from the first */
   long long bad_line;      /* 1-based line of the first break, 0 if none */
   bool closed;             /* ends with a closed record */
+  long long segments;      /* runs in the log: one per open record */
+  long long crashed;       /* segments before the last that ended without closed */
+  long long lost_intents;  /* intents without an outcome in those segments */
+  long long open_intents;  /* ... and in the last segment, when it is not closed */
   char *message;           /* owned: what is wrong (or "ok ...") and where */
 };
 
+/* What audit_verify accepts besides a whole, closed log. */
+enum {
+  /* the last segment without a closing record (a running or crashed gate) */
+  AUDIT_VERIFY_OPEN = 1,
+  /* an earlier segment without one (a gate that crashed, and a later run
+   * of the same id that appended its own segment) */
+  AUDIT_VERIFY_CRASHED = 2,
+};
+
 /* Verify the log at path.  key_path: the HMAC key file, or NULL.
- * allow_open: a log without a closing record (a running or crashed gate)
- * passes when everything present verifies.  Returns 0 when the file could
- * be read (the verdict is in res), -1 with *err when it could not. */
-int audit_verify(const char *path, const char *key_path, bool allow_open,
+ *
+ * A log is a sequence of segments, one per run of the container id: an
+ * open record, the run's records, and (when its gate closed normally) a
+ * closed record.  A segment that ends without closed was cut short: its
+ * gate crashed or was killed, and an intent in it without an outcome may
+ * or may not have happened.  That stays visible after later runs of the
+ * same id append their own segments: res counts such segments and their
+ * intents without an outcome, and the message names the first.
+ *
+ * accept: AUDIT_VERIFY_* flags; without AUDIT_VERIFY_OPEN a last segment
+ * without closed fails, without AUDIT_VERIFY_CRASHED an earlier one does
+ * (everything present must verify either way).  Returns 0 when the file
+ * could be read (the verdict is in res), -1 with *err when it could not. */
+int audit_verify(const char *path, const char *key_path, unsigned accept,
                  struct audit_verify_result *res, tg_error **err);
 void audit_verify_result_clear(struct audit_verify_result *res);
 

@@ -1,5 +1,6 @@
 #include "shim/backend.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <openssl/evp.h>
 #include <stdarg.h>
@@ -233,8 +234,39 @@ int backend_from_state(const json_t *state, struct backend *b,
   return 0;
 }
 
-char *backend_container_id(const struct backend *b, const char *id) {
+/* Whether a or b is a prefix of the other. */
+static bool prefix_related(const char *a, const char *b) {
+  size_t la = strlen(a), lb = strlen(b);
+  return strncmp(a, b, la < lb ? la : lb) == 0;
+}
+
+/* Whether runsc may know this container by its own id (backend.h). */
+static bool own_id_is_safe(const char *root, const char *id) {
+  if (prefix_related(id, "tg-"))
+    return false;
+  DIR *d = opendir(root);
+  if (d == NULL)
+    return false;
+  bool safe = true;
+  struct dirent *de;
+  while (safe && (de = readdir(d)) != NULL) {
+    /* Every container runsc may know has its state directory here; files
+     * (a caller's pod1.out beside pod1) and the reserved backend
+     * directory are no container.  An entry whose type is unknown counts:
+     * a conservative answer costs only the hashed form. */
+    if (de->d_name[0] == '.' || strcmp(de->d_name, id) == 0 || strcmp(de->d_name, "backend") == 0 ||
+        (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN))
+      continue;
+    safe = !prefix_related(de->d_name, id);
+  }
+  closedir(d);
+  return safe;
+}
+
+char *backend_container_id(const struct backend *b, const char *root, const char *id) {
   if (b->kind != BACKEND_RUNSC)
+    return xstrdup(id);
+  if (root != NULL && own_id_is_safe(root, id))
     return xstrdup(id);
   /* A digest, not a cheap hash: two ids whose backend ids collided would
    * name one runsc container, and create's undo of the second would
@@ -424,7 +456,11 @@ char *backend_normalize_message(const char *id, const char *msg) {
     return xstrdup(msg);
   /* runsc, between the sandbox's exit and its delete: the control
    * server is gone, so the container is not running. */
-  if (strstr(msg, "not running") != NULL ||
+  /* runsc, a kill racing the container's exit (concurrent kills: the
+   * first one's signal ended the init before the sentry delivered the
+   * next): the sentry answers ESRCH, "no such process".  runc says
+   * "container not running" for the same moment. */
+  if (strstr(msg, "not running") != NULL || strstr(msg, "no such process") != NULL ||
       (strstr(msg, "control server") != NULL &&
        strstr(msg, "connection refused") != NULL) ||
       (strstr(msg, "cannot signal") != NULL && strstr(msg, "stopped") != NULL))

@@ -44,14 +44,22 @@ void backend_free(struct backend *b);
 
 /* The id the backend knows a container by (recorded in state.json as
  * "backend_id"; tollgate's own id stays the one users and containerd
- * see).  runsc looks a container up by id PREFIX, so with "x-1" and
- * "x-10" alive every call on "x-1" fails as "ambiguous": runsc gets
- * "tg-" and 32 hex digits of SHA-256(id) instead, a fixed length, so no
- * live backend id can be a prefix of another (equal prefixes of equal
- * length are equal ids; a collision needs 2^64 work on 128 bits), and
- * the same id always maps to the same backend id.  runc looks ids up
- * exactly and keeps tollgate's id.  Owned. */
-char *backend_container_id(const struct backend *b, const char *id);
+ * see).  runc looks ids up exactly and keeps tollgate's id.
+ *
+ * runsc looks a container up by id PREFIX: with "x-1" and "x-10" alive
+ * every call on "x-1" fails as "ambiguous".  So runsc gets tollgate's own
+ * id (what hooks, its state and its cgroup then show, as with the bare
+ * backend) where that is safe: when no other directory of the tollgate root
+ * (each container's state directory, claimed before this is asked, kept
+ * until the backend has forgotten the container) is a prefix of the id
+ * or has it as a prefix, and the id is not a prefix of "tg-" nor starts
+ * with it.  Otherwise it gets "tg-" and 32 hex digits of SHA-256(id): a
+ * fixed length in a namespace no own id enters, so no live backend id is
+ * a prefix of another either way (two creates at once each see the
+ * other's directory, so at most one keeps its own id).  The runsc root
+ * is per tollgate root (<root>/backend/runsc), so ids of other roots
+ * never meet.  root: the tollgate root (cli->root).  Owned. */
+char *backend_container_id(const struct backend *b, const char *root, const char *id);
 
 /* A NULL-terminated, growable argv; owns its strings. */
 struct argv {

@@ -1,9 +1,11 @@
-/* tollgate audit verify FILE [--key FILE] [--open]
+/* tollgate audit verify FILE [--key FILE] [--open] [--allow-crashed]
  * tollgate audit show FILE [--format json]
  *
- * verify exits 0 only when the whole chain verifies and ends with a closed
- * record (--open also accepts a log whose gate is running or crashed); it
- * says where the first break is.  show prints a readable table. */
+ * verify exits 0 only when the whole chain verifies, ends with a closed
+ * record and no earlier run's segment ended without one (--open also
+ * accepts a last segment whose gate is running or crashed, --allow-crashed
+ * earlier crashed segments); it says where the first break is.  show
+ * prints a readable table. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,7 +71,8 @@ struct json_rows {
 };
 static int show_json(void *ctx, const json_t *r) {
   struct json_rows *j = ctx;
-  cleanup_free char *s = json_dump(r, false, NULL);
+  cleanup_free char *dump = json_dump(r, false, NULL);
+  cleanup_free char *s = escape_for_terminal(dump, true); /* the same JSON value */
   printf("%s\n  %s", j->first ? "" : ",", s);
   j->first = false;
   return 0;
@@ -91,16 +94,19 @@ static int show(const char *path, bool as_json, tg_error **err) {
 int cmd_audit(struct cli *cli, int argc, char **argv, tg_error **err) {
   if (argc < 3 || (strcmp(argv[1], "verify") != 0 && strcmp(argv[1], "show") != 0))
     return tg_error_set(err, 0,
-                        "usage: tollgate audit verify FILE [--key FILE] [--open] | tollgate audit show FILE [--format json]");
+                        "usage: tollgate audit verify FILE [--key FILE] [--open] [--allow-crashed] | "
+                        "tollgate audit show FILE [--format json]");
   const char *file = NULL, *key = cli->config.audit_key, *format = "table";
-  bool allow_open = false;
+  unsigned accept = 0;
   for (int i = 2; i < argc; i++) {
     if (strcmp(argv[i], "--key") == 0 && i + 1 < argc)
       key = argv[++i];
     else if (strncmp(argv[i], "--key=", 6) == 0)
       key = argv[i] + 6;
     else if (strcmp(argv[i], "--open") == 0)
-      allow_open = true;
+      accept |= AUDIT_VERIFY_OPEN;
+    else if (strcmp(argv[i], "--allow-crashed") == 0)
+      accept |= AUDIT_VERIFY_CRASHED;
     else if (strcmp(argv[i], "--format") == 0 && i + 1 < argc)
       format = argv[++i];
     else if (strncmp(argv[i], "--format=", 9) == 0)
@@ -120,10 +126,12 @@ int cmd_audit(struct cli *cli, int argc, char **argv, tg_error **err) {
     return show(file, strcmp(format, "json") == 0, err) < 0 ? -1 : 0;
   }
   struct audit_verify_result res;
-  if (audit_verify(file, key, allow_open, &res, err) < 0)
+  if (audit_verify(file, key, accept, &res, err) < 0)
     return tg_error_wrap(err, "audit verify %s", file);
   int status = res.ok ? 0 : 1;
-  fprintf(res.ok ? stdout : stderr, "%s: %s\n", file, res.message);
+  /* the message can quote a record's container id */
+  cleanup_free char *shown = escape_message(res.message);
+  fprintf(res.ok ? stdout : stderr, "%s: %s\n", file, shown);
   audit_verify_result_clear(&res);
   return status;
 }

@@ -176,7 +176,8 @@ int cmd_calls(struct cli *cli, int argc, char **argv, tg_error **err) {
   }
   if (json) {
     cleanup_free char *s = json_dump(reply, true, NULL);
-    printf("%s\n", s);
+    cleanup_free char *shown = escape_for_terminal(s, true); /* the same JSON value */
+    printf("%s\n", shown);
     return 0;
   }
   const json_t *calls = json_object_get(reply, "calls");

@@ -12,6 +12,7 @@
 #include "shim/args.h"
 #include "shim/commands.h"
 #include "shim/container.h"
+#include "shim/escape.h"
 #include "shim/idrange.h"
 #include "shim/util.h"
 
@@ -38,8 +39,9 @@ static json_t *query_one(struct cli *cli, const char *id) {
     struct stat st;
     if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode)) {
       const char *reason = e ? e->msg : "unknown error";
+      cleanup_free char *shown = escape_message(reason);
       fprintf(stderr, "tollgate: list: container %s: status unknown: %s\n",
-              id, reason);
+              id, shown);
       s = container_unknown_record(id, state, reason);
     }
   }
@@ -108,7 +110,8 @@ int cmd_list(struct cli *cli, int argc, char **argv, tg_error **err) {
   }
   if (json) {
     cleanup_free char *text = json_dump(all, false, NULL);
-    printf("%s\n", text);
+    cleanup_free char *shown = escape_for_terminal(text, true); /* the same JSON value */
+    printf("%s\n", shown);
   }
   json_free(all);
   /* A pool running low, on stderr: stdout stays the table or JSON that

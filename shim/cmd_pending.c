@@ -8,6 +8,7 @@
 #include "governance/control.h"
 #include "shim/args.h"
 #include "shim/commands.h"
+#include "shim/escape.h"
 #include "shim/util.h"
 
 static int query(const struct cli *cli, const char *id, json_t *out, bool quiet, tg_error **err) {
@@ -58,8 +59,11 @@ int cmd_pending(struct cli *cli, int argc, char **argv, tg_error **err) {
       closedir(d);
   }
   if (json) {
+    /* JSON's own escapes for what a terminal must not get raw: the same
+     * value to a reader, and nothing a person's terminal would reorder */
     cleanup_free char *s = json_dump(all, true, NULL);
-    printf("%s\n", s);
+    cleanup_free char *shown = escape_for_terminal(s, true);
+    printf("%s\n", shown);
     return 0;
   }
   printf("%-20s %-34s %-16s %8s  %s\n", "CONTAINER", "CALL", "TOOL", "WAITING", "REASON / ARGS");
@@ -68,12 +72,18 @@ int cmd_pending(struct cli *cli, int argc, char **argv, tg_error **err) {
     long long waited = 0, timeout = 0;
     json_integer_value(json_object_get(e, "waiting_ms"), &waited);
     json_integer_value(json_object_get(e, "timeout_ms"), &timeout);
-    cleanup_free char *args = json_dump(json_object_get(e, "args"), false, NULL);
+    /* The tool, the reason and the arguments are the container's words,
+     * shown to the person who decides: escaped (controls, bidi overrides,
+     * zero-width characters), so what they read is what the call holds. */
+    cleanup_free char *dump = json_dump(json_object_get(e, "args"), false, NULL);
+    cleanup_free char *args = escape_for_terminal(dump, true);
+    cleanup_free char *cont = escape_for_terminal(json_string_value(json_object_get(e, "container")), false);
+    cleanup_free char *call = escape_for_terminal(json_string_value(json_object_get(e, "call")), false);
+    cleanup_free char *tool = escape_for_terminal(json_string_value(json_object_get(e, "tool")), false);
+    cleanup_free char *reason = escape_for_terminal(json_string_value(json_object_get(e, "reason")), false);
     char wait[48];
     snprintf(wait, sizeof wait, "%llds/%llds", waited / 1000, timeout / 1000);
-    printf("%-20s %-34s %-16s %8s  %s %s\n", json_string_value(json_object_get(e, "container")),
-           json_string_value(json_object_get(e, "call")), json_string_value(json_object_get(e, "tool")),
-           wait, json_string_value(json_object_get(e, "reason")), args);
+    printf("%-20s %-34s %-16s %8s  %s %s\n", cont, call, tool, wait, reason, args);
   }
   return 0;
 }

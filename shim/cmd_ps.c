@@ -1,10 +1,14 @@
-/* tollgate ps [--format table|json] ID [PS-ARGS...]: the backend prints. */
+/* tollgate ps [--format table|json] ID [PS-ARGS...]: the backend's table,
+ * escaped for the terminal. */
+#include <stdio.h>
 #include <string.h>
 
 #include "shim/args.h"
 #include "shim/backend.h"
 #include "shim/commands.h"
 #include "shim/container.h"
+#include "shim/escape.h"
+#include "shim/util.h"
 
 int cmd_ps(struct cli *cli, int argc, char **argv, tg_error **err) {
   const char *format = "table";
@@ -26,10 +30,16 @@ int cmd_ps(struct cli *cli, int argc, char **argv, tg_error **err) {
   }
   struct argv args = {0};
   argv_addf(&args, "--format=%s", format);
-  /* stdout goes straight to the caller; stderr is kept for the error. */
-  struct proc_opts o = {.capture_stderr = true};
+  /* The table holds the container's process names and arguments, which
+   * the container chose (an escape sequence, a bidi override): escaped,
+   * lines and columns kept.  stderr is kept for the error. */
+  struct proc_opts o = {.capture_stdout = true, .capture_stderr = true};
   struct proc_result res = {0};
   int r = container_call(cli, &c, "ps", args.v, argv + i + 1, &o, &res, err);
+  if (r == 0 && res.out != NULL) {
+    cleanup_free char *shown = escape_message(res.out);
+    fputs(shown, stdout);
+  }
   if (r > 0)
     r = container_backend_error(&c, "ps", &res, err);
   argv_free(&args);

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "shim/backend.h"
+#include "shim/bundle_snapshot.h"
 #include "shim/cli_parse.h"
 #include "shim/commands.h"
 #include "shim/console.h"
@@ -221,6 +222,11 @@ int cmd_run(struct cli *cli, int argc, char **argv, tg_error **err) {
     }
     req.create.console_socket = console_path;
   }
+  /* A run that fails after its create succeeded (runsc: `runsc run`
+   * itself fails; runc: start fails) puts the bundle back as a failed
+   * create does: the create's own undo is over by then. */
+  struct bundle_snapshot before;
+  bundle_snapshot_take(req.create.bundle, &before);
   struct created c;
   int cr = container_create(cli, &req.create, &c, err);
   struct console_relay *relay = NULL;
@@ -237,9 +243,11 @@ int cmd_run(struct cli *cli, int argc, char **argv, tg_error **err) {
       container_delete(cli, req.create.id, true, &e);
       tg_error_free(&e);
       created_free(&c);
+      bundle_snapshot_restore(&before);
     }
     reap_children();
     sigprocmask(SIG_SETMASK, &old, NULL);
+    bundle_snapshot_free(&before);
     return -1;
   }
   int status = -1;
@@ -265,6 +273,9 @@ int cmd_run(struct cli *cli, int argc, char **argv, tg_error **err) {
   }
   bridge_stop_in_process_end(server);
   created_free(&c);
+  if (status < 0)
+    bundle_snapshot_restore(&before);
+  bundle_snapshot_free(&before);
   reap_children();
   sigprocmask(SIG_SETMASK, &old, NULL);
   return status;

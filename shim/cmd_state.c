@@ -4,6 +4,7 @@
 
 #include "shim/commands.h"
 #include "shim/container.h"
+#include "shim/escape.h"
 #include "shim/idrange.h"
 #include "shim/util.h"
 
@@ -28,6 +29,9 @@ int cmd_state(struct cli *cli, int argc, char **argv, tg_error **err) {
     json_free(pool);
   cleanup_free char *text = json_dump(s, true, NULL);
   json_free(s);
-  printf("%s\n", text);
+  /* annotations are the config.json author's: JSON's own escapes for what
+   * a terminal must not get raw (the same value to containerd) */
+  cleanup_free char *shown = escape_for_terminal(text, true);
+  printf("%s\n", shown);
   return 0;
 }

@@ -749,7 +749,7 @@ static int do_create(struct cli *cli, const struct create_request *req,
    * OpenSSL's initialisation on the other core (see warm_up). */
   warm_up_wait(warm);
   {
-    char *bid = backend_container_id(&kind_only, id);
+    char *bid = backend_container_id(&kind_only, cli->root, id);
     json_object_set(state, "backend_id", json_new_string(bid));
     free(bid);
   }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <yajl/yajl_gen.h>
 
+#include "shim/escape.h"
 #include "shim/util.h"
 
 char *log_format_json(const char *level, const char *msg, const char *time) {
@@ -37,7 +38,11 @@ char *log_format_text(const char *level, const char *msg) {
   return xasprintf("tollgate: %s: %s\n", level, msg);
 }
 
-void log_line(const char *path, bool json, const char *level, const char *msg) {
+void log_line(const char *path, bool json, const char *level, const char *raw) {
+  /* A message can quote what a container or a config.json author wrote (a
+   * tool's error, a path, the backend's stderr): a person reads it, in a
+   * terminal or through containerd, so it is escaped like a table cell. */
+  cleanup_free char *msg = escape_message(raw);
   char now[40];
   rfc3339_now(now, sizeof now);
   cleanup_free char *line =

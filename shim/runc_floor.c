@@ -185,6 +185,30 @@ static json_t *load_floor(const struct cli *cli, tg_error **err) {
   return doc;
 }
 
+/* Whether this process is the one to show the warning for this binary:
+ * the cache's "warned" is read before and written after, so 40 creates
+ * at once all read false and all warned (7 of 40 seen).  The marker is
+ * made with O_EXCL: exactly one create per root and binary (device,
+ * inode, size, mtime) makes it.  A marker that cannot be made for any
+ * other reason (the root is not writable) shows the warning: never
+ * hidden by a failure. */
+static bool claim_warning(const struct cli *cli, const struct stat *st) {
+  tg_error *e = NULL;
+  if (mkdir_p(cli->root, 0711, &e) < 0) {
+    tg_error_free(&e);
+    return true;
+  }
+  /* a leading dot, like the cache: never a container id */
+  cleanup_free char *marker = xasprintf("%s/.runc-floor-warned.%llu.%llu.%lld.%lld", cli->root,
+                                        (unsigned long long)st->st_dev, (unsigned long long)st->st_ino,
+                                        (long long)st->st_size, (long long)st->st_mtim.tv_sec);
+  int fd = open(marker, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return errno != EEXIST;
+  close(fd);
+  return true;
+}
+
 int runc_floor_check(const struct cli *cli, const struct backend *b, tg_error **err) {
   if (b->kind != BACKEND_RUNC)
     return 0;
@@ -240,12 +264,13 @@ int runc_floor_check(const struct cli *cli, const struct backend *b, tg_error **
   if (refuse)
     return tg_error_set(err, 0, "runc %s (%s) predates the fixes for %s (fixed in %s): upgrade runc, use runsc, or set \"runc_version_floor\": \"warn\" in the host config to run it anyway",
                         version, b->path, cves, fix);
-  if (!warned) {
+  if (!warned && claim_warning(cli, &st)) {
     cleanup_free char *msg = xasprintf("runc %s (%s) predates the fixes for %s (fixed in %s); upgrade runc or use runsc. "
                                        "This warning is shown once; \"runc_version_floor\": \"refuse\" in the host config refuses it",
                                        version, b->path, cves, fix);
     log_line(cli->log_path, cli->log_json, "warning", msg);
-    remember(cli, b, &st, version, true);
   }
+  if (!warned)
+    remember(cli, b, &st, version, true);
   return 0;
 }

@@ -95,6 +95,20 @@ PY
   check_eq "$rt: exec pid file has no newline" "${#epid}" "$(wc -c <"$work/exec-$rt.pid")"
   check_match "$rt: detached exec runs the process file's command" 'sleep 61' "$(tg exec "$id" ps -o args)"
   check_match "$rt: ps lists the processes" 'sleep' "$(tg ps "$id")"
+  # The container names its own processes (here an ESC sequence and a
+  # bidi override in an argument): ps shows them escaped.  runc's table
+  # has the arguments (the host's ps); runsc's only the command name.
+  if [ "$rt" = runc ]; then
+    check "$rt: a detached exec whose argument holds an escape and an override" \
+      tg exec --detach "$id" sh -c 'sleep 62; :' "$(printf 'tg\033[2J\342\200\256x')"
+    for _ in $(seq 1 50); do
+      ps_out=$(tg ps "$id"); grep -qF 'sleep 62' <<<"$ps_out" && break; sleep 0.1
+    done
+    # (the host's ps already shows the ESC as "?"; the override it passes)
+    check "$rt: ps shows the container's process arguments escaped" grep -qE 'tg(\?|\\x1b)\[2J\\u202ex' <<<"$ps_out"
+    check_fails "$rt: ... with no raw ESC or override" grep -qF -e $'\033' -e $'\342\200\256' <<<"$ps_out"
+    check_match "$rt: ... and its table intact" 'UID +PID +PPID' "$ps_out"
+  fi
 
   check "$rt: kill KILL" tg kill "$id" KILL
   check_eq "$rt: stopped after kill" stopped "$(wait_status "$id" stopped)"

@@ -192,13 +192,26 @@ PY
 )
   ver_re=$(printf '%s' "$ver" | sed 's/[.+]/\\&/g')
   if [ "$floor_below" = yes ]; then
-    rm -f "$TG_ROOT/.runc-version.json"
+    rm -f "$TG_ROOT/.runc-version.json" "$TG_ROOT"/.runc-floor-warned.*
     with 'pass' true
     (cd / && tg --runtime runc run --bundle "$B" fv1 >/dev/null 2>"$TG_ROOT/err" </dev/null)
     check_eq "runc floor: runc $ver still runs by default" 0 "$?"
     check_match "runc floor: the warning names version and CVEs" "warning: runc $ver_re .*predates the fixes for CVE-2025-31133, CVE-2025-52565, CVE-2025-52881 \\(fixed in 1.2.8, 1.3.3, 1.4.0-rc.3\\)" "$(cat "$TG_ROOT/err")"
     (cd / && tg --runtime runc run --bundle "$B" fv2 >/dev/null 2>"$TG_ROOT/err" </dev/null)
     check_eq "runc floor: the warning is shown once" "" "$(cat "$TG_ROOT/err")"
+    # "once" under concurrency: 40 creates at once (the check comes before
+    # the bundle is read, so a bundle that is not there is enough: nothing
+    # is created) print the warning exactly once between them.
+    rm -f "$TG_ROOT/.runc-version.json" "$TG_ROOT"/.runc-floor-warned.*
+    for n in $(seq 1 40); do
+      (cd / && tg --runtime runc create --bundle "$TG_ROOT/no-such-bundle" "fp$n" >/dev/null 2>"$TG_ROOT/err.fp$n" </dev/null) &
+    done
+    wait
+    check_eq "runc floor: 40 creates at once show the warning once" 1 \
+      "$(cat "$TG_ROOT"/err.fp* | grep -c 'predates the fixes for CVE-2025-31133')"
+    check_eq "runc floor: ... and each still fails on its own error" 40 \
+      "$(cat "$TG_ROOT"/err.fp* | grep -c 'no-such-bundle does not exist')"
+    rm -f "$TG_ROOT"/err.fp*
     write_config 'runc_version_floor="refuse"'
     msg=$(cd / && tg --runtime runc run --bundle "$B" fv3 2>&1 >/dev/null </dev/null)
     check_match "runc floor: refused when the host config says so" "runc $ver_re .*predates the fixes for CVE-2025-31133.*upgrade runc, use runsc" "$msg"

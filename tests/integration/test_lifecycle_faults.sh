@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The lifecycle under faults, under runsc and runc (issue 20):
 #  - 20 containers whose ids are prefixes of each other (x-RT-1, x-RT-10,
-#    ...; runsc looks ids up by prefix) created, started, queried, killed
+#    ...; runsc looks ids up by prefix, so no backend id may be a prefix of
+#    another, and an id with no such relative keeps its own) created, started, queried, killed
 #    and deleted in parallel: every call succeeds, nothing is left, every
 #    audit log is closed;
 #  - kill -9 of `tollgate run`, then one `delete --force`: exit 0 and
@@ -12,7 +13,10 @@
 #    with the reason (table and JSON), and so does one whose state.json
 #    cannot be read;
 #  - a backend that fails without a word under `run` still gets
-#    tollgate's one-line message.
+#    tollgate's one-line message, and a failed `run` (that stub, or a
+#    program that is not there) leaves the bundle's config.json as it was;
+#  - 20 concurrent kills of one running container, 3 rounds: each succeeds
+#    or says "container not running" (runsc's "no such process" too).
 # A missing backend is made the documented way: the container is created
 # with --runtime PATH to a copy of the binary, and the copy is removed.
 here=$(cd "$(dirname "$0")" && pwd)
@@ -102,9 +106,16 @@ for rt in $BACKENDS; do
     sidecars+=("$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["sidecar_pid"])' "$TG_ROOT/$id/state.json")")
   done
   if [ "$rt" = runsc ]; then
-    check_match "$rt: runsc knows x-runsc-1 by a fixed-form backend id" '^tg-[0-9a-f]{32}$' "${bids[0]}"
-    check_eq "$rt: no runsc id is a prefix of another" 20 \
-      "$(printf '%s\n' "${bids[@]}" | sort -u | awk '{print length($0)}' | grep -c '^35$')"
+    check_eq "$rt: no runsc id is a prefix of another" "" "$(python3 - "${bids[@]}" <<'PY'
+import sys
+ids = sys.argv[1:]
+print(" ".join("%s<%s" % (a, b) for a in ids for b in ids if a != b and b.startswith(a)) if len(set(ids)) == 20 else "duplicates")
+PY
+)"
+    check_eq "$rt: ... and one that is no other's prefix and has none keeps its own id (x-runsc-3)" \
+      x-runsc-3 "${bids[2]}"
+    check_match "$rt: ... while each of x-runsc-1 and x-runsc-10 has one of them hashed" \
+      '^(tg-[0-9a-f]{32} x-runsc-10|x-runsc-1 tg-[0-9a-f]{32}|tg-[0-9a-f]{32} tg-[0-9a-f]{32})$' "${bids[0]} ${bids[9]}"
   else
     check_eq "$rt: runc keeps tollgate's id" "x-runc-1" "${bids[0]}"
   fi
@@ -233,6 +244,7 @@ for rt in $BACKENDS; do
   chmod 755 "$TG_ROOT/bin/$rt-silent"
   id=silent-$rt
   make_bundle "$TG_ROOT/bundles/$id" true
+  cp "$TG_ROOT/bundles/$id/config.json" "$out/$id.config.before"
   msg=$(tg --runtime "$TG_ROOT/bin/$rt-silent" run -b "$TG_ROOT/bundles/$id" "$id" </dev/null 2>&1); rc=$?
   # (runc: the stub cannot tell its version, so the version floor's one
   # warning line comes first; the error is the last line)
@@ -240,6 +252,53 @@ for rt in $BACKENDS; do
     "^tollgate: $rt (create|run) $id failed with exit status 1$" "${msg##*$'\n'}"
   check_eq "$rt: ... exit 1" 1 "$rc"
   check_eq "$rt: ... and nothing left" "" "$(tg list -q)"
+  check "$rt: ... and the bundle's config.json is the user's again, byte for byte" \
+    cmp -s "$out/$id.config.before" "$TG_ROOT/bundles/$id/config.json"
+  check_eq "$rt: ... with no original or mark beside it" "" \
+    "$(ls "$TG_ROOT/bundles/$id" | grep -E '^config\.json\.(orig|tollgate)$')"
+
+  # --- a run whose backend fails for real (its program is not there) ---
+  # runsc: `runsc run` fails after tollgate prepared the bundle; the
+  # prepare's undo was over by then, and the bundle stayed rewritten.
+  id=nobin-$rt
+  make_bundle "$TG_ROOT/bundles/$id" /no/such/program
+  cp "$TG_ROOT/bundles/$id/config.json" "$out/$id.config.before"
+  msg=$(tg --runtime "$rt" run -b "$TG_ROOT/bundles/$id" "$id" </dev/null 2>&1); rc=$?
+  check_fails "$rt: a run of a program that is not there fails" test "$rc" = 0
+  check_match "$rt: ... naming it" "/no/such/program" "$msg"
+  check "$rt: ... and the bundle's config.json is the user's again, byte for byte" \
+    cmp -s "$out/$id.config.before" "$TG_ROOT/bundles/$id/config.json"
+  check_eq "$rt: ... with no original or mark beside it" "" \
+    "$(ls "$TG_ROOT/bundles/$id" | grep -E '^config\.json\.(orig|tollgate)$')"
+  check_eq "$rt: ... and nothing left" "" "$(tg list -q)"
+
+  # --- concurrent kills of one running container (runsc's sentry says
+  # "no such process" to the ones that lose the race) ---
+  id=kills-$rt
+  make_bundle "$TG_ROOT/bundles/$id" sleep 600
+  if tg --runtime "$rt" create -b "$TG_ROOT/bundles/$id" "$id" </dev/null >/dev/null 2>"$out/$id.setup" &&
+     tg start "$id" 2>>"$out/$id.setup"; then
+    for round in 1 2 3; do
+      for k in $(seq 1 20); do
+        ( tg kill "$id" KILL >/dev/null 2>"$out/$id.k$round.$k"; echo $? >"$out/$id.k$round.$k.rc" ) &
+      done
+      wait
+      [ $round -lt 3 ] && { wait_for 60 status_is "$id" stopped; tg delete "$id" >/dev/null 2>&1
+        tg --runtime "$rt" create -b "$TG_ROOT/bundles/$id" "$id" </dev/null >/dev/null 2>&1; tg start "$id" 2>/dev/null; }
+    done
+    bad=""
+    for f in "$out/$id".k?.*[0-9]; do
+      rc=$(cat "$f.rc"); msg=$(cat "$f")
+      if [ "$rc" = 0 ] && [ -z "$msg" ]; then continue; fi
+      if [ "$rc" != 0 ] && [[ "$msg" =~ ^tollgate:\ $rt\ kill:\ container\ not\ running ]]; then continue; fi
+      bad="$(basename "$f") rc=$rc: $msg"; break
+    done
+    check_eq "$rt: 60 concurrent kills: each succeeds or says container not running" "" "$bad"
+    wait_for 60 status_is "$id" stopped
+    tg delete --force "$id" >/dev/null 2>&1
+  else
+    check_eq "$rt: the kill race's container could be set up" "" "$(cat "$out/$id.setup")"
+  fi
 done
 
 # A container whose state.json cannot be read is listed, not hidden.

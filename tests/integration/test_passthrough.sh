@@ -7,7 +7,8 @@
 #     rewritten at all; `tollgate state` still names the profile;
 #   - a policy given explicitly brings the bridge back (and only that);
 #   - a prestart hook gets the container's state on stdin carrying the
-#     user's annotations only, hardened and passthrough;
+#     user's annotations only and the container's own id (not runsc's
+#     tg-<hex> backend id), hardened and passthrough;
 #   - a user-namespace config (uid/gid mappings) runs under passthrough;
 #   - create run twice on one bundle still hardens the user's original
 #     (the mark beside config.json replaced the dev.tollgate.effective
@@ -96,6 +97,10 @@ PY
     check_eq "$be: $prof: the prestart hook's state carries the user's annotations only" \
       '{"example.com/owner": "conformance", "org.opencontainers.x": "1"}' \
       "$(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1])).get("annotations"), sort_keys=True))' "$out" 2>&1)"
+    # the state's id is the container's, under runsc too (whose backend
+    # id was tg-<32 hex> for every container)
+    check_eq "$be: $prof: the prestart hook's state names the container's own id" "hook-$be-$prof" \
+      "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("id"))' "$out" 2>&1)"
     check_eq "$be: $prof: the effective config has no tollgate annotation" "" "$(no_tollgate_keys "$B/config.json")"
   done
 

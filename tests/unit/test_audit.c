@@ -497,7 +497,14 @@ Test(audit, a_huge_last_record_is_continued) {
     }
   }
   cleanup_free char *path = xasprintf("%s/big.jsonl", ad);
+  /* the first run's segment has no closed record: reported, accepted only
+   * when crashed segments are expected */
   struct audit_verify_result v = verify(path, NULL, false);
+  cr_assert_not(v.ok, "%s", v.message);
+  cr_assert_eq(v.crashed, 1, "%s", v.message);
+  audit_verify_result_clear(&v);
+  cleanup_error tg_error *err = NULL;
+  cr_assert_eq(audit_verify(path, NULL, AUDIT_VERIFY_CRASHED, &v, &err), 0);
   cr_assert(v.ok, "%s", v.message);
   cr_assert_eq(v.records, 5); /* open, call, open, call, closed */
   audit_verify_result_clear(&v);
@@ -767,4 +774,62 @@ Test(audit, one_log_per_root_and_id) {
   cr_assert(v.ok, "%s", v.message);
   audit_verify_result_clear(&v);
   cr_assert(strstr(pb, "twin@") != NULL, "%s", pb);
+}
+
+/* A run cut short (its gate killed after an intent), then a later run of
+ * the same id appending its own segment: verify still reports the first,
+ * with its intent without an outcome, and fails unless told crashed
+ * segments are expected. */
+Test(audit, a_crashed_segment_stays_visible_after_a_later_run) {
+  cleanup_free char *ad = xasprintf("%s/log", dir);
+  cleanup_free char *path = make_log(ad, NULL, true, NULL);
+  size_t len, s[16];
+  cleanup_free char *orig = slurp(path, &len);
+  size_t n = split(orig, len, s);
+  cr_assert_eq(n, 7);
+  cr_assert(memmem(orig + s[3], s[4] - s[3], "\"event\":\"intent\"", 16) != NULL, "line 4 is c2's intent");
+  /* the gate died right after the intent of c2 (the chain still verifies) */
+  spit(path, orig, s[4]);
+  free(make_log(ad, NULL, true, NULL));
+  struct audit_verify_result r = verify(path, NULL, false);
+  cr_assert_not(r.ok, "%s", r.message);
+  cr_expect_eq(r.segments, 2);
+  cr_expect_eq(r.crashed, 1);
+  cr_expect_eq(r.lost_intents, 1);
+  cr_expect(r.closed, "the last run closed");
+  cr_expect_eq(r.bad_line, 5, "the next run's open: %s", r.message);
+  cr_expect(strstr(r.message, "segment 1 (seq 1..4, opened ") != NULL, "%s", r.message);
+  cr_expect(strstr(r.message, "leaving 1 intent without an outcome (call c2)") != NULL, "%s", r.message);
+  cr_expect(strstr(r.message, "--allow-crashed") != NULL, "%s", r.message);
+  audit_verify_result_clear(&r);
+  /* --open is about the last segment: it does not accept an earlier crash */
+  r = verify(path, NULL, true);
+  cr_assert_not(r.ok, "%s", r.message);
+  audit_verify_result_clear(&r);
+  cleanup_error tg_error *err = NULL;
+  cr_assert_eq(audit_verify(path, NULL, AUDIT_VERIFY_CRASHED, &r, &err), 0);
+  cr_assert(r.ok, "%s", r.message);
+  cr_expect(strstr(r.message, ", closed; 1 crashed segment (1 intent without an outcome), the first: segment 1") != NULL,
+            "%s", r.message);
+  audit_verify_result_clear(&r);
+
+  /* the second run is cut short too, after its own intent: now the last
+   * segment is open and two intents are unanswered */
+  size_t len2, s2[32];
+  cleanup_free char *both = slurp(path, &len2);
+  size_t n2 = split(both, len2, s2);
+  cr_assert_eq(n2, 4 + 7);
+  spit(path, both, s2[4 + 4]);
+  r = verify(path, NULL, AUDIT_VERIFY_OPEN);
+  cr_assert_not(r.ok, "an earlier crash still fails: %s", r.message);
+  audit_verify_result_clear(&r);
+  cr_assert_eq(audit_verify(path, NULL, AUDIT_VERIFY_CRASHED, &r, &err), 0);
+  cr_assert_not(r.ok, "the open last segment fails without --open: %s", r.message);
+  cr_expect(strstr(r.message, "without a closed record, with 1 intent without an outcome") != NULL, "%s",
+            r.message);
+  cr_expect_eq(r.open_intents, 1);
+  audit_verify_result_clear(&r);
+  cr_assert_eq(audit_verify(path, NULL, AUDIT_VERIFY_CRASHED | AUDIT_VERIFY_OPEN, &r, &err), 0);
+  cr_assert(r.ok, "%s", r.message);
+  audit_verify_result_clear(&r);
 }

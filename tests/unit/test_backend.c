@@ -1,6 +1,7 @@
 /* Flag translation per backend, and turning backend messages into the
  * wording containerd matches. */
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -350,6 +351,10 @@ Test(backend, messages_in_containerd_wording) {
   m = backend_normalize_message("c1", "container not running");
   cr_assert_str_eq(m, "container not running");
   free(m);
+  /* runsc's sentry during concurrent kills (issue 28: 4 of 60 kills) */
+  m = backend_normalize_message("c1", "signaling container \"c1\": no such process");
+  cr_assert_str_eq(m, "container not running: signaling container \"c1\": no such process");
+  free(m);
   m = backend_normalize_message("c1", "os: process already finished");
   cr_assert_str_eq(m, "os: process already finished");
   free(m);
@@ -411,22 +416,22 @@ Test(backend, a_file_of_the_state_directory_gone_is_does_not_exist) {
   tg_error_free(&err);
 }
 
-/* runsc finds containers by id prefix: the ids it is given have one fixed
- * form and length, so none is a prefix of another. */
+/* runsc finds containers by id prefix: the hashed form has one fixed form
+ * and length, so none is a prefix of another (no root: always hashed). */
 Test(backend, runsc_ids_are_fixed_form_and_prefix_free) {
   struct backend runsc = {.kind = BACKEND_RUNSC}, runc = {.kind = BACKEND_RUNC};
   char *ids[20];
   for (int i = 0; i < 20; i++) {
     char id[16];
     snprintf(id, sizeof id, "x-%d", i + 1);
-    ids[i] = backend_container_id(&runsc, id);
+    ids[i] = backend_container_id(&runsc, NULL, id);
     cr_assert_eq(strlen(ids[i]), 35, "%s", ids[i]);
     cr_assert(strncmp(ids[i], "tg-", 3) == 0);
     cr_assert(container_id_is_valid(ids[i]));
-    char *again = backend_container_id(&runsc, id);
+    char *again = backend_container_id(&runsc, NULL, id);
     cr_assert_str_eq(again, ids[i], "the same id maps to the same backend id");
     free(again);
-    char *plain = backend_container_id(&runc, id);
+    char *plain = backend_container_id(&runc, "/nonexistent", id);
     cr_assert_str_eq(plain, id, "runc keeps tollgate's id");
     free(plain);
   }
@@ -436,4 +441,88 @@ Test(backend, runsc_ids_are_fixed_form_and_prefix_free) {
         cr_assert(strncmp(ids[i], ids[j], strlen(ids[i])) != 0);
   for (int i = 0; i < 20; i++)
     free(ids[i]);
+}
+
+/* In a root, runsc gets the container's own id (what its hooks and state
+ * show, as the bare backend's would) unless another container's state
+ * directory there is a prefix of it or has it as a prefix; either way no
+ * backend id of the root is a prefix of another.  Created one by one as
+ * 20 creates would claim their directories, in both orders. */
+Test(backend, runsc_keeps_the_own_id_where_no_prefix_can_clash) {
+  struct backend runsc = {.kind = BACKEND_RUNSC};
+  for (int order = 0; order < 2; order++) {
+    char root[] = "/tmp/tg-bid-XXXXXX";
+    cr_assert(mkdtemp(root) != NULL);
+    char *bids[20];
+    for (int k = 0; k < 20; k++) {
+      int i = order ? 19 - k : k;
+      char *id = xasprintf("x-%d", i + 1);
+      char *dir = xasprintf("%s/%s", root, id);
+      cr_assert_eq(mkdir(dir, 0700), 0);
+      bids[i] = backend_container_id(&runsc, root, id);
+      char *again = backend_container_id(&runsc, root, id);
+      cr_expect_str_eq(again, bids[i], "asked twice, the same answer");
+      free(again);
+      free(dir);
+      free(id);
+    }
+    for (int i = 0; i < 20; i++)
+      for (int j = 0; j < 20; j++)
+        if (i != j)
+          cr_assert(strncmp(bids[i], bids[j], strlen(bids[i])) != 0, "%s is a prefix of %s", bids[i], bids[j]);
+    /* x-3 .. x-9 are nobody's prefix and have none: their own ids */
+    for (int i = 2; i < 9; i++) {
+      char want[16];
+      snprintf(want, sizeof want, "x-%d", i + 1);
+      cr_expect_str_eq(bids[i], want);
+    }
+    /* x-1 first: x-10 .. x-19 find it, a prefix of theirs, and are hashed.
+     * x-20 first: x-10 .. x-20 keep their ids, and x-1, x-2 are hashed. */
+    for (int i = 9; i < 19; i++)
+      cr_expect(order ? strncmp(bids[i], "x-", 2) == 0 : strncmp(bids[i], "tg-", 3) == 0, "%s", bids[i]);
+    if (order)
+      cr_expect(strncmp(bids[0], "tg-", 3) == 0 && strncmp(bids[1], "tg-", 3) == 0);
+    for (int i = 0; i < 20; i++)
+      free(bids[i]);
+    remove_tree(root, NULL);
+  }
+  /* a lone container, whatever its form: its own id */
+  char root[] = "/tmp/tg-bid-XXXXXX";
+  cr_assert(mkdtemp(root) != NULL);
+  const char *own[] = {"web", "5a0e11e5-0b1c-4e5d-8f9a-1234567890ab",
+                       "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"};
+  for (size_t i = 0; i < sizeof own / sizeof *own; i++) {
+    char *dir = xasprintf("%s/%s", root, own[i]);
+    cr_assert_eq(mkdir(dir, 0700), 0);
+    char *bid = backend_container_id(&runsc, root, own[i]);
+    cr_expect_str_eq(bid, own[i]);
+    free(bid);
+    rmdir(dir);
+    free(dir);
+  }
+  /* files in the root (a caller's output beside it) and the reserved
+   * backend directory are no container: they clash with nothing */
+  char *file = xasprintf("%s/web.out", root), *bk = xasprintf("%s/backend", root);
+  close(open(file, O_CREAT | O_WRONLY, 0600));
+  cr_assert_eq(mkdir(bk, 0700), 0);
+  const char *beside[] = {"web", "back"};
+  for (size_t i = 0; i < 2; i++) {
+    char *bid = backend_container_id(&runsc, root, beside[i]);
+    cr_expect_str_eq(bid, beside[i]);
+    free(bid);
+  }
+  /* a directory is a container's: "web" beside "web2" is hashed */
+  char *web2 = xasprintf("%s/web2", root);
+  cr_assert_eq(mkdir(web2, 0700), 0);
+  char *wbid = backend_container_id(&runsc, root, "web");
+  cr_expect(strncmp(wbid, "tg-", 3) == 0, "%s", wbid);
+  free(wbid), free(web2), free(file), free(bk);
+  /* ids in the hashed form's namespace (or a prefix of it) are hashed */
+  const char *hashed[] = {"t", "tg", "tg-", "tg-0123456789abcdef0123456789abcdef", "tg-x"};
+  for (size_t i = 0; i < sizeof hashed / sizeof *hashed; i++) {
+    char *bid = backend_container_id(&runsc, root, hashed[i]);
+    cr_expect(strncmp(bid, "tg-", 3) == 0 && strlen(bid) == 35, "%s -> %s", hashed[i], bid);
+    free(bid);
+  }
+  remove_tree(root, NULL);
 }

@@ -10,6 +10,8 @@ import socket
 import sys
 import threading
 
+from .mcp_describe import one_line
+
 
 @dataclasses.dataclass
 class ApprovalRequest:
@@ -107,9 +109,11 @@ class _ApprovalWatcher(threading.Thread):
         cb = self.sb.approval
         if cb == "cli":
             tg = self.sb.tollgate
+            # the container's words, escaped for the person's terminal
             print("tollgate_sdk: %s %s waits for a person (%s). Approve or deny it with\n"
                   "    %s --root %s approve %s %s\n    %s --root %s deny %s %s --reason TEXT"
-                  % (req.tool, json.dumps(req.args), req.reason, tg, self.sb.root, self.cid, req.call_id,
+                  % (one_line(req.tool), json.dumps(req.args), one_line(req.reason), tg, self.sb.root,
+                     self.cid, req.call_id,
                      tg, self.sb.root, self.cid, req.call_id), file=sys.stderr, flush=True)
             return
         try:

@@ -6,7 +6,8 @@ killed and the run ends with whatever status gVisor gives (often 1), so
 the exit status alone cannot say it.  The kernel's log does:
 `oom-kill:constraint=CONSTRAINT_MEMCG,...,oom_memcg=/ID,...` names the
 memory cgroup, which runc names after the container id and tollgate's
-runsc backend after its backend id (shim/backend.c).  A Watch opens
+runsc backend after its backend id (shim/backend.c: the container's own
+id, or tg-<hex> for a prefix relative).  A Watch opens
 /dev/kmsg at its end before the run and reads what came after it.
 Root only; without /dev/kmsg it answers False (the doc says so).
 """
@@ -16,8 +17,10 @@ import os
 
 
 def backend_ids(cid, runtime):
+    # runsc knows a container by its own id unless another id of the root
+    # is its prefix relative, then by tg-<32 hex of SHA-256> (docs/cli.md)
     if runtime == "runsc":
-        return ["tg-" + hashlib.sha256(cid.encode()).hexdigest()[:32]]
+        return [cid, "tg-" + hashlib.sha256(cid.encode()).hexdigest()[:32]]
     return [cid]
 
 
