@@ -71,6 +71,37 @@ for rt in $BACKENDS; do
     echo "FAIL - $rt: create $id"
   fi
 
+  # --- a crash nobody records: supervisor and sidecar both killed ---
+  # The supervisor answers a dead sidecar's calls and continues the log;
+  # with it killed first, nothing writes sidecar_died or closed.  The same
+  # id then runs again on the same log, and verify must still name the
+  # cut-short segment (issue 27 item 9).
+  id=crash-$rt
+  log=$TG_ROOT/audit/$id.jsonl
+  make_bundle "$TG_ROOT/bundles/$id" sh -c \
+    '/run/tollgate/tollgate-call who "{}"; /run/tollgate/tollgate-call --timeout 300 refund "{\"amount\":5,\"order\":\"C-1\",\"sleep\":300}"; echo rc=$?'
+  if tg --runtime "$rt" create --policy "$POL/p.json" -b "$TG_ROOT/bundles/$id" "$id" >"$TG_ROOT/$id.out" 2>&1; then
+    on_exit "tg delete --force $id"
+    tg start "$id"
+    for _ in $(seq 1 600); do grep -q '"event":"intent"' "$log" 2>/dev/null && break; sleep 0.05; done
+    sup=$(tg state "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["tollgate"]["sidecar"]["supervisor_pid"])')
+    worker=$(state_field "$TG_ROOT/$id/state.json" sidecar_pid)
+    check "$rt: kill -9 the supervisor, then the sidecar" bash -c "kill -9 $sup && sleep 0.2 && kill -9 $worker"
+    for _ in $(seq 1 200); do kill -0 "$worker" 2>/dev/null || break; sleep 0.05; done
+    tg delete --force "$id" >/dev/null 2>&1
+    check_eq "$rt: nothing recorded the crash (no sidecar_died, no closed)" "0 0" \
+      "$(grep -c '"event":"sidecar_died"' "$log") $(grep -c '"event":"closed"' "$log")"
+    make_bundle "$TG_ROOT/bundles/$id" sh -c '/run/tollgate/tollgate-call echo "{\"again\":1}"'
+    tg --runtime "$rt" run --policy "$POL/p.json" -b "$TG_ROOT/bundles/$id" "$id" >/dev/null 2>&1
+    check_eq "$rt: the second run of the id appended a closed segment" 1 "$(grep -c '"event":"closed"' "$log")"
+    v=$(tg audit verify "$log" 2>&1); rc=$?
+    check_eq "$rt: verify fails on the earlier cut-short segment" 1 "$rc"
+    check_match "$rt: ... naming it and its intent without an outcome" "segment 1 .*1 intent" "$v"
+    check "$rt: --allow-crashed accepts it" tg audit verify --allow-crashed "$log"
+  else
+    echo "FAIL - $rt: create $id: $(cat "$TG_ROOT/$id.out")"
+  fi
+
   # --- a full audit disk fails closed ---
   tiny=$TG_ROOT/tiny-$rt
   mkdir -p "$tiny"
