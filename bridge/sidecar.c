@@ -35,16 +35,6 @@
 #include "bridge/supervisor.h"
 #include "shim/util.h"
 
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
-#ifndef SYS_pidfd_send_signal
-#define SYS_pidfd_send_signal 424
-#endif
-
-static int pidfd_open_(pid_t pid) {
-  return (int)syscall(SYS_pidfd_open, pid, 0);
-}
 
 void bridge_gate_config(const struct bridge_setup *setup,
                         struct gate_config *cfg, char **control_socket) {
@@ -97,14 +87,14 @@ static bool wait_pidfd(int pidfd, int ms) {
 static int stop_process(pid_t pid, const char *what, tg_error **err) {
   if (pid <= 0)
     return 0;
-  cleanup_close int pidfd = pidfd_open_(pid);
+  cleanup_close int pidfd = pidfd_open_pid(pid);
   if (pidfd < 0)
     return errno == ESRCH ? 0
                           : tg_error_set(err, errno, "bridge: pidfd_open %s %d", what, (int)pid);
-  syscall(SYS_pidfd_send_signal, pidfd, SIGTERM, NULL, 0);
+  pidfd_signal(pidfd, SIGTERM);
   if (wait_pidfd(pidfd, 5000))
     return 0;
-  syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+  pidfd_signal(pidfd, SIGKILL);
   if (!wait_pidfd(pidfd, 5000))
     return tg_error_set(err, 0, "bridge: %s %d did not exit after SIGKILL", what, (int)pid);
   return 0;

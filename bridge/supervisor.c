@@ -31,12 +31,6 @@
 #include "bridge/sidecar.h"
 #include "shim/util.h"
 
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
-#ifndef SYS_pidfd_send_signal
-#define SYS_pidfd_send_signal 424
-#endif
 
 #define READY_TIMEOUT_MS 30000   /* a worker's start: policy, MCP servers, audit */
 #define RESTART_WINDOW_NS (60ull * 1000000000ull)
@@ -63,8 +57,6 @@ struct supervisor {
   unsigned long long unlisted;
   char last_death[256];
 };
-
-static int pidfd_open_(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
 
 static bool readable(int fd) {
   struct pollfd p = {.fd = fd, .events = POLLIN};
@@ -130,7 +122,7 @@ static bool start_worker(struct supervisor *s, const struct gate_resume *resume,
   pid_t pid = bridge_worker_fork(s->setup, s->init_pidfd, resume, &rd, err);
   if (pid < 0)
     return false;
-  int pidfd = pidfd_open_(pid);
+  int pidfd = pidfd_open_pid(pid);
   if (pidfd < 0) {
     tg_error_set(err, errno, "bridge: pidfd_open the sidecar %d", (int)pid);
     close(rd);
@@ -144,7 +136,7 @@ static bool start_worker(struct supervisor *s, const struct gate_resume *resume,
    * known to serve is not left running unsupervised in spirit; killed, it
    * comes back through the pidfd as a death like any other. */
   if (!ok)
-    syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+    pidfd_signal(pidfd, SIGKILL);
   s->worker = pid;
   s->worker_pidfd = pidfd;
   struct epoll_event ev = {.events = EPOLLIN, .data.fd = pidfd};
@@ -238,7 +230,7 @@ static struct gate_resume resume_for(const struct supervisor *s, const char *rea
  * (through the pidfd: exactly its init) and record why in its log. */
 __attribute__((noreturn)) static void stop_container(struct supervisor *s, const char *why) {
   if (!s->init_gone)
-    syscall(SYS_pidfd_send_signal, s->init_pidfd, SIGKILL, NULL, 0);
+    pidfd_signal(s->init_pidfd, SIGKILL);
   cleanup_free char *reason = xasprintf("%s; the container was killed", why);
   snprintf(s->last_death, sizeof s->last_death, "%s", reason);
   struct gate_resume r = resume_for(s, reason, "stop");
@@ -310,7 +302,7 @@ static int setup_fds(struct supervisor *s, pid_t init_pid, tg_error **err) {
   sigprocmask(SIG_BLOCK, &mask, NULL);
   signal(SIGPIPE, SIG_IGN);
   s->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-  s->init_pidfd = pidfd_open_(init_pid);
+  s->init_pidfd = pidfd_open_pid(init_pid);
   s->epfd = epoll_create1(EPOLL_CLOEXEC);
   s->state_fd = open(s->setup->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (s->sigfd < 0 || s->init_pidfd < 0 || s->epfd < 0 || s->state_fd < 0)
@@ -383,7 +375,7 @@ void bridge_supervise(const struct bridge_setup *setup, pid_t init_pid, int read
         /* delete: stop the worker (it answers what is queued with
          * container_stopped and closes the log) and restart nothing. */
         s->stopping = true;
-        syscall(SYS_pidfd_send_signal, s->worker_pidfd, SIGTERM, NULL, 0);
+        pidfd_signal(s->worker_pidfd, SIGTERM);
       } else if (fd == s->init_pidfd) {
         /* The container exited: the worker sees it too and stops. */
         s->init_gone = true;

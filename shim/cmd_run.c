@@ -40,10 +40,6 @@ static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
                                 SIGUSR2};
 #define N_FORWARDED (sizeof forwarded / sizeof forwarded[0])
 
-static int pidfd_open_(pid_t pid) {
-  return (int)syscall(SYS_pidfd_open, pid, 0);
-}
-
 /* Poll until pidfd is readable (the process exited), forwarding every
  * signal read from sfd: through `runsc kill` when c is given (runsc run
  * does not pass signals on into the sandbox), else to pidfd's process. */
@@ -76,7 +72,7 @@ static int forward_until_exit(struct cli *cli, const struct container *c,
       } else {
         /* The pidfd names exactly that process: a recycled pid cannot be
          * hit by mistake. */
-        syscall(SYS_pidfd_send_signal, pidfd, (int)si.ssi_signo, NULL, 0);
+        pidfd_signal(pidfd, (int)si.ssi_signo);
       }
     }
     if (p[0].revents & POLLIN)
@@ -89,7 +85,7 @@ static int run_runc(struct cli *cli, struct created *c, int sfd,
                     tg_error **err) {
   struct proc_opts quiet = {.capture_stdout = true, .capture_stderr = true};
   struct proc_result res = {0};
-  cleanup_close int pidfd = pidfd_open_(c->init_pid);
+  cleanup_close int pidfd = pidfd_open_pid(c->init_pid);
   if (pidfd < 0)
     return tg_error_set(err, errno, "run: watch the container's init %d",
                         (int)c->init_pid);
@@ -135,7 +131,7 @@ static int run_runsc(struct cli *cli, struct created *c,
   argv_free(&args);
   if (r < 0)
     return -1;
-  cleanup_close int pidfd = pidfd_open_(child.pid);
+  cleanup_close int pidfd = pidfd_open_pid(child.pid);
   if (pidfd >= 0)
     forward_until_exit(cli, &c->container, pidfd, sfd, err);
   struct proc_result res = {0};

@@ -35,26 +35,6 @@ static const char *const pod_identity_keys[] = {
     "io.kubernetes.pod.namespace", "io.kubernetes.pod.name",   "io.kubernetes.pod.uid",
 };
 
-/* Field 22 of /proc/<pid>/stat (start time in clock ticks since boot), or
- * 0.  With the pid it names one process whatever pid reuse does later. */
-static unsigned long long start_time(pid_t pid) {
-  char path[64];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return 0;
-  char buf[1024];
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  if (n <= 0)
-    return 0;
-  buf[n] = '\0';
-  /* The command name (field 2) may hold spaces and ')': count from the last. */
-  char *p = strrchr(buf, ')');
-  for (int field = 2; field < 22 && p != NULL; field++)
-    p = strchr(p + 1, ' ');
-  return p ? strtoull(p + 1, NULL, 10) : 0;
-}
-
 /* A containerd runc shim: by name, and a root-owned file nobody else may
  * rewrite, so a copy anyone could make and run proves nothing. */
 static bool is_containerd_shim(pid_t pid, const char *exe) {
@@ -104,7 +84,7 @@ void join_caller_self(struct join_caller *out) {
   char path[64], exe[PATH_MAX];
   snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
   ssize_t n = readlink(path, exe, sizeof exe - 1);
-  unsigned long long start = start_time(pid);
+  unsigned long long start = process_start_time(pid);
   bool shim = false;
   char *ns = NULL;
   if (n > 0) {

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -377,3 +378,33 @@ bool thread_start_masked(pthread_t *t, void *(*fn)(void *), void *arg) {
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   return ok;
 }
+
+unsigned long long process_start_time(pid_t pid) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return 0;
+  char buf[1024];
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  if (n <= 0)
+    return 0;
+  buf[n] = '\0';
+  /* The command name (field 2) may hold spaces and parentheses: count
+   * from the last ')'. */
+  char *p = strrchr(buf, ')');
+  for (int field = 2; field < 22 && p != NULL; field++)
+    p = strchr(p + 1, ' ');
+  return p ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal 424
+#endif
+
+int pidfd_open_pid(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
+
+int pidfd_signal(int pidfd, int sig) { return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0); }

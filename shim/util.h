@@ -78,6 +78,16 @@ char *executable_dir(void);
 /* Monotonic clock in nanoseconds. */
 unsigned long long monotonic_ns(void);
 
+/* Field 22 of /proc/<pid>/stat (the start time in clock ticks since
+ * boot), or 0 when it cannot be read: with the pid it names one process,
+ * whatever pid reuse does later. */
+unsigned long long process_start_time(pid_t pid);
+
+/* pidfd_open(2) and pidfd_send_signal(2), which glibc 2.36 declares
+ * nowhere this project's headers reach: -1 with errno on failure. */
+int pidfd_open_pid(pid_t pid);
+int pidfd_signal(int pidfd, int sig);
+
 /* pthread_create() with every signal blocked in the new thread, so that
  * signals (and the threads it starts in turn) stay the main thread's. */
 bool thread_start_masked(pthread_t *t, void *(*fn)(void *), void *arg);

@@ -35,32 +35,6 @@ bool waiter_recorded(const json_t *state) {
   return json_is_true(json_object_get(state, "waiter"));
 }
 
-/* Field 22 of /proc/<pid>/stat (the start time in clock ticks since
- * boot), or 0: with the pid it names one process, whatever pid reuse
- * does later. */
-static unsigned long long start_time_of(pid_t pid) {
-  char path[64];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return 0;
-  char buf[1024];
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  if (n <= 0)
-    return 0;
-  buf[n] = '\0';
-  /* The command name (field 2) may hold spaces and parentheses: count
-   * from the last ')'. */
-  char *p = strrchr(buf, ')');
-  if (p == NULL)
-    return 0;
-  p++;
-  for (int field = 3; field < 22 && p != NULL; field++) {
-    p = strchr(p + 1, ' ');
-  }
-  return p ? strtoull(p + 1, NULL, 10) : 0;
-}
-
 bool waiter_alive(const struct container *c) {
   long long pid = 0, started = 0;
   json_integer_value(json_object_get(c->state, "init_pid"), &pid);
@@ -83,7 +57,7 @@ bool waiter_alive(const struct container *c) {
     fclose(f);
   }
   return state != 0 && state != 'Z' && state != 'X' &&
-         start_time_of((pid_t)pid) == (unsigned long long)started;
+         process_start_time((pid_t)pid) == (unsigned long long)started;
 }
 
 /* Write one reply line to whoever waits on the reply FIFO.  Nobody there
@@ -178,7 +152,7 @@ static int wait_for_exit(const struct cli *cli, const struct container *c, int s
     tg_error_free(&e);
     return 255;
   }
-  cleanup_close int pidfd = (int)syscall(SYS_pidfd_open, child.pid, 0);
+  cleanup_close int pidfd = pidfd_open_pid(child.pid);
   while (pidfd >= 0) {
     struct pollfd p[2] = {{.fd = pidfd, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
     if (poll(p, 2, -1) < 0) {
@@ -282,7 +256,7 @@ int waiter_spawn(const struct cli *cli, const struct container *c, pid_t *pid, t
 void waiter_record(json_t *state, pid_t pid) {
   json_object_set(state, "waiter", json_new_bool(true));
   json_object_set(state, "init_pid", json_new_integer(pid));
-  json_object_set(state, "waiter_start_time", json_new_integer((long long)start_time_of(pid)));
+  json_object_set(state, "waiter_start_time", json_new_integer((long long)process_start_time(pid)));
 }
 
 int waiter_start(const struct container *c, tg_error **err) {
