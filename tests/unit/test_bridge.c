@@ -328,8 +328,15 @@ Test(bridge, junk_flood_is_cleared_and_calls_still_work) {
     close(fd);
   }
   put_request("legit", "{\"v\":1,\"tool\":\"echo\",\"args\":{}}", true);
-  assert_error_response("legit", "\"denied\"");
-  for (int i = 0; i < 5000 && stats().junk < 10000; i++)
+  /* The legit call is answered however long the 10,000 junk entries take
+   * on a loaded machine (CI ran this beside a compile on 2 cores and took
+   * more than 5 s): the claim is that junk never keeps a call from an
+   * answer, not how fast it is cleared (that is the flood bench's). */
+  char *r = get_response("legit", 45000);
+  cr_assert_not_null(r, "no response for legit within 45 s of the junk flood (the suite allows 60)");
+  cr_assert(strstr(r, "\"ok\":false") != NULL && strstr(r, "\"denied\"") != NULL, "%s", r);
+  free(r);
+  for (int i = 0; i < 10000 && stats().junk < 10000; i++)
     usleep(1000);
   cr_assert_eq(stats().junk, 10000);
 }
