@@ -126,7 +126,7 @@ static const char *ns_proc_name(const char *type) {
  * opened O_PATH only, which neither blocks on a FIFO nor acts on a device;
  * the namespace is asked its type only once fstatfs() shows an nsfs
  * inode. */
-static const char *namespace_kind(const char *path) {
+const char *oci_namespace_kind(const char *path) {
   static const struct {
     int flag;
     const char *type;
@@ -162,7 +162,7 @@ static int check_namespaces(const json_t *config, tg_error **err) {
       return tg_error_set(err, 0, "linux.namespaces[%zu]: unknown namespace type \"%s\"", i, type ? type : "");
     /* A path of another kind would fail in the backend's setns() (EINVAL),
      * or be taken for a join of the wrong namespace by what follows. */
-    const char *is = namespace_kind(path);
+    const char *is = oci_namespace_kind(path);
     if (is != NULL && is[0] == '\0')
       return tg_error_set(err, 0, "linux.namespaces[%zu]: %s is not a namespace file; give a %s namespace's path "
                           "(/proc/<pid>/ns/%s) or remove \"path\" so the container gets a new namespace",

@@ -106,6 +106,11 @@ int oci_userns_join_pod(json_t *config, int owner_pid, unsigned long long host_f
  * so a CNI pod's pause and a Podman container keep one of their own. */
 bool oci_joins_a_namespace(const json_t *config);
 
+/* The OCI type of the namespace the file at path is ("pid", "network",
+ * ...), "" when it is no namespace file, NULL when it cannot be looked at.
+ * Opened O_PATH only: no FIFO blocks, no device acts.  Static string. */
+const char *oci_namespace_kind(const char *path);
+
 void harden_result_free(struct harden_result *res);
 
 struct oci_profile;

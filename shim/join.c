@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "oci/cri.h"
+#include "oci/harden.h"
 #include "shim/container.h"
 #include "shim/state.h"
 #include "shim/util.h"
@@ -419,6 +420,12 @@ static void path_claim(const struct cli *cli, const json_t *config, char **owner
     /* user: oci_userns_harden refuses a path; network: see
      * join_check_kept_network; an unknown type: oci_harden names it. */
     if (path == NULL || path[0] == '\0' || strcmp(type, "user") == 0 || strcmp(type, "network") == 0 || kind == NULL)
+      continue;
+    /* A path of another kind (a user namespace given as pid), or no
+     * namespace file at all, is no claim on anyone's namespace: oci_harden
+     * refuses it with a message that names what it really is. */
+    const char *is = oci_namespace_kind(path);
+    if (is != NULL && strcmp(is, type) != 0)
       continue;
     char *who = path_owner(cli, path, kind);
     char idx[24];
