@@ -21,9 +21,9 @@
 #include <time.h>
 
 #include "governance/audit.h"
-#include "shim/error.h"
-#include "shim/json.h"
-#include "shim/util.h"
+#include "base/error.h"
+#include "base/json.h"
+#include "base/util.h"
 
 static unsigned long long ns(void) {
   struct timespec ts;

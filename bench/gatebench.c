@@ -20,9 +20,9 @@
 #include <time.h>
 
 #include "governance/gate.h"
-#include "shim/error.h"
-#include "shim/json.h"
-#include "shim/util.h"
+#include "base/error.h"
+#include "base/json.h"
+#include "base/util.h"
 
 static const char POLICY[] =
     "{\"version\": 1,\n"

@@ -22,9 +22,9 @@
 #include <time.h>
 
 #include "governance/gate.h"
-#include "shim/error.h"
-#include "shim/json.h"
-#include "shim/util.h"
+#include "base/error.h"
+#include "base/json.h"
+#include "base/util.h"
 
 #define NTOOLS 1000
 #define NRULES 10

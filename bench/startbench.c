@@ -32,11 +32,11 @@
 #include "bridge/bridge.h"
 #include "governance/gate.h"
 #include "oci/harden.h"
-#include "shim/config.h"
-#include "shim/effective_mark.h"
-#include "shim/error.h"
-#include "shim/json.h"
-#include "shim/util.h"
+#include "base/hostconfig.h"
+#include "shim/lifecycle/effective_mark.h"
+#include "base/error.h"
+#include "base/json.h"
+#include "base/util.h"
 
 enum { PARSE, GATE, PREPARE, SPAWN, TEARDOWN, SERVE, STOP, NSTEPS };
 static const char *step_names[NSTEPS] = {"parse_harden", "gate_open", "bridge_prepare",

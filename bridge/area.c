@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "bridge/protocol.h"
-#include "shim/util.h"
+#include "base/util.h"
 
 #define DEFAULT_TMPFS_BYTES (16u * 1024 * 1024)
 #define CLIENT_MAX (16u * 1024 * 1024)

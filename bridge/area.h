@@ -29,9 +29,9 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "shim/config.h"
-#include "shim/error.h"
-#include "shim/json.h"
+#include "base/hostconfig.h"
+#include "base/error.h"
+#include "base/json.h"
 
 #define BRIDGE_CONTAINER_DIR "/run/tollgate"
 #define BRIDGE_CONTAINER_CALLS "/run/tollgate/calls"

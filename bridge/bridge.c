@@ -12,7 +12,7 @@
 #include "bridge/server.h"
 #include "bridge/sidecar.h"
 #include "bridge/supervisor.h"
-#include "shim/util.h"
+#include "base/util.h"
 
 int bridge_prepare(const struct bridge_setup *setup, json_t *config,
                    tg_error **err) {

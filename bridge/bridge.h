@@ -18,9 +18,9 @@
 #include <sys/types.h>
 
 #include "governance/gate.h"
-#include "shim/config.h"
-#include "shim/error.h"
-#include "shim/json.h"
+#include "base/hostconfig.h"
+#include "base/error.h"
+#include "base/json.h"
 
 struct bridge_setup {
   const char *container_id;

@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "shim/util.h"
+#include "base/util.h"
 
 static void *beat(void *arg) {
   int fd = (int)(intptr_t)arg;

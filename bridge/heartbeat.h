@@ -11,7 +11,7 @@
 #ifndef TOLLGATE_BRIDGE_HEARTBEAT_H
 #define TOLLGATE_BRIDGE_HEARTBEAT_H
 
-#include "shim/error.h"
+#include "base/error.h"
 
 #define BRIDGE_HEARTBEAT_NAME "alive"
 #define BRIDGE_HEARTBEAT_PERIOD_MS 1000

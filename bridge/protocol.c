@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-#include "shim/util.h"
+#include "base/util.h"
 
 static bool id_char(unsigned char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||

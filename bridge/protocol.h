@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "shim/json.h"
+#include "base/json.h"
 
 #define BRIDGE_PROTOCOL_VERSION 1
 #define BRIDGE_ID_MAX 64              /* longest call id accepted */

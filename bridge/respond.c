@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "bridge/protocol.h"
-#include "shim/util.h"
+#include "base/util.h"
 
 #define REMOVE_DEPTH 8
 

@@ -3,7 +3,7 @@
 #ifndef TOLLGATE_BRIDGE_SECCOMP_H
 #define TOLLGATE_BRIDGE_SECCOMP_H
 
-#include "shim/error.h"
+#include "base/error.h"
 
 /* Confine the calling thread (only it: no TSYNC) to the system calls the
  * watcher uses: reading and removing files relative to directory fds it

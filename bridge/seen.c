@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 
 #include "bridge/protocol.h"
-#include "shim/util.h"
+#include "base/util.h"
 
 /* ---- the set of answered ids (FNV-1a, open addressing) ---- */
 

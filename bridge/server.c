@@ -23,7 +23,7 @@
 #include "bridge/respond.h"
 #include "bridge/seccomp.h"
 #include "bridge/seen.h"
-#include "shim/util.h"
+#include "base/util.h"
 
 #define QUEUE_CAP 1024
 /* Request bytes parsed and waiting in the queue: a container's big

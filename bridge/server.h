@@ -25,7 +25,7 @@
 #include <stddef.h>
 
 #include "governance/gate.h"
-#include "shim/error.h"
+#include "base/error.h"
 
 struct bridge_service_options {
   int area_fd;              /* the bridge area root (for the space reserve) */

@@ -33,7 +33,7 @@
 #include "bridge/heartbeat.h"
 #include "bridge/server.h"
 #include "bridge/supervisor.h"
-#include "shim/util.h"
+#include "base/util.h"
 
 
 void bridge_gate_config(const struct bridge_setup *setup,

@@ -29,12 +29,12 @@
 #include "bridge/protocol.h"
 #include "bridge/respond.h"
 #include "bridge/sidecar.h"
-#include "shim/util.h"
+#include "base/util.h"
 
 
 #define READY_TIMEOUT_MS 30000   /* a worker's start: policy, MCP servers, audit */
 #define RESTART_WINDOW_NS (60ull * 1000000000ull)
-#define MAX_RESTARTS_CAP 100     /* the host config's limit (shim/config.c) */
+#define MAX_RESTARTS_CAP 100     /* the host config's limit (base/hostconfig.c) */
 #define UNKNOWN_LISTED 1024      /* unknown calls named one by one in the log */
 #define DEFAULT_MAX_RESTARTS 3
 

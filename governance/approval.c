@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "governance/tools.h"
-#include "shim/util.h"
+#include "base/util.h"
 
 enum park_state { PARK_WAITING, PARK_APPROVED, PARK_DENIED };
 

@@ -11,8 +11,8 @@
 
 #include <stdbool.h>
 
-#include "shim/error.h"
-#include "shim/json.h"
+#include "base/error.h"
+#include "base/json.h"
 
 enum approval_outcome {
   APPROVAL_APPROVED,

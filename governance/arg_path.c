@@ -3,7 +3,7 @@
 
 #include <stdlib.h>
 
-#include "shim/util.h"
+#include "base/util.h"
 
 char *arg_path_render(const struct arg_path *at) {
   if (at == NULL)

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "governance/arg_path.h"
-#include "shim/util.h"
+#include "base/util.h"
 
 /* A decimal number as sign, significant digits and the position of the
  * decimal point: value = (neg ? -1 : 1) * 0.DIGITS * 10^point.  digits has

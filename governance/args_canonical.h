@@ -19,7 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "shim/json.h"
+#include "base/json.h"
 
 /* Make the canonical form of v (the call's "args", or a policy operand).
  * Returns an owned tree, or NULL with *why set to an owned message naming

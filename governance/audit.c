@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "shim/util.h"
+#include "base/util.h"
 
 #define GROUP_COMMIT_MS 50
 

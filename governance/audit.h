@@ -14,8 +14,8 @@
 
 #include <stdbool.h>
 
-#include "shim/error.h"
-#include "shim/json.h"
+#include "base/error.h"
+#include "base/json.h"
 
 #define AUDIT_HASH_HEX 64
 

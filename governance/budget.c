@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shim/util.h"
+#include "base/util.h"
 
 struct repeat_slot {
   unsigned char digest[32];

@@ -10,7 +10,7 @@
 #include <stdbool.h>
 
 #include "governance/policy.h"
-#include "shim/json.h"
+#include "base/json.h"
 
 struct budget;
 

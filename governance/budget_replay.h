@@ -8,7 +8,7 @@
 #define TOLLGATE_BUDGET_REPLAY_H
 
 #include "governance/budget.h"
-#include "shim/error.h"
+#include "base/error.h"
 
 /* Replay the log at path into b (a new budget of policy p, which may be
  * NULL): every attempt counts toward max_tool_calls ("call", "intent",

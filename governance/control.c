@@ -16,7 +16,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "shim/util.h"
+#include "base/util.h"
 
 #define CONTROL_REQUEST_MAX 65536
 

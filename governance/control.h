@@ -17,8 +17,8 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "shim/error.h"
-#include "shim/json.h"
+#include "base/error.h"
+#include "base/json.h"
 
 struct control;
 

@@ -31,7 +31,7 @@
 #include "governance/policy.h"
 #include "governance/refusals.h"
 #include "governance/tools.h"
-#include "shim/util.h"
+#include "base/util.h"
 
 #define CALLS_KEPT 10000
 #define DEFAULT_APPROVAL_TIMEOUT_MS 60000

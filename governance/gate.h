@@ -12,8 +12,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "shim/error.h"
-#include "shim/json.h"
+#include "base/error.h"
+#include "base/json.h"
 
 /* Error codes in responses ({"v":1,"ok":false,"error":{"code":...}}). */
 #define GATE_DENIED "denied"

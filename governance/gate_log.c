@@ -5,7 +5,7 @@
 
 #include <errno.h>
 
-#include "shim/util.h"
+#include "base/util.h"
 
 /* After the resume record: one record per call whose outcome is unknown,
  * so the log says which calls may or may not have run. */

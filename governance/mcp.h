@@ -6,8 +6,8 @@
 
 #include "governance/policy.h"
 #include "governance/tools.h"
-#include "shim/error.h"
-#include "shim/json.h"
+#include "base/error.h"
+#include "base/json.h"
 
 struct mcp_client;
 

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "shim/util.h"
+#include "base/util.h"
 
 #define POLICY_MAX_BYTES (4u << 20)
 #define DEFAULT_TOOL_TIMEOUT_MS 30000

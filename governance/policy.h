@@ -10,8 +10,8 @@
 #include "governance/policy_errors.h"
 #include "governance/rules.h"
 #include "governance/schema.h"
-#include "shim/error.h"
-#include "shim/json.h"
+#include "base/error.h"
+#include "base/json.h"
 
 enum backend_type { BACKEND_BUILTIN, BACKEND_EXEC, BACKEND_SOCKET, BACKEND_MCP };
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shim/util.h"
+#include "base/util.h"
 
 void policy_error_add(struct policy_errors *e, const json_t *at,
                       const char *path, const char *fmt, ...) {

@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "shim/json.h"
+#include "base/json.h"
 
 struct policy_errors {
   const char *file; /* borrowed: the policy path, for the messages */

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shim/util.h"
+#include "base/util.h"
 
 static bool path_like(const struct condition *c) {
   const char *s = json_string_value(c->value);

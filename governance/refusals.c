@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "shim/util.h"
+#include "base/util.h"
 
 struct kind_state {
   bool first_written;

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "governance/args_canonical.h"
-#include "shim/util.h"
+#include "base/util.h"
 
 static const char *const op_names[] = {
     [OP_EQ] = "==", [OP_NE] = "!=", [OP_LT] = "<",         [OP_LE] = "<=",

@@ -7,7 +7,7 @@
 #include <stddef.h>
 
 #include "governance/policy_errors.h"
-#include "shim/json.h"
+#include "base/json.h"
 
 enum effect { EFFECT_DENY, EFFECT_ALLOW, EFFECT_APPROVE };
 

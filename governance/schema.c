@@ -9,7 +9,7 @@
 
 #include "governance/arg_path.h"
 #include "governance/args_canonical.h"
-#include "shim/util.h"
+#include "base/util.h"
 
 enum {
   T_NULL = 1 << 0,

@@ -17,7 +17,7 @@
 #include <stdbool.h>
 
 #include "governance/policy_errors.h"
-#include "shim/json.h"
+#include "base/json.h"
 
 struct schema;
 

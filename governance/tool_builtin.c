@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "governance/tools.h"
-#include "shim/util.h"
+#include "base/util.h"
 
 void tool_result_clear(struct tool_result *r) {
   free(r->message);

@@ -25,7 +25,7 @@
 
 #include "governance/gate.h"
 #include "governance/tools.h"
-#include "shim/util.h"
+#include "base/util.h"
 
 static int cap_last_cap(void) {
   static int last = -1;

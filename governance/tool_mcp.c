@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "governance/gate.h"
-#include "shim/util.h"
+#include "base/util.h"
 
 #define MCP_PROTOCOL_VERSION "2025-06-18"
 #define MCP_LINE_MAX (4u << 20)

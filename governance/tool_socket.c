@@ -18,7 +18,7 @@
 
 #include "governance/gate.h"
 #include "governance/tools.h"
-#include "shim/util.h"
+#include "base/util.h"
 
 static void fail(struct tool_result *r, const char *code, char *msg) {
   r->code = code;

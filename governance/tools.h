@@ -10,8 +10,8 @@
 
 #include "governance/policy.h"
 #include "governance/tool_identity.h"
-#include "shim/error.h"
-#include "shim/json.h"
+#include "base/error.h"
+#include "base/json.h"
 
 /* What a backend produced.  code NULL means success and result holds the
  * tool's result; otherwise code is GATE_TOOL_FAILED or GATE_TOOL_TIMEOUT

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "governance/audit.h"
-#include "shim/util.h"
+#include "base/util.h"
 
 /* ,"hash":"<64 hex>"} */
 #define HASH_SUFFIX_LEN (9 + AUDIT_HASH_HEX + 2)

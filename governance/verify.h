@@ -7,8 +7,8 @@
 
 #include <stdbool.h>
 
-#include "shim/error.h"
-#include "shim/json.h"
+#include "base/error.h"
+#include "base/json.h"
 
 struct audit_verify_result {
   bool ok;

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "oci/transform.h"
-#include "shim/util.h"
+#include "base/util.h"
 
 static const char *const cap_sets[] = {"bounding", "effective", "permitted", "inheritable", "ambient"};
 

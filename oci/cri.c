@@ -16,12 +16,12 @@
  *
  *   - the annotations as the container manager wrote them are removed
  *     (oci_apply_cri_policy), whatever they say: they name containerd's
- *     id, not the one runsc knows (shim/backend.h, backend_container_id),
+ *     id, not the one runsc knows (shim/lifecycle/backend.h, backend_container_id),
  *     and anyone who can write a config.json can forge them;
  *   - create writes them back (oci_cri_join_sandbox) only after checking
  *     that the sandbox id names a pause container of the same tollgate
  *     root: recorded with role "sandbox", under runsc, alive, of the same
- *     pod, by the join rule (shim/join.h).
+ *     pod, by the join rule (shim/lifecycle/join.h).
  *     Anything else is refused with an error naming the problem, never
  *     downgraded to a sandbox of its own: the pod would silently lose
  *     what Kubernetes promises it;
@@ -29,7 +29,7 @@
  *     own hardened config, state directory, bridge mounts, policy,
  *     budgets and audit log.  runsc reports the sandbox's pid for a joined
  *     container, so create gives it a waiter process of its own
- *     (shim/waiter.h) whose pid containerd's shim waits on.
+ *     (shim/lifecycle/waiter.h) whose pid containerd's shim waits on.
  *
  * What the container manager asked for is kept, for logs and audit, in
  * the state directory (dev.tollgate.cri role and pod, not in the config).
@@ -52,7 +52,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shim/util.h"
+#include "base/util.h"
 
 #define CRI_TYPE "io.kubernetes.cri.container-type"
 #define CRI_SANDBOX_ID "io.kubernetes.cri.sandbox-id"

@@ -10,8 +10,8 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "shim/error.h"
-#include "shim/json.h"
+#include "base/error.h"
+#include "base/json.h"
 
 /* What the container manager asked for: role "sandbox" (the pause
  * container) or "container", and the pod's sandbox id (NULL if none).
@@ -61,7 +61,7 @@ bool oci_cri_shares_pod_pid(const json_t *config, pid_t sandbox_pid);
  * the path /proc/<sandbox_pid>/ns/pid: runsc never opens it for a
  * container inside a sandbox, it puts containers whose paths are equal in
  * one PID namespace of the sandbox's kernel.  Only for a pause container
- * create verified (the join rule, shim/join.h).  0 or -1
+ * create verified (the join rule, shim/lifecycle/join.h).  0 or -1
  * with *err. */
 int oci_cri_join_sandbox(json_t *config, const char *sandbox_backend_id, bool share_pid,
                          pid_t sandbox_pid, tg_error **err);

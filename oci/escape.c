@@ -16,7 +16,7 @@
 
 #include "oci/harden.h"
 #include "oci/transform.h"
-#include "shim/util.h"
+#include "base/util.h"
 
 char *oci_path_clean(const char *path) {
   size_t len = strlen(path);

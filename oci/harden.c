@@ -9,7 +9,7 @@
 #include "oci/profile.h"
 #include "oci/seccomp.h"
 #include "oci/transform.h"
-#include "shim/util.h"
+#include "base/util.h"
 
 #define ANN_PROFILE "dev.tollgate.profile"
 

@@ -11,8 +11,8 @@
 
 #include <stdbool.h>
 
-#include "shim/error.h"
-#include "shim/json.h"
+#include "base/error.h"
+#include "base/json.h"
 
 struct harden_options {
   const char *profile;      /* profile chosen by the host config ("hardened") */

@@ -1,7 +1,7 @@
 /* Which host paths a bind source or root.path may name.  The rules are
  * applied twice: on the path as written (resolved against the bundle, as
  * the backend resolves it) when the config is checked, and again by
- * shim/mount_pin.c on the object it actually opened, which is the check
+ * shim/lifecycle/mount_pin.c on the object it actually opened, which is the check
  * that counts (see docs/hardening.md, "Mount sources are pinned"). */
 #include <errno.h>
 #include <stdlib.h>
@@ -10,7 +10,7 @@
 
 #include "oci/harden.h"
 #include "oci/transform.h"
-#include "shim/util.h"
+#include "base/util.h"
 
 /* Host paths that must never be bind-mounted, nor any directory above
  * them (a directory exposes every socket below it). */

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "oci/transform.h"
-#include "shim/util.h"
+#include "base/util.h"
 
 static long long get_ll(const json_t *v, long long fallback) {
   long long x;

@@ -6,7 +6,7 @@
 #include <sys/statvfs.h>
 
 #include "oci/transform.h"
-#include "shim/util.h"
+#include "base/util.h"
 
 /* Ensure option on (e.g. "nodev") and remove its opposite ("dev"). */
 static void opt_set(json_t *m, const char *on, const char *opposite) {

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shim/util.h"
+#include "base/util.h"
 
 void namelist_add(struct namelist *l, const char *s) {
   l->v = xrealloc(l->v, (l->n + 1) * sizeof *l->v);

@@ -5,8 +5,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "shim/error.h"
-#include "shim/json.h"
+#include "base/error.h"
+#include "base/json.h"
 
 struct namelist {
   char **v;

@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "shim/util.h"
+#include "base/util.h"
 
 struct opener {
   int nsfd;

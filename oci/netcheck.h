@@ -7,7 +7,7 @@
 
 #include <sys/types.h>
 
-#include "shim/error.h"
+#include "base/error.h"
 
 /* 0 when the network namespace of pid holds only the loopback interface;
  * -1 with *err naming each other interface found. */

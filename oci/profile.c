@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "oci/seccomp.h"
-#include "shim/util.h"
+#include "base/util.h"
 
 static const struct std_device std_devices[] = {
     {"null", 'c', 1, 3},    {"zero", 'c', 1, 5}, {"full", 'c', 1, 7},

@@ -11,8 +11,8 @@
 #include <stdbool.h>
 
 #include "oci/namelist.h"
-#include "shim/error.h"
-#include "shim/json.h"
+#include "base/error.h"
+#include "base/json.h"
 
 struct profile_tmpfs {
   char *path;

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "oci/namelist.h"
-#include "shim/util.h"
+#include "base/util.h"
 
 /* ---- vocabulary -------------------------------------------------------- */
 

@@ -15,8 +15,8 @@
 
 #include <stdbool.h>
 
-#include "shim/error.h"
-#include "shim/json.h"
+#include "base/error.h"
+#include "base/json.h"
 
 /* Read and validate an allowlist file (see oci_seccomp_validate_allowlist).
  * *out is owned by the caller. */

@@ -1,7 +1,7 @@
 /* The base config for `tollgate spec`, mirroring `runc spec`. */
 #include "oci/spec.h"
 
-#include "shim/util.h"
+#include "base/util.h"
 
 static json_t *strings(const char *const *v) {
   json_t *a = json_new_array();

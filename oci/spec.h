@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "shim/json.h"
+#include "base/json.h"
 
 /* A runc-spec-shaped config with root.path = rootfs and process.args =
  * args[0..nargs) (or ["sh"] when nargs is 0).  Owned by the caller; harden

@@ -5,7 +5,7 @@
 
 #include "oci/seccomp.h"
 #include "oci/transform.h"
-#include "shim/util.h"
+#include "base/util.h"
 
 static long long get_ll(const json_t *v, long long fallback) {
   long long x;
@@ -258,7 +258,7 @@ static int hooks_tighter(const json_t *in, const json_t *out, tg_error **err) {
 
 /* A mapping the output has and the input did not may only send container
  * ids to host ids above the host's own users (the pool starts at 100000,
- * shim/config.c): never to host root or a host account. */
+ * base/hostconfig.c): never to host root or a host account. */
 static int mappings_tighter(const json_t *in, const json_t *out, tg_error **err) {
   static const char *const keys[] = {"linux.uidMappings", "linux.gidMappings"};
   for (size_t k = 0; k < 2; k++) {

@@ -14,8 +14,8 @@
 
 #include "oci/harden.h"
 #include "oci/profile.h"
-#include "shim/error.h"
-#include "shim/json.h"
+#include "base/error.h"
+#include "base/json.h"
 
 /* Refuse a config that carries a known escape shape: cwd, root or a mount
  * source under /proc/<pid|self|thread-self>/fd (or /dev/fd); a namespace

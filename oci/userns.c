@@ -11,7 +11,7 @@
 
 #include "oci/harden.h"
 #include "oci/transform.h"
-#include "shim/util.h"
+#include "base/util.h"
 
 #define ID_MAX 0xFFFFFFFFULL /* (uid_t)-1 is never a valid id */
 

@@ -34,7 +34,7 @@ API_VERSIONS = {
     "Pod": "v1",
 }
 NAMESPACED = {"DaemonSet", "ConfigMap", "Pod"}
-# Host config keys: exactly the field names of struct host_config (shim/config.h).
+# Host config keys: exactly the field names of struct host_config (base/hostconfig.h).
 HOST_CONFIG_KEYS = {
     "runtime", "runtime_path", "runtime_args", "platform", "profile",
     "allow_passthrough", "data_dir", "policy_dir", "audit_dir", "audit_key",

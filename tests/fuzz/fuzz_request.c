@@ -2,7 +2,7 @@
  * classification of file names found in calls/req -- everything the host
  * does with container bytes before the gate sees them.
  *
- * FUZZ_SOURCES: bridge/protocol.c shim/json.c shim/util.c shim/error.c
+ * FUZZ_SOURCES: bridge/protocol.c base/json.c base/util.c base/error.c
  */
 #include <stdint.h>
 #include <stdlib.h>

@@ -22,7 +22,7 @@ for src in "${targets[@]}"; do
   srcs=$(sed -n 's/^.*FUZZ_SOURCES:[[:space:]]*//p' "$src" | head -n1)
   bin=$out/$name
   # Rebuild only when the target or one of its sources changed.
-  if [ ! -x "$bin" ] || [ -n "$(cd "$top" && find "$src" $srcs shim/*.h bridge/*.h -newer "$bin" 2>/dev/null)" ]; then
+  if [ ! -x "$bin" ] || [ -n "$(cd "$top" && find "$src" $srcs base/*.h bridge/*.h governance/*.h -newer "$bin" 2>/dev/null)" ]; then
     (cd "$top" && clang $cflags -fsanitize=fuzzer,address,undefined \
         -fno-sanitize-recover=undefined -o "$bin" "$src" $srcs $libs)
   fi

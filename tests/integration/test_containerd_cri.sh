@@ -122,7 +122,7 @@ for backend in runsc runc; do
       "$(ann "$eff" io.kubernetes.cri.container-type)/$(ann "$eff" io.kubernetes.cri.sandbox-id)"
   fi
   # Two init processes as containerd sees them: under runsc the app's is
-  # its waiter (shim/waiter.h), never the pod's sandbox process.
+  # its waiter (shim/lifecycle/waiter.h), never the pod's sandbox process.
   pids=$(for id in "$pod" "$ctr_id"; do tgk state "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])'; done | sort -u | wc -l)
   check_eq "$b: pause and app have separate init processes" 2 "$pids"
 

@@ -78,7 +78,7 @@ for be in $BACKENDS; do
   check_eq "$be: docker exec returns the exit status" 4 "$(dk exec "d-$be" sh -c 'exit 4' >/dev/null 2>&1; echo $?)"
   if [ "$be" = runc ]; then
     # Its own user namespace and host id range (issue 14), though Docker's
-    # exec root, above the state directory, is 0700 (shim/mount_reach.h).
+    # exec root, above the state directory, is 0700 (shim/lifecycle/mount_reach.h).
     dpid=$(dk inspect -f '{{.State.Pid}}' "d-$be" 2>&1)
     huid=$(awk '/^Uid:/ {print $2}' "/proc/$dpid/status" 2>/dev/null)
     check_eq "$be: the container runs as a host uid of the pool (not 65534)" yes \

@@ -1,6 +1,6 @@
 """tollgate mcp's JSON-RPC layer, without containers: version negotiation,
 errors for malformed input, notifications, the approval tools offered
-only when the host config allows (the flag shim/cmd_mcp.c passes), the
+only when the host config allows (the flag shim/cli/cmd_mcp.c passes), the
 descriptions, schemas and annotations made from the policy, run_shell
 only on a rootfs with a shell, resources, the session cap, elicitation
 approvals and a changed policy's tools/list_changed.  What needs a

@@ -1,7 +1,7 @@
 """The SDK's "cli" approval notice prints the container's tool name and
 reason to a person's terminal through mcp_describe.one_line (the MCP
 server's texts use it too): format characters (bidi overrides,
-zero-width, tags), controls and separators are escaped, as shim/escape.c
+zero-width, tags), controls and separators are escaped, as base/term_escape.c
 does."""
 import os
 import sys

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shim/json.h"
-#include "shim/util.h"
+#include "base/json.h"
+#include "base/util.h"
 
 #define PROFILES_DIR "bundles/profiles"
 #define SECCOMP_DIR "bundles/seccomp"

@@ -15,7 +15,7 @@
 #include "governance/control.h"
 #include "governance/gate.h"
 #include "governance/verify.h"
-#include "shim/util.h"
+#include "base/util.h"
 
 static char dir[] = "/tmp/tg-appr-XXXXXX";
 static void setup(void) {

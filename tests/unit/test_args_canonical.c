@@ -13,7 +13,7 @@
 #include "governance/args_canonical.h"
 #include "governance/gate.h"
 #include "governance/rules.h"
-#include "shim/util.h"
+#include "base/util.h"
 
 static char dir[] = "/tmp/tg-args-XXXXXX";
 

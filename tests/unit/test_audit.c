@@ -18,7 +18,7 @@
 #include "governance/audit.h"
 #include "governance/gate.h"
 #include "governance/verify.h"
-#include "shim/util.h"
+#include "base/util.h"
 
 static char dir[] = "/tmp/tg-audit-XXXXXX";
 static bool mounted;

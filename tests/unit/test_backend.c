@@ -8,9 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "shim/backend.h"
-#include "shim/container.h"
-#include "shim/util.h"
+#include "shim/lifecycle/backend.h"
+#include "shim/lifecycle/container.h"
+#include "base/util.h"
 
 static bool has(const struct argv *a, const char *s) {
   for (size_t i = 0; i < a->len; i++)

@@ -22,7 +22,7 @@
 #include "bridge/bridge.h"
 #include "bridge/server.h"
 #include "bridge/sidecar.h"
-#include "shim/util.h"
+#include "base/util.h"
 
 static char state[] = "/tmp/tg-bridge-XXXXXX";
 static char area[PATH_MAX];

@@ -20,7 +20,7 @@
 #include "bridge/bridge.h"
 #include "bridge/server.h"
 #include "governance/verify.h"
-#include "shim/util.h"
+#include "base/util.h"
 
 static char state[] = "/tmp/tg-flood-XXXXXX";
 static struct gate *gate;

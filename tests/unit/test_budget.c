@@ -10,7 +10,7 @@
 
 #include "governance/budget.h"
 #include "governance/gate.h"
-#include "shim/util.h"
+#include "base/util.h"
 
 static char dir[] = "/tmp/tg-budget-XXXXXX";
 static void setup(void) {

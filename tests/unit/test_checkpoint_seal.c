@@ -16,9 +16,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "shim/checkpoint_seal.h"
-#include "shim/proc_creds.h"
-#include "shim/util.h"
+#include "shim/lifecycle/checkpoint_seal.h"
+#include "shim/lifecycle/proc_creds.h"
+#include "base/util.h"
 
 static char base[64];
 static struct host_config cfg;

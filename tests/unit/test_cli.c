@@ -4,8 +4,8 @@
 #include <signal.h>
 #include <string.h>
 
-#include "shim/cli_parse.h"
-#include "shim/state.h"
+#include "shim/cli/cli_parse.h"
+#include "shim/lifecycle/state.h"
 
 #define ARGC(a) ((int)(sizeof(a) / sizeof((a)[0])))
 

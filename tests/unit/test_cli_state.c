@@ -1,4 +1,4 @@
-/* The state directory and pid files (shim/state.c). */
+/* The state directory and pid files (shim/lifecycle/state.c). */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -9,8 +9,8 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 
-#include "shim/state.h"
-#include "shim/util.h"
+#include "shim/lifecycle/state.h"
+#include "base/util.h"
 
 static char dir[] = "/tmp/tg-state-XXXXXX";
 static void setup(void) { cr_assert_not_null(mkdtemp(dir)); }

@@ -4,9 +4,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "shim/config.h"
-#include "shim/policy_binding.h"
-#include "shim/util.h"
+#include "base/hostconfig.h"
+#include "base/util.h"
 
 static char dir[] = "/tmp/tg-config-XXXXXX";
 static void setup(void) { cr_assert_not_null(mkdtemp(dir)); }

@@ -4,8 +4,8 @@
 #include <string.h>
 
 #include "oci/cri.h"
-#include "shim/json.h"
-#include "shim/util.h"
+#include "base/json.h"
+#include "base/util.h"
 
 #define POD "5f2b1d9c0e7a4b3f8d6c2a1e9b7f4d3c5a8e1b2c3d4f5a6b7c8d9e0f1a2b3c4d"
 

@@ -5,10 +5,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "shim/escape.h"
-#include "shim/json.h"
-#include "shim/log.h"
-#include "shim/util.h"
+#include "base/term_escape.h"
+#include "base/json.h"
+#include "base/log.h"
+#include "base/util.h"
 
 /* UTF-8 of cp into out (NUL-terminated); its length. */
 static size_t utf8(uint32_t cp, char *out) {

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "governance/gate.h"
-#include "shim/util.h"
+#include "base/util.h"
 
 static char dir[] = "/tmp/tg-gate-XXXXXX";
 

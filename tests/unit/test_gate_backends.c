@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "governance/gate.h"
-#include "shim/util.h"
+#include "base/util.h"
 
 static char dir[] = "/tmp/tg-backends-XXXXXX";
 static pid_t server = -1;

@@ -9,8 +9,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "shim/idrange.h"
-#include "shim/util.h"
+#include "shim/lifecycle/idrange.h"
+#include "base/util.h"
 
 static char base[64];
 

@@ -1,4 +1,4 @@
-/* The join rule (shim/join.h): its decision table, the pod identity, the
+/* The join rule (shim/lifecycle/join.h): its decision table, the pod identity, the
  * caller tollgate reads from /proc, and join_decide() on a root with no
  * container to join (every claim then fails). */
 #include <criterion/criterion.h>
@@ -6,8 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "shim/join.h"
-#include "shim/util.h"
+#include "shim/lifecycle/join.h"
+#include "base/util.h"
 
 static struct join_caller caller(pid_t pid, unsigned long long start, const char *exe, bool shim,
                                  const char *ns) {

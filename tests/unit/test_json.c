@@ -1,8 +1,8 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "shim/json.h"
-#include "shim/util.h"
+#include "base/json.h"
+#include "base/util.h"
 
 static json_t *parse(const char *s, bool pos, tg_error **err) {
   struct json_parse_options o = {.max_depth = 8, .track_positions = pos};

@@ -4,9 +4,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "shim/json.h"
-#include "shim/log.h"
-#include "shim/util.h"
+#include "base/json.h"
+#include "base/log.h"
+#include "base/util.h"
 
 Test(log, json_line_is_runc_shaped) {
   char *line = log_format_json("error", "container x does not exist",

@@ -10,9 +10,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "shim/json.h"
-#include "shim/mount_points.h"
-#include "shim/util.h"
+#include "base/json.h"
+#include "shim/lifecycle/mount_points.h"
+#include "base/util.h"
 
 static char top[] = "/tmp/tg-mountpoints-XXXXXX";
 static char root[PATH_MAX / 2], outside[PATH_MAX / 2], file_src[PATH_MAX / 2];

@@ -10,7 +10,7 @@
 
 #include "governance/policy.h"
 #include "governance/policy_lint.h"
-#include "shim/util.h"
+#include "base/util.h"
 
 #define BAD "tests/fixtures/policies/bad"
 

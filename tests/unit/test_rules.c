@@ -5,7 +5,7 @@
 
 #include "governance/args_canonical.h"
 #include "governance/rules.h"
-#include "shim/util.h"
+#include "base/util.h"
 
 static struct rule *parse(const char *text, size_t *n) {
   struct json_parse_options o = {.track_positions = true};

@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shim/runc_floor.h"
-#include "shim/util.h"
+#include "shim/lifecycle/runc_floor.h"
+#include "base/util.h"
 
 static json_t *shipped_floor(void) {
   char *buf = NULL;

@@ -7,8 +7,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "shim/runsc_version.h"
-#include "shim/util.h"
+#include "shim/lifecycle/runsc_version.h"
+#include "base/util.h"
 
 Test(runsc_version, parses_debian_upstream_and_unknown) {
   const struct {

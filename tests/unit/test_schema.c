@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "governance/schema.h"
-#include "shim/util.h"
+#include "base/util.h"
 
 static struct schema *compile(const char *text, bool lenient) {
   struct json_parse_options o = {.track_positions = true};

@@ -25,7 +25,7 @@
 #include "bridge/respond.h"
 #include "bridge/sidecar.h"
 #include "governance/verify.h"
-#include "shim/util.h"
+#include "base/util.h"
 
 static char state[] = "/tmp/tg-superv-XXXXXX";
 static int afd = -1, rfd = -1, qfd = -1;

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "shim/util.h"
+#include "base/util.h"
 
 static char dir[] = "/tmp/tg-util-XXXXXX";
 

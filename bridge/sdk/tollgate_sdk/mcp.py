@@ -1,6 +1,6 @@
 """`tollgate mcp`: an MCP server (stdio, JSON-RPC 2.0, one message per
 line, protocol 2025-06-18) that gives an MCP client governed code
-execution.  Started by `tollgate mcp` (shim/cmd_mcp.c), which passes the
+execution.  Started by `tollgate mcp` (shim/cli/cmd_mcp.c), which passes the
 tollgate binary, --root, --config, --runtime and what the host config
 decides: --allow-approve (mcp_allow_approve), --allow-elicit
 (mcp_elicit_approvals) and --host-max-sessions (mcp_max_sessions).
@@ -614,7 +614,7 @@ def session_cap(host, asked):
 
 def main(argv=None):
     # No abbreviations: "--allow" must never be read as --allow-approve,
-    # which only shim/cmd_mcp.c passes, from the host config.
+    # which only shim/cli/cmd_mcp.c passes, from the host config.
     p = argparse.ArgumentParser(prog="tollgate mcp", description=__doc__.split("\n")[0],
                                 allow_abbrev=False)
     p.add_argument("--tollgate", required=True, help=argparse.SUPPRESS)

@@ -1,7 +1,7 @@
 """Approving parked calls by MCP elicitation (docs/mcp.md).
 
 When the host config allows it (mcp_elicit_approvals, passed as
---allow-elicit by shim/cmd_mcp.c: the operator's decision) and the MCP
+--allow-elicit by shim/cli/cmd_mcp.c: the operator's decision) and the MCP
 client declares the elicitation capability, each call the policy parks
 for approval is put to the person at the client with elicitation/create:
 the tool, its arguments and the rule's reason, every character of them

@@ -6,7 +6,7 @@ killed and the run ends with whatever status gVisor gives (often 1), so
 the exit status alone cannot say it.  The kernel's log does:
 `oom-kill:constraint=CONSTRAINT_MEMCG,...,oom_memcg=/ID,...` names the
 memory cgroup, which runc names after the container id and tollgate's
-runsc backend after its backend id (shim/backend.c: the container's own
+runsc backend after its backend id (shim/lifecycle/backend.c: the container's own
 id, or tg-<hex> for a prefix relative).  A Watch opens
 /dev/kmsg at its end before the run and reads what came after it.
 Root only; without /dev/kmsg it answers False (the doc says so).

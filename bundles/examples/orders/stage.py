@@ -19,7 +19,7 @@ import shutil
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-# tollgate's default tool_uid/tool_gid (shim/config.c, docs/hardening.md).
+# tollgate's default tool_uid/tool_gid (base/hostconfig.c, docs/hardening.md).
 TOOL_ID = 65533
 
 

@@ -1,0 +1,278 @@
+/* tollgate run: create + start + wait in the foreground, exiting with the
+ * container's status; the bridge is served from this process instead of a
+ * sidecar.  INT, TERM, HUP, QUIT, USR1 and USR2 sent to tollgate are
+ * passed on to the container.
+ *
+ * runc: tollgate becomes a child subreaper before runc's create, so the
+ * container's init is re-parented to it; start, then waitpid() gives the
+ * real exit status, and signals go through a pidfd.
+ *
+ * runsc: the exit status of a sandbox whose init exits quickly is only
+ * known to the runsc process that is the sandbox's parent (`runsc wait`
+ * after a detached create answers "exit status is unavailable"), so
+ * tollgate prepares everything as create does, then runs `runsc run` in
+ * the foreground, passing signals on with `runsc kill` (runsc run does
+ * not forward them).  tollgate must not be a subreaper here: runsc waits
+ * for its sandbox process to disappear, and an unreaped zombie never
+ * does. */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "shim/lifecycle/backend.h"
+#include "shim/lifecycle/bundle_snapshot.h"
+#include "shim/cli/cli_parse.h"
+#include "shim/cli/commands.h"
+#include "shim/lifecycle/console.h"
+#include "shim/lifecycle/container.h"
+#include "shim/lifecycle/state.h"
+#include "base/util.h"
+
+static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
+                                SIGUSR2};
+#define N_FORWARDED (sizeof forwarded / sizeof forwarded[0])
+
+/* Poll until pidfd is readable (the process exited), forwarding every
+ * signal read from sfd: through `runsc kill` when c is given (runsc run
+ * does not pass signals on into the sandbox), else to pidfd's process. */
+static int forward_until_exit(struct cli *cli, const struct container *c,
+                              int pidfd, int sfd, tg_error **err) {
+  for (;;) {
+    struct pollfd p[2] = {{.fd = pidfd, .events = POLLIN},
+                          {.fd = sfd, .events = POLLIN}};
+    if (poll(p, 2, -1) < 0) {
+      if (errno == EINTR)
+        continue;
+      return tg_error_set(err, errno, "run: poll");
+    }
+    if (p[1].revents & POLLIN) {
+      struct signalfd_siginfo si;
+      if (read(sfd, &si, sizeof si) != (ssize_t)sizeof si)
+        continue;
+      if (c != NULL) {
+        char num[16];
+        snprintf(num, sizeof num, "%d", (int)si.ssi_signo);
+        char *after[] = {num, NULL};
+        struct proc_opts quiet = {.capture_stdout = true,
+                                  .capture_stderr = true};
+        struct proc_result res = {0};
+        tg_error *e = NULL;
+        /* Not yet started, or already gone: nothing to signal. */
+        container_call(cli, c, "kill", NULL, after, &quiet, &res, &e);
+        tg_error_free(&e);
+        proc_result_free(&res);
+      } else {
+        /* The pidfd names exactly that process: a recycled pid cannot be
+         * hit by mistake. */
+        pidfd_signal(pidfd, (int)si.ssi_signo);
+      }
+    }
+    if (p[0].revents & POLLIN)
+      return 0;
+  }
+}
+
+/* runc: start, then wait for our (re-parented) init. */
+static int run_runc(struct cli *cli, struct created *c, int sfd,
+                    tg_error **err) {
+  struct proc_opts quiet = {.capture_stdout = true, .capture_stderr = true};
+  struct proc_result res = {0};
+  cleanup_close int pidfd = pidfd_open_pid(c->init_pid);
+  if (pidfd < 0)
+    return tg_error_set(err, errno, "run: watch the container's init %d",
+                        (int)c->init_pid);
+  int r = container_call_ok(cli, &c->container, "start", NULL, &quiet, &res, err);
+  proc_result_free(&res);
+  if (r < 0)
+    return -1;
+  if (forward_until_exit(cli, NULL, pidfd, sfd, err) < 0)
+    return -1;
+  int ws = 0;
+  pid_t w;
+  do
+    w = waitpid(c->init_pid, &ws, 0);
+  while (w < 0 && errno == EINTR);
+  if (w < 0)
+    return tg_error_set(err, errno,
+                        "run: the container's init %d is not tollgate's "
+                        "child, so its exit status is unknown",
+                        (int)c->init_pid);
+  return proc_exit_status(ws);
+}
+
+/* runsc: `runsc run` in the foreground, with the bundle prepared. */
+static int run_runsc(struct cli *cli, struct created *c,
+                     const struct create_request *req, int sfd,
+                     tg_error **err) {
+  cleanup_free char *pid_file = xasprintf("%s/backend.pid", c->dir);
+  struct create_flags cf = {
+      .bundle = json_string_value(json_object_get(c->container.state, "bundle")),
+      .pid_file = pid_file,
+      .console_socket = req->console_socket,
+      .preserve_fds = -1};
+  struct argv args = {0};
+  backend_create_args(&c->container.backend, &cf, &args);
+  /* A `runsc run` whose tollgate was killed (-9) would wait forever for
+   * a gofer nobody reaps, and the next `delete --force` would run into
+   * runsc's own timeout: it dies with tollgate instead, and its sandbox
+   * and gofer go to init, which reaps them. */
+  struct proc_opts passthrough = {.die_with_parent = true};
+  struct proc child;
+  int r = container_spawn(cli, &c->container, "run", args.v, NULL,
+                          &passthrough, &child, err);
+  argv_free(&args);
+  if (r < 0)
+    return -1;
+  cleanup_close int pidfd = pidfd_open_pid(child.pid);
+  if (pidfd >= 0)
+    forward_until_exit(cli, &c->container, pidfd, sfd, err);
+  struct proc_result res = {0};
+  int st = container_finish(&c->container, &child, &passthrough, &res, err);
+  if (st < 0)
+    return -1;
+  /* A non-zero status is the container's own unless runsc logged an
+   * error of its own (it could not create or start the sandbox), or
+   * never got as far as a sandbox: no pid file means no container ran,
+   * so the status is runsc's, even when it said nothing. */
+  cleanup_free char *backend_err = container_last_error();
+  if (st != 0 && (backend_err != NULL || access(pid_file, F_OK) != 0))
+    st = container_backend_error(&c->container, "run", &res, err);
+  proc_result_free(&res);
+  return st;
+}
+
+static void reap_children(void) {
+  while (waitpid(-1, NULL, WNOHANG) > 0)
+    ;
+}
+
+static int run_detached(struct cli *cli, struct run_request *req,
+                        tg_error **err) {
+  struct created c;
+  if (container_create(cli, &req->create, &c, err) < 0)
+    return -1;
+  int r = container_start(cli, &c.container, err);
+  created_free(&c);
+  if (r < 0) {
+    tg_error *e = NULL;
+    container_delete(cli, req->create.id, true, &e);
+    tg_error_free(&e);
+  }
+  return r;
+}
+
+int cmd_run(struct cli *cli, int argc, char **argv, tg_error **err) {
+  struct run_request req;
+  if (cli_parse_run(argc, argv, &req, err) < 0)
+    return -1;
+  if (req.detach)
+    return run_detached(cli, &req, err);
+  struct backend b;
+  if (backend_choose(cli, &b, err) < 0)
+    return -1;
+  bool runc = b.kind == BACKEND_RUNC;
+  backend_free(&b);
+
+  /* Block the forwarded signals before any thread or child exists: the
+   * bridge thread inherits the mask, so they reach only our signalfd;
+   * backend children get an empty mask (proc_spawn). */
+  sigset_t set, old;
+  sigemptyset(&set);
+  for (size_t i = 0; i < N_FORWARDED; i++)
+    sigaddset(&set, forwarded[i]);
+  sigprocmask(SIG_BLOCK, &set, &old);
+  cleanup_close int sfd = signalfd(-1, &set, SFD_CLOEXEC);
+  if (sfd < 0) {
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    return tg_error_set(err, errno, "run: signalfd");
+  }
+  if (runc && prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    return tg_error_set(err, errno, "run: become a child subreaper");
+  }
+  req.create.in_process_bridge = true;
+  req.create.prepare_only = !runc;
+  /* runc's detached create needs a console socket for a terminal; with
+   * none given, tollgate is the console (runsc run makes its own). */
+  cleanup_close int console_fd = -1;
+  cleanup_free char *console_path = NULL;
+  if (runc && req.create.console_socket == NULL &&
+      console_bundle_wants_terminal(req.create.bundle)) {
+    if (state_check_id(req.create.id, err) < 0 || mkdir_p(cli->root, 0711, err) < 0) {
+      sigprocmask(SIG_SETMASK, &old, NULL);
+      return -1;
+    }
+    console_path = xasprintf("%s/console-%s.sock", cli->root, req.create.id);
+    console_fd = console_listen(console_path, err);
+    if (console_fd < 0) {
+      sigprocmask(SIG_SETMASK, &old, NULL);
+      return -1;
+    }
+    req.create.console_socket = console_path;
+  }
+  /* A run that fails after its create succeeded (runsc: `runsc run`
+   * itself fails; runc: start fails) puts the bundle back as a failed
+   * create does: the create's own undo is over by then. */
+  struct bundle_snapshot before;
+  bundle_snapshot_take(req.create.bundle, &before);
+  struct created c;
+  int cr = container_create(cli, &req.create, &c, err);
+  struct console_relay *relay = NULL;
+  if (cr == 0 && console_fd >= 0) {
+    int master = console_receive(console_fd, err);
+    if (master < 0 || console_relay_start(master, &relay, err) < 0)
+      cr = -1;
+  }
+  if (console_path != NULL)
+    unlink(console_path);
+  if (cr < 0) {
+    if (c.dir != NULL) { /* created, but the console failed */
+      tg_error *e = NULL;
+      container_delete(cli, req.create.id, true, &e);
+      tg_error_free(&e);
+      created_free(&c);
+      bundle_snapshot_restore(&before);
+    }
+    reap_children();
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    bundle_snapshot_free(&before);
+    return -1;
+  }
+  int status = -1;
+  struct bridge_server *server = NULL;
+  struct gate *gate = c.gate;
+  c.gate = NULL; /* the server's from here on */
+  /* passthrough without a policy has no bridge to serve. */
+  if (!c.bridged || bridge_serve_in_process(&c.setup, gate, &server, err) == 0) {
+    status = runc ? run_runc(cli, &c, sfd, err)
+                  : run_runsc(cli, &c, &req.create, sfd, err);
+    /* The gate closes (audit log synced) while the container is removed. */
+    bridge_stop_in_process_begin(server);
+  }
+  console_relay_stop(relay);
+  if (!req.keep || status < 0) {
+    tg_error *e = NULL;
+    if (container_delete_after_run(cli, req.create.id, &e) < 0 && status >= 0) {
+      *err = e;
+      e = NULL;
+      status = -1;
+    }
+    tg_error_free(&e);
+  }
+  bridge_stop_in_process_end(server);
+  created_free(&c);
+  if (status < 0)
+    bundle_snapshot_restore(&before);
+  bundle_snapshot_free(&before);
+  reap_children();
+  sigprocmask(SIG_SETMASK, &old, NULL);
+  return status;
+}

@@ -1,0 +1,232 @@
+/* tollgate update: new cgroup limits for a running runc container, under
+ * the same rules as create.  The request (--resources FILE|-, then the
+ * flags over it) is checked and lowered to the container's profile
+ * ceilings by oci_update_harden(), the container's effective resources
+ * with the update applied are proved no looser than the profile allows,
+ * and only then does runc get the hardened request as --resources FILE.
+ * runsc cannot change a running sandbox's limits, so it is refused there
+ * rather than ignored. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "oci/harden.h"
+#include "oci/profile.h"
+#include "oci/transform.h"
+#include "shim/cli/args.h"
+#include "shim/lifecycle/backend.h"
+#include "shim/cli/commands.h"
+#include "shim/lifecycle/container.h"
+#include "shim/lifecycle/state.h"
+#include "base/util.h"
+
+#define RESOURCES_MAX_BYTES (1024 * 1024)
+
+/* runc's sizes: bytes with an optional k/m/g/t suffix (b, kb, KiB...), or
+ * -1 for unlimited. */
+static int parse_size(const char *flag, const char *s, long long *out, tg_error **err) {
+  char *end;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (errno || end == s)
+    return tg_error_set(err, 0, "update: --%s %s: give a size in bytes (512m, 1g) or -1", flag, s);
+  long long unit = 1;
+  switch (tolower((unsigned char)*end)) {
+  case 'k': unit = 1LL << 10; end++; break;
+  case 'm': unit = 1LL << 20; end++; break;
+  case 'g': unit = 1LL << 30; end++; break;
+  case 't': unit = 1LL << 40; end++; break;
+  default: break;
+  }
+  if (unit > 1 && tolower((unsigned char)*end) == 'i')
+    end++;
+  if (tolower((unsigned char)*end) == 'b')
+    end++;
+  if (*end != '\0' || (v < 0 && v != -1) || __builtin_mul_overflow(v, unit, out))
+    return tg_error_set(err, 0, "update: --%s %s: give a size in bytes (512m, 1g) or -1", flag, s);
+  return 0;
+}
+
+static int parse_int(const char *flag, const char *s, long long *out, tg_error **err) {
+  char *end;
+  errno = 0;
+  *out = strtoll(s, &end, 10);
+  if (errno || end == s || *end != '\0')
+    return tg_error_set(err, 0, "update: --%s %s: give a number", flag, s);
+  return 0;
+}
+
+static json_t *read_resources(const char *path, tg_error **err) {
+  cleanup_free char *buf = NULL;
+  size_t len = 0;
+  if (strcmp(path, "-") == 0) {
+    ssize_t n = read_all_bounded(STDIN_FILENO, RESOURCES_MAX_BYTES, &buf);
+    if (n < 0) {
+      tg_error_set(err, errno, "update: --resources -: read stdin (at most %d bytes)", RESOURCES_MAX_BYTES);
+      return NULL;
+    }
+    len = (size_t)n;
+  } else if (read_file(path, RESOURCES_MAX_BYTES, &buf, &len, err) < 0) {
+    tg_error_wrap(err, "update: --resources");
+    return NULL;
+  }
+  struct json_parse_options po = {.max_depth = 16, .track_positions = true};
+  tg_error *pe = NULL;
+  json_t *v = json_parse(buf, len, &po, &pe);
+  if (v == NULL) {
+    tg_error_set(err, 0, "update: --resources %s: %s: fix the JSON", path, pe->msg);
+    tg_error_free(&pe);
+  }
+  return v;
+}
+
+static void set_num(json_t *res, const char *section, const char *key, long long v) {
+  json_object_set(json_object_ensure_object(res, section), key, json_new_integer(v));
+}
+
+/* base with every key of upd laid over it, one level down. */
+static void overlay(json_t *base, const json_t *upd) {
+  for (size_t i = 0; json_is(upd, JSON_OBJECT) && i < upd->u.object.len; i++) {
+    json_t *sec = json_object_ensure_object(base, upd->u.object.keys[i]);
+    const json_t *v = upd->u.object.values[i];
+    for (size_t k = 0; k < v->u.object.len; k++)
+      json_object_set(sec, v->u.object.keys[k], json_copy(v->u.object.values[k]));
+  }
+}
+
+/* The hardened request, the effective config with it applied, and the
+ * proof that neither is looser than what it must not exceed. */
+static int harden_update(struct cli *cli, const struct container *c, json_t *req, json_t **effective_out,
+                         tg_error **err) {
+  const char *profile_name = json_string_value(json_object_get(c->state, "profile"));
+  if (profile_name == NULL || profile_name[0] == '\0')
+    return tg_error_set(err, 0, "update: the container's state names no profile; recreate it");
+  cleanup_free char *profiles = host_config_data_path(&cli->config, "profiles", err);
+  cleanup_free char *seccomp = profiles ? host_config_data_path(&cli->config, "seccomp", err) : NULL;
+  if (seccomp == NULL)
+    return tg_error_wrap(err, "update");
+  struct oci_profile p;
+  if (profile_load(profiles, seccomp, profile_name, &p, err) < 0)
+    return tg_error_wrap(err, "update: profile %s", profile_name);
+  cleanup_json json_t *asked = json_copy(req);
+  int r = 0;
+  json_t *effective = container_effective_config(c, err);
+  if (effective == NULL)
+    r = -1;
+  if (r == 0 && !p.passthrough)
+    r = oci_update_harden(req, &p, err);
+  if (r == 0) {
+    json_t *res = json_object_ensure_object(json_object_ensure_object(effective, "linux"), "resources");
+    overlay(res, req);
+  }
+  if (r == 0 && !p.passthrough) {
+    /* The ceiling: what create would give a config that asks for nothing. */
+    cleanup_json json_t *ceiling = json_new_object();
+    oci_limits_harden(ceiling, &p, "runc");
+    cleanup_json json_t *wa = json_new_object(), *wr = json_new_object(), *we = json_new_object();
+    json_object_set(json_object_ensure_object(wa, "linux"), "resources", json_copy(asked));
+    json_object_set(json_object_ensure_object(wr, "linux"), "resources", json_copy(req));
+    json_object_set(json_object_ensure_object(we, "linux"), "resources",
+                    json_copy(json_get_path(effective, "linux.resources")));
+    json_object_del(json_get_path(ceiling, "linux.resources"), "devices");
+    json_object_del(json_get_path(we, "linux.resources"), "devices");
+    json_object_del(ceiling, "process");
+    if (oci_check_tighter(wa, wr, err) < 0 || oci_check_tighter(ceiling, we, err) < 0)
+      r = tg_error_wrap(err, "internal error: update hardening with profile %s loosened the limits; this is a tollgate bug",
+                        p.name);
+  }
+  profile_free(&p);
+  if (r < 0) {
+    json_free(effective);
+    return -1;
+  }
+  *effective_out = effective;
+  return 0;
+}
+
+int cmd_update(struct cli *cli, int argc, char **argv, tg_error **err) {
+  const char *resources = NULL, *memory = NULL, *memory_swap = NULL,
+             *pids = NULL, *quota = NULL, *period = NULL, *shares = NULL,
+             *cpus = NULL, *mems = NULL;
+  struct opt opts[] = {
+      {"resources", 'r', OPT_STRING, &resources},
+      {"memory", 'm', OPT_STRING, &memory},
+      {"memory-swap", 0, OPT_STRING, &memory_swap},
+      {"pids-limit", 0, OPT_STRING, &pids},
+      {"cpu-quota", 0, OPT_STRING, &quota},
+      {"cpu-period", 0, OPT_STRING, &period},
+      {"cpu-shares", 0, OPT_STRING, &shares},
+      {"cpuset-cpus", 0, OPT_STRING, &cpus},
+      {"cpuset-mems", 0, OPT_STRING, &mems},
+      {0},
+  };
+  int i = args_parse("update", argc, argv, 1, opts, err);
+  if (i < 0)
+    return -1;
+  if (argc - i != 1)
+    return tg_error_set(err, 0,
+                        "update: usage: tollgate update [--resources FILE|-] ID");
+  struct container c;
+  if (container_load(cli, argv[i], &c, err) < 0)
+    return -1;
+  if (c.backend.kind == BACKEND_RUNSC) {
+    container_free(&c);
+    return tg_error_set(err, 0,
+                        "update: runsc (gVisor) cannot change the limits of a "
+                        "running sandbox: recreate the container with new "
+                        "limits in its config.json");
+  }
+  int r = -1;
+  cleanup_json json_t *req = resources ? read_resources(resources, err) : json_new_object();
+  json_t *effective = NULL;
+  cleanup_free char *name = NULL, *path = NULL;
+  long long v;
+  if (req == NULL)
+    goto out;
+  if (!json_is(req, JSON_OBJECT)) {
+    tg_error_set(err, 0, "update: --resources must hold a JSON object (linux.resources of the runtime spec)");
+    goto out;
+  }
+  /* The flags go over the file, as runc applies them. */
+  if (memory && (parse_size("memory", memory, &v, err) < 0 || (set_num(req, "memory", "limit", v), false)))
+    goto out;
+  if (memory_swap && (parse_size("memory-swap", memory_swap, &v, err) < 0 || (set_num(req, "memory", "swap", v), false)))
+    goto out;
+  if (pids && (parse_int("pids-limit", pids, &v, err) < 0 || (set_num(req, "pids", "limit", v), false)))
+    goto out;
+  if (quota && (parse_int("cpu-quota", quota, &v, err) < 0 || (set_num(req, "cpu", "quota", v), false)))
+    goto out;
+  if (period && (parse_int("cpu-period", period, &v, err) < 0 || (set_num(req, "cpu", "period", v), false)))
+    goto out;
+  if (shares && (parse_int("cpu-shares", shares, &v, err) < 0 || (set_num(req, "cpu", "shares", v), false)))
+    goto out;
+  if (cpus)
+    json_object_set(json_object_ensure_object(req, "cpu"), "cpus", json_new_string(cpus));
+  if (mems)
+    json_object_set(json_object_ensure_object(req, "cpu"), "mems", json_new_string(mems));
+  if (harden_update(cli, &c, req, &effective, err) < 0)
+    goto out;
+  /* runc reads the hardened request from the state directory (0700),
+   * never from a path the caller could swap under us. */
+  name = xasprintf("update-%d-%llu.json", (int)getpid(), monotonic_ns());
+  if (state_write_json(c.dir, name, req, err) < 0)
+    goto out;
+  path = xasprintf("%s/%s", c.dir, name);
+  struct argv args = {0};
+  argv_addf(&args, "--resources=%s", path);
+  struct proc_opts o = {.capture_stdout = true, .capture_stderr = true};
+  struct proc_result res = {0};
+  r = container_call_ok(cli, &c, "update", args.v, &o, &res, err);
+  argv_free(&args);
+  proc_result_free(&res);
+  unlink(path);
+  /* Later updates and exec compare against what the container now has. */
+  if (r == 0)
+    r = state_write_json(c.dir, "config.json", effective, err);
+out:
+  json_free(effective);
+  container_free(&c);
+  return r;
+}

@@ -1,0 +1,75 @@
+/* tollgate: argv -> global flags -> host config -> one cmd_<verb>().
+ * Only this file turns an error into a log line and an exit status. */
+#include <openssl/crypto.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "governance/tool_identity.h"
+#include "shim/cli/cli_parse.h"
+#include "shim/cli/commands.h"
+#include "shim/cli/help.h"
+#include "base/log.h"
+#include "base/util.h"
+
+int main(int argc, char **argv) {
+  struct cli cli = {0};
+  tg_error *err = NULL;
+  bool help = false, version = false;
+  /* No OpenSSL clean-up at exit: freeing every provider and algorithm
+   * table cost ~0.2 ms of each `tollgate run`'s exit, for memory the
+   * kernel takes back anyway.  Cheap: the library's base set-up only. */
+  OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT, NULL);
+  int status = 1;
+  int v = cli_parse_global(argc, argv, &cli, &help, &version, &err);
+  if (v < 0)
+    goto fail;
+  char *version_argv[] = {"version", NULL};
+  if (version) { /* --version is the version verb */
+    argc = 1;
+    argv = version_argv;
+    v = 0;
+  } else if (help || v >= argc) {
+    help_print(stdout, NULL);
+    return v >= argc && !help ? 1 : 0;
+  }
+  const char *verb = argv[v];
+  const struct verb *entry = help_find_verb(verb);
+  if (entry == NULL) {
+    tg_error_set(&err, 0,
+                 "unknown command \"%s\": run 'tollgate help' for the list",
+                 verb);
+    goto fail;
+  }
+  if (entry->fn == NULL) { /* help */
+    help_print(stdout, v + 1 < argc ? argv[v + 1] : NULL);
+    return 0;
+  }
+  if (v + 1 < argc &&
+      (strcmp(argv[v + 1], "--help") == 0 || strcmp(argv[v + 1], "-h") == 0)) {
+    help_print(stdout, verb);
+    return 0;
+  }
+  /* The host config: a broken one stops the verbs that read it (create,
+   * run, spec, the governance verbs).  The verbs that act on an existing
+   * container use what state.json recorded, so they still work and a
+   * container can always be deleted. */
+  if (host_config_load(cli.config_path, &cli.config, &err) < 0) {
+    if (entry->needs_config)
+      goto fail;
+    tg_error_free(&err);
+    host_config_defaults(&cli.config);
+  }
+  /* Before any policy is checked or tool started (the sidecar is a fork). */
+  sandbox_set_identity((uid_t)cli.config.tool_uid, (gid_t)cli.config.tool_gid);
+  status = entry->fn(&cli, argc - v, argv + v, &err);
+  host_config_free(&cli.config);
+  if (status >= 0 && err == NULL)
+    return status;
+fail:
+  log_line(cli.log_path, cli.log_json, "error",
+           err ? err->msg : "unknown error");
+  tg_error_free(&err);
+  host_config_free(&cli.config);
+  return 1;
+}

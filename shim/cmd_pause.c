@@ -1,7 +1,0 @@
-/* tollgate pause ID: the recorded backend's pause. */
-#include "shim/commands.h"
-#include "shim/container.h"
-
-int cmd_pause(struct cli *cli, int argc, char **argv, tg_error **err) {
-  return container_simple_verb(cli, "pause", argc, argv, err);
-}

@@ -1,7 +1,0 @@
-/* tollgate resume ID: the recorded backend's resume. */
-#include "shim/commands.h"
-#include "shim/container.h"
-
-int cmd_resume(struct cli *cli, int argc, char **argv, tg_error **err) {
-  return container_simple_verb(cli, "resume", argc, argv, err);
-}

@@ -1,0 +1,321 @@
+/* The waiter of a container inside its pod's sandbox: shim/lifecycle/waiter.h. */
+#include "shim/lifecycle/waiter.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/util.h"
+
+#define START_FIFO "waiter.start"
+#define REPLY_FIFO "waiter.reply"
+/* One reply is written with one write(): at most PIPE_BUF bytes reach the
+ * reader whole. */
+#define REPLY_MAX 2048
+/* How long `tollgate start` waits for the waiter's answer: runsc's own
+ * start of a container in a busy sandbox takes seconds, not minutes. */
+#define START_TIMEOUT_MS (120 * 1000)
+
+static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+#define N_FORWARDED (sizeof forwarded / sizeof forwarded[0])
+
+bool waiter_recorded(const json_t *state) {
+  return json_is_true(json_object_get(state, "waiter"));
+}
+
+bool waiter_alive(const struct container *c) {
+  long long pid = 0, started = 0;
+  json_integer_value(json_object_get(c->state, "init_pid"), &pid);
+  json_integer_value(json_object_get(c->state, "waiter_start_time"), &started);
+  if (pid <= 0 || pid > INT_MAX || started <= 0)
+    return false;
+  if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+    return false;
+  /* A zombie still has its stat: only a live waiter counts. */
+  char path[64], state = 0;
+  snprintf(path, sizeof path, "/proc/%lld/stat", pid);
+  FILE *f = fopen(path, "re");
+  if (f != NULL) {
+    char line[1024];
+    if (fgets(line, sizeof line, f) != NULL) {
+      char *p = strrchr(line, ')');
+      if (p != NULL && p[1] == ' ')
+        state = p[2];
+    }
+    fclose(f);
+  }
+  return state != 0 && state != 'Z' && state != 'X' &&
+         process_start_time((pid_t)pid) == (unsigned long long)started;
+}
+
+/* Write one reply line to whoever waits on the reply FIFO.  Nobody there
+ * (the `tollgate start` that asked was killed) is not an error. */
+static void reply(const char *dir, const char *text) {
+  cleanup_free char *path = xasprintf("%s/%s", dir, REPLY_FIFO);
+  cleanup_close int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
+    return;
+  size_t len = strlen(text);
+  if (len > REPLY_MAX)
+    len = REPLY_MAX;
+  ssize_t w = write(fd, text, len);
+  (void)w;
+}
+
+/* Forward one signal read from sfd to the container. */
+static void forward_signal(const struct cli *cli, const struct container *c, int sfd) {
+  struct signalfd_siginfo si;
+  if (read(sfd, &si, sizeof si) != (ssize_t)sizeof si)
+    return;
+  char num[16];
+  snprintf(num, sizeof num, "%d", (int)si.ssi_signo);
+  char *after[] = {num, NULL};
+  struct proc_opts quiet = {.capture_stdout = true, .capture_stderr = true};
+  struct proc_result res = {0};
+  tg_error *e = NULL;
+  /* Not started, or gone: nothing to signal. */
+  container_call(cli, c, "kill", NULL, after, &quiet, &res, &e);
+  tg_error_free(&e);
+  proc_result_free(&res);
+}
+
+/* Whether the state directory still holds the FIFO the waiter listens
+ * on: a delete (or the undo of a failed create) removes it. */
+static bool still_wanted(const char *path, const struct stat *listening) {
+  struct stat st;
+  return stat(path, &st) == 0 && st.st_ino == listening->st_ino && st.st_dev == listening->st_dev;
+}
+
+/* Listen until a start request came and the backend's start succeeded
+ * (0), or the container is gone (-1). */
+static int serve_start(const struct cli *cli, const struct container *c, int start_fd,
+                       const char *start_path, const struct stat *listening, int sfd) {
+  for (;;) {
+    struct pollfd p[2] = {{.fd = start_fd, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
+    int n = poll(p, 2, 1000);
+    if (n < 0 && errno != EINTR)
+      return -1;
+    if (!still_wanted(start_path, listening))
+      return -1;
+    if (n <= 0)
+      continue;
+    if (p[1].revents & POLLIN)
+      forward_signal(cli, c, sfd);
+    if (!(p[0].revents & POLLIN))
+      continue;
+    char req[64];
+    ssize_t r = read(start_fd, req, sizeof req - 1);
+    if (r <= 0)
+      continue;
+    req[r] = '\0';
+    /* The FIFO is 0600 root in the state directory: only tollgate writes
+     * it.  Anything but "start" is ignored all the same. */
+    if (strstr(req, "start") == NULL)
+      continue;
+    /* The container's stdio is ours: runsc hands the caller's to it. */
+    struct proc_opts inherit = {0};
+    struct proc_result res = {0};
+    tg_error *e = NULL;
+    int st = container_call(cli, c, "start", NULL, NULL, &inherit, &res, &e);
+    if (st > 0)
+      container_backend_error(c, "start", &res, &e);
+    proc_result_free(&res);
+    if (st == 0) {
+      reply(c->dir, "ok\n");
+      return 0;
+    }
+    cleanup_free char *text = xasprintf("error %s\n", e ? e->msg : "runsc start failed");
+    tg_error_free(&e);
+    reply(c->dir, text);
+  }
+}
+
+/* `runsc wait`: the container's exit status, 128+N for signal N; 255 when
+ * it cannot be had (the sandbox itself is gone). */
+static int wait_for_exit(const struct cli *cli, const struct container *c, int sfd) {
+  struct proc_opts quiet = {.capture_stdout = true, .capture_stderr = true};
+  struct proc child;
+  tg_error *e = NULL;
+  if (container_spawn(cli, c, "wait", NULL, NULL, &quiet, &child, &e) < 0) {
+    tg_error_free(&e);
+    return 255;
+  }
+  cleanup_close int pidfd = pidfd_open_pid(child.pid);
+  while (pidfd >= 0) {
+    struct pollfd p[2] = {{.fd = pidfd, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
+    if (poll(p, 2, -1) < 0) {
+      if (errno == EINTR)
+        continue;
+      break;
+    }
+    if (p[1].revents & POLLIN)
+      forward_signal(cli, c, sfd);
+    if (p[0].revents & POLLIN)
+      break;
+  }
+  struct proc_result res = {0};
+  int st = container_finish(c, &child, &quiet, &res, &e);
+  tg_error_free(&e);
+  int status = 255;
+  if (st == 0 && res.out != NULL) {
+    /* {"id":"...","exitStatus":N}: runsc's own output, but bounded and
+     * parsed like anything else. */
+    json_t *v = json_parse(res.out, strlen(res.out), NULL, NULL);
+    long long code = -1;
+    if (json_integer_value(json_object_get(v, "exitStatus"), &code) && code >= 0 && code <= 255)
+      status = (int)code;
+    json_free(v);
+  }
+  proc_result_free(&res);
+  return status;
+}
+
+/* The waiter's whole life, in the forked child. */
+static _Noreturn void waiter_main(const struct cli *cli, const struct container *c, int ready) {
+  /* Nothing of create's but stdio: its state and bundle locks (flock
+   * locks belong to the open file, which a child shares) would block
+   * every later delete of this container and every create from the
+   * bundle for the container's lifetime. */
+  if (ready > 3)
+    syscall(SYS_close_range, 3, ready - 1, 0);
+  syscall(SYS_close_range, ready + 1, ~0U, 0);
+  signal(SIGPIPE, SIG_IGN);
+  sigset_t set;
+  sigemptyset(&set);
+  for (size_t i = 0; i < N_FORWARDED; i++)
+    sigaddset(&set, forwarded[i]);
+  sigprocmask(SIG_BLOCK, &set, NULL);
+  int sfd = signalfd(-1, &set, SFD_CLOEXEC);
+  cleanup_free char *start_path = xasprintf("%s/%s", c->dir, START_FIFO);
+  /* Read and write: a FIFO with a writer never reads as EOF, so poll
+   * wakes for a request only, and a `tollgate start` opening it to write
+   * never blocks (nor fails) while the waiter lives. */
+  int start_fd = open(start_path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+  struct stat listening;
+  if (sfd < 0 || start_fd < 0 || fstat(start_fd, &listening) < 0)
+    _exit(255);
+  if (write(ready, "r", 1) != 1)
+    _exit(255);
+  close(ready);
+  if (serve_start(cli, c, start_fd, start_path, &listening, sfd) < 0)
+    _exit(255);
+  close(start_fd);
+  _exit(wait_for_exit(cli, c, sfd));
+}
+
+int waiter_spawn(const struct cli *cli, const struct container *c, pid_t *pid, tg_error **err) {
+  *pid = 0;
+  static const char *const fifos[] = {START_FIFO, REPLY_FIFO};
+  for (size_t i = 0; i < 2; i++) {
+    cleanup_free char *path = xasprintf("%s/%s", c->dir, fifos[i]);
+    unlink(path);
+    if (mkfifo(path, 0600) < 0)
+      return tg_error_set(err, errno, "container %s: make the waiter's FIFO %s", c->id, path);
+  }
+  int ready[2];
+  if (pipe2(ready, O_CLOEXEC) < 0)
+    return tg_error_set(err, errno, "container %s: pipe for the waiter", c->id);
+  pid_t child = fork();
+  if (child < 0) {
+    int e = errno;
+    close(ready[0]);
+    close(ready[1]);
+    return tg_error_set(err, e, "container %s: fork the waiter", c->id);
+  }
+  if (child == 0) {
+    close(ready[0]);
+    waiter_main(cli, c, ready[1]);
+  }
+  close(ready[1]);
+  char b = 0;
+  ssize_t n;
+  do
+    n = read(ready[0], &b, 1);
+  while (n < 0 && errno == EINTR);
+  close(ready[0]);
+  if (n != 1) {
+    waitpid(child, NULL, 0);
+    return tg_error_set(err, 0, "container %s: its waiter exited before it listened for start", c->id);
+  }
+  *pid = child;
+  return 0;
+}
+
+void waiter_record(json_t *state, pid_t pid) {
+  json_object_set(state, "waiter", json_new_bool(true));
+  json_object_set(state, "init_pid", json_new_integer(pid));
+  json_object_set(state, "waiter_start_time", json_new_integer((long long)process_start_time(pid)));
+}
+
+int waiter_start(const struct container *c, tg_error **err) {
+  cleanup_free char *reply_path = xasprintf("%s/%s", c->dir, REPLY_FIFO);
+  cleanup_free char *start_path = xasprintf("%s/%s", c->dir, START_FIFO);
+  /* The reply FIFO first: the waiter's non-blocking open of it for
+   * writing needs a reader. */
+  cleanup_close int rfd = open(reply_path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (rfd < 0)
+    return tg_error_set(err, errno, "container %s has no waiter to start it (%s): remove it with 'tollgate delete --force %s'",
+                        c->id, reply_path, c->id);
+  /* One start at a time: a second one gets the first one's answer's
+   * successor, "already running", from runsc. */
+  while (flock(rfd, LOCK_EX) < 0)
+    if (errno != EINTR)
+      return tg_error_set(err, errno, "container %s: lock %s", c->id, reply_path);
+  {
+    cleanup_close int sfd = open(start_path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (sfd < 0 || !waiter_alive(c))
+      return tg_error_set(err, sfd < 0 ? errno : 0,
+                          "container %s cannot be started: its waiter (the process that runs it inside the pod's sandbox) is gone; remove it with 'tollgate delete --force %s'",
+                          c->id, c->id);
+    if (write(sfd, "start\n", 6) != 6)
+      return tg_error_set(err, errno, "container %s: ask its waiter to start it", c->id);
+  }
+  char buf[REPLY_MAX + 1];
+  size_t len = 0;
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (;;) {
+    struct pollfd p = {.fd = rfd, .events = POLLIN};
+    int n = poll(&p, 1, 500);
+    if (n < 0 && errno != EINTR)
+      return tg_error_set(err, errno, "container %s: wait for its waiter", c->id);
+    if (n > 0 && (p.revents & POLLIN)) {
+      ssize_t r = read(rfd, buf + len, sizeof buf - 1 - len);
+      if (r > 0)
+        len += (size_t)r;
+      if (len > 0 && (buf[len - 1] == '\n' || len == sizeof buf - 1))
+        break;
+      if (r > 0)
+        continue;
+    }
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    long ms = (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
+    if (!waiter_alive(c))
+      return tg_error_set(err, 0, "container %s: its waiter exited before it answered the start; remove it with 'tollgate delete --force %s'",
+                          c->id, c->id);
+    if (ms > START_TIMEOUT_MS)
+      return tg_error_set(err, ETIMEDOUT, "container %s: its waiter did not answer the start in %d s", c->id,
+                          START_TIMEOUT_MS / 1000);
+  }
+  buf[len] = '\0';
+  if (len > 0 && buf[len - 1] == '\n')
+    buf[--len] = '\0';
+  if (strcmp(buf, "ok") == 0)
+    return 0;
+  if (strncmp(buf, "error ", 6) == 0)
+    return tg_error_set(err, 0, "%s", buf + 6);
+  return tg_error_set(err, 0, "container %s: its waiter answered the start with something unexpected", c->id);
+}

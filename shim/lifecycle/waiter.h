@@ -1,0 +1,55 @@
+/* The waiter: the process that stands for a container runsc started inside
+ * its pod's sandbox (docs/kubernetes.md, "Pods").
+ *
+ * runsc reports the *sandbox's* pid for every container of a sandbox, so
+ * the pid containerd's runc v2 shim would wait on (and treat as the
+ * container's init) is the pause container's, which outlives every app
+ * container.  And runsc gives a container inside a sandbox the stdio of
+ * whoever calls `runsc start`, which for the shim is a pipe it reads to
+ * EOF: `start` would never return.  So create forks one waiter per joined
+ * container:
+ *
+ *   - it stays create's child, so it is re-parented to create's caller
+ *     (containerd's shim is a subreaper) and its exit is the container's;
+ *     its pid is what the caller's --pid-file and state's init_pid hold;
+ *   - it keeps create's stdio, which is the container's, and it is the one
+ *     that runs `runsc start` when `tollgate start` asks it over the FIFO
+ *     waiter.start in the state directory (answer on waiter.reply);
+ *   - then it runs `runsc wait` and exits with the container's status
+ *     (128+N for signal N), passing INT, TERM, HUP, QUIT, USR1 and USR2 it
+ *     receives on to the container;
+ *   - it exits by itself when the state directory is removed before the
+ *     container started (a delete, or a create that failed or was killed).
+ */
+#ifndef TOLLGATE_WAITER_H
+#define TOLLGATE_WAITER_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "shim/context.h"
+#include "shim/lifecycle/container.h"
+#include "base/error.h"
+#include "base/json.h"
+
+/* Whether state.json records a waiter ("waiter": true). */
+bool waiter_recorded(const json_t *state);
+
+/* create, after the backend's create of a joined container: make the
+ * FIFOs, fork the waiter, return once it listens.  *pid is its pid.
+ * The waiter holds none of create's file descriptors but 0, 1 and 2
+ * (create's state lock and bundle lock among them).  0 or -1 with *err. */
+int waiter_spawn(const struct cli *cli, const struct container *c, pid_t *pid, tg_error **err);
+
+/* Record the waiter pid in state: "waiter": true, init_pid, and its
+ * start time, so waiter_alive() never mistakes a recycled pid for it. */
+void waiter_record(json_t *state, pid_t pid);
+
+/* start: have c's waiter run the backend's start and report.  0, or -1
+ * with *err (the backend's message, or that the waiter is gone). */
+int waiter_start(const struct container *c, tg_error **err);
+
+/* Whether c's waiter (state's init_pid) is still alive. */
+bool waiter_alive(const struct container *c);
+
+#endif
