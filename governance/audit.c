@@ -375,8 +375,10 @@ int audit_open_resumed(const char *dir, const char *stem, const char *container_
   }
   if (r < 0)
     goto fail;
-  if (pthread_create(&a->flusher, NULL, flusher_main, a) != 0) {
-    tg_error_set(err, errno, "start the audit flusher thread");
+  /* pthread_create returns its error; errno is not set. */
+  int e = pthread_create(&a->flusher, NULL, flusher_main, a);
+  if (e != 0) {
+    tg_error_set(err, e, "start the audit flusher thread");
     goto fail;
   }
   a->flusher_running = true;

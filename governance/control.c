@@ -198,8 +198,9 @@ int control_start(const char *path, const char *approver_group, control_handler 
   c->group = gid;
   c->handler = handler;
   c->ctx = ctx;
-  if (c->stopfd < 0 || pthread_create(&c->thread, NULL, control_main, c) != 0) {
-    int e = errno;
+  /* eventfd sets errno; pthread_create returns its error and does not. */
+  int e = c->stopfd < 0 ? errno : pthread_create(&c->thread, NULL, control_main, c);
+  if (e != 0) {
     if (c->stopfd >= 0)
       close(c->stopfd);
     close(fd);

@@ -19,6 +19,7 @@
 #include "governance/gate.h"
 #include "governance/verify.h"
 #include "base/util.h"
+#include "thread_fail_util.h"
 
 static char dir[] = "/tmp/tg-audit-XXXXXX";
 static bool mounted;
@@ -832,4 +833,17 @@ Test(audit, a_crashed_segment_stays_visible_after_a_later_run) {
   cr_assert_eq(audit_verify(path, NULL, AUDIT_VERIFY_CRASHED | AUDIT_VERIFY_OPEN, &r, &err), 0);
   cr_assert(r.ok, "%s", r.message);
   audit_verify_result_clear(&r);
+}
+
+/* The flusher thread cannot start: audit_open fails naming the error
+ * pthread_create returned, not whatever errno an earlier call left. */
+static int open_without_threads(tg_error **err) {
+  struct audit *a = NULL;
+  return audit_open(dir, "nothread", NULL, NULL, &a, err);
+}
+
+Test(audit, flusher_that_cannot_start_names_the_real_error) {
+  struct thread_fail_report rep = thread_fail_run(open_without_threads);
+  thread_fail_assert_named(&rep);
+  cr_expect(strstr(rep.msg, "start the audit flusher thread") != NULL, "%s", rep.msg);
 }

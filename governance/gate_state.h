@@ -1,0 +1,54 @@
+/* The state of one gate, shared by the files that make it up and by no
+ * one else (the bridge and the tests use gate.h):
+ *   gate.c           open, tools.json, the bridge's refusals, close;
+ *   govern.c         one call: decide, budget, run, record;
+ *   control_verbs.c  what the control socket answers (pending, calls,
+ *                    approve, deny, cancel);
+ *   call_list.c      the calls list those answers show. */
+#ifndef TOLLGATE_GATE_STATE_H
+#define TOLLGATE_GATE_STATE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "base/json.h"
+
+struct policy;
+struct audit;
+struct refusals;
+struct budget;
+struct approvals;
+struct mcp_client;
+struct control;
+struct call_list;
+
+struct gate {
+  char *container_id;
+  struct policy *policy; /* NULL: no policy */
+  struct audit *audit;
+  struct refusals *refusals; /* over-cap and bridge refusals, counted */
+  struct budget *budget;
+  struct approvals *approvals;
+  char **hook;       /* borrowed from the policy, or host_hook */
+  char *host_hook[2];
+  int approval_timeout_ms;
+  struct mcp_client **mcp; /* parallel to policy->mcp */
+  struct control *control;
+  pthread_mutex_t mu; /* budget, calls, stopped, cancelled */
+  bool stopped;
+  bool cancelled; /* by the control socket's cancel verb: stopped for good */
+  struct call_list *calls;
+  atomic_ullong refused; /* refused without a policy decision; see gate_refused_count */
+  void (*block_hook)(void *ctx); /* see gate_set_block_hook */
+  void *block_ctx;
+  void (*park_hook)(void *ctx, bool parked); /* see gate_set_park_hook */
+  void *park_ctx;
+};
+
+/* The control socket's handler (control.h's control_handler), ctx being
+ * the gate; in control_verbs.c. */
+json_t *gate_answer_control(void *ctx, const json_t *req, uid_t uid, bool may_decide);
+
+#endif
