@@ -212,9 +212,14 @@ int main(int argc, char **argv) {
     die("signalfd");
 
   pthread_t tids[64];
-  for (int i = 0; i < workers; i++)
-    if (pthread_create(&tids[i], NULL, worker, NULL) != 0)
+  for (int i = 0; i < workers; i++) {
+    /* pthread_create returns its error and leaves errno alone. */
+    int rc = pthread_create(&tids[i], NULL, worker, NULL);
+    if (rc != 0) {
+      errno = rc;
       die("pthread_create");
+    }
+  }
   rescan();
   printf("ready\n");
   fflush(stdout);

@@ -587,8 +587,10 @@ static int bench(const struct call_ctx *ctx, long repeat, long concurrency) {
     w[k].n = repeat / concurrency + (k < repeat % concurrency);
     w[k].lat = lat + off;
     off += w[k].n;
-    if (pthread_create(&w[k].thread, NULL, bench_main, &w[k]) != 0)
-      return fail_local("start a thread", errno);
+    /* pthread_create returns its error and leaves errno alone. */
+    int rc = pthread_create(&w[k].thread, NULL, bench_main, &w[k]);
+    if (rc != 0)
+      return fail_local("start a thread", rc);
   }
   int failures = 0;
   for (long k = 0; k < concurrency; k++) {
