@@ -101,10 +101,9 @@ check_eq "app 3: gone from runsc" 2 "$(rs_list | wc -l)"
 
 # The hostile shapes: each refused by name, nothing created.
 refused() { # NAME ID REGEX: create of bundle $W/$ID must fail with REGEX, leaving nothing
-  local before after msg
+  local before after
   before=$(rs_list)
-  msg=$(tg create --bundle "$W/$2" "$2" </dev/null 2>&1)
-  check_match "$1: refused" "$3" "$msg"
+  check_refused "$1: refused" "$3" tg create --bundle "$W/$2" "$2"
   check_fails "$1: no tollgate container" test -d "$TG_ROOT/$2"
   after=$(rs_list)
   check_eq "$1: no runsc container" "$before" "$after"
