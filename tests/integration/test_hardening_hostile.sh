@@ -279,7 +279,7 @@ for be in $BACKENDS; do
   # Without the selection, the namespace's default is not given either.
   with 'c.setdefault("annotations", {}).update({"io.kubernetes.cri.sandbox-namespace": "payments"})' sleep 30
   tg --runtime "$be" create --bundle "$B" "nsdef-$be" </dev/null >/dev/null 2>"$TG_ROOT/err" || sed 's/^/# /' "$TG_ROOT/err"
-  check_eq "$be: ... nor the namespace's default policy" None \
+  check_eq "$be: ... nor the namespace's default policy" null \
     "$(tg state "nsdef-$be" | json_get tollgate.policy 2>&1)"
   tg delete --force "nsdef-$be" >/dev/null 2>&1
 done
