@@ -10,7 +10,16 @@
 #   BACKENDS      "runsc runc" unless overridden
 #   runsc_platform             the --platform runsc gets (systrap|ptrace)
 #   TG_RUNSC      (from run.sh --runsc PATH) the runsc binary host configs name
+# and the helpers below (each documented where it is defined):
+#   waiting       wait_for, pid_gone
+#   JSON          json_get, edit_json, state_of, status_is, sidecar_of,
+#                 wait_pending
+#   host ids      host_uid, claims
+#   bundles       make_bundle, probe_bundle, own_rootfs, py_bundle, fresh,
+#                 add_ro_bind, join_netns
+#   refusals      check_refused
 set -u
+_lib_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 TG=${TG:-$BUILD/tollgate}
 TG_ROOT=$(mktemp -d /tmp/tollgate-root.XXXXXX)
 # runc containers run as unprivileged host ids of their own range
@@ -44,6 +53,64 @@ check_fails() { local n=$1; shift; if "$@"; then echo "FAIL - $n (expected failu
 check_eq() { if [ "$2" == "$3" ]; then echo "ok - $1"; else echo "FAIL - $1: want [$2] got [$3]"; fi; }
 check_match() { if [[ "$3" =~ $2 ]]; then echo "ok - $1"; else echo "FAIL - $1: [$3] does not match /$2/"; fi; }
 
+# check_refused NAME REGEX CMD...: CMD (stdin /dev/null, stdout to
+# $TG_ROOT/refused.out for the caller to look at) must fail, with a
+# message on stderr matching REGEX.  Two checks: "NAME (exit status)" and
+# "NAME (message)".
+check_refused() {
+  local name=$1 want=$2 msg rc; shift 2
+  msg=$("$@" 2>&1 >"$TG_ROOT/refused.out" </dev/null)
+  rc=$?
+  check "$name (exit status)" test "$rc" -ne 0
+  check_match "$name (message)" "$want" "$msg"
+}
+
+# wait_for [-i INTERVAL] SECONDS CMD...: run CMD every INTERVAL seconds
+# (default 0.1) until it succeeds; fails when SECONDS (whole seconds, on
+# the microsecond clock: never less) have passed first.
+wait_for() {
+  local interval=0.1 end
+  if [ "$1" = -i ]; then interval=$2; shift 2; fi
+  end=$(( ${EPOCHREALTIME/[.,]/} + $1 * 1000000 )); shift
+  until "$@"; do [ "${EPOCHREALTIME/[.,]/}" -ge "$end" ] && return 1; sleep "$interval"; done
+}
+# pid_gone PID: no process PID is there to signal.
+pid_gone() { ! kill -0 "$1" 2>/dev/null; }
+# host_uid PID: the real host uid process PID runs as (nothing if it is gone).
+host_uid() { awk '/^Uid:/ {print $2}' "/proc/$1/status" 2>/dev/null; }
+# claims [DIR]: how many id ranges the id pool directory DIR (default
+# $IDS, the script's own id_range_dir) holds claimed.
+claims() { ls "${1:-$IDS}" 2>/dev/null | grep -cE '^[0-9]+$'; }
+
+# json_get PATH...: the value at PATH in the JSON document on stdin; PATH
+# is keys and list indexes joined by dots ("tollgate.sidecar.pid",
+# "ranges.0.host_first"), several PATHs are walked one after the other.
+# A string prints as it is, anything else as JSON.  When the document or
+# the path is not there: nothing on stdout, the reason on stderr, status 1.
+json_get() {
+  python3 -c '
+import json, sys
+try:
+    v = json.load(sys.stdin)
+    for k in ".".join(sys.argv[1:]).split("."):
+        v = v[k] if isinstance(v, dict) else v[int(k)]
+except (ValueError, LookupError, TypeError) as e:
+    sys.exit("json_get %s: %s: %s" % (" ".join(sys.argv[1:]), type(e).__name__, e))
+print(v if isinstance(v, str) else json.dumps(v))' "$@"
+}
+# edit_json FILE PYTHON [ARG...]: run the Python statements PYTHON on the
+# JSON document of FILE, bound to c (json and sys imported, the ARGs in
+# args), and write c back to FILE.
+edit_json() {
+  python3 - "$@" <<'PY'
+import json, sys
+path, code, *args = sys.argv[1:]
+c = json.load(open(path))
+exec(code)
+json.dump(c, open(path, "w"), indent=2)
+PY
+}
+
 # A host config of the script's own, so no test touches /etc/tollgate or
 # /var/log/tollgate.  Scripts may rewrite it (write_config KEY=JSON...).
 TG_CONFIG=$TG_ROOT/config.json
@@ -68,6 +135,26 @@ PY
 }
 write_config
 tg() { "$TG" --root "$TG_ROOT" --config "$TG_CONFIG" "$@"; }
+# state_of ID PATH...: json_get PATH of `tollgate state ID` (nothing when
+# either fails).
+state_of() { local id=$1; shift; tg state "$id" 2>/dev/null | json_get "$@" 2>/dev/null; }
+# status_is ID STATUS: `tollgate state ID` says STATUS.
+status_is() { [ "$(state_of "$1" status)" = "$2" ]; }
+# wait_pending ID: the first pending call id of container ID, once it has
+# one (polls `tollgate pending` for 600 x 0.05 s; nothing if none came).
+wait_pending() {
+  local id=$1 call=""
+  for _ in $(seq 1 600); do
+    call=$(tg pending "$id" --format json 2>/dev/null |
+           python3 -c 'import json,sys; p=json.load(sys.stdin); print(p[0]["call"] if p else "")' 2>/dev/null)
+    [ -n "$call" ] && break
+    sleep 0.05
+  done
+  echo "$call"
+}
+# sidecar_of ID [ROOT]: the sidecar pid state.json of container ID under
+# ROOT (default $TG_ROOT) records.
+sidecar_of() { json_get sidecar_pid <"${2:-$TG_ROOT}/$1/state.json"; }
 # The --platform tollgate gives runsc under the current host config
 # (systrap or ptrace: it depends on the runsc release), for the few
 # expectations where gVisor's platforms differ.
@@ -112,3 +199,40 @@ c["process"]["args"] = args or ["sh", "-c", "echo hello"]
 json.dump(c, open(path, "w"), indent=2)
 PY
 }
+
+# add_ro_bind CONFIG DEST SOURCE: a read-only bind mount of host SOURCE
+# (absolute) at DEST in the bundle config CONFIG.
+add_ro_bind() {
+  edit_json "$1" 'c["mounts"].append({"destination": args[0], "type": "bind", "source": args[1], "options": ["rbind", "ro"]})' "$2" "$3"
+}
+# join_netns CONFIG PATH: the bundle config CONFIG's network namespace is
+# the one at PATH (a join by path), in place of a new one.
+join_netns() {
+  edit_json "$1" 'c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"] if n["type"] != "network"] + [{"type": "network", "path": args[0]}]' "$2"
+}
+# own_rootfs DIR: the bundle DIR gets a copy of the busybox tree of its own
+# at DIR/rootfs, named by root.path "rootfs" (relative, as people write it).
+own_rootfs() {
+  rm -rf "$1/rootfs"
+  cp -a "$BUSYBOX_ROOTFS" "$1/rootfs"
+  edit_json "$1/config.json" 'c["root"]["path"] = "rootfs"'
+}
+# probe_bundle DIR [ARG...]: a bundle with a rootfs of its own holding the
+# hardening probe at /bin/tollgate-probe (ARGs as make_bundle's).
+probe_bundle() {
+  local dir=$1; shift
+  make_bundle "$dir" "$@"
+  own_rootfs "$dir"
+  cp "$BUILD/tollgate-probe" "$dir/rootfs/bin/tollgate-probe"
+}
+# py_bundle DIR ARGS...: a bundle on the Python rootfs (bridge_fixtures
+# first) with the test programs of tests/integration/bridge at /t.
+py_bundle() {
+  local dir=$1; shift
+  make_bundle "$dir" "$@"
+  edit_json "$dir/config.json" 'c["root"]["path"] = args[0]' "$PY_ROOTFS"
+  add_ro_bind "$dir/config.json" /t "$_lib_dir/bridge"
+}
+# fresh TEMPLATE BUNDLE: BUNDLE's config.json is TEMPLATE again, with what
+# tollgate kept beside it (config.json.orig, the mark) removed.
+fresh() { cp "$1" "$2/config.json"; rm -f "$2"/config.json.*; }

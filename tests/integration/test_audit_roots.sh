@@ -18,7 +18,6 @@ cat > "$POL/policy.json" <<'P'
  "tools": {"echo": {"backend": {"type": "builtin", "name": "echo"}, "rules": [{"effect": "allow"}]}}}
 P
 chmod -R a+rX "$POL"
-sidecar_pid() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["sidecar_pid"])' "$1/$2/state.json"; }
 
 for rt in $BACKENDS; do
   id=same-$rt
@@ -41,7 +40,7 @@ for rt in $BACKENDS; do
   tg start "$id"
   tg2 start "$id"
   for k in 1 2; do
-    for _ in $(seq 100); do grep -q calls-done "$TG_ROOT/$id.$k" && break; sleep 0.2; done
+    wait_for -i 0.2 20 grep -q calls-done "$TG_ROOT/$id.$k"
   done
   check "$rt: both containers made their calls" grep -q calls-done "$TG_ROOT/$id.1" "$TG_ROOT/$id.2"
   logs=$(ls "$TG_ROOT/audit" | grep -c "^$id[.@].*jsonl$")

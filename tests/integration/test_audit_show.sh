@@ -50,13 +50,7 @@ records() { wc -l < "$1" | tr -d ' '; }
 for rt in $BACKENDS; do
   id=forge-$rt
   make_bundle "$TG_ROOT/bundles/$id" sh /t/forge.sh
-  python3 - "$TG_ROOT/bundles/$id/config.json" "$POL" <<'PY'
-import json, sys
-path, src = sys.argv[1:]
-c = json.load(open(path))
-c["mounts"].append({"destination": "/t", "type": "bind", "source": src, "options": ["rbind", "ro"]})
-json.dump(c, open(path, "w"), indent=2)
-PY
+  add_ro_bind "$TG_ROOT/bundles/$id/config.json" /t "$POL"
   out=$(tg --runtime "$rt" run --policy "$POL/policy.json" -b "$TG_ROOT/bundles/$id" "$id" 2>&1)
   check_match "$rt: the forging requests were answered" "answered f1.*answered f2.*answered f3.*answered f4.*answered f5" "$(echo $out)"
   log=$TG_ROOT/audit/$id.jsonl
@@ -88,22 +82,10 @@ PY
   # --- a parked call whose arguments hold U+202E, shown to its approver ---
   id=bidi-$rt
   make_bundle "$TG_ROOT/bundles/$id" sh /t/bidi.sh
-  python3 - "$TG_ROOT/bundles/$id/config.json" "$POL" <<'PY'
-import json, sys
-path, src = sys.argv[1:]
-c = json.load(open(path))
-c["mounts"].append({"destination": "/t", "type": "bind", "source": src, "options": ["rbind", "ro"]})
-json.dump(c, open(path, "w"), indent=2)
-PY
+  add_ro_bind "$TG_ROOT/bundles/$id/config.json" /t "$POL"
   tg --runtime "$rt" run --policy "$POL/policy.json" -b "$TG_ROOT/bundles/$id" "$id" > "$TG_ROOT/$id.out" 2>&1 &
   runpid=$!
-  call=""
-  for _ in $(seq 1 600); do
-    call=$(tg pending "$id" --format json 2>/dev/null |
-           python3 -c 'import json,sys; p=json.load(sys.stdin); print(p[0]["call"] if p else "")' 2>/dev/null)
-    [ -n "$call" ] && break
-    sleep 0.05
-  done
+  call=$(wait_pending "$id")
   check "$rt: the payment is parked" test -n "$call"
   tg pending "$id" > "$TG_ROOT/$id.pending" 2>&1
   tg pending > "$TG_ROOT/$id.pending-all" 2>&1
@@ -113,7 +95,7 @@ PY
   check_eq "$rt: pending of every container prints none either" 0 "$(controls "$TG_ROOT/$id.pending-all")"
   check_eq "$rt: pending --format json prints none" 0 "$(controls "$TG_ROOT/$id.pending-json")"
   check_eq "$rt: ... and its JSON still decodes to the arguments the call holds" "refund $(printf '\342\200\256')00005 EUR" \
-    "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[0]["args"]["memo"])' "$TG_ROOT/$id.pending-json")"
+    "$(json_get 0.args.memo <"$TG_ROOT/$id.pending-json")"
   tg calls "$id" --format json > "$TG_ROOT/$id.calls-json" 2>&1
   check_eq "$rt: calls --format json prints no raw format character" 0 "$(controls "$TG_ROOT/$id.calls-json")"
   check "$rt: the person denies it" tg deny "$id" "$call" --reason "the memo hides an override"

@@ -10,21 +10,6 @@ source "$here/lib.sh"
 
 bridge_fixtures
 
-# py_bundle DIR ARGS...: the Python rootfs, with the test programs at /t.
-py_bundle() {
-  local dir=$1; shift
-  make_bundle "$dir" "$@"
-  python3 - "$dir/config.json" "$PY_ROOTFS" "$here/bridge" <<'PY'
-import json, sys
-path, rootfs, progs = sys.argv[1:]
-c = json.load(open(path))
-c["root"]["path"] = rootfs
-c["mounts"].append({"destination": "/t", "type": "bind", "source": progs,
-                    "options": ["rbind", "ro"]})
-json.dump(c, open(path, "w"), indent=2)
-PY
-}
-
 # audit_check FILE MIN_CALLS: the log verifies and holds at least that many
 # call records, and each record's tool/decision agrees with what was asked.
 audit_check() {
@@ -54,12 +39,7 @@ PY
 for rt in $BACKENDS; do
   # --- the C client on busybox ---
   make_bundle "$TG_ROOT/bundles/c-$rt" sh /t/client.sh
-  python3 - "$TG_ROOT/bundles/c-$rt/config.json" "$here/bridge" <<'PY'
-import json, sys
-c = json.load(open(sys.argv[1]))
-c["mounts"].append({"destination": "/t", "type": "bind", "source": sys.argv[2], "options": ["rbind", "ro"]})
-json.dump(c, open(sys.argv[1], "w"), indent=2)
-PY
+  add_ro_bind "$TG_ROOT/bundles/c-$rt/config.json" /t "$here/bridge"
   out=$(tg --runtime "$rt" run --policy "$POL/policy.json" -b "$TG_ROOT/bundles/c-$rt" "bc-$rt" 2>&1)
   echo "$out" | sed "s/^ok - /ok - $rt: /; s/^FAIL - /FAIL - $rt: /" | grep -E '^(ok|FAIL) - '
   check_match "$rt: C client finished" "c client done" "$out"

@@ -28,40 +28,14 @@ cat > "$POL/policy.json" <<'P'
 P
 chmod -R a+rX "$POL"
 
-# py_bundle DIR ARGS...: the Python rootfs, with the test programs at /t.
-py_bundle() {
-  local dir=$1; shift
-  make_bundle "$dir" "$@"
-  python3 - "$dir/config.json" "$PY_ROOTFS" "$here/bridge" <<'PY'
-import json, sys
-path, rootfs, progs = sys.argv[1:]
-c = json.load(open(path))
-c["root"]["path"] = rootfs
-c["mounts"].append({"destination": "/t", "type": "bind", "source": progs,
-                    "options": ["rbind", "ro"]})
-json.dump(c, open(path, "w"), indent=2)
-PY
-}
-json_get() { python3 -c 'import json,sys; v=json.load(sys.stdin)
-for k in sys.argv[1].split("."): v=v[k] if isinstance(v,dict) else v[int(k)]
-print(v if not isinstance(v,(dict,list)) else json.dumps(v))' "$1"; }
-state_of() { tg state "$1" 2>/dev/null | json_get "$2" 2>/dev/null; }
 tools_running() { [ "$(pgrep -fc "$POL/slow.py")" -ge "$1" ]; }
-status_is() { [ "$(state_of "$1" status)" = "$2" ]; }
 events() { python3 - "$1" "$2" <<'PY'
 import json, sys
 print(sum(1 for r in map(json.loads, open(sys.argv[1])) if r.get("event") == sys.argv[2]))
 PY
 }
-
-# wait_for SECONDS CMD...: poll CMD every 0.1 s until it succeeds.
-wait_for() {
-  local end=$((SECONDS + $1)); shift
-  until "$@"; do [ $SECONDS -ge $end ] && return 1; sleep 0.1; done
-}
 tool_running() { pgrep -f "$POL/slow.py" >/dev/null; }
 tool_gone() { ! tool_running; }
-pid_gone() { ! kill -0 "$1" 2>/dev/null; }
 no_mounts() { ! grep -q " $TG_ROOT/$1" /proc/self/mounts; }
 
 # callers_report OUT KILL_TIME N: checks every caller's line in OUT.

@@ -30,24 +30,11 @@ cat > "$POL/calls.json" <<'P'
 P
 chmod -R a+rX "$POL" "$BIN"
 
-sidecar_of() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["sidecar_pid"])' "$TG_ROOT/$1/state.json"; }
-is_stopped() { [ "$(tg state "$1" 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])' 2>/dev/null)" = stopped ]; }
-wait_for() {
-  local end=$((SECONDS + $1)); shift
-  until "$@"; do [ $SECONDS -ge $end ] && return 1; sleep 0.2; done
-}
-pid_gone() { ! kill -0 "$1" 2>/dev/null; }
 # flood_bundle DIR ARGS...: the busybox bundle with the flooder at /t.
 flood_bundle() {
   local dir=$1; shift
   make_bundle "$dir" "$@"
-  python3 - "$dir/config.json" "$BIN" <<'PY'
-import json, sys
-path, bindir = sys.argv[1:]
-c = json.load(open(path))
-c["mounts"].append({"destination": "/t", "type": "bind", "source": bindir, "options": ["rbind", "ro"]})
-json.dump(c, open(path, "w"), indent=2)
-PY
+  add_ro_bind "$dir/config.json" /t "$BIN"
 }
 # p50 of a `tollgate-flood calls` output line
 field() { sed -n "s/.*$1=\([0-9]*\).*/\1/p" <<<"$2" | head -1; }
@@ -118,8 +105,8 @@ for rt in $BACKENDS; do
     echo "# $rt: p50 call latency idle ${idle_p50} us, during the flood ${busy_p50} us: ratio $ratio (target 2x; reported, not asserted)"
   fi
 
-  check "$rt: the flooder ran to the end" wait_for $((FLOOD_SECONDS + 60)) grep -q "flood done" "$out"
-  check "$rt: its sidecar exited with the container" wait_for 30 pid_gone "$sc"
+  check "$rt: the flooder ran to the end" wait_for -i 0.2 $((FLOOD_SECONDS + 60)) grep -q "flood done" "$out"
+  check "$rt: its sidecar exited with the container" wait_for -i 0.2 30 pid_gone "$sc"
   wait "$poller" 2>/dev/null
   grep '^flooder' "$out" | sed "s/^/# $rt: /"
   peak=$(cat "$hwm_file" 2>/dev/null || echo 0)
@@ -128,7 +115,7 @@ for rt in $BACKENDS; do
   # The sidecar leaves as soon as the backend's init process exits; runsc
   # still calls the container running until that process is reaped (by
   # the host's pid 1, in its own time), and a plain delete needs stopped.
-  check "$rt: the flooded container is stopped" wait_for 30 is_stopped "$id"
+  check "$rt: the flooded container is stopped" wait_for -i 0.2 30 status_is "$id" stopped
   check "$rt: delete after the flood" tg delete "$id"
   log=$TG_ROOT/audit/$id.jsonl
   size=$(stat -c %s "$log")

@@ -18,15 +18,7 @@ for rt in $BACKENDS; do
   touch -a -d @0 "$SECRET"; touch -m -d @1000 "$SECRET"
   before=$(stat -c '%X %Y %s' "$SECRET")
   b=$TG_ROOT/bundles/hostile-$rt
-  make_bundle "$b" python3 /t/hostile.py "$SECRET"
-  python3 - "$b/config.json" "$PY_ROOTFS" "$here/bridge" <<'PY'
-import json, sys
-path, rootfs, progs = sys.argv[1:]
-c = json.load(open(path))
-c["root"]["path"] = rootfs
-c["mounts"].append({"destination": "/t", "type": "bind", "source": progs, "options": ["rbind", "ro"]})
-json.dump(c, open(path, "w"), indent=2)
-PY
+  py_bundle "$b" python3 /t/hostile.py "$SECRET"
   out=$(tg --runtime "$rt" run --policy "$POL/policy.json" -b "$b" "hostile-$rt" 2>&1)
   rc=$?
   echo "$out" | sed "s/^ok - /ok - $rt: /; s/^FAIL - /FAIL - $rt: /" | grep -E '^(ok|FAIL) - '

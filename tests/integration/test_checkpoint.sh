@@ -35,7 +35,7 @@ for b in ${SKIP_DIRECT:+none} $BACKENDS; do [ "$b" = none ] && break
   fi
   rm -rf "$TG_ROOT/img"
   tg run -d --bundle "$B" --policy "$POLICY" ck1 </dev/null >/dev/null 2>&1
-  check_eq "$b: running" running "$(tg state ck1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])')"
+  check_eq "$b: running" running "$(tg state ck1 | json_get status)"
   out=$(call ck1 A-1001); check_match "$b: governed call before checkpoint" 'A-1001' "$out"
   sleep 2
   check "$b: tollgate checkpoint" tg checkpoint --image-path "$TG_ROOT/img" ck1
@@ -70,7 +70,7 @@ for b in ${SKIP_DIRECT:+none} $BACKENDS; do [ "$b" = none ] && break
   rm -rf "$TG_ROOT/img-t"
   check_fails "$b: nothing is left of the refused restores" tg state ck1
   check "$b: tollgate restore" tg restore --image-path "$TG_ROOT/img" --detach --bundle "$B" --policy "$POLICY" ck1
-  check_eq "$b: restored container runs" running "$(tg state ck1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])')"
+  check_eq "$b: restored container runs" running "$(tg state ck1 | json_get status)"
   n=$(tg exec ck1 cat /tmp/n 2>&1)
   check_match "$b: the process carried on from its saved counter" '^[0-9]+$' "$n"
   check_eq "$b: the restored config is hardened as create hardens it" "$before" "$(sha256sum < "$B/config.json")"

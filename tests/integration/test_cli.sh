@@ -8,10 +8,6 @@ source "$here/lib.sh"
 work=$TG_ROOT/work
 mkdir -p "$work"
 
-json_get() { python3 -c 'import json,sys; v=json.load(sys.stdin)
-for k in sys.argv[1].split("."): v=v[k] if isinstance(v,dict) else v[int(k)]
-print(v if not isinstance(v,(dict,list)) else json.dumps(v))' "$1"; }
-
 # Wait (bounded) until the container reaches a status; prints the last one.
 wait_status() {
   local id=$1 want=$2 s="" i
@@ -117,9 +113,7 @@ PY
   check "$rt: delete" tg delete "$id"
   check_fails "$rt: state dir gone" test -e "$TG_ROOT/$id"
   check_fails "$rt: no bridge mount left" grep -q " $TG_ROOT/$id/" /proc/self/mounts
-  gone=no
-  for i in $(seq 1 50); do kill -0 "$sidecar" 2>/dev/null || { gone=yes; break; }; sleep 0.1; done
-  check_eq "$rt: the sidecar has stopped" yes "$gone"
+  check "$rt: the sidecar has stopped" wait_for 5 pid_gone "$sidecar"
   check "$rt: delete keeps the effective config and the original" \
     cmp -s "$b/config.json.orig" "$work/original-$rt.json"
   err=$(tg delete "$id" 2>&1)
@@ -145,7 +139,7 @@ for rt in $BACKENDS; do
   reader=$!
   wait_status "$id" created >/dev/null
   tg start "$id"
-  for i in $(seq 1 100); do kill -0 "$reader" 2>/dev/null || break; sleep 0.1; done
+  wait_for 10 pid_gone "$reader"
   check_fails "$rt: the caller's stdout reaches EOF when the container exits" kill -0 "$reader"
   check_eq "$rt: the container's output came through create's stdout" "through the pipe" \
     "$(cat "$work/stdio-$rt.out")"
@@ -172,11 +166,7 @@ for rt in $BACKENDS; do
   # --- the console socket's fd reaches the caller before create returns --
   b=$work/tty-$rt id=tty-$rt
   make_bundle "$b" sleep 60
-  python3 - "$b/config.json" <<'PY'
-import json, sys
-c = json.load(open(sys.argv[1])); c["process"]["terminal"] = True
-json.dump(c, open(sys.argv[1], "w"))
-PY
+  edit_json "$b/config.json" 'c["process"]["terminal"] = True'
   sock=$work/console-$rt.sock
   # The listener holds the pty master until told to let go: runsc's
   # sandbox fails to start if the console's other end is closed under it.
@@ -193,7 +183,7 @@ for _ in range(300):
     time.sleep(0.1)
 PY
   listener=$!
-  for i in $(seq 1 50); do [ -S "$sock" ] && break; sleep 0.1; done
+  wait_for 5 test -S "$sock"
   tg --runtime "$rt" create --bundle "$b" --console-socket "$sock" "$id" </dev/null >/dev/null 2>"$work/tty-$rt.err"
   check_eq "$rt: create with --console-socket" "0:" "$?:$(cat "$work/tty-$rt.err")"
   check_eq "$rt: the pty master fd was received before create returned" 1 \
@@ -220,11 +210,7 @@ done
 # --- run gives a terminal container a console of its own (runc needs a
 # console socket for a detached create; runsc run makes its own) ---------
 make_bundle "$work/term" sh -c 'tty; exit 4'
-python3 - "$work/term/config.json" <<'PY'
-import json, sys
-c = json.load(open(sys.argv[1])); c["process"]["terminal"] = True
-json.dump(c, open(sys.argv[1], "w"))
-PY
+edit_json "$work/term/config.json" 'c["process"]["terminal"] = True'
 out=$(tg --runtime runc run --bundle "$work/term" term </dev/null 2>&1)
 rc=$?
 check_match "runc: run with a terminal relays the pty" '^/dev/pts/[0-9]+' "$out"

@@ -45,11 +45,7 @@ check "half-written effective config: the original is untouched" \
   python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$work/halfwritten/config.json.orig"
 check_fails "half-written effective config: no state left" test -e "$TG_ROOT/e1"
 make_bundle "$work/norootfs"
-python3 - "$work/norootfs/config.json" <<'PY'
-import json, sys
-c = json.load(open(sys.argv[1])); c["root"]["path"] = "/nonexistent/rootfs"
-json.dump(c, open(sys.argv[1], "w"))
-PY
+edit_json "$work/norootfs/config.json" 'c["root"]["path"] = "/nonexistent/rootfs"'
 cp "$work/norootfs/config.json" "$work/norootfs.before"
 expect_error "missing rootfs" 'root.path /nonexistent/rootfs is not a usable directory \(build the rootfs' \
   tg create --bundle "$work/norootfs" e1
@@ -125,7 +121,7 @@ done
 tg create --bundle "$work/good" dup </dev/null >/dev/null 2>&1
 expect_error "duplicate id" 'container with id exists: dup' tg create --bundle "$work/good" dup
 check_eq "duplicate id: the first is intact" created \
-  "$(tg state dup | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])')"
+  "$(tg state dup | json_get status)"
 check "duplicate id: delete" tg delete dup
 
 # help, version and features: no backend needed.
@@ -153,7 +149,7 @@ for i in 1 2 3; do
   wait "$creator"
   if tg state race >/dev/null 2>&1; then
     check_eq "race $i: a whole container" created \
-      "$(tg state race | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])')"
+      "$(tg state race | json_get status)"
     tg delete --force race
   else
     check_fails "race $i: no container and no state directory" test -e "$TG_ROOT/race"

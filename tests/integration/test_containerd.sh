@@ -38,8 +38,6 @@ PY
 # The id pool's claims live in this test's own directory, so they can be
 # counted (test_userns.sh does the same).
 IDS=$TG_ROOT/ids
-claims() { ls "$IDS" 2>/dev/null | grep -cE '^[0-9]+$'; }
-host_uid() { awk '/^Uid:/ {print $2}' "/proc/$1/status" 2>/dev/null; }
 task_pid() { ctr task ls | awk -v id="$1" '$1 == id {print $2}'; }
 POOL_FIRST=$((1 << 28))
 POOL_END=$((POOL_FIRST + 65536 * 4096))
@@ -57,20 +55,19 @@ for backend in runsc runc; do
 
   # 2. The hardening probe: confined as the hardening work documents.
   probe=$(ctr_tg --rm localhost/tollgate/probe:test "$b-probe" 2>&1)
-  field() { python3 -c 'import json,sys; v=json.loads(sys.argv[1])[sys.argv[2]]; print(json.dumps(v) if not isinstance(v,str) else v)' "$probe" "$1" 2>&1; }
-  check_eq "$b: probe: no effective capabilities" 0000000000000000 "$(field cap_eff)"
-  check_eq "$b: probe: no permitted capabilities" 0000000000000000 "$(field cap_prm)"
-  check_eq "$b: probe: empty bounding set" 0000000000000000 "$(field cap_bnd)"
-  check_eq "$b: probe: uid 65534" 65534 "$(field uid)"
-  check_eq "$b: probe: gid 65534" 65534 "$(field gid)"
-  check_eq "$b: probe: seccomp filter on" 2 "$(field seccomp)"
+  check_eq "$b: probe: no effective capabilities" 0000000000000000 "$(json_get cap_eff <<<"$probe" 2>&1)"
+  check_eq "$b: probe: no permitted capabilities" 0000000000000000 "$(json_get cap_prm <<<"$probe" 2>&1)"
+  check_eq "$b: probe: empty bounding set" 0000000000000000 "$(json_get cap_bnd <<<"$probe" 2>&1)"
+  check_eq "$b: probe: uid 65534" 65534 "$(json_get uid <<<"$probe" 2>&1)"
+  check_eq "$b: probe: gid 65534" 65534 "$(json_get gid <<<"$probe" 2>&1)"
+  check_eq "$b: probe: seccomp filter on" 2 "$(json_get seccomp <<<"$probe" 2>&1)"
   # gVisor's /proc/self/status has no NoNewPrivs line; runc's kernel does.
   if [ "$b" = runc ]; then
-    check_eq "$b: probe: NoNewPrivs" 1 "$(field no_new_privs)"
+    check_eq "$b: probe: NoNewPrivs" 1 "$(json_get no_new_privs <<<"$probe" 2>&1)"
   fi
-  check_match "$b: probe: root filesystem not writable" '^(EROFS|EACCES)$' "$(field write_root)"
-  check_eq "$b: probe: only loopback" '["lo"]' "$(field interfaces)"
-  check_eq "$b: probe: mount refused" EPERM "$(field mount)"
+  check_match "$b: probe: root filesystem not writable" '^(EROFS|EACCES)$' "$(json_get write_root <<<"$probe" 2>&1)"
+  check_eq "$b: probe: only loopback" '["lo"]' "$(json_get interfaces <<<"$probe" 2>&1)"
+  check_eq "$b: probe: mount refused" EPERM "$(json_get mount <<<"$probe" 2>&1)"
 
   # 3. exec into a running container; then kill, delete, container delete.
   # A pid 1 without a handler ignores SIGTERM (runc): trap it, so the test

@@ -56,9 +56,6 @@ for name, text in cm["data"].items():
 PY
 K8S_ROOT=$TG_CTR_ROOT/k8s.io
 tgk() { "$TG" --root "$K8S_ROOT" --config "$TG_CONFIG" "$@"; }
-jget() { python3 -c 'import json,sys; d=json.loads(sys.argv[1])
-for k in sys.argv[2:]: d=d[k]
-print(d)' "$@" 2>/dev/null; }
 ann() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["annotations"].get(sys.argv[2], "<none>"))' "$@" 2>&1; }
 # What tollgate recorded about a container's place in its pod: state.json,
 # never the config (whose annotations reach hooks).
@@ -69,8 +66,6 @@ check_match "CRI plugin answers" '"runtime_api_version": "v1"' "$(cri Version '{
 
 # The id pool's claims in this test's own directory, to count them.
 IDS=$TG_ROOT/ids
-claims() { ls "$IDS" 2>/dev/null | grep -cE '^[0-9]+$'; }
-host_uid() { awk '/^Uid:/ {print $2}' "/proc/$1/status" 2>/dev/null; }
 for backend in runsc runc; do
   write_config "runtime=\"$backend\"" id_range_dir="\"$IDS\""
   b=$backend
@@ -81,7 +76,7 @@ for backend in runsc runc; do
   mkdir -p "$CTRD_DIR/pods/$b"
 
   out=$(cri RunPodSandbox '{"config": '"$pod_config"', "runtime_handler": "tollgate"}' 2>&1)
-  pod=$(jget "$out" pod_sandbox_id); [ -n "$pod" ] || echo "RunPodSandbox: $out"
+  pod=$(json_get pod_sandbox_id <<<"$out"); [ -n "$pod" ] || echo "RunPodSandbox: $out"
   check_match "$b: RunPodSandbox with handler tollgate" '^[0-9a-f]{64}$' "$pod"
   check_eq "$b: the pause container runs under tollgate" "$pod" "$(tgk list -q 2>&1)"
   eff=$CTRD_DIR/state/io.containerd.runtime.v2.task/k8s.io/$pod/config.json
@@ -92,14 +87,14 @@ for backend in runsc runc; do
   want_type="<none>"; [ "$b" = runsc ] && want_type=sandbox
   check_eq "$b: pause: CRI container type for the backend" "$want_type" "$(ann "$eff" io.kubernetes.cri.container-type)"
   check_eq "$b: pause: hardened (uid 65534)" 65534 \
-    "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["process"]["user"]["uid"])' "$eff" 2>&1)"
+    "$(json_get process.user.uid <"$eff" 2>&1)"
 
   ctr_config='{"metadata": {"name": "agent"}, "image": {"image": "localhost/tollgate/busybox:test"},
     "command": ["sh", "-c", "/run/tollgate/tollgate-call lookup_order \"{\\\"order_id\\\": \\\"K-8\\\"}\"; echo status=$?; sleep 300"],
     "log_path": "agent.log",
     "linux": {"security_context": {"namespace_options": {"network": "NODE", "pid": "CONTAINER", "ipc": "POD"}}}}'
   out=$(cri CreateContainer '{"pod_sandbox_id": "'$pod'", "config": '"$ctr_config"', "sandbox_config": '"$pod_config"'}' 2>&1)
-  ctr_id=$(jget "$out" container_id)
+  ctr_id=$(json_get container_id <<<"$out")
   check_match "$b: CreateContainer in the pod" '^[0-9a-f]{64}$' "$ctr_id"
   check "$b: StartContainer" cri StartContainer '{"container_id": "'$ctr_id'"}'
   eff=$CTRD_DIR/state/io.containerd.runtime.v2.task/k8s.io/$ctr_id/config.json
@@ -110,28 +105,28 @@ for backend in runsc runc; do
   check_eq "$b: app: no tollgate annotation in its config but the pod's policy" "" "$(no_tg_ann "$eff")"
   if [ "$b" = runsc ]; then
     # The app joins the pause container's sandbox by the id runsc knows it by.
-    pause_bid=$(tgk state "$pod" | python3 -c 'import json,sys; print(json.load(sys.stdin)["tollgate"]["backend_id"])')
+    pause_bid=$(tgk state "$pod" | json_get tollgate.backend_id)
     check_eq "$b: app: joins the verified pause container's sandbox" "container/$pause_bid" \
       "$(ann "$eff" io.kubernetes.cri.container-type)/$(ann "$eff" io.kubernetes.cri.sandbox-id)"
     check_eq "$b: one runsc sandbox for the pod: runsc knows two containers" 2 \
       "$(runsc --root "$K8S_ROOT/backend/runsc" list --quiet 2>/dev/null | wc -l)"
     check_eq "$b: ... with one sandbox process" 1 \
-      "$(for r in $(runsc --root "$K8S_ROOT/backend/runsc" list --quiet 2>/dev/null); do runsc --root "$K8S_ROOT/backend/runsc" state "$r" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])'; done | sort -u | wc -l)"
+      "$(for r in $(runsc --root "$K8S_ROOT/backend/runsc" list --quiet 2>/dev/null); do runsc --root "$K8S_ROOT/backend/runsc" state "$r" | json_get pid; done | sort -u | wc -l)"
   else
     check_eq "$b: app: nothing tells the backend to join the pause sandbox" "<none>/<none>" \
       "$(ann "$eff" io.kubernetes.cri.container-type)/$(ann "$eff" io.kubernetes.cri.sandbox-id)"
   fi
   # Two init processes as containerd sees them: under runsc the app's is
   # its waiter (shim/lifecycle/waiter.h), never the pod's sandbox process.
-  pids=$(for id in "$pod" "$ctr_id"; do tgk state "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])'; done | sort -u | wc -l)
+  pids=$(for id in "$pod" "$ctr_id"; do tgk state "$id" | json_get pid; done | sort -u | wc -l)
   check_eq "$b: pause and app have separate init processes" 2 "$pids"
 
-  for _ in $(seq 300); do grep -q 'status=' "$CTRD_DIR/pods/$b/agent.log" 2>/dev/null && break; sleep 0.1; done
+  wait_for 30 grep -qs 'status=' "$CTRD_DIR/pods/$b/agent.log"
   log=$(cat "$CTRD_DIR/pods/$b/agent.log" 2>&1)
   check_match "$b: governed call from the pod returns the result" 'K-8' "$log"
   check_match "$b: governed call exits 0" 'status=0' "$log"
   out=$(cri ExecSync '{"container_id": "'$ctr_id'", "cmd": ["id", "-u"], "timeout": 30}' 2>&1)
-  check_eq "$b: ExecSync runs as the hardened user" "NjU1MzQK" "$(jget "$out" stdout)"  # base64 "65534\n"
+  check_eq "$b: ExecSync runs as the hardened user" "NjU1MzQK" "$(json_get stdout <<<"$out")"  # base64 "65534\n"
 
   # A second app container: the hardening probe, with the capabilities
   # the CRI gives every container by default; tollgate must drop them.
@@ -139,22 +134,21 @@ for backend in runsc runc; do
     "command": ["/usr/bin/tollgate-probe"], "log_path": "probe.log",
     "linux": {"security_context": {"namespace_options": {"network": "NODE", "pid": "CONTAINER", "ipc": "POD"}}}}'
   out=$(cri CreateContainer '{"pod_sandbox_id": "'$pod'", "config": '"$probe_config"', "sandbox_config": '"$pod_config"'}' 2>&1)
-  probe_id=$(jget "$out" container_id)
+  probe_id=$(json_get container_id <<<"$out")
   check "$b: probe: second app container starts" cri StartContainer '{"container_id": "'$probe_id'"}'
   for _ in $(seq 200); do
     st=$(cri ContainerStatus '{"container_id": "'$probe_id'"}' 2>/dev/null)
-    [ "$(jget "$st" status state)" = CONTAINER_EXITED ] && break
+    [ "$(json_get status state <<<"$st" 2>/dev/null)" = CONTAINER_EXITED ] && break
     sleep 0.1
   done
-  check_eq "$b: probe: exits 0" 0 "$(jget "$st" status exit_code)"
+  check_eq "$b: probe: exits 0" 0 "$(json_get status exit_code <<<"$st")"
   # CRI log lines are "<time> stdout F <text>": keep the text, parse the JSON.
   probe=$(sed -n 's/^[^ ]* std[a-z]* [FP] //p' "$CTRD_DIR/pods/$b/probe.log" 2>/dev/null)
-  pfield() { python3 -c 'import json,sys; v=json.loads(sys.argv[1])[sys.argv[2]]; print(json.dumps(v) if not isinstance(v,str) else v)' "$probe" "$1" 2>&1; }
-  check_eq "$b: probe: CRI's default capabilities dropped (effective)" 0000000000000000 "$(pfield cap_eff)"
-  check_eq "$b: probe: CRI's default capabilities dropped (bounding)" 0000000000000000 "$(pfield cap_bnd)"
-  check_eq "$b: probe: uid 65534" 65534 "$(pfield uid)"
-  check_eq "$b: probe: seccomp filter on" 2 "$(pfield seccomp)"
-  check_eq "$b: probe: only loopback, though the pod asked for the node's network" '["lo"]' "$(pfield interfaces)"
+  check_eq "$b: probe: CRI's default capabilities dropped (effective)" 0000000000000000 "$(json_get cap_eff <<<"$probe" 2>&1)"
+  check_eq "$b: probe: CRI's default capabilities dropped (bounding)" 0000000000000000 "$(json_get cap_bnd <<<"$probe" 2>&1)"
+  check_eq "$b: probe: uid 65534" 65534 "$(json_get uid <<<"$probe" 2>&1)"
+  check_eq "$b: probe: seccomp filter on" 2 "$(json_get seccomp <<<"$probe" 2>&1)"
+  check_eq "$b: probe: only loopback, though the pod asked for the node's network" '["lo"]' "$(json_get interfaces <<<"$probe" 2>&1)"
   check "$b: probe: RemoveContainer" cri RemoveContainer '{"container_id": "'$probe_id'"}'
 
   # --- the pod's loopback: a server and a client container of one pod ------
@@ -169,16 +163,16 @@ for backend in runsc runc; do
     "command": ["sh", "-c", "r=; for i in $(seq 40); do r=$(nc 127.0.0.1 8080 </dev/null 2>/dev/null); [ -n \"$r\" ] && break; sleep 0.25; done; echo got=${r:-nothing}; sleep 300"],
     "log_path": "cli.log",
     "linux": {"security_context": {"namespace_options": {"network": "NODE", "pid": "CONTAINER", "ipc": "POD"}}}}'
-  srv_id=$(jget "$(cri CreateContainer '{"pod_sandbox_id": "'$pod'", "config": '"$srv_config"', "sandbox_config": '"$pod_config"'}' 2>&1)" container_id)
+  srv_id=$(json_get container_id <<<"$(cri CreateContainer '{"pod_sandbox_id": "'$pod'", "config": '"$srv_config"', "sandbox_config": '"$pod_config"'}' 2>&1)")
   check "$b: loopback: server container starts" cri StartContainer '{"container_id": "'$srv_id'"}'
-  cli_id=$(jget "$(cri CreateContainer '{"pod_sandbox_id": "'$pod'", "config": '"$cli_config"', "sandbox_config": '"$pod_config"'}' 2>&1)" container_id)
+  cli_id=$(json_get container_id <<<"$(cri CreateContainer '{"pod_sandbox_id": "'$pod'", "config": '"$cli_config"', "sandbox_config": '"$pod_config"'}' 2>&1)")
   check "$b: loopback: client container starts" cri StartContainer '{"container_id": "'$cli_id'"}'
-  for _ in $(seq 300); do grep -q 'got=' "$CTRD_DIR/pods/$b/cli.log" 2>/dev/null && break; sleep 0.1; done
+  wait_for 30 grep -qs 'got=' "$CTRD_DIR/pods/$b/cli.log"
   got=$(sed -n 's/^.*got=//p' "$CTRD_DIR/pods/$b/cli.log" 2>/dev/null)
   check_eq "$b: loopback: two containers of one pod talk over 127.0.0.1" pong-from-srv "$got"
   if [ "$b" = runc ]; then
-    srv_pid=$(tgk state "$srv_id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
-    pause_pid=$(tgk state "$pod" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
+    srv_pid=$(tgk state "$srv_id" | json_get pid)
+    pause_pid=$(tgk state "$pod" | json_get pid)
     check_eq "$b: loopback: the server is in the pause container's network namespace" \
       "$(readlink /proc/$pause_pid/ns/net)" "$(readlink /proc/$srv_pid/ns/net)"
     check_fails "$b: loopback: ... which is not the host's" test "$(readlink /proc/$srv_pid/ns/net)" = "$(readlink /proc/self/ns/net)"
@@ -223,7 +217,7 @@ for backend in runsc runc; do
   sp_config='{"metadata": {"name": "shared-'$b'", "uid": "shared-'$b'", "namespace": "default"},
     "log_directory": "'$CTRD_DIR'/pods/shared-'$b'",
     "linux": {"security_context": {"namespace_options": {"network": "NODE", "pid": "POD", "ipc": "POD"}}}}'
-  spod=$(jget "$(cri RunPodSandbox '{"config": '"$sp_config"', "runtime_handler": "tollgate"}' 2>&1)" pod_sandbox_id)
+  spod=$(json_get pod_sandbox_id <<<"$(cri RunPodSandbox '{"config": '"$sp_config"', "runtime_handler": "tollgate"}' 2>&1)")
   check_match "$b: shared pid: the pod starts" '^[0-9a-f]{64}$' "$spod"
   one='{"metadata": {"name": "one"}, "image": {"image": "localhost/tollgate/busybox:test"},
     "command": ["sh", "-c", "exec sleep 301"], "log_path": "one.log",
@@ -232,13 +226,13 @@ for backend in runsc runc; do
     "command": ["sh", "-c", "for i in $(seq 40); do ps -o args | grep -q \"^sleep 301\" && break; sleep 0.25; done; ps -o args | sed \"s/^/ps: /\"; exec sleep 302"], "log_path": "two.log",
     "linux": {"security_context": {"namespace_options": {"network": "NODE", "pid": "POD", "ipc": "POD"}}}}'
   out=$(cri CreateContainer '{"pod_sandbox_id": "'$spod'", "config": '"$one"', "sandbox_config": '"$sp_config"'}' 2>&1)
-  one_id=$(jget "$out" container_id)
+  one_id=$(json_get container_id <<<"$out")
   check_match "$b: shared pid: first container is created (not refused)" '^[0-9a-f]{64}$' "$one_id"
   [ -n "$one_id" ] || echo "# $out"
   check "$b: shared pid: first container starts" cri StartContainer '{"container_id": "'$one_id'"}'
-  two_id=$(jget "$(cri CreateContainer '{"pod_sandbox_id": "'$spod'", "config": '"$two"', "sandbox_config": '"$sp_config"'}' 2>&1)" container_id)
+  two_id=$(json_get container_id <<<"$(cri CreateContainer '{"pod_sandbox_id": "'$spod'", "config": '"$two"', "sandbox_config": '"$sp_config"'}' 2>&1)")
   check "$b: shared pid: second container starts" cri StartContainer '{"container_id": "'$two_id'"}'
-  for _ in $(seq 300); do grep -q 'ps: .*sleep 302\|ps: ps -o' "$CTRD_DIR/pods/shared-$b/two.log" 2>/dev/null && break; sleep 0.1; done
+  wait_for 30 grep -qs 'ps: .*sleep 302\|ps: ps -o' "$CTRD_DIR/pods/shared-$b/two.log"
   sleep 0.5
   seen=$(sed -n 's/^.* ps: //p' "$CTRD_DIR/pods/shared-$b/two.log" 2>/dev/null)
   check_match "$b: shared pid: the second container sees the first's process" '(^|'$'\n'')sleep 301' "$seen"
@@ -260,7 +254,7 @@ for backend in runsc runc; do
   cp_config='{"metadata": {"name": "cni-'$b'", "uid": "cni-'$b'", "namespace": "default"},
     "log_directory": "'$CTRD_DIR'/pods/cni-'$b'", "linux": {"security_context": {'"$cni_ns"'}}}'
   out=$(cri RunPodSandbox '{"config": '"$cp_config"', "runtime_handler": "tollgate"}' 2>&1)
-  cpod=$(jget "$out" pod_sandbox_id)
+  cpod=$(json_get pod_sandbox_id <<<"$out")
   check_match "$b: CNI pod: the pod starts" '^[0-9a-f]{64}$' "$cpod"
   [ -n "$cpod" ] || echo "# $out"
   check_match "$b: CNI pod: containerd gave it an address on the bridge network" '"ip": "198\.18\.0\.[0-9]+"' \
@@ -276,13 +270,13 @@ for backend in runsc runc; do
     "command": ["sh", "-c", "r=; for i in $(seq 40); do r=$(nc 127.0.0.1 8080 </dev/null 2>/dev/null); [ -n \"$r\" ] && break; sleep 0.25; done; echo got=${r:-nothing}; ps -o args | sed \"s/^/ps: /\"; sleep 300"],
     "log_path": "cli.log", "linux": {"security_context": {'"$cni_ns"'}}}'
   out=$(cri CreateContainer '{"pod_sandbox_id": "'$cpod'", "config": '"$csrv"', "sandbox_config": '"$cp_config"'}' 2>&1)
-  csrv_id=$(jget "$out" container_id)
+  csrv_id=$(json_get container_id <<<"$out")
   check_match "$b: CNI pod: the server container is created (its join proven)" '^[0-9a-f]{64}$' "$csrv_id"
   [ -n "$csrv_id" ] || echo "# $out"
   check "$b: CNI pod: server starts" cri StartContainer '{"container_id": "'$csrv_id'"}'
-  ccli_id=$(jget "$(cri CreateContainer '{"pod_sandbox_id": "'$cpod'", "config": '"$ccli"', "sandbox_config": '"$cp_config"'}' 2>&1)" container_id)
+  ccli_id=$(json_get container_id <<<"$(cri CreateContainer '{"pod_sandbox_id": "'$cpod'", "config": '"$ccli"', "sandbox_config": '"$cp_config"'}' 2>&1)")
   check "$b: CNI pod: client starts" cri StartContainer '{"container_id": "'$ccli_id'"}'
-  for _ in $(seq 300); do grep -q 'ps: ' "$CTRD_DIR/pods/cni-$b/cli.log" 2>/dev/null && break; sleep 0.1; done
+  wait_for 30 grep -qs 'ps: ' "$CTRD_DIR/pods/cni-$b/cli.log"
   sleep 0.3
   # "<time> stdout F got=...": the client's own line, not ps showing its command
   got=$(sed -n 's/^[^ ]* std[a-z]* [FP] got=//p' "$CTRD_DIR/pods/cni-$b/cli.log" 2>/dev/null)
@@ -292,8 +286,8 @@ for backend in runsc runc; do
   check_eq "$b: CNI pod: the member's join is proven by the same containerd shim" "$cpod/the same containerd shim" \
     "$(python3 -c 'import json,sys; j=json.load(open(sys.argv[1]+"/state.json")).get("join") or {}; print("%s/%s" % (j.get("owner"), j.get("proof")))' "$K8S_ROOT/$csrv_id" 2>&1)"
   if [ "$b" = runc ]; then
-    cpause_pid=$(tgk state "$cpod" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
-    csrv_pid=$(tgk state "$csrv_id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
+    cpause_pid=$(tgk state "$cpod" | json_get pid)
+    csrv_pid=$(tgk state "$csrv_id" | json_get pid)
     check_fails "$b: CNI pod: the pause has a user namespace of its own, not the host's" \
       test "$(readlink /proc/$cpause_pid/ns/user)" = "$(readlink /proc/self/ns/user)"
     check_eq "$b: CNI pod: ... with host ids of the pool, not 65534" yes \
@@ -343,17 +337,17 @@ check_eq "example pod selects the tollgate RuntimeClass" tollgate \
   "$(python3 -c 'import yaml,sys; print(yaml.safe_load(open(sys.argv[1]))["spec"]["runtimeClassName"])' "$TOP/bundles/kubernetes/pod-example.yaml")"
 mkdir -p "$CTRD_DIR/pods/example"
 out=$(cri RunPodSandbox '{"config": '"$ex_pod"', "runtime_handler": "tollgate"}' 2>&1)
-pod=$(jget "$out" pod_sandbox_id)
+pod=$(json_get pod_sandbox_id <<<"$out")
 out=$(cri CreateContainer '{"pod_sandbox_id": "'$pod'", "config": '"$ex_ctr"', "sandbox_config": '"$ex_pod"'}' 2>&1)
-ctr_id=$(jget "$out" container_id)
+ctr_id=$(json_get container_id <<<"$out")
 check "example pod: starts" cri StartContainer '{"container_id": "'$ctr_id'"}'
 # Bounded waits only (no timing is asserted): generous for a loaded machine.
 for _ in $(seq 200); do
   st=$(cri ContainerStatus '{"container_id": "'$ctr_id'"}' 2>/dev/null)
-  [ "$(jget "$st" status state)" = CONTAINER_EXITED ] && break
+  [ "$(json_get status state <<<"$st" 2>/dev/null)" = CONTAINER_EXITED ] && break
   sleep 0.1
 done
-check_eq "example pod: the agent exits 0" 0 "$(jget "$st" status exit_code)"
+check_eq "example pod: the agent exits 0" 0 "$(json_get status exit_code <<<"$st")"
 check_match "example pod: the tool's answer is in the pod log" 'A-1001' "$(cat "$CTRD_DIR/pods/example/agent.log" 2>&1)"
 cri RemoveContainer '{"container_id": "'$ctr_id'"}' >/dev/null
 cri StopPodSandbox '{"pod_sandbox_id": "'$pod'"}' >/dev/null
@@ -388,7 +382,7 @@ out=$(cri RunPodSandbox '{"config": {"metadata": {"name": "rightns", "uid": "rig
   "annotations": {"dev.tollgate.policy": "orders"},
   "linux": {"security_context": {"namespace_options": {"network": "NODE", "pid": "CONTAINER", "ipc": "POD"}}}},
   "runtime_handler": "tollgate"}' 2>&1)
-pod=$(jget "$out" pod_sandbox_id)
+pod=$(json_get pod_sandbox_id <<<"$out")
 check_match "binding: a pod in namespace b may select it" '^[0-9a-f]{64}$' "$pod"
 if [ -n "$pod" ]; then
   cri StopPodSandbox '{"pod_sandbox_id": "'$pod'"}' >/dev/null

@@ -40,19 +40,6 @@ run_box() {
   tg --runtime "$rt" run --policy "$POL/$pol.json" -b "$TG_ROOT/bundles/$id" "$id" 2>&1
 }
 
-# wait_pending ID: print the first pending call id of container ID once
-# there is one (polls; gives up when the container is gone).
-wait_pending() {
-  local id=$1 call=""
-  for _ in $(seq 1 600); do
-    call=$(tg pending "$id" --format json 2>/dev/null |
-           python3 -c 'import json,sys; p=json.load(sys.stdin); print(p[0]["call"] if p else "")' 2>/dev/null)
-    [ -n "$call" ] && break
-    sleep 0.05
-  done
-  echo "$call"
-}
-
 policy person '{"timeout": 120}' '{"max_tool_calls": 20}'
 policy hook "{\"hook\": \"$POL/hook.py\", \"timeout\": 30}" '{"max_tool_calls": 20}'
 policy short '{"timeout": 1}' '{"max_tool_calls": 20}'
@@ -154,7 +141,7 @@ P
 python3 "$POL/socket_tool_server.py" "$TG_ROOT/agent.sock" > "$TG_ROOT/sock.out" 2>&1 &
 sockpid=$!
 on_exit "kill $sockpid"
-for _ in $(seq 1 100); do grep -q ready "$TG_ROOT/sock.out" 2>/dev/null && break; sleep 0.05; done
+wait_for -i 0.05 5 grep -qs ready "$TG_ROOT/sock.out"
 cat > "$POL/sock.json" <<P
 {"version": 1, "tools": {
    "greet": {"backend": {"type": "socket", "path": "$TG_ROOT/agent.sock"}, "rules": [{"effect": "allow"}]},

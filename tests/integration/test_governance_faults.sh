@@ -26,8 +26,6 @@ cat > "$POL/p.json" <<P
  "budgets": {"max_tool_calls": 200}}
 P
 
-state_field() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
-
 for rt in $BACKENDS; do
   # --- kill -9 of the sidecar right after the intent record ---
   id=kill-$rt
@@ -38,8 +36,8 @@ for rt in $BACKENDS; do
   if tg --runtime "$rt" create --policy "$POL/p.json" -b "$TG_ROOT/bundles/$id" "$id" >"$out" 2>&1; then
     on_exit "tg delete --force $id"
     tg start "$id"
-    for _ in $(seq 1 600); do grep -q '"event":"intent"' "$log" 2>/dev/null && break; sleep 0.05; done
-    sidecar=$(state_field "$TG_ROOT/$id/state.json" sidecar_pid)
+    wait_for -i 0.05 30 grep -qs '"event":"intent"' "$log"
+    sidecar=$(sidecar_of "$id")
     check "$rt: the intent record is on disk before the tool finishes" grep -q '"event":"intent"' "$log"
     who=$(cat "$TG_ROOT/out/who" 2>/dev/null)
     check_match "$rt: sidecar exec tools run as the tools' uid/gid 65533 without groups" "uid=65533 gid=65533 groups=65533" "$who"
@@ -48,18 +46,18 @@ for rt in $BACKENDS; do
     check_match "$rt: ... and a scrubbed environment" "env=HOME=/ LANG=C.UTF-8 PATH=/usr/local/bin:/usr/bin:/bin PWD=/ TOLLGATE_CALL_ID=[0-9a-f]+ TOLLGATE_TOOL=who $" "$who"
     rm -f "$TG_ROOT/out/who"
     check "$rt: kill -9 the sidecar" kill -9 "$sidecar"
-    for _ in $(seq 1 200); do kill -0 "$sidecar" 2>/dev/null || break; sleep 0.05; done
+    wait_for -i 0.05 10 pid_gone "$sidecar"
     # grep -o: under runsc the container's stdout and stderr, one file here,
     # may interleave within a line
-    for _ in $(seq 1 200); do grep -q 'rc=[0-9]' "$out" && break; sleep 0.05; done
+    wait_for -i 0.05 10 grep -q 'rc=[0-9]' "$out"
     check_eq "$rt: the caller was told outcome_unknown (14), not a result" "rc=14" "$(grep -o 'rc=[0-9]*' "$out")"
     check_eq "$rt: the log has the intent and no outcome" "1 0" \
       "$(grep -c '"event":"intent"' "$log") $(grep -c '"event":"outcome"' "$log")"
     # The supervisor's new sidecar continued the log: a synced sidecar_died
     # record, then an unknown record naming the irreversible call.
     check_eq "$rt: the unknown record names the intent's call" \
-      "$(grep '"event":"intent"' "$log" | python3 -c 'import json,sys; print(json.load(sys.stdin)["call"])')" \
-      "$(grep '"event":"unknown"' "$log" | python3 -c 'import json,sys; print(json.load(sys.stdin)["call"])' 2>/dev/null)"
+      "$(grep '"event":"intent"' "$log" | json_get call)" \
+      "$(grep '"event":"unknown"' "$log" | json_get call 2>/dev/null)"
     check_eq "$rt: one sidecar_died record" 1 "$(grep -c '"event":"sidecar_died"' "$log")"
     check "$rt: the log verifies across the crash (--open)" tg audit verify --open "$log"
     for _ in $(seq 1 200); do tail -n1 "$log" | grep -q '"event":"closed"' && break; sleep 0.05; done
@@ -83,11 +81,11 @@ for rt in $BACKENDS; do
   if tg --runtime "$rt" create --policy "$POL/p.json" -b "$TG_ROOT/bundles/$id" "$id" >"$TG_ROOT/$id.out" 2>&1; then
     on_exit "tg delete --force $id"
     tg start "$id"
-    for _ in $(seq 1 600); do grep -q '"event":"intent"' "$log" 2>/dev/null && break; sleep 0.05; done
-    sup=$(tg state "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["tollgate"]["sidecar"]["supervisor_pid"])')
-    worker=$(state_field "$TG_ROOT/$id/state.json" sidecar_pid)
+    wait_for -i 0.05 30 grep -qs '"event":"intent"' "$log"
+    sup=$(tg state "$id" | json_get tollgate.sidecar.supervisor_pid)
+    worker=$(sidecar_of "$id")
     check "$rt: kill -9 the supervisor, then the sidecar" bash -c "kill -9 $sup && sleep 0.2 && kill -9 $worker"
-    for _ in $(seq 1 200); do kill -0 "$worker" 2>/dev/null || break; sleep 0.05; done
+    wait_for -i 0.05 10 pid_gone "$worker"
     tg delete --force "$id" >/dev/null 2>&1
     check_eq "$rt: nothing recorded the crash (no sidecar_died, no closed)" "0 0" \
       "$(grep -c '"event":"sidecar_died"' "$log") $(grep -c '"event":"closed"' "$log")"

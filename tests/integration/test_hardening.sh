@@ -5,45 +5,23 @@
 # spec` followed by `tollgate run`, and escape shapes refused by the CLI.
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
-PROBE=$BUILD/tollgate-probe
 EXPECT="python3 $here/probe_expect.py"
-
-# probe_bundle DIR ARGS...: a bundle from `runc spec` (make_bundle) whose
-# rootfs is a private copy of the busybox tree with the probe in /bin.
-probe_bundle() {
-  local dir=$1; shift
-  make_bundle "$dir" "$@"
-  rm -rf "$dir/rootfs"
-  cp -a "$BUSYBOX_ROOTFS" "$dir/rootfs"
-  cp "$PROBE" "$dir/rootfs/bin/tollgate-probe"
-  python3 - "$dir/config.json" <<'PY'
-import json, sys
-c = json.load(open(sys.argv[1]))
-c["root"]["path"] = "rootfs"
-json.dump(c, open(sys.argv[1], "w"), indent=2)
-PY
-}
 
 # Bundles live in their own directory: <root>/<id> is a container's state.
 B=$TG_ROOT/bundles/probe
 tg_quiet() { tg "$@" >/dev/null; }
 probe_bundle "$B" /bin/tollgate-probe
 cp "$B/config.json" "$TG_ROOT/runc-spec.json"
-fresh() { cp "$TG_ROOT/runc-spec.json" "$B/config.json"; rm -f "$B/config.json.orig"; }
 # set_args ARGS...: the same bundle running another command
 set_args() {
-  fresh
-  python3 - "$B/config.json" "$@" <<'PY'
-import json, sys
-c = json.load(open(sys.argv[1])); c["process"]["args"] = sys.argv[2:]
-json.dump(c, open(sys.argv[1], "w"), indent=2)
-PY
+  fresh "$TG_ROOT/runc-spec.json" "$B"
+  edit_json "$B/config.json" 'c["process"]["args"] = args' "$@"
 }
 
 for be in $BACKENDS; do
   # --- the probe under the hardened profile -------------------------------
   write_config
-  fresh
+  fresh "$TG_ROOT/runc-spec.json" "$B"
   out=$TG_ROOT/probe-$be.json
   tg --runtime "$be" run --bundle "$B" "hp-$be" >"$out" 2>"$TG_ROOT/err"
   rc=$?
@@ -56,7 +34,7 @@ for be in $BACKENDS; do
     "$(python3 -c 'import json,sys; print(" ".join(k for k in (json.load(open(sys.argv[1])).get("annotations") or {}) if k.startswith("dev.tollgate.")))' "$B/config.json")"
   check "$be: the user's config is kept beside it" cmp -s "$TG_ROOT/runc-spec.json" "$B/config.json.orig"
   # `tollgate state` names the profile (created, never started).
-  fresh
+  fresh "$TG_ROOT/runc-spec.json" "$B"
   if tg --runtime "$be" create --bundle "$B" "st-$be" 2>"$TG_ROOT/err"; then
     check_match "$be: state names the profile" '"profile": "hardened"' "$(tg state "st-$be")"
     tg delete --force "st-$be"
@@ -66,7 +44,7 @@ for be in $BACKENDS; do
   fi
 
   # --- a config as containerd's `ctr run` writes it comes out hardened -----
-  fresh
+  fresh "$TG_ROOT/runc-spec.json" "$B"
   python3 - "$here/../unit/fixtures/ctr-run-config.json" "$B/config.json" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))
@@ -86,7 +64,7 @@ PY
 
   # --- the same probe under passthrough: the difference --------------------
   write_config allow_passthrough=true 'profile="passthrough"'
-  fresh
+  fresh "$TG_ROOT/runc-spec.json" "$B"
   out=$TG_ROOT/probe-$be-pt.json
   tg --runtime "$be" run --bundle "$B" "pt-$be" >"$out" 2>"$TG_ROOT/err"
   rc=$?
@@ -149,17 +127,9 @@ done
 # --- escape shapes refused before any backend runs --------------------------
 refused() { # NAME PATCH-PYTHON EXPECTED-TEXT
   local name=$1 patch=$2 want=$3
-  fresh
-  python3 - "$B/config.json" "$patch" <<'PY'
-import json, sys
-c = json.load(open(sys.argv[1])); exec(sys.argv[2])
-json.dump(c, open(sys.argv[1], "w"), indent=2)
-PY
-  local msg
-  msg=$(tg run --bundle "$B" "esc" 2>&1 >/dev/null)
-  local rc=$?
-  check "refused: $name (exit status)" test "$rc" -ne 0
-  check_match "refused: $name (message)" "$want" "$msg"
+  fresh "$TG_ROOT/runc-spec.json" "$B"
+  edit_json "$B/config.json" "$patch"
+  check_refused "refused: $name" "$want" tg run --bundle "$B" "esc"
   check_eq "refused: $name leaves no container" "" "$(tg list -q)"
 }
 refused "cwd under /proc/self/fd" 'c["process"]["cwd"] = "/proc/self/fd/7"' 'CVE-2024-21626'
@@ -172,12 +142,7 @@ refused "workload asks for a looser profile" 'c.setdefault("annotations", {})["d
 # namespace with lo only, and one warning line names what changed.
 for be in $BACKENDS; do
   set_args sh -c 'cut -d: -f1 /proc/net/dev | tail -n +3 | tr -d " "'
-  python3 - "$B/config.json" <<'PY'
-import json, sys
-c = json.load(open(sys.argv[1]))
-c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"] if n["type"] != "network"] + [{"type": "network", "path": "/proc/self/ns/net"}]
-json.dump(c, open(sys.argv[1], "w"), indent=2)
-PY
+  join_netns "$B/config.json" /proc/self/ns/net
   # The warning goes to the runtime log (--log, as containerd, Docker and
   # podman pass it), never onto the terminal.
   rm -f "$TG_ROOT/runtime.log"
@@ -197,12 +162,7 @@ write_config
 case " $BACKENDS " in *" runc "*)
   write_config allow_passthrough=true 'profile="passthrough"'
   set_args sh -c 'echo ran-as-written'
-  python3 - "$B/config.json" <<'PY'
-import json, sys
-c = json.load(open(sys.argv[1]))
-c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"] if n["type"] != "network"]
-json.dump(c, open(sys.argv[1], "w"), indent=2)
-PY
+  edit_json "$B/config.json" 'c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"] if n["type"] != "network"]'
   msg=$(tg --runtime runc run --bundle "$B" netcheck 2>&1)
   rc=$?
   check_eq "passthrough: runc in the host network namespace runs as written" "0 ran-as-written" "$rc $msg"

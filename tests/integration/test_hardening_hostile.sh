@@ -9,15 +9,11 @@
 # the field and the fix, or comes out tightened, as seen from inside.
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
-PROBE=$BUILD/tollgate-probe
 FLIPS=${FLIPS:-200}
 
 W=$TG_ROOT/bundles
 B=$W/hostile
-make_bundle "$B"
-rm -rf "$B/rootfs"
-cp -a "$BUSYBOX_ROOTFS" "$B/rootfs"
-cp "$PROBE" "$B/rootfs/bin/tollgate-probe"
+probe_bundle "$B"
 cp "$B/config.json" "$TG_ROOT/base.json"
 
 # with PATCH (python on c) ARGS...: the bundle's config from the base,
@@ -39,12 +35,9 @@ PY
 # refused NAME BACKEND REGEX: run the bundle from another directory; it
 # must fail with a message matching REGEX and leave nothing behind.
 refused() {
-  local name=$1 be=$2 want=$3 msg rc
-  msg=$(cd / && tg --runtime "$be" run --bundle "$B" "hx-$be" 2>&1 >"$TG_ROOT/out" </dev/null)
-  rc=$?
-  check "$be: refused: $name (exit status)" test "$rc" -ne 0
-  check_match "$be: refused: $name (message)" "$want" "$msg"
-  check_eq "$be: refused: $name: nothing ran" "" "$(cat "$TG_ROOT/out")"
+  local name=$1 be=$2 want=$3
+  (cd / && check_refused "$be: refused: $name" "$want" tg --runtime "$be" run --bundle "$B" "hx-$be")
+  check_eq "$be: refused: $name: nothing ran" "" "$(cat "$TG_ROOT/refused.out")"
   check_eq "$be: refused: $name leaves no container" "" "$(tg list -q)"
 }
 
@@ -150,7 +143,7 @@ PY
 
     # --- update: the profile's ceilings --------------------------------------
     if [ "$be" = runc ]; then
-      pid=$(tg state "ex-$be" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
+      pid=$(tg state "ex-$be" | json_get pid)
       pcg=$(awk -F: '$2=="pids"{print $3}' "/proc/$pid/cgroup")
       mcg=$(awk -F: '$2=="memory"{print $3}' "/proc/$pid/cgroup")
       check "runc: update beyond the profile succeeds (lowered)" tg update --pids-limit 100000 --memory 64g "ex-$be"
@@ -286,8 +279,8 @@ for be in $BACKENDS; do
   # Without the selection, the namespace's default is not given either.
   with 'c.setdefault("annotations", {}).update({"io.kubernetes.cri.sandbox-namespace": "payments"})' sleep 30
   tg --runtime "$be" create --bundle "$B" "nsdef-$be" </dev/null >/dev/null 2>"$TG_ROOT/err" || sed 's/^/# /' "$TG_ROOT/err"
-  check_eq "$be: ... nor the namespace's default policy" None \
-    "$(tg state "nsdef-$be" | python3 -c 'import json,sys; print(json.load(sys.stdin)["tollgate"]["policy"])' 2>&1)"
+  check_eq "$be: ... nor the namespace's default policy" null \
+    "$(tg state "nsdef-$be" | json_get tollgate.policy 2>&1)"
   tg delete --force "nsdef-$be" >/dev/null 2>&1
 done
 write_config

@@ -33,17 +33,8 @@ P
 chmod -R a+rX "$POL"
 out=$TG_ROOT/out
 
-json_get() { python3 -c 'import json,sys; v=json.load(sys.stdin)
-for k in sys.argv[1].split("."): v=v[k] if isinstance(v,dict) else v[int(k)]
-print(v if not isinstance(v,(dict,list)) else json.dumps(v))' "$1"; }
-# wait_for SECONDS CMD...: poll CMD every 0.1 s until it succeeds.
-wait_for() {
-  local end=$((SECONDS + $1)); shift
-  until "$@"; do [ $SECONDS -ge $end ] && return 1; sleep 0.1; done
-}
-status_is() { [ "$(tg state "$1" 2>/dev/null | json_get status 2>/dev/null)" = "$2" ]; }
 # What runsc calls the container (recorded at create).
-backend_id() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("backend_id", ""))' "$TG_ROOT/$1/state.json"; }
+backend_id() { json_get backend_id <"$TG_ROOT/$1/state.json" 2>/dev/null; }
 # Processes of this script's backends: every runsc/runc process (sandbox,
 # gofer, run, init's parent) carries --root=<TG_ROOT>/backend/RT.
 backend_procs() { pgrep -f -- "--root=$TG_ROOT/backend/$1" || true; }
@@ -102,8 +93,8 @@ for rt in $BACKENDS; do
   for id in "${ids[@]}"; do
     [ -f "$TG_ROOT/$id/state.json" ] || continue
     bids+=("$(backend_id "$id")")
-    pids+=("$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["init_pid"])' "$TG_ROOT/$id/state.json")")
-    sidecars+=("$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["sidecar_pid"])' "$TG_ROOT/$id/state.json")")
+    pids+=("$(json_get init_pid <"$TG_ROOT/$id/state.json")")
+    sidecars+=("$(sidecar_of "$id")")
   done
   if [ "$rt" = runsc ]; then
     check_eq "$rt: no runsc id is a prefix of another" "" "$(python3 - "${bids[@]}" <<'PY'

@@ -26,7 +26,6 @@ c["annotations"] = {"example.com/owner": "conformance", "org.opencontainers.x": 
 open(sys.argv[1], "w").write(json.dumps(c, indent=3, sort_keys=True) + "\n")
 PY
 cp "$B/config.json" "$TG_ROOT/user.json"
-fresh() { cp "$TG_ROOT/user.json" "$B/config.json"; rm -f "$B"/config.json.*; }
 no_tollgate_keys() {  # FILE: the JSON's annotations hold no dev.tollgate.* key
   python3 -c 'import json,sys
 a = json.load(open(sys.argv[1])).get("annotations") or {}
@@ -37,7 +36,7 @@ print(" ".join(bad))' "$1" 2>&1
 for be in $BACKENDS; do
   # --- passthrough: the user's bytes, nothing else --------------------------
   write_config allow_passthrough=true 'profile="passthrough"'
-  fresh
+  fresh "$TG_ROOT/user.json" "$B"
   if tg --runtime "$be" create --bundle "$B" "pt-$be" 2>"$TG_ROOT/err"; then
     check "$be: passthrough: the state directory's effective config is the user's, byte for byte" \
       cmp -s "$TG_ROOT/user.json" "$TG_ROOT/pt-$be/config.json"
@@ -50,16 +49,16 @@ for be in $BACKENDS; do
       '{"example.com/owner": "conformance", "org.opencontainers.x": "1"}' \
       "$(python3 -c 'import json,sys; print(json.dumps(json.loads(sys.argv[1])["annotations"], sort_keys=True))' "$st" 2>&1)"
     check "$be: passthrough: start" tg start "pt-$be"
-    for _ in $(seq 100); do [ "$(tg state "pt-$be" 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])' 2>/dev/null)" = stopped ] && break; sleep 0.1; done
+    wait_for 20 status_is "pt-$be" stopped
     check "$be: passthrough: delete" tg delete --force "pt-$be"
   else
     check "$be: passthrough create" false
     sed 's/^/# /' "$TG_ROOT/err"
   fi
-  check_eq "$be: passthrough run prints hello" hello "$(fresh; tg --runtime "$be" run --bundle "$B" "ptr-$be" 2>&1)"
+  check_eq "$be: passthrough run prints hello" hello "$(fresh "$TG_ROOT/user.json" "$B"; tg --runtime "$be" run --bundle "$B" "ptr-$be" 2>&1)"
 
   # --- passthrough with an explicit policy: the bridge, and only the bridge -
-  fresh
+  fresh "$TG_ROOT/user.json" "$B"
   echo '{"version": 1, "tools": {}}' >"$TG_ROOT/policies/none.json"
   if tg --runtime "$be" create --bundle "$B" --policy "$TG_ROOT/policies/none.json" "ptp-$be" 2>"$TG_ROOT/err"; then
     diff=$(python3 - "$TG_ROOT/user.json" "$TG_ROOT/ptp-$be/config.json" <<'PY'
@@ -84,7 +83,7 @@ PY
   # --- hooks see the user's annotations only (both profiles) ---------------
   for prof in hardened passthrough; do
     if [ "$prof" = passthrough ]; then write_config allow_passthrough=true 'profile="passthrough"'; else write_config; fi
-    fresh
+    fresh "$TG_ROOT/user.json" "$B"
     out=$TG_ROOT/hook-$be-$prof.json
     rm -f "$out"
     python3 - "$B/config.json" "$out" <<'PY'
@@ -106,7 +105,7 @@ PY
 
   # --- a user-namespace config runs under passthrough ----------------------
   write_config allow_passthrough=true 'profile="passthrough"'
-  fresh
+  fresh "$TG_ROOT/user.json" "$B"
   python3 - "$B/config.json" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))
@@ -125,7 +124,7 @@ PY
 
   # --- the mark: a second create hardens the user's original --------------
   write_config
-  fresh
+  fresh "$TG_ROOT/user.json" "$B"
   tg --runtime "$be" create --bundle "$B" "m1-$be" 2>"$TG_ROOT/err" || sed 's/^/# /' "$TG_ROOT/err"
   tg delete --force "m1-$be" 2>/dev/null
   check "$be: hardened: the user's config is kept as config.json.orig" cmp -s "$TG_ROOT/user.json" "$B/config.json.orig"

@@ -23,9 +23,6 @@ chmod 755 "$TG_ROOT"
 write_config 'runtime="runsc"' id_range_dir="\"$TG_ROOT/ids\""
 RUNSC_ROOT=$TG_ROOT/backend/runsc
 rs_list() { runsc --root "$RUNSC_ROOT" list --quiet 2>/dev/null | sort; }
-field() { python3 -c 'import json,sys; d=json.load(sys.stdin)
-for k in sys.argv[1:]: d=d[k]
-print(d)' "$@" 2>/dev/null; }
 # pod_bundle DIR TYPE SANDBOX NAMESPACE PIDPATH ARGS...: a bundle with the
 # annotations containerd puts on a pod's container (PIDPATH "-" for none).
 pod_bundle() {
@@ -53,7 +50,7 @@ out() { echo "$TG_ROOT/$1.out"; }
 # image does nothing; here it stands in for any container of the pod).
 pod_bundle "$W/pause" sandbox pod1 ns1 - sh -c 'while true; do echo pong | nc -l -p 8080; done'
 check "pause: run -d" tg run -d --bundle "$W/pause" pod1 </dev/null >"$(out pod1)" 2>&1
-pause_pid=$(tg state pod1 | field pid)
+pause_pid=$(tg state pod1 | json_get pid)
 check_match "pause: running with a pid" '^[1-9][0-9]*$' "$pause_pid"
 pidns=/proc/$pause_pid/ns/pid
 
@@ -65,13 +62,13 @@ check "app 2: run -d returns" timeout 60 "$TG" --root "$TG_ROOT" --config "$TG_C
   run -d --join pod1 --bundle "$W/a2" a2 </dev/null >"$(out a2)" 2>&1
 check_eq "one runsc sandbox: runsc knows three containers" 3 "$(rs_list | wc -l)"
 check_eq "one runsc sandbox: a single sandbox process" 1 \
-  "$(for id in $(rs_list); do runsc --root "$RUNSC_ROOT" state "$id" | field pid; done | sort -u | wc -l)"
-a1_pid=$(tg state a1 | field pid)
-check_eq "app 1: state says running" running "$(tg state a1 | field status)"
+  "$(for id in $(rs_list); do runsc --root "$RUNSC_ROOT" state "$id" | json_get pid; done | sort -u | wc -l)"
+a1_pid=$(tg state a1 | json_get pid)
+check_eq "app 1: state says running" running "$(tg state a1 | json_get status)"
 check_match "app 1: its pid is its own waiter's, not the sandbox's" '^[1-9][0-9]*$' "$a1_pid"
 check_fails "app 1: ... which is not the pause container's" test "$a1_pid" = "$pause_pid"
-check_eq "app 1: the waiter is recorded" True \
-  "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["waiter"])' "$TG_ROOT/a1/state.json" 2>&1)"
+check_eq "app 1: the waiter is recorded" true \
+  "$(json_get waiter <"$TG_ROOT/a1/state.json" 2>&1)"
 check_eq "app 1: the pod's loopback: the pause container answers on 127.0.0.1" pong \
   "$(tg exec a1 sh -c 'nc 127.0.0.1 8080 </dev/null' 2>&1)"
 check_match "app 2: the pod's PID namespace: it sees app 1's process" '(^|'$'\n'')sleep 301' \
@@ -82,18 +79,18 @@ check_match "each app has its own bridge mount in its own spec" '"destination": 
 
 # kill: the container ends, its waiter with it, with its status.
 check "app 1: kill" tg kill a1 KILL
-for _ in $(seq 100); do kill -0 "$a1_pid" 2>/dev/null || break; sleep 0.1; done
+wait_for 10 pid_gone "$a1_pid"
 check_fails "app 1: its waiter exited with it" sh -c "kill -0 $a1_pid 2>/dev/null"
-check_eq "app 1: state says stopped" stopped "$(tg state a1 | field status)"
+check_eq "app 1: state says stopped" stopped "$(tg state a1 | json_get status)"
 check "app 1: delete" tg delete a1
 check_eq "app 1: gone from runsc" 2 "$(rs_list | wc -l)"
-check_eq "pause: still running" running "$(tg state pod1 | field status)"
+check_eq "pause: still running" running "$(tg state pod1 | json_get status)"
 
 # A killed waiter: nobody can start or wait for that container any more;
 # delete (without --force, as containerd's shim calls it) removes it.
 pod_bundle "$W/a3" container pod1 ns1 - sh -c 'exec sleep 303'
 check "app 3: create" tg create --join pod1 --bundle "$W/a3" a3 </dev/null >"$(out a3)" 2>&1
-w3=$(tg state a3 | field pid)
+w3=$(tg state a3 | json_get pid)
 check_match "app 3: created, its waiter's pid" '^[1-9][0-9]*$' "$w3"
 kill -KILL "$w3" 2>/dev/null
 sleep 0.3
@@ -104,10 +101,9 @@ check_eq "app 3: gone from runsc" 2 "$(rs_list | wc -l)"
 
 # The hostile shapes: each refused by name, nothing created.
 refused() { # NAME ID REGEX: create of bundle $W/$ID must fail with REGEX, leaving nothing
-  local before after msg
+  local before after
   before=$(rs_list)
-  msg=$(tg create --bundle "$W/$2" "$2" </dev/null 2>&1)
-  check_match "$1: refused" "$3" "$msg"
+  check_refused "$1: refused" "$3" tg create --bundle "$W/$2" "$2"
   check_fails "$1: no tollgate container" test -d "$TG_ROOT/$2"
   after=$(rs_list)
   check_eq "$1: no runsc container" "$before" "$after"
@@ -117,7 +113,7 @@ refused "join into a non-pause container" h1 'join a2, which is not a pod sandbo
 pod_bundle "$W/pause2" sandbox pod2 ns1 - sh -c 'exec sleep 999'
 tg run -d --bundle "$W/pause2" pod2 </dev/null >"$(out pod2)" 2>&1
 tg kill pod2 KILL
-for _ in $(seq 100); do [ "$(tg state pod2 | field status)" = stopped ] && break; sleep 0.1; done
+wait_for 20 status_is pod2 stopped
 pod_bundle "$W/h2" container pod2 ns1 - sh -c 'sleep 1'
 refused "join into a dead pod" h2 'pod sandbox pod2 is not running'
 tg delete --force pod2
@@ -129,7 +125,7 @@ check_match "join into another root's pod: refused" 'pod1, which is not a contai
 check_eq "join into another root's pod: nothing in that root" "" \
   "$("$TG" --root "$OTHER" --config "$TG_CONFIG" list -q 2>&1)"
 rm -rf "$OTHER"
-pod1_bid=$(tg state pod1 | field tollgate backend_id)
+pod1_bid=$(tg state pod1 | json_get tollgate backend_id)
 # runsc knows the pause by its own id when no other id of the root is its
 # prefix relative (docs/cli.md), as the bare backend would; a hashed
 # backend id is still no tollgate id to join by.
@@ -179,7 +175,7 @@ c.setdefault("annotations", {}).update({"io.kubernetes.cri.container-type": "san
 json.dump(c, open(sys.argv[1], "w"), indent=2)
 PY
   check "$be: victim pod: run -d" tg --runtime "$be" run -d --bundle "$W/vp-$be" "vpod-$be" </dev/null >"$(out "vpod-$be")" 2>&1
-  vpid=$(tg state "vpod-$be" | field pid)
+  vpid=$(tg state "vpod-$be" | json_get pid)
   for keys in none wrong right; do
     forged "$W/f-$be-$keys" "vpod-$be" "/proc/$vpid/ns/pid" "$keys"
     msg=$(setsid "$TG" --root "$TG_ROOT" --config "$TG_CONFIG" --runtime "$be" run --bundle "$W/f-$be-$keys" "f-$be-$keys" </dev/null 2>&1)
@@ -197,7 +193,7 @@ PY
     check_match "$be: forged annotations, identity $keys, even with --join: refused" 'sandbox-namespace' "$msg"
     check_fails "$be: ... the attacker never ran" eval '[[ "$msg" =~ attacker-ran|k-123 ]]'
   done
-  check_eq "$be: the victim pod still runs" running "$(tg state "vpod-$be" | field status)"
+  check_eq "$be: the victim pod still runs" running "$(tg state "vpod-$be" | json_get status)"
   tg delete --force "vpod-$be"
 done
 

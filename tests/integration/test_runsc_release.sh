@@ -30,12 +30,11 @@ state_args() { python3 -c 'import json,sys; print(" ".join(json.load(open(sys.ar
 b=$TG_ROOT/bundles/sleep
 make_bundle "$b" sleep 60
 cp "$b/config.json" "$TG_ROOT/spec.json"
-fresh() { cp "$TG_ROOT/spec.json" "$b/config.json"; rm -f "$b/config.json.orig"; }
 
 # --- auto --------------------------------------------------------------------
 # A host asking for directfs (only a release that has the flag takes it).
 if [ "$has_directfs" = 1 ]; then write_config 'runtime_args=["--directfs=true"]'; else write_config; fi
-fresh
+fresh "$TG_ROOT/spec.json" "$b"
 if tg --runtime runsc create --bundle "$b" rel-auto 2>"$TG_ROOT/err"; then
   args=$(state_args rel-auto)
   check_match "auto: --platform=$want_platform for $release" "^--platform=$want_platform " "$args"
@@ -56,7 +55,7 @@ check_match "version: names the platform" "backend flags: --platform=$want_platf
 
 # --- explicit platforms --------------------------------------------------------
 write_config 'platform="ptrace"'
-fresh
+fresh "$TG_ROOT/spec.json" "$b"
 if tg --runtime runsc create --bundle "$b" rel-ptrace 2>"$TG_ROOT/err"; then
   check_match "platform ptrace is kept as written" '^--platform=ptrace ' "$(state_args rel-ptrace)"
   tg delete --force rel-ptrace
@@ -64,7 +63,7 @@ else
   check "platform ptrace: create" false; sed 's/^/# /' "$TG_ROOT/err"
 fi
 write_config 'platform="systrap"'
-fresh
+fresh "$TG_ROOT/spec.json" "$b"
 # To a file, not $(...): a created container keeps create's stdio open.
 tg --runtime runsc create --bundle "$b" rel-systrap >"$TG_ROOT/out" 2>&1
 rc=$?
@@ -85,15 +84,7 @@ write_config
 # --- the marker race (directfs) ----------------------------------------------------
 bridge_fixtures
 r=$TG_ROOT/bundles/race
-make_bundle "$r" python3 /t/marker_race.py 300 20
-python3 - "$r/config.json" "$PY_ROOTFS" "$here/bridge" <<'PY'
-import json, sys
-path, rootfs, progs = sys.argv[1:]
-c = json.load(open(path))
-c["root"]["path"] = rootfs
-c["mounts"].append({"destination": "/t", "type": "bind", "source": progs, "options": ["rbind", "ro"]})
-json.dump(c, open(path, "w"), indent=2)
-PY
+py_bundle "$r" python3 /t/marker_race.py 300 20
 out=$(tg --runtime runsc run --policy "$POL/policy.json" -b "$r" race 2>&1)
 check_eq "marker race: the run exits 0" 0 "$?"
 check_match "marker race: every call answered, every marker made" \

@@ -22,8 +22,6 @@ BASE=268435456
 SIZE=65536
 conf() { write_config id_range_dir="\"$IDS\"" "$@"; }
 conf
-claims() { ls "$IDS" 2>/dev/null | grep -cE '^[0-9]+$'; }
-PROBE=$BUILD/tollgate-probe
 EXPECT="python3 $here/probe_expect.py"
 
 # set_maps CONFIG UIDMAP GIDMAP: add a user namespace with these mapping
@@ -39,8 +37,6 @@ c["linux"]["gidMappings"] = json.loads(gm)
 json.dump(c, open(path, "w"), indent=2)
 PY
 }
-host_uid() { awk '/^Uid:/ {print $2}' "/proc/$1/status" 2>/dev/null; }
-state_pid() { tg state "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])'; }
 
 GOOD_HOST=$((BASE + 100 * SIZE))
 for be in $BACKENDS; do
@@ -65,12 +61,7 @@ for be in $BACKENDS; do
 
   # --- a user namespace inside the pool runs hardened ---------------------
   P=$TG_ROOT/bundles/probe-$be
-  make_bundle "$P" /bin/tollgate-probe
-  rm -rf "$P/rootfs"; cp -a "$BUSYBOX_ROOTFS" "$P/rootfs"; cp "$PROBE" "$P/rootfs/bin/tollgate-probe"
-  python3 - "$P/config.json" <<'PY'
-import json, sys
-c = json.load(open(sys.argv[1])); c["root"]["path"] = "rootfs"; json.dump(c, open(sys.argv[1], "w"), indent=2)
-PY
+  probe_bundle "$P" /bin/tollgate-probe
   set_maps "$P/config.json" '[{"containerID":0,"hostID":'$GOOD_HOST',"size":65536}]' '[{"containerID":0,"hostID":'$GOOD_HOST',"size":65536}]'
   tg --runtime "$be" run -b "$P" "pv-$be" >"$TG_ROOT/probe-$be.json" 2>"$TG_ROOT/err"; rc=$?
   check_eq "$be: a config with mappings inside the pool runs hardened" 0 "$rc"
@@ -113,7 +104,7 @@ case " $BACKENDS " in *" runc "*)
   done
   count_in() { # the number of processes whose host uid is in container $1's range
     local lo
-    lo=$(tg state "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["tollgate"]["id_range"]["ranges"][0]["host_first"])')
+    lo=$(tg state "$1" | json_get tollgate.id_range.ranges.0.host_first)
     # cat, not awk FILES: awk stops at a file whose process just exited
     cat /proc/[0-9]*/status 2>/dev/null | awk -v lo="$lo" -v hi=$((lo + SIZE)) '/^Uid:/ { if ($2 >= lo && $2 < hi) n++ } END { print n+0 }'
   }
@@ -125,7 +116,7 @@ case " $BACKENDS " in *" runc "*)
   out=$(tg --runtime runc run -b "$TG_ROOT/bundles/fork3" fork3 2>&1)
   check_match "runc: a third container still starts 250" "forked=250" "$out"
   check_fails "runc: ... and never hits 'can't fork'" grep -q "can't fork" <<<"$out"
-  u1=$(host_uid "$(state_pid fork1)"); u2=$(host_uid "$(state_pid fork2)")
+  u1=$(host_uid "$(state_of fork1 pid)"); u2=$(host_uid "$(state_of fork2 pid)")
   check_eq "runc: container 1's init is host uid base+k*65536+65534" 65534 $(( (u1 - BASE) % SIZE ))
   check_match "runc: containers 1 and 2 run as different host uids" "^[0-9]+ [0-9]+$" "$u1 $u2"
   check_eq "runc: ... from distinct ranges" 1 "$([ $(( (u1 - BASE) / SIZE )) -ne $(( (u2 - BASE) / SIZE )) ] && echo 1)"
@@ -136,14 +127,14 @@ case " $BACKENDS " in *" runc "*)
   mkdir -p "$POL"
   cc -O1 -o "$POL/victim" "$here/userns/victim.c"
   chmod -R a+rX "$POL"
-  targets=$(state_pid fork1)
+  targets=$(state_of fork1 pid)
   sandbox=
   case " $BACKENDS " in *" runsc "*)
     make_bundle "$TG_ROOT/bundles/gv" sleep 600
     if tg --runtime runsc create -b "$TG_ROOT/bundles/gv" gv >/dev/null 2>"$TG_ROOT/err"; then
       on_exit "tg delete --force gv"
       tg start gv
-      sandbox=$(state_pid gv)
+      sandbox=$(state_of gv pid)
       check_eq "runsc: gVisor's sandbox process runs as host uid 65534" 65534 "$(host_uid "$sandbox")"
       targets="$targets $sandbox"
       gofer=$(pgrep -f "runsc-gofer.*gv" | head -1)
@@ -166,7 +157,7 @@ P
     done
     check_match "$rt caller: the tool runs as the tools' uid, as pid 1 of its own namespace" '"self_uid": ?65533, ?"self_pid": ?1[,}]' "$out"
   done
-  check "runc: container 1 survived the tool" kill -0 "$(state_pid fork1)"
+  check "runc: container 1 survived the tool" kill -0 "$(state_of fork1 pid)"
   [ -n "$sandbox" ] && check "runsc: the sandbox survived the tool" kill -0 "$sandbox"
   tg delete --force fork1; tg delete --force fork2; [ -n "$sandbox" ] && tg delete --force gv
   check_eq "runc: every claim is freed after delete" 0 "$(claims)"
@@ -180,7 +171,7 @@ P
   done
   for i in $(seq 1 20); do on_exit "tg delete --force many$i"; done
   wait "${pids[@]}"
-  ranges=$(for i in $(seq 1 20); do tg state "many$i" 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["tollgate"]["id_range"]["ranges"][0]["host_first"])' 2>/dev/null; done)
+  ranges=$(for i in $(seq 1 20); do tg state "many$i" 2>/dev/null | json_get tollgate.id_range.ranges.0.host_first 2>/dev/null; done)
   check_eq "runc: 20 concurrent creates got 20 ranges" 20 "$(echo "$ranges" | grep -c .)"
   for i in $(seq 1 20); do [ -s "$TG_ROOT/err-many$i" ] && sed "s/^/# many$i: /" "$TG_ROOT/err-many$i"; done
   check_eq "runc: ... all distinct" 20 "$(echo "$ranges" | sort -u | grep -c .)"
@@ -217,7 +208,7 @@ PY
   tg --runtime runc create -b "$TG_ROOT/bundles/owner" owner >/dev/null 2>"$TG_ROOT/err" || sed 's/^/# /' "$TG_ROOT/err"
   on_exit "tg delete --force owner"
   tg start owner
-  opid=$(state_pid owner)
+  opid=$(state_of owner pid)
   make_bundle "$TG_ROOT/bundles/joiner" sleep 600
   ns_paths "$TG_ROOT/bundles/joiner/config.json" "$opid" ipc uts
   out=$(tg --runtime runc create -b "$TG_ROOT/bundles/joiner" joiner 2>&1 </dev/null)
@@ -229,7 +220,7 @@ PY
   check_eq "runc: a container joining another's ipc/uts namespaces with --join is created" "" "$(cat "$TG_ROOT/err")"
   on_exit "tg delete --force joiner"
   tg start joiner
-  jpid=$(state_pid joiner)
+  jpid=$(state_of joiner pid)
   check_eq "runc: joiner: in the owner's user namespace" "$(readlink /proc/$opid/ns/user)" "$(readlink /proc/$jpid/ns/user 2>&1)"
   check_fails "runc: joiner: ... which is not the host's" test "$(readlink /proc/$jpid/ns/user)" = "$(readlink /proc/self/ns/user)"
   check_eq "runc: joiner: the owner's host uid" "$(host_uid $opid)" "$(host_uid $jpid)"
@@ -320,7 +311,7 @@ P
   tg --runtime runc run -d --policy "$JP/victim.json" -b "$TG_ROOT/bundles/victim" victim </dev/null >/dev/null 2>"$TG_ROOT/err" ||
     sed 's/^/# /' "$TG_ROOT/err"
   on_exit "tg delete --force victim"
-  vpid=$(state_pid victim)
+  vpid=$(state_of victim pid)
   make_bundle "$TG_ROOT/bundles/attacker" sh -c 'cat /proc/1/root/tmp/secret; /proc/1/root/run/tollgate/tollgate-call note "{\"msg\": \"injected-by-attacker\"}"; echo attacker-ran'
   ns_paths "$TG_ROOT/bundles/attacker/config.json" "$vpid" pid ipc uts
   out=$(setsid "$TG" --root "$TG_ROOT" --config "$TG_CONFIG" --runtime runc run -b "$TG_ROOT/bundles/attacker" attacker 2>&1 </dev/null)
@@ -334,7 +325,7 @@ P
   out=$(tg --runtime runc run -b "$TG_ROOT/bundles/attacker" attacker 2>&1 </dev/null)
   check_match "runc: attack from the victim's own caller, no --join: refused too" "nothing proves they belong together" "$out"
   check_eq "runc: attack: the victim still runs" running \
-    "$(tg state victim | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])')"
+    "$(tg state victim | json_get status)"
   # A kept network path (a profile with "network": "keep"): the victim's
   # network namespace is a join of the victim, refused unproven and
   # accepted with --join (then in the victim's user namespace and
@@ -351,12 +342,7 @@ PY
   ln -s "$(cd "$here/../../bundles" && pwd)/backend-floor.json" "$D/backend-floor.json"
   conf data_dir="\"$D\"" profile='"keepnet"'
   make_bundle "$TG_ROOT/bundles/netjoin" sh -c 'cat /proc/net/dev | cut -d: -f1 | tail -n +3 | tr -d " "; exec sleep 600'
-  python3 - "$TG_ROOT/bundles/netjoin/config.json" "/proc/$vpid/ns/net" <<'PY'
-import json, sys
-c = json.load(open(sys.argv[1]))
-c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"] if n["type"] != "network"] + [{"type": "network", "path": sys.argv[2]}]
-json.dump(c, open(sys.argv[1], "w"), indent=2)
-PY
+  join_netns "$TG_ROOT/bundles/netjoin/config.json" "/proc/$vpid/ns/net"
   out=$(setsid "$TG" --root "$TG_ROOT" --config "$TG_CONFIG" --runtime runc create -b "$TG_ROOT/bundles/netjoin" netjoin 2>&1 </dev/null)
   check_match "runc: keep profile: the victim's network namespace, unproven, is refused naming the rule" \
     "the network namespace /proc/$vpid/ns/net is container victim's, and nothing proves this container belongs with it: the join rule" "$out"
@@ -365,19 +351,14 @@ PY
   check_eq "runc: keep profile: with --join victim it is created" "" "$(cat "$TG_ROOT/err")"
   on_exit "tg delete --force netjoin"
   tg start netjoin
-  npid=$(state_pid netjoin)
+  npid=$(state_of netjoin pid)
   check_eq "runc: ... in the victim's network namespace" "$(readlink /proc/$vpid/ns/net)" "$(readlink /proc/$npid/ns/net 2>&1)"
   check_eq "runc: ... and its user namespace" "$(readlink /proc/$vpid/ns/user)" "$(readlink /proc/$npid/ns/user 2>&1)"
   tg delete --force netjoin
   ip netns add "tgj$$" 2>/dev/null
   on_exit "ip netns del tgj$$"
   make_bundle "$TG_ROOT/bundles/netcni" sh -c 'cat /proc/net/dev | cut -d: -f1 | tail -n +3 | tr -d " "; cat /proc/self/uid_map'
-  python3 - "$TG_ROOT/bundles/netcni/config.json" "/run/netns/tgj$$" <<'PY'
-import json, sys
-c = json.load(open(sys.argv[1]))
-c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"] if n["type"] != "network"] + [{"type": "network", "path": sys.argv[2]}]
-json.dump(c, open(sys.argv[1], "w"), indent=2)
-PY
+  join_netns "$TG_ROOT/bundles/netcni/config.json" "/run/netns/tgj$$"
   out=$(setsid "$TG" --root "$TG_ROOT" --config "$TG_CONFIG" --runtime runc run -b "$TG_ROOT/bundles/netcni" netcni 2>&1 </dev/null)
   # It is no join; but the kernel lets only the user namespace owning a
   # network namespace mount sysfs in it: refused before runc fails.
@@ -399,14 +380,9 @@ PY
   chmod 755 "$hosts"; echo "127.0.0.1 pinned" > "$hosts/hosts"; chmod 644 "$hosts/hosts"
   H=$TG_ROOT/bundles/hostile-etc
   make_bundle "$H" sh -c 'cat /etc/hosts'
-  rm -rf "$H/rootfs"; cp -a "$BUSYBOX_ROOTFS" "$H/rootfs"; chmod 755 "$H" "$H/rootfs"
+  own_rootfs "$H"; chmod 755 "$H" "$H/rootfs"
   rm -rf "$H/rootfs/etc"; ln -s "$victim" "$H/rootfs/etc"
-  python3 - "$H/config.json" "$hosts/hosts" <<'PY'
-import json, sys
-c = json.load(open(sys.argv[1])); c["root"]["path"] = "rootfs"
-c["mounts"].append({"destination": "/etc/hosts", "type": "bind", "source": sys.argv[2], "options": ["rbind", "ro"]})
-json.dump(c, open(sys.argv[1], "w"), indent=2)
-PY
+  add_ro_bind "$H/config.json" /etc/hosts "$hosts/hosts"
   tg --runtime runc run -b "$H" hostile-etc >/dev/null 2>&1 </dev/null
   check_eq "runc: /etc linked to a host directory: nothing is made in it" "" "$(ls -A "$victim")"
   tg delete --force hostile-etc >/dev/null 2>&1
@@ -414,14 +390,9 @@ PY
   # mapped root (runc could not: EACCES), and the mount works.
   M=$TG_ROOT/bundles/mountpoint
   make_bundle "$M" sh -c 'cat /etc/tg-pinned'
-  rm -rf "$M/rootfs"; cp -a "$BUSYBOX_ROOTFS" "$M/rootfs"; chmod 755 "$M" "$M/rootfs"; chmod 755 "$M/rootfs/etc"
+  own_rootfs "$M"; chmod 755 "$M" "$M/rootfs"; chmod 755 "$M/rootfs/etc"
   rm -f "$M/rootfs/etc/tg-pinned"
-  python3 - "$M/config.json" "$hosts/hosts" <<'PY'
-import json, sys
-c = json.load(open(sys.argv[1])); c["root"]["path"] = "rootfs"
-c["mounts"].append({"destination": "/etc/tg-pinned", "type": "bind", "source": sys.argv[2], "options": ["rbind", "ro"]})
-json.dump(c, open(sys.argv[1], "w"), indent=2)
-PY
+  add_ro_bind "$M/config.json" /etc/tg-pinned "$hosts/hosts"
   out=$(tg --runtime runc run -b "$M" mountpoint 2>&1 </dev/null)
   check_match "runc: a missing mount point in root's /etc is made, and the bind works" "127.0.0.1 pinned" "$out"
   check_eq "runc: ... as an empty file owned by host root" "0 0" "$(stat -c '%u %s' "$M/rootfs/etc/tg-pinned" 2>&1)"
@@ -450,14 +421,7 @@ PY
   on_exit "rm -rf $priv"
   chmod 700 "$priv"; echo SECRET-IN-A-ROOT-ONLY-DIR > "$priv/secret"; chmod 644 "$priv/secret"
   as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
-  add_secret() {
-    python3 - "$1" "$priv/secret" <<'PY'
-import json, sys
-c = json.load(open(sys.argv[1]))
-c["mounts"].append({"destination": "/secret", "type": "bind", "source": sys.argv[2], "options": ["rbind", "ro"]})
-json.dump(c, open(sys.argv[1], "w"), indent=2)
-PY
-  }
+  add_secret() { add_ro_bind "$1" /secret "$priv/secret"; }
   check_fails "runc: nobody cannot read the secret at its source" as_nobody cat "$priv/secret"
   make_bundle "$TG_ROOT/bundles/reach" sh -c 'cat /secret; sleep 600'
   add_secret "$TG_ROOT/bundles/reach/config.json"
@@ -468,7 +432,7 @@ PY
   legacy=$(printf '%s' "$(realpath "$closed/state/reach")" | sha256sum | cut -c1-32)
   check_fails "runc: ... not the guessable SHA-256 of the state directory's path" test -e "/run/tollgate-reach/$legacy"
   check_eq "runc: the view's directory is root's, of the mapped root's group, 0710" \
-    "0 $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["linux"]["gidMappings"][0]["hostID"])' "$closed/state/reach/config.json") 710" \
+    "0 $(json_get linux.gidMappings.0.hostID <"$closed/state/reach/config.json") 710" \
     "$(stat -c '%u %g %a' "/run/tollgate-reach/$name")"
   pin=$(python3 -c 'import json,sys; print([m["source"] for m in json.load(open(sys.argv[1]))["mounts"] if m["destination"] == "/secret"][0])' "$closed/state/reach/config.json")
   check_match "runc: the config binds the secret through the view" "^/run/tollgate-reach/$name/state/pins/" "$pin"
