@@ -76,6 +76,10 @@ json_t *json_new_null(void);
 json_t *json_new_bool(bool b);
 json_t *json_new_number(double d); /* integral values print as integers */
 json_t *json_new_integer(long long i);
+/* A number from its JSON text text[0..len), kept verbatim for output; its
+ * value is strtod's.  The text is not checked: give it in JSON's grammar
+ * (the parser's, a canonical form). */
+json_t *json_new_number_text(const char *text, size_t len);
 json_t *json_new_string(const char *s);
 json_t *json_new_stringn(const char *s, size_t len);
 json_t *json_new_array(void);

@@ -1,0 +1,184 @@
+/* Direct serialization without a tree or yajl: the json_buf_* functions
+ * (see json.h), for text built per call (bridge responses, audit records). */
+#include "base/json.h"
+
+#include <string.h>
+
+#include "base/util.h"
+
+void json_buf_reserve(struct json_buf *b, size_t n) {
+  if (b->cap - b->len > n)
+    return;
+  /* The first allocation is the size asked for (at least 64), so that a
+   * caller can keep it below 1 KiB, where glibc's malloc would otherwise
+   * consolidate its fast bins; it doubles from there. */
+  size_t cap = b->cap ? b->cap : (n + 1 > 64 ? n + 1 : 64);
+  while (cap - b->len <= n)
+    cap *= 2;
+  b->s = xrealloc(b->s, cap);
+  b->cap = cap;
+}
+
+void json_buf_raw(struct json_buf *b, const char *s, size_t n) {
+  json_buf_reserve(b, n);
+  memcpy(b->s + b->len, s, n);
+  b->len += n;
+  b->s[b->len] = '\0';
+}
+
+/* The length of the UTF-8 sequence at s[0..n), or 0 when it is not a
+ * well-formed one by RFC 3629: no overlong forms (C0 AF for '/'), no
+ * UTF-16 surrogates (ED A0..BF, which is what yajl makes of a lone
+ * \udc00), nothing past U+10FFFF.  yajl checks only the structure (a
+ * lead byte, then that many continuation bytes); a strict reader
+ * downstream (the audit log's, a tool's) would refuse what it lets by. */
+static size_t utf8_seq(const unsigned char *s, size_t n) {
+  size_t want;
+  unsigned char lo = 0x80, hi = 0xBF; /* the allowed range of s[1] */
+  if (s[0] >= 0xC2 && s[0] <= 0xDF) {
+    want = 2;
+  } else if (s[0] >= 0xE0 && s[0] <= 0xEF) {
+    want = 3;
+    if (s[0] == 0xE0)
+      lo = 0xA0;
+    else if (s[0] == 0xED)
+      hi = 0x9F;
+  } else if (s[0] >= 0xF0 && s[0] <= 0xF4) {
+    want = 4;
+    if (s[0] == 0xF0)
+      lo = 0x90;
+    else if (s[0] == 0xF4)
+      hi = 0x8F;
+  } else {
+    return 0;
+  }
+  if (n < want || s[1] < lo || s[1] > hi)
+    return 0;
+  for (size_t i = 2; i < want; i++)
+    if ((s[i] >> 6) != 0x2)
+      return 0;
+  return want;
+}
+
+size_t json_utf8_check(const char *str, size_t n) {
+  const unsigned char *s = (const unsigned char *)str;
+  size_t i = 0;
+  while (i < n) {
+    if (s[i] < 0x80) {
+      i++;
+      continue;
+    }
+    size_t k = utf8_seq(s + i, n - i);
+    if (k == 0)
+      return i;
+    i += k;
+  }
+  return n;
+}
+
+void json_buf_string(struct json_buf *b, const char *str, size_t n) {
+  static const char hex[] = "0123456789ABCDEF"; /* yajl's case */
+  const unsigned char *s = (const unsigned char *)str;
+  json_buf_raw(b, "\"", 1);
+  size_t i = 0;
+  while (i < n) {
+    /* Room for the worst case of a chunk (6 bytes out per byte in, as
+     * \u00XX), reserved once per chunk so the loop never checks it and a
+     * large argument never reserves six times its size at once. */
+    size_t chunk_end = n - i > 4096 ? i + 4096 : n;
+    json_buf_reserve(b, 6 * (chunk_end - i) + 8);
+    char *o = b->s + b->len;
+    while (i < chunk_end) {
+      unsigned char c = s[i];
+      if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+        *o++ = (char)c;
+        i++;
+        continue;
+      }
+      if (c >= 0x80) {
+        /* A sequence may run past chunk_end by up to 3 bytes: the +8. */
+        size_t k = utf8_seq(s + i, n - i);
+        if (k == 0) { /* not UTF-8: the replacement character, escaped */
+          memcpy(o, "\\ufffd", 6);
+          o += 6;
+          i++;
+          continue;
+        }
+        memcpy(o, s + i, k);
+        o += k;
+        i += k;
+        continue;
+      }
+      *o++ = '\\';
+      switch (c) {
+      case '"': *o++ = '"'; break;
+      case '\\': *o++ = '\\'; break;
+      case '\b': *o++ = 'b'; break;
+      case '\f': *o++ = 'f'; break;
+      case '\n': *o++ = 'n'; break;
+      case '\r': *o++ = 'r'; break;
+      case '\t': *o++ = 't'; break;
+      default:
+        memcpy(o, "u00", 3);
+        o[3] = hex[c >> 4];
+        o[4] = hex[c & 0xf];
+        o += 5;
+        break;
+      }
+      i++;
+    }
+    b->len = (size_t)(o - b->s);
+  }
+  json_buf_raw(b, "\"", 1);
+}
+
+void json_buf_cstr(struct json_buf *b, const char *s) {
+  if (s)
+    json_buf_string(b, s, strlen(s));
+  else
+    json_buf_raw(b, "null", 4);
+}
+
+void json_buf_value(struct json_buf *b, const json_t *v) {
+  if (v == NULL) {
+    json_buf_raw(b, "null", 4);
+    return;
+  }
+  switch (v->type) {
+  case JSON_NULL:
+    json_buf_raw(b, "null", 4);
+    break;
+  case JSON_BOOL:
+    if (v->u.boolean)
+      json_buf_raw(b, "true", 4);
+    else
+      json_buf_raw(b, "false", 5);
+    break;
+  case JSON_NUMBER:
+    json_buf_raw(b, v->u.number.text, strlen(v->u.number.text));
+    break;
+  case JSON_STRING:
+    json_buf_string(b, v->u.string.s, v->u.string.len);
+    break;
+  case JSON_ARRAY:
+    json_buf_raw(b, "[", 1);
+    for (size_t i = 0; i < v->u.array.len; i++) {
+      if (i)
+        json_buf_raw(b, ",", 1);
+      json_buf_value(b, v->u.array.items[i]);
+    }
+    json_buf_raw(b, "]", 1);
+    break;
+  case JSON_OBJECT:
+    json_buf_raw(b, "{", 1);
+    for (size_t i = 0; i < v->u.object.len; i++) {
+      if (i)
+        json_buf_raw(b, ",", 1);
+      json_buf_cstr(b, v->u.object.keys[i]);
+      json_buf_raw(b, ":", 1);
+      json_buf_value(b, v->u.object.values[i]);
+    }
+    json_buf_raw(b, "}", 1);
+    break;
+  }
+}
