@@ -152,7 +152,8 @@ void json_buf_value(struct json_buf *b, const json_t *v);
 
 /* The offset of the first byte of s[0..n) that does not start a
  * well-formed UTF-8 sequence (RFC 3629: no overlong forms, surrogates or
- * code points past U+10FFFF), or n when all of it is valid UTF-8. */
+ * code points past U+10FFFF), or n when all of it is valid UTF-8:
+ * utf8_check() of base/utf8.h, the one validator, for json.h's callers. */
 size_t json_utf8_check(const char *s, size_t n);
 
 /* Deep equality (object key order ignored, numbers by value). */

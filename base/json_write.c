@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "base/utf8.h"
 #include "base/util.h"
 
 void json_buf_reserve(struct json_buf *b, size_t n) {
@@ -26,55 +27,7 @@ void json_buf_raw(struct json_buf *b, const char *s, size_t n) {
   b->s[b->len] = '\0';
 }
 
-/* The length of the UTF-8 sequence at s[0..n), or 0 when it is not a
- * well-formed one by RFC 3629: no overlong forms (C0 AF for '/'), no
- * UTF-16 surrogates (ED A0..BF, which is what yajl makes of a lone
- * \udc00), nothing past U+10FFFF.  yajl checks only the structure (a
- * lead byte, then that many continuation bytes); a strict reader
- * downstream (the audit log's, a tool's) would refuse what it lets by. */
-static size_t utf8_seq(const unsigned char *s, size_t n) {
-  size_t want;
-  unsigned char lo = 0x80, hi = 0xBF; /* the allowed range of s[1] */
-  if (s[0] >= 0xC2 && s[0] <= 0xDF) {
-    want = 2;
-  } else if (s[0] >= 0xE0 && s[0] <= 0xEF) {
-    want = 3;
-    if (s[0] == 0xE0)
-      lo = 0xA0;
-    else if (s[0] == 0xED)
-      hi = 0x9F;
-  } else if (s[0] >= 0xF0 && s[0] <= 0xF4) {
-    want = 4;
-    if (s[0] == 0xF0)
-      lo = 0x90;
-    else if (s[0] == 0xF4)
-      hi = 0x8F;
-  } else {
-    return 0;
-  }
-  if (n < want || s[1] < lo || s[1] > hi)
-    return 0;
-  for (size_t i = 2; i < want; i++)
-    if ((s[i] >> 6) != 0x2)
-      return 0;
-  return want;
-}
-
-size_t json_utf8_check(const char *str, size_t n) {
-  const unsigned char *s = (const unsigned char *)str;
-  size_t i = 0;
-  while (i < n) {
-    if (s[i] < 0x80) {
-      i++;
-      continue;
-    }
-    size_t k = utf8_seq(s + i, n - i);
-    if (k == 0)
-      return i;
-    i += k;
-  }
-  return n;
-}
+size_t json_utf8_check(const char *s, size_t n) { return utf8_check(s, n); }
 
 void json_buf_string(struct json_buf *b, const char *str, size_t n) {
   static const char hex[] = "0123456789ABCDEF"; /* yajl's case */
@@ -97,8 +50,8 @@ void json_buf_string(struct json_buf *b, const char *str, size_t n) {
       }
       if (c >= 0x80) {
         /* A sequence may run past chunk_end by up to 3 bytes: the +8. */
-        size_t k = utf8_seq(s + i, n - i);
-        if (k == 0) { /* not UTF-8: the replacement character, escaped */
+        size_t k = utf8_decode(str + i, n - i, NULL);
+        if (k == 0) { /* not UTF-8 (base/utf8.h): the replacement character, escaped */
           memcpy(o, "\\ufffd", 6);
           o += 6;
           i++;
