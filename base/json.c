@@ -9,6 +9,7 @@
 #include <string.h>
 #include <yajl/yajl_gen.h>
 
+#include "base/utf8.h"
 #include "base/util.h"
 
 /* ---- construction ---- */
@@ -331,51 +332,126 @@ bool json_equal(const json_t *a, const json_t *b) { return json_equal_with(a, b,
 
 /* ---- generation ---- */
 
-static void gen_value(yajl_gen g, const json_t *v) {
-  switch (v->type) {
-  case JSON_NULL:
-    yajl_gen_null(g);
-    break;
-  case JSON_BOOL:
-    yajl_gen_bool(g, v->u.boolean);
-    break;
-  case JSON_NUMBER:
-    yajl_gen_number(g, v->u.number.text, strlen(v->u.number.text));
-    break;
-  case JSON_STRING:
-    yajl_gen_string(g, (const unsigned char *)v->u.string.s, v->u.string.len);
-    break;
-  case JSON_ARRAY:
-    yajl_gen_array_open(g);
-    for (size_t i = 0; i < v->u.array.len; i++)
-      gen_value(g, v->u.array.items[i]);
-    yajl_gen_array_close(g);
-    break;
-  case JSON_OBJECT:
-    yajl_gen_map_open(g);
-    for (size_t i = 0; i < v->u.object.len; i++) {
-      const char *k = v->u.object.keys[i];
-      yajl_gen_string(g, (const unsigned char *)k, strlen(k));
-      gen_value(g, v->u.object.values[i]);
-    }
-    yajl_gen_map_close(g);
-    break;
-  }
+/* Every string and key is checked with base/utf8.h before yajl sees it,
+ * and yajl's own check (yajl_gen_validate_utf8) is off: it looks only at
+ * the structure (so overlong forms and surrogates went through to strict
+ * readers), and it refused the rest without writing anything, which an
+ * unchecked generator turned into a string missing from an array or an
+ * object's next key written as this key's value. */
+static int gen_string(yajl_gen g, const char *s, size_t len) {
+  if (utf8_check(s, len) != len)
+    return -1;
+  return yajl_gen_string(g, (const unsigned char *)s, len) == yajl_gen_status_ok ? 0 : -1;
 }
 
-char *json_dump(const json_t *v, bool pretty, size_t *len) {
+static int gen_value(yajl_gen g, const json_t *v) {
+  yajl_gen_status st = yajl_gen_status_ok;
+  switch (v->type) {
+  case JSON_NULL:
+    st = yajl_gen_null(g);
+    break;
+  case JSON_BOOL:
+    st = yajl_gen_bool(g, v->u.boolean);
+    break;
+  case JSON_NUMBER:
+    st = yajl_gen_number(g, v->u.number.text, strlen(v->u.number.text));
+    break;
+  case JSON_STRING:
+    return gen_string(g, v->u.string.s, v->u.string.len);
+  case JSON_ARRAY:
+    if (yajl_gen_array_open(g) != yajl_gen_status_ok)
+      return -1;
+    for (size_t i = 0; i < v->u.array.len; i++)
+      if (gen_value(g, v->u.array.items[i]) < 0)
+        return -1;
+    st = yajl_gen_array_close(g);
+    break;
+  case JSON_OBJECT:
+    if (yajl_gen_map_open(g) != yajl_gen_status_ok)
+      return -1;
+    for (size_t i = 0; i < v->u.object.len; i++) {
+      const char *k = v->u.object.keys[i];
+      if (gen_string(g, k, strlen(k)) < 0 || gen_value(g, v->u.object.values[i]) < 0)
+        return -1;
+    }
+    st = yajl_gen_map_close(g);
+    break;
+  }
+  return st == yajl_gen_status_ok ? 0 : -1;
+}
+
+/* Where the first string or key of v that is not valid UTF-8 is: its path
+ * appended to *path ("process.args[2]"), *key whether it is a key, *off
+ * and *byte its first bad byte.  false when there is none. */
+static bool find_bad_string(const json_t *v, struct json_buf *path, bool *key, size_t *off,
+                            unsigned char *byte) {
+  if (v->type == JSON_STRING) {
+    *off = utf8_check(v->u.string.s, v->u.string.len);
+    *byte = (unsigned char)v->u.string.s[*off];
+    return *off != v->u.string.len;
+  }
+  size_t mark = path->len;
+  for (size_t i = 0; i < json_array_len(v); i++) {
+    char index[32];
+    json_buf_raw(path, index, (size_t)snprintf(index, sizeof index, "[%zu]", i));
+    if (find_bad_string(v->u.array.items[i], path, key, off, byte))
+      return true;
+    path->len = mark;
+  }
+  for (size_t i = 0; v->type == JSON_OBJECT && i < v->u.object.len; i++) {
+    const char *k = v->u.object.keys[i];
+    size_t n = strlen(k);
+    *off = utf8_check(k, n);
+    *byte = (unsigned char)k[*off];
+    if (*off != n) {
+      *key = true;
+      return true;
+    }
+    if (mark > 0)
+      json_buf_raw(path, ".", 1);
+    json_buf_raw(path, k, n);
+    if (find_bad_string(v->u.object.values[i], path, key, off, byte))
+      return true;
+    path->len = mark;
+  }
+  return false;
+}
+
+static void set_dump_error(const json_t *v, tg_error **err) {
+  struct json_buf path = {0};
+  bool key = false;
+  size_t off = 0;
+  unsigned char byte = 0;
+  if (!find_bad_string(v, &path, &key, &off, &byte)) {
+    free(path.s);
+    tg_error_set(err, 0, "JSON text could not be generated");
+    return;
+  }
+  const char *where = path.len ? path.s : "";
+  tg_error_set(err, 0,
+               "%s%s%s is not valid UTF-8 (byte %zu, 0x%02X, starts an overlong, surrogate or "
+               "broken sequence): JSON text holds only UTF-8, so give it in UTF-8",
+               key ? "a key" : "the string", path.len ? (key ? " of " : " at ") : "", where,
+               off, (unsigned)byte);
+  free(path.s);
+}
+
+char *json_dump_checked(const json_t *v, bool pretty, size_t *len, tg_error **err) {
+  if (len)
+    *len = 0;
   yajl_gen g = yajl_gen_alloc(NULL);
   if (g == NULL)
     abort();
-  yajl_gen_config(g, yajl_gen_beautify, pretty ? 1 : 0);
-  yajl_gen_config(g, yajl_gen_indent_string, "  ");
-  /* Strings we emit may come from the container; yajl escapes control
-   * characters and, with validate_utf8, refuses invalid sequences. */
-  yajl_gen_config(g, yajl_gen_validate_utf8, 1);
-  gen_value(g, v);
+  if (!yajl_gen_config(g, yajl_gen_beautify, pretty ? 1 : 0) ||
+      !yajl_gen_config(g, yajl_gen_indent_string, "  "))
+    abort();
   const unsigned char *out = NULL;
   size_t n = 0;
-  yajl_gen_get_buf(g, &out, &n);
+  if (gen_value(g, v) < 0 || yajl_gen_get_buf(g, &out, &n) != yajl_gen_status_ok) {
+    yajl_gen_free(g);
+    set_dump_error(v, err);
+    return NULL;
+  }
   char *s = xstrndup((const char *)out, n);
   /* yajl's beautifier ends with a newline; keep output single-form. */
   while (n > 0 && s[n - 1] == '\n')
@@ -384,4 +460,8 @@ char *json_dump(const json_t *v, bool pretty, size_t *len) {
   if (len)
     *len = n;
   return s;
+}
+
+char *json_dump(const json_t *v, bool pretty, size_t *len) {
+  return json_dump_checked(v, pretty, len, NULL);
 }

@@ -117,8 +117,18 @@ bool json_integer_value(const json_t *v, long long *out);
 const char *json_type_name(enum json_type t);
 
 /* Serialize.  Returns an owned NUL-terminated string; *len (optional) gets
- * its length.  pretty indents with two spaces. */
+ * its length.  pretty indents with two spaces.
+ *
+ * NULL (and *len 0) when a string or key of v is not valid UTF-8
+ * (base/utf8.h), which JSON text cannot hold: never a text with it left
+ * out or replaced.  A tree from json_parse never has one; a string built
+ * from other bytes (argv, a path, a program's output) may: check it where
+ * it comes in (json_utf8_check), so the user hears which argument or field,
+ * or dump with json_dump_checked. */
 char *json_dump(const json_t *v, bool pretty, size_t *len);
+/* json_dump, and on NULL *err names the string: "the string at
+ * process.args[2] is not valid UTF-8 (byte 0, 0xFF, ...)". */
+char *json_dump_checked(const json_t *v, bool pretty, size_t *len, tg_error **err);
 
 /* Direct serialization, without a tree or yajl: for text built per call
  * (the bridge's responses, audit records) where json_dump's tree and
