@@ -196,6 +196,15 @@ static json_t *parse(const char *buf, size_t len,
   c.stack = xcalloc(c.max_depth + 1, sizeof(json_t *));
   c.keys = xcalloc(c.max_depth + 1, sizeof(char *));
 
+  /* yajl's lexer keeps its own UTF-8 check of the raw bytes (its default),
+   * deliberately: it runs while lexing, at no cost of its own, and gives
+   * the positioned "lexical error: invalid bytes in UTF8 string" that
+   * config.json and policy files report.  It checks only the structure of
+   * a sequence, and never what an escape decodes to (a lone \udc00 becomes
+   * a surrogate), so it is no validity rule: base/utf8.h is, where strings
+   * leave a tree (json_dump refuses them, json_buf replaces them) and
+   * where a request's args reach the gate (args_canonical refuses them,
+   * naming the argument). */
   yajl_handle h = yajl_alloc(&callbacks, NULL, &c);
   if (h == NULL)
     abort();
