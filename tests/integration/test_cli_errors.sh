@@ -52,15 +52,15 @@ expect_error "missing rootfs" 'root.path /nonexistent/rootfs is not a usable dir
 check "missing rootfs: config.json untouched" cmp -s "$work/norootfs/config.json" "$work/norootfs.before"
 check_fails "missing rootfs: no state left" test -e "$TG_ROOT/e1"
 # JSON holds only UTF-8: a config.json string that is not (an overlong
-# '/', which yajl's own check let by) is refused where it stands, and a
-# bundle path that is not is named, with no state left either way.
+# '/', which yajl's lexer lets by) and a bundle path that is not are named
+# when the effective config or state.json is written, with no state left.
 make_bundle "$work/overlong"
 python3 - "$work/overlong/config.json" <<'PY'
 import sys
 b = open(sys.argv[1], "rb").read()
 open(sys.argv[1], "wb").write(b.replace(b'"TERM=xterm"', b'"X=..\xc0\xafetc", "TERM=xterm"', 1))
 PY
-expect_error "config.json string not UTF-8" 'config.json: .*line [0-9]+, column [0-9]+: a string is not valid UTF-8.*fix the JSON' \
+expect_error "config.json string not UTF-8" 'effective config.json: the string at process.env\[1\] is not valid UTF-8.*give it in UTF-8' \
   tg create --bundle "$work/overlong" e1
 check_fails "config.json string not UTF-8: no state left" test -e "$TG_ROOT/e1"
 make_bundle "$work/bad"$'\xff'"path"
