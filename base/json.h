@@ -76,6 +76,10 @@ json_t *json_new_null(void);
 json_t *json_new_bool(bool b);
 json_t *json_new_number(double d); /* integral values print as integers */
 json_t *json_new_integer(long long i);
+/* A number from its JSON text text[0..len), kept verbatim for output; its
+ * value is strtod's.  The text is not checked: give it in JSON's grammar
+ * (the parser's, a canonical form). */
+json_t *json_new_number_text(const char *text, size_t len);
 json_t *json_new_string(const char *s);
 json_t *json_new_stringn(const char *s, size_t len);
 json_t *json_new_array(void);
@@ -113,8 +117,18 @@ bool json_integer_value(const json_t *v, long long *out);
 const char *json_type_name(enum json_type t);
 
 /* Serialize.  Returns an owned NUL-terminated string; *len (optional) gets
- * its length.  pretty indents with two spaces. */
+ * its length.  pretty indents with two spaces.
+ *
+ * NULL (and *len 0) when a string or key of v is not valid UTF-8
+ * (base/utf8.h), which JSON text cannot hold: never a text with it left
+ * out or replaced.  A tree from json_parse never has one; a string built
+ * from other bytes (argv, a path, a program's output) may: check it where
+ * it comes in (json_utf8_check), so the user hears which argument or field,
+ * or dump with json_dump_checked. */
 char *json_dump(const json_t *v, bool pretty, size_t *len);
+/* json_dump, and on NULL *err names the string: "the string at
+ * process.args[2] is not valid UTF-8 (byte 0, 0xFF, ...)". */
+char *json_dump_checked(const json_t *v, bool pretty, size_t *len, tg_error **err);
 
 /* Direct serialization, without a tree or yajl: for text built per call
  * (the bridge's responses, audit records) where json_dump's tree and
@@ -148,7 +162,8 @@ void json_buf_value(struct json_buf *b, const json_t *v);
 
 /* The offset of the first byte of s[0..n) that does not start a
  * well-formed UTF-8 sequence (RFC 3629: no overlong forms, surrogates or
- * code points past U+10FFFF), or n when all of it is valid UTF-8. */
+ * code points past U+10FFFF), or n when all of it is valid UTF-8:
+ * utf8_check() of base/utf8.h, the one validator, for json.h's callers. */
 size_t json_utf8_check(const char *s, size_t n);
 
 /* Deep equality (object key order ignored, numbers by value). */

@@ -1,38 +1,11 @@
-/* Terminal-safe text; see escape.h. */
+/* Terminal-safe text; see term_escape.h. */
 #include "base/term_escape.h"
 
 #include <stdio.h>
 #include <string.h>
 
+#include "base/utf8.h"
 #include "base/util.h"
-
-/* The length of the valid UTF-8 sequence at p (1..4), or 0. */
-static size_t utf8_len(const unsigned char *p) {
-  if (p[0] < 0x80)
-    return 1;
-  size_t n = (p[0] & 0xe0) == 0xc0 ? 2 : (p[0] & 0xf0) == 0xe0 ? 3 : (p[0] & 0xf8) == 0xf0 ? 4 : 0;
-  if (n == 0 || (n == 2 && p[0] < 0xc2) || (n == 4 && p[0] > 0xf4))
-    return 0; /* a stray continuation byte, an overlong form, past U+10FFFF */
-  for (size_t i = 1; i < n; i++)
-    if ((p[i] & 0xc0) != 0x80)
-      return 0;
-  if (n == 3 && ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] >= 0xa0)))
-    return 0; /* overlong, or a surrogate */
-  if (n == 4 && ((p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] >= 0x90)))
-    return 0;
-  return n;
-}
-
-static uint32_t utf8_decode(const unsigned char *p, size_t n) {
-  switch (n) {
-  case 2:
-    return ((p[0] & 0x1fu) << 6) | (p[1] & 0x3fu);
-  case 3:
-    return ((p[0] & 0x0fu) << 12) | ((p[1] & 0x3fu) << 6) | (p[2] & 0x3fu);
-  default:
-    return ((p[0] & 0x07u) << 18) | ((p[1] & 0x3fu) << 12) | ((p[2] & 0x3fu) << 6) | (p[3] & 0x3fu);
-  }
-}
 
 /* General category Cf (Unicode 15.1), Zl and Zp, and the invisible reserved
  * code points beside them (U+2065; the whole tag block).  A bidi override
@@ -101,11 +74,12 @@ static char *escape(const char *s, enum mode m) {
   char *out = xmalloc(len * 6 + 1);
   size_t o = 0;
   const unsigned char *p = (const unsigned char *)s;
+  const unsigned char *end = p + len;
   while (*p) {
     unsigned c = *p;
-    size_t n = utf8_len(p);
+    uint32_t cp = 0;
+    size_t n = utf8_decode((const char *)p, (size_t)(end - p), &cp);
     if (n > 1) {
-      uint32_t cp = utf8_decode(p, n);
       if (escape_code_point_is_hidden(cp)) {
         o += put_code_point(out + o, cp, m);
       } else {

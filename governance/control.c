@@ -243,7 +243,9 @@ int control_request(const char *path, const json_t *req, int timeout_ms, json_t 
     return tg_error_set(err, errno, "connect to %s (is the container's bridge sidecar running?)",
                         path);
   size_t len = 0;
-  cleanup_free char *s = json_dump(req, false, &len);
+  cleanup_free char *s = json_dump_checked(req, false, &len, err);
+  if (s == NULL) /* an argument that is not UTF-8 (a reason, say) */
+    return tg_error_wrap(err, "the request to %s", path);
   s = xrealloc(s, len + 1);
   s[len++] = '\n';
   if (write_all(fd, s, len) < 0)

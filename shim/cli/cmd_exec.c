@@ -57,6 +57,33 @@ static void set_env(json_t *proc, const char *kv) {
   json_array_append(env, json_new_string(kv));
 }
 
+/* Every string of the command line that goes into process.json must be
+ * UTF-8 (JSON text holds nothing else): said here, naming it, rather than
+ * as a failure to write process.json. */
+static int check_utf8(const char *what, int n, const char *s, tg_error **err) {
+  size_t len = strlen(s), bad = json_utf8_check(s, len);
+  if (bad == len)
+    return 0;
+  cleanup_free char *name = n > 0 ? xasprintf("%s %d", what, n) : xstrdup(what);
+  return tg_error_set(err, 0,
+                      "exec: %s is not valid UTF-8 (byte %zu, 0x%02X): process.json is JSON, "
+                      "which holds only UTF-8; pass it in UTF-8",
+                      name, bad, (unsigned)(unsigned char)s[bad]);
+}
+
+static int check_request_utf8(const struct exec_request *req, tg_error **err) {
+  for (int i = 0; i < req->nargs; i++)
+    if (check_utf8("argument", i + 1, req->args[i], err) < 0)
+      return -1;
+  for (size_t i = 0; i < req->env.len; i++)
+    if (check_utf8("--env", (int)i + 1, req->env.items[i], err) < 0)
+      return -1;
+  for (size_t i = 0; i < req->caps.len; i++)
+    if (check_utf8("--cap", (int)i + 1, req->caps.items[i], err) < 0)
+      return -1;
+  return req->cwd ? check_utf8("--cwd", 0, req->cwd, err) : 0;
+}
+
 static json_t *build_process(const struct exec_request *req,
                              const json_t *effective, tg_error **err) {
   if (req->process != NULL) {
@@ -83,6 +110,8 @@ static json_t *build_process(const struct exec_request *req,
     }
     return p;
   }
+  if (check_request_utf8(req, err) < 0)
+    return NULL;
   const json_t *base = json_object_get(effective, "process");
   json_t *p = json_is(base, JSON_OBJECT) ? json_copy(base) : json_new_object();
   json_t *args = json_new_array();

@@ -703,7 +703,9 @@ static int do_create(struct cli *cli, const struct create_request *req,
   const char *eff = user_bytes;
   size_t eff_len = user_len;
   if (out->bridged) {
-    dumped = json_dump(config, true, &eff_len);
+    dumped = json_dump_checked(config, true, &eff_len, err);
+    if (dumped == NULL) /* a host path or flag that is not UTF-8 */
+      return tg_error_wrap(err, "bundle %s: the effective config.json", bundle);
     eff = dumped;
   }
   /* Into the bundle, the user's kept beside it; a bundle whose

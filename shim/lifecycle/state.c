@@ -147,7 +147,9 @@ int state_write_json(const char *dir, const char *name, const json_t *json,
   if (dfd < 0)
     return tg_error_set(err, errno, "open %s", dir);
   size_t len = 0;
-  cleanup_free char *text = json_dump(json, true, &len);
+  cleanup_free char *text = json_dump_checked(json, true, &len, err);
+  if (text == NULL)
+    return tg_error_wrap(err, "%s/%s", dir, name);
   return write_file_atomic(dfd, name, text, len, 0600, false, err);
 }
 

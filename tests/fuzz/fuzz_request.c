@@ -2,7 +2,7 @@
  * classification of file names found in calls/req -- everything the host
  * does with container bytes before the gate sees them.
  *
- * FUZZ_SOURCES: bridge/protocol.c base/json.c base/util.c base/error.c
+ * FUZZ_SOURCES: bridge/protocol.c base/json.c base/json_parse.c base/json_write.c base/utf8.c base/util.c base/error.c
  */
 #include <stdint.h>
 #include <stdlib.h>

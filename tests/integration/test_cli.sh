@@ -77,6 +77,13 @@ for rt in $BACKENDS; do
   rc=$?
   check_eq "$rt: exec ID CMD output" "exec says hi" "$out"
   check_eq "$rt: exec ID CMD exit status" 5 "$rc"
+  # process.json is JSON, which holds only UTF-8: an argument that is not
+  # is a clear error, never a process run with the argument left out.
+  out=$(tg exec "$id" echo a $'\xff' b 2>&1)
+  rc=$?
+  check_fails "$rt: exec with an argument that is not UTF-8 fails" test "$rc" -eq 0
+  check_match "$rt: ... naming the argument and the fix" 'argument 3 .*not valid UTF-8.*pass' "$out"
+  check_fails "$rt: ... and runs nothing" grep -q '^a b$' <<<"$out"
 
   python3 - "$b/config.json" "$work/proc-$rt.json" <<'PY'
 import json, sys

@@ -51,6 +51,22 @@ expect_error "missing rootfs" 'root.path /nonexistent/rootfs is not a usable dir
   tg create --bundle "$work/norootfs" e1
 check "missing rootfs: config.json untouched" cmp -s "$work/norootfs/config.json" "$work/norootfs.before"
 check_fails "missing rootfs: no state left" test -e "$TG_ROOT/e1"
+# JSON holds only UTF-8: a config.json string that is not (an overlong
+# '/', which yajl's lexer lets by) and a bundle path that is not are named
+# when the effective config or state.json is written, with no state left.
+make_bundle "$work/overlong"
+python3 - "$work/overlong/config.json" <<'PY'
+import sys
+b = open(sys.argv[1], "rb").read()
+open(sys.argv[1], "wb").write(b.replace(b'"TERM=xterm"', b'"X=..\xc0\xafetc", "TERM=xterm"', 1))
+PY
+expect_error "config.json string not UTF-8" 'effective config.json: the string at process.env\[1\] is not valid UTF-8.*give it in UTF-8' \
+  tg create --bundle "$work/overlong" e1
+check_fails "config.json string not UTF-8: no state left" test -e "$TG_ROOT/e1"
+make_bundle "$work/bad"$'\xff'"path"
+expect_error "bundle path not UTF-8" 'the string at bundle is not valid UTF-8' \
+  tg create --bundle "$work/bad"$'\xff'"path" e1
+check_fails "bundle path not UTF-8: no state left" test -e "$TG_ROOT/e1"
 expect_error "unknown command" 'unknown command "frobnicate".*tollgate help' tg frobnicate
 expect_error "unknown flag" 'create: unknown flag --frob.*tollgate help create' \
   tg create --frob --bundle "$work/good" e1
