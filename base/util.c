@@ -374,9 +374,13 @@ bool thread_start_masked(pthread_t *t, void *(*fn)(void *), void *arg) {
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
-  bool ok = pthread_create(t, NULL, fn, arg) == 0;
+  int r = pthread_create(t, NULL, fn, arg);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
-  return ok;
+  /* pthread_create returns its error; errno may hold another (ENOMEM
+   * from the stack's mmap when it returns EAGAIN) or an older one. */
+  if (r != 0)
+    errno = r;
+  return r == 0;
 }
 
 unsigned long long process_start_time(pid_t pid) {

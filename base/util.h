@@ -89,7 +89,8 @@ int pidfd_open_pid(pid_t pid);
 int pidfd_signal(int pidfd, int sig);
 
 /* pthread_create() with every signal blocked in the new thread, so that
- * signals (and the threads it starts in turn) stay the main thread's. */
+ * signals (and the threads it starts in turn) stay the main thread's.
+ * false with errno set to pthread_create's error. */
 bool thread_start_masked(pthread_t *t, void *(*fn)(void *), void *arg);
 
 #endif

@@ -1,6 +1,7 @@
 /* The bridge as the lifecycle commands see it: prepare the area and the
  * mounts, serve in-process for `run`, tear down on delete.  The sidecar
- * lives in sidecar.c, the protocol server in server.c. */
+ * lives in sidecar.c, the protocol server in server.c (and its parts,
+ * server_state.h). */
 #include "bridge/bridge.h"
 
 #include <errno.h>

@@ -35,8 +35,9 @@ int bridge_heartbeat_start(int area_fd, tg_error **err) {
                         BRIDGE_HEARTBEAT_NAME);
   pthread_t t;
   if (!thread_start_masked(&t, beat, (void *)(intptr_t)fd)) {
+    int e = errno; /* pthread_create's error (thread_start_masked) */
     close(fd);
-    return tg_error_set(err, errno, "bridge: start the heartbeat thread");
+    return tg_error_set(err, e, "bridge: start the heartbeat thread");
   }
   pthread_detach(t);
   return 0;

@@ -4,7 +4,7 @@
  *
  * Ids are remembered for replay checks.  At most max_tool_calls of them
  * can ever be answered with a result (every attempt counts toward the
- * cap), so the watcher never adds more than that (bridge/server.c); a
+ * cap), so the watcher never adds more than that (server_watcher.c); a
  * policy with a larger cap is served up to `max` ids at once, and ids
  * whose responses were collected make room (seen_purge).  Touched only by
  * the watcher thread, except the entries' marker_gone flags.

@@ -17,6 +17,11 @@
  * opt.refused_per_second refused attempts the watcher pauses for
  * opt.backoff_ms).  A call parked for approval holds no worker of the
  * pool.  No thread is created per call and the host never sleeps.
+ *
+ * The code, by job: server.c starts and stops the service,
+ * server_watcher.c is the watcher, server_pool.c the queue and the worker
+ * pool, server_answer.c the responses (server_state.h, internal, says how
+ * they fit).
  */
 #ifndef TOLLGATE_BRIDGE_SERVICE_H
 #define TOLLGATE_BRIDGE_SERVICE_H

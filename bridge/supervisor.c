@@ -193,7 +193,7 @@ static void answer_in_flight(struct supervisor *s, const char *death, const char
       "or may not have run (check its effect before calling again); %s", death, next);
   size_t len = 0;
   cleanup_free char *body = bridge_error_body(GATE_OUTCOME_UNKNOWN, msg, &len);
-  /* The dead worker's space reserve (bridge/server.c) is given up, so a
+  /* The dead worker's space reserve (bridge/server_answer.c) is given up, so a
    * container that filled the area still hears; the next worker makes
    * it again. */
   unlinkat(s->area_fd, ".reserve", 0);

@@ -5,13 +5,17 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -20,6 +24,7 @@
 
 #include "bridge/area.h"
 #include "bridge/bridge.h"
+#include "bridge/heartbeat.h"
 #include "bridge/server.h"
 #include "bridge/sidecar.h"
 #include "base/util.h"
@@ -578,4 +583,85 @@ Test(sidecar, in_process_bridge_for_run) {
   assert_error_response("ip1", "\"denied\"");
   bridge_stop_in_process(s);
   free(h.audit_dir);
+}
+
+static void *wait_on_pipe(void *fd) {
+  char c;
+  while (read((int)(intptr_t)fd, &c, 1) != 0)
+    ;
+  return NULL;
+}
+
+/* In a child: deny every new thread (how: see below), start the heartbeat
+ * in dir and exit 0 when its error names pthread_create's own error
+ * (EAGAIN), whatever errno holds. */
+static void heartbeat_without_threads(const char *dir, bool by_memory) {
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    _exit(2);
+  if (by_memory) {
+    /* Room for no thread stack: the stack's mmap fails with ENOMEM (in
+     * errno), and pthread_create returns EAGAIN.  Threads that wait for
+     * ever first take the stacks the C library keeps from threads that
+     * ended, so the heartbeat's needs a new mapping. */
+    int p[2];
+    if (pipe(p) < 0)
+      _exit(2);
+    for (int k = 0; k < 16; k++) {
+      pthread_t t;
+      if (pthread_create(&t, NULL, wait_on_pipe, (void *)(intptr_t)p[0]) != 0)
+        _exit(2);
+    }
+    unsigned long pages = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f == NULL || fscanf(f, "%lu", &pages) != 1)
+      _exit(2);
+    fclose(f);
+    rlim_t room = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + (1 << 20);
+    struct rlimit as = {room, room};
+    if (setrlimit(RLIMIT_AS, &as) < 0)
+      _exit(2);
+  } else {
+    /* No process for an unprivileged uid (root is exempt): clone fails. */
+    struct rlimit none = {0, 0};
+    if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0 ||
+        setrlimit(RLIMIT_NPROC, &none) < 0)
+      _exit(2);
+  }
+  errno = ENOTTY; /* not the cause */
+  tg_error *err = NULL;
+  if (bridge_heartbeat_start(fd, &err) == 0)
+    _exit(3);
+  fprintf(stderr, "heartbeat (%s): %s\n", by_memory ? "RLIMIT_AS" : "RLIMIT_NPROC", err->msg);
+  _exit(err->errnum == EAGAIN && strstr(err->msg, strerror(EAGAIN)) ? 0 : 4);
+}
+
+/* pthread_create returns its error and need not set errno (it leaves
+ * ENOMEM there when the stack cannot be mapped): a heartbeat thread that
+ * cannot start is an error naming the returned cause.  Real failures: no
+ * memory for a stack, and no process left for the uid. */
+Test(heartbeat, a_thread_that_cannot_start_names_its_cause) {
+  char dir[] = "/tmp/tg-heartbeat-XXXXXX";
+  cr_assert_not_null(mkdtemp(dir));
+  cr_assert_eq(chmod(dir, 0777), 0);
+  char alive[64];
+  snprintf(alive, sizeof alive, "%s/" BRIDGE_HEARTBEAT_NAME, dir);
+  for (int by_memory = 0; by_memory < 2; by_memory++) {
+#ifdef __SANITIZE_ADDRESS__
+    if (by_memory)
+      continue; /* the sanitizer cannot run without address space to map */
+#endif
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0)
+      heartbeat_without_threads(dir, by_memory);
+    int status = 0;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    unlink(alive);
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+              "%s: exit %d: the error must name pthread_create's EAGAIN (stderr above)",
+              by_memory ? "RLIMIT_AS" : "RLIMIT_NPROC",
+              WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  }
+  rmdir(dir);
 }
