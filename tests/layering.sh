@@ -24,6 +24,10 @@ declare -A may=(
 declare -A internal=(
   [oci/transform.h]=oci
   [governance/gate_state.h]=governance
+  [bridge/server_state.h]=bridge
+  [bridge/server_watcher.h]=bridge
+  [bridge/server_pool.h]=bridge
+  [bridge/server_answer.h]=bridge
 )
 
 bad=0
