@@ -130,7 +130,8 @@ check: deps
 	@COUNTS_FILE=$(abspath $(BUILD))/check-counts bash tests/leaks.sh
 
 # Sanitizer build in its own directory so it never mixes with the normal one.
-asan:
+# The unit tests run the static client and the binary of the normal build.
+asan: all
 	$(MAKE) BUILD=build/asan OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 	  LDLIBS="-fsanitize=address,undefined" unit
 
