@@ -4,6 +4,7 @@
  *   mounts.c  root, mounts, tmpfs, masked/read-only paths, device rules
  *   limits.c  rlimits, cgroup memory/pids/cpu, oomScoreAdj
  *   tighter.c the after-the-fact check that the output is no looser
+ *   path_clean.c  lexical path clean-up, for host and container paths
  * harden.c orders them and handles profiles, namespaces, seccomp and
  * annotations.  Internal to oci/: only harden.h is public.
  */
@@ -33,7 +34,8 @@ int oci_check_process_escapes(const json_t *process, const char *field,
                               tg_error **err);
 
 /* Lexically clean an absolute path: collapse "//", drop ".", resolve
- * "..".  Owned result. */
+ * "..".  Owned result.  (oci/path_clean.c, below both the escape checks
+ * and hostpath.c, so that neither calls back into the other.) */
 char *oci_path_clean(const char *path);
 
 /* true when name ("CAP_NET_ADMIN") is a capability libcap-ng knows. */
