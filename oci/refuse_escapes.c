@@ -1,5 +1,9 @@
-/* Refusal of known escape shapes.  Each check runs on the config as it
- * came in, before any rewrite, so the error names what the user wrote. */
+/* Refusal of the known container-escape shapes in the input config (a cwd
+ * or source through a /proc fd, the host's namespaces, host sockets and
+ * sensitive host paths, block filesystems, a second procfs, devices and
+ * sysctls outside the profile, unknown capabilities).  Each check runs on
+ * the config as it came in, before any rewrite, so the error names what
+ * the user wrote. */
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
