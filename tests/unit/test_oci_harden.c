@@ -838,6 +838,43 @@ Test(oci_harden, update_inputs_within_the_profile) {
   profile_free(&p);
 }
 
+/* oci_update_resources(): what create gave the container, an update past
+ * the profile laid over it, and the container's resources come out at the
+ * profile's ceilings; under passthrough the request is laid over as it is. */
+Test(oci_harden, update_resources_stay_under_the_ceiling) {
+  struct {
+    const char *profile, *req;
+    long long memory, swap, pids, cpu_millis; /* expected in the effective config */
+  } t[] = {
+      {"hardened", "{\"memory\":{\"limit\":68719476736,\"swap\":-1},\"pids\":{\"limit\":100000},\"cpu\":{\"period\":1000}}",
+       536870912, 536870912, 256, 1000},
+      {"hardened", "{\"memory\":{\"limit\":104857600},\"pids\":{\"limit\":40},\"cpu\":{\"quota\":50000,\"period\":100000}}",
+       104857600, 104857600, 40, 500},
+      {"passthrough", "{\"memory\":{\"limit\":68719476736},\"pids\":{\"limit\":100000}}", 68719476736LL, -1, 100000, 0},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    struct oci_profile p;
+    tg_error *err = NULL;
+    cr_assert_eq(profile_load(PROFILES_DIR, SECCOMP_DIR, t[i].profile, &p, &err), 0, "%s", err ? err->msg : "");
+    json_t *effective = load_fixture("runc-spec-config.json");
+    if (!p.passthrough)
+      oci_limits_harden(effective, &p, "runc");
+    json_t *req = parse_or_die(t[i].req);
+    cr_expect_eq(oci_update_resources(req, effective, &p, &err), 0, "%s: %s", t[i].req, err ? err->msg : "");
+    cr_expect_eq(ll_at(effective, "linux.resources.memory.limit", -1), t[i].memory, "%s: memory", t[i].req);
+    cr_expect_eq(ll_at(effective, "linux.resources.memory.swap", -1), t[i].swap, "%s: swap", t[i].req);
+    cr_expect_eq(ll_at(effective, "linux.resources.pids.limit", -1), t[i].pids, "%s: pids", t[i].req);
+    cr_expect_eq(oci_cpu_millis(effective), t[i].cpu_millis, "%s: cpu millis", t[i].req);
+    /* what runc gets is the hardened request, as laid over */
+    cr_expect(json_equal(json_get_path(effective, "linux.resources.memory.limit"), json_get_path(req, "memory.limit")),
+              "%s: the request runc gets is the one applied", t[i].req);
+    tg_error_free(&err);
+    json_free(req);
+    json_free(effective);
+    profile_free(&p);
+  }
+}
+
 /* The tighter-check reads every option as the kernel does. */
 Test(oci_harden, tighter_check_compares_every_option) {
   struct {
