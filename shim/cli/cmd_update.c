@@ -82,8 +82,29 @@ static json_t *read_resources(const char *path, tg_error **err) {
   return v;
 }
 
-static void set_num(json_t *res, const char *section, const char *key, long long v) {
-  json_object_set(json_object_ensure_object(res, section), key, json_new_integer(v));
+/* A numeric flag of update and the key of the request it sets. */
+struct limit_flag {
+  const char *flag;    /* "memory" for --memory */
+  const char *section; /* linux.resources section: "memory", "cpu", "pids" */
+  const char *key;     /* in that section: "limit", "quota"... */
+  bool size;           /* a size (512m, 1g, -1) rather than a plain number */
+  const char *value;   /* as given, or NULL when the flag was not */
+};
+
+/* Each given flag parsed and set in req, in table order; the first bad
+ * value is the error. */
+static int set_limit_flags(json_t *req, const struct limit_flag *flags, size_t n, tg_error **err) {
+  for (size_t i = 0; i < n; i++) {
+    if (flags[i].value == NULL)
+      continue;
+    long long v = 0;
+    int r = flags[i].size ? parse_size(flags[i].flag, flags[i].value, &v, err)
+                          : parse_int(flags[i].flag, flags[i].value, &v, err);
+    if (r < 0)
+      return -1;
+    json_object_set(json_object_ensure_object(req, flags[i].section), flags[i].key, json_new_integer(v));
+  }
+  return 0;
 }
 
 /* The container's profile and effective config, handed to
@@ -148,7 +169,6 @@ int cmd_update(struct cli *cli, int argc, char **argv, tg_error **err) {
   cleanup_json json_t *req = resources ? read_resources(resources, err) : json_new_object();
   json_t *effective = NULL;
   cleanup_free char *name = NULL, *path = NULL;
-  long long v;
   if (req == NULL)
     goto out;
   if (!json_is(req, JSON_OBJECT)) {
@@ -156,17 +176,12 @@ int cmd_update(struct cli *cli, int argc, char **argv, tg_error **err) {
     goto out;
   }
   /* The flags go over the file, as runc applies them. */
-  if (memory && (parse_size("memory", memory, &v, err) < 0 || (set_num(req, "memory", "limit", v), false)))
-    goto out;
-  if (memory_swap && (parse_size("memory-swap", memory_swap, &v, err) < 0 || (set_num(req, "memory", "swap", v), false)))
-    goto out;
-  if (pids && (parse_int("pids-limit", pids, &v, err) < 0 || (set_num(req, "pids", "limit", v), false)))
-    goto out;
-  if (quota && (parse_int("cpu-quota", quota, &v, err) < 0 || (set_num(req, "cpu", "quota", v), false)))
-    goto out;
-  if (period && (parse_int("cpu-period", period, &v, err) < 0 || (set_num(req, "cpu", "period", v), false)))
-    goto out;
-  if (shares && (parse_int("cpu-shares", shares, &v, err) < 0 || (set_num(req, "cpu", "shares", v), false)))
+  const struct limit_flag limits[] = {
+      {"memory", "memory", "limit", true, memory},   {"memory-swap", "memory", "swap", true, memory_swap},
+      {"pids-limit", "pids", "limit", false, pids},  {"cpu-quota", "cpu", "quota", false, quota},
+      {"cpu-period", "cpu", "period", false, period}, {"cpu-shares", "cpu", "shares", false, shares},
+  };
+  if (set_limit_flags(req, limits, sizeof limits / sizeof limits[0], err) < 0)
     goto out;
   if (cpus)
     json_object_set(json_object_ensure_object(req, "cpu"), "cpus", json_new_string(cpus));
