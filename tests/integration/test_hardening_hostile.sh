@@ -5,8 +5,9 @@
 # runs (FLIPS times, default 200), root.path at the host root or tollgate's
 # own root, a tmpfs with a second size= option, a second procfs/sysfs,
 # exec with group 0, update beyond the profile, TIOCSTI with an upper bit
-# set, and an unknown capability.  Each is refused with a message naming
-# the field and the fix, or comes out tightened, as seen from inside.
+# set, an unknown capability and an unknown namespace type.  Each is
+# refused with a message naming the field and the fix, or comes out
+# tightened, as seen from inside.
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 FLIPS=${FLIPS:-200}
@@ -103,6 +104,11 @@ for be in $BACKENDS; do
   # --- capabilities -------------------------------------------------------
   with 'c["process"]["capabilities"]["bounding"].append("CAP_TEST")' true
   refused "unknown capability" "$be" 'process.capabilities.bounding\[[0-9]+\]: unknown capability "CAP_TEST"'
+
+  # --- namespaces: an unknown type is refused, named escaped ----------------
+  with 'c["linux"]["namespaces"].append({"type": "pid\u202ex"})' true
+  refused "a namespace type with a Cf character" "$be" \
+    'linux.namespaces\[[0-9]+\]: unknown namespace type "pid\\u202ex"; use one of pid, network, mount, ipc, uts, user, cgroup, time'
 
   # --- TIOCSTI: the kernel reads 0x100005412 as 0x5412 ---------------------
   for req in 0x5412 0x100005412 0xffffffff00005412; do

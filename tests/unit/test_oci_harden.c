@@ -465,6 +465,19 @@ static const struct hcase cases[] = {
     {"host network namespace path, relaxed", NULL, "{\"linux\":{\"namespaces\":[{\"type\":\"network\",\"path\":\"/proc/self/ns/net\"}]}}", "runc", "relaxed", false, NULL, network_path_dropped, "relaxed"},
     {"pid 1's namespace path", NULL, "{\"linux\":{\"namespaces\":[{\"type\":\"uts\",\"path\":\"/proc/1/ns/uts\"}]}}", "runsc", NULL, false, "linux.namespaces[0]", NULL, NULL},
     {"host pid namespace path", NULL, "{\"linux\":{\"namespaces\":[{\"type\":\"pid\",\"path\":\"/proc/self/ns/pid\"}]}}", "runc", NULL, false, "host's pid namespace", NULL, NULL},
+    /* An unknown namespace type, with or without a path, is refused naming
+     * it (escaped: a Cf character would hide in the message) and the known
+     * types; a runtime would fail on it or skip it. */
+    {"namespace type with a Cf character", NULL, "{\"linux\":{\"namespaces\":[{\"type\":\"mount\"},{\"type\":\"pid\\u202ex\"}]}}", "runc", NULL, false,
+     "linux.namespaces[1]: unknown namespace type \"pid\\u202ex\"; use one of pid, network, mount, ipc, uts, user, cgroup, time", NULL, NULL},
+    {"namespace type with a Cf character (runsc)", NULL, "{\"linux\":{\"namespaces\":[{\"type\":\"pid\\u202ex\"}]}}", "runsc", NULL, false,
+     "linux.namespaces[0]: unknown namespace type \"pid\\u202ex\"", NULL, NULL},
+    {"unknown namespace type with a path", NULL, "{\"linux\":{\"namespaces\":[{\"type\":\"net\",\"path\":\"/proc/self/ns/net\"}]}}", "runc", NULL, false,
+     "linux.namespaces[0]: unknown namespace type \"net\"; use one of pid, network,", NULL, NULL},
+    {"namespace type not a string", NULL, "{\"linux\":{\"namespaces\":[{\"type\":7}]}}", "runc", NULL, false,
+     "linux.namespaces[0]: \"type\" must be a string naming the namespace: one of pid, network,", NULL, NULL},
+    {"namespace without a type", NULL, "{\"linux\":{\"namespaces\":[{\"path\":\"/proc/self/ns/ipc\"}]}}", "runsc", NULL, false,
+     "linux.namespaces[0]: \"type\" must be a string", NULL, NULL},
     {"missing namespace path", NULL, "{\"linux\":{\"namespaces\":[{\"type\":\"ipc\",\"path\":\"/nonexistent/ns\"}]}}", "runc", NULL, false, "cannot check ipc namespace path", NULL, NULL},
     /* CVE-2024-21626 shapes */
     {"cwd /proc/self/fd", NULL, "{\"process\":{\"cwd\":\"/proc/self/fd/7\"}}", "runc", NULL, false, "CVE-2024-21626", NULL, NULL},
