@@ -23,7 +23,8 @@
 
 /* Refuse a config that carries a known escape shape: cwd, root or a mount
  * source under /proc/<pid|self|thread-self>/fd (or /dev/fd); a namespace
- * path that is the host's own (or cannot be checked); a bind mount of a
+ * type the runtime spec does not know; a namespace path that is the host's
+ * own (or cannot be checked); a bind mount of a
  * host socket or of a path holding one; a mount of a filesystem type that
  * is not a pseudo filesystem or bind; a device outside p->devices; a
  * sysctl outside p->sysctls.  0 or -1 with *err naming the field and fix. */
