@@ -123,6 +123,18 @@ struct oci_profile;
 int oci_update_harden(json_t *resources, const struct oci_profile *p,
                       tg_error **err);
 
+/* All of `tollgate update`'s rules for a running container (oci/update.c):
+ * resources (the request, OCI linux.resources) hardened in place by
+ * oci_update_harden() unless p is passthrough, then laid over
+ * effective_config's linux.resources (the container's effective config,
+ * edited in place into what it has once runc applies the request), and
+ * proved: the hardened request no looser than the one asked for, and the
+ * container's resources no looser than the ceiling create would give
+ * under p (passthrough: no proof).  0 or -1 with *err; on -1 both may be
+ * partly changed and are for the caller to discard. */
+int oci_update_resources(json_t *resources, json_t *effective_config,
+                         const struct oci_profile *p, tg_error **err);
+
 /* The host path a config path names: an absolute path cleaned, a relative
  * one joined to bundle_dir (where runc and runsc resolve it) and cleaned.
  * NULL when it is relative and bundle_dir is NULL.  Owned. */

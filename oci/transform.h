@@ -1,9 +1,13 @@
 /* The per-axis steps of oci_harden(), one file per concern:
- *   escape.c  refusals of known escape shapes (checked on the input)
+ *   refuse_escapes.c  refusals of the known container-escape shapes in
+ *             the input config (checked before any rewrite)
  *   caps.c    capability sets, noNewPrivileges, user
  *   mounts.c  root, mounts, tmpfs, masked/read-only paths, device rules
  *   limits.c  rlimits, cgroup memory/pids/cpu, oomScoreAdj
+ *   userns.c  user namespace mappings against the host id pool
  *   tighter.c the after-the-fact check that the output is no looser
+ *   hostpath.c    which host paths a bind source or root.path may name
+ *   path_clean.c  lexical path clean-up, for host and container paths
  * harden.c orders them and handles profiles, namespaces, seccomp and
  * annotations.  Internal to oci/: only harden.h is public.
  */
@@ -19,7 +23,8 @@
 
 /* Refuse a config that carries a known escape shape: cwd, root or a mount
  * source under /proc/<pid|self|thread-self>/fd (or /dev/fd); a namespace
- * path that is the host's own (or cannot be checked); a bind mount of a
+ * type the runtime spec does not know; a namespace path that is the host's
+ * own (or cannot be checked); a bind mount of a
  * host socket or of a path holding one; a mount of a filesystem type that
  * is not a pseudo filesystem or bind; a device outside p->devices; a
  * sysctl outside p->sysctls.  0 or -1 with *err naming the field and fix. */
@@ -33,7 +38,8 @@ int oci_check_process_escapes(const json_t *process, const char *field,
                               tg_error **err);
 
 /* Lexically clean an absolute path: collapse "//", drop ".", resolve
- * "..".  Owned result. */
+ * "..".  Owned result.  (oci/path_clean.c, below both refuse_escapes.c
+ * and hostpath.c, so that neither calls back into the other.) */
 char *oci_path_clean(const char *path);
 
 /* true when name ("CAP_NET_ADMIN") is a capability libcap-ng knows. */

@@ -1,9 +1,10 @@
 /* tollgate update: new cgroup limits for a running runc container, under
  * the same rules as create.  The request (--resources FILE|-, then the
  * flags over it) is checked and lowered to the container's profile
- * ceilings by oci_update_harden(), the container's effective resources
- * with the update applied are proved no looser than the profile allows,
- * and only then does runc get the hardened request as --resources FILE.
+ * ceilings, and the container's effective resources with the update
+ * applied are proved no looser than the profile allows, by
+ * oci_update_resources(); only then does runc get the hardened request as
+ * --resources FILE.
  * runsc cannot change a running sandbox's limits, so it is refused there
  * rather than ignored. */
 #include <ctype.h>
@@ -14,7 +15,6 @@
 
 #include "oci/harden.h"
 #include "oci/profile.h"
-#include "oci/transform.h"
 #include "shim/cli/args.h"
 #include "shim/lifecycle/backend.h"
 #include "shim/cli/commands.h"
@@ -82,22 +82,34 @@ static json_t *read_resources(const char *path, tg_error **err) {
   return v;
 }
 
-static void set_num(json_t *res, const char *section, const char *key, long long v) {
-  json_object_set(json_object_ensure_object(res, section), key, json_new_integer(v));
-}
+/* A numeric flag of update and the key of the request it sets. */
+struct limit_flag {
+  const char *flag;    /* "memory" for --memory */
+  const char *section; /* linux.resources section: "memory", "cpu", "pids" */
+  const char *key;     /* in that section: "limit", "quota"... */
+  bool size;           /* a size (512m, 1g, -1) rather than a plain number */
+  const char *value;   /* as given, or NULL when the flag was not */
+};
 
-/* base with every key of upd laid over it, one level down. */
-static void overlay(json_t *base, const json_t *upd) {
-  for (size_t i = 0; json_is(upd, JSON_OBJECT) && i < upd->u.object.len; i++) {
-    json_t *sec = json_object_ensure_object(base, upd->u.object.keys[i]);
-    const json_t *v = upd->u.object.values[i];
-    for (size_t k = 0; k < v->u.object.len; k++)
-      json_object_set(sec, v->u.object.keys[k], json_copy(v->u.object.values[k]));
+/* Each given flag parsed and set in req, in table order; the first bad
+ * value is the error. */
+static int set_limit_flags(json_t *req, const struct limit_flag *flags, size_t n, tg_error **err) {
+  for (size_t i = 0; i < n; i++) {
+    if (flags[i].value == NULL)
+      continue;
+    long long v = 0;
+    int r = flags[i].size ? parse_size(flags[i].flag, flags[i].value, &v, err)
+                          : parse_int(flags[i].flag, flags[i].value, &v, err);
+    if (r < 0)
+      return -1;
+    json_object_set(json_object_ensure_object(req, flags[i].section), flags[i].key, json_new_integer(v));
   }
+  return 0;
 }
 
-/* The hardened request, the effective config with it applied, and the
- * proof that neither is looser than what it must not exceed. */
+/* The container's profile and effective config, handed to
+ * oci_update_resources(): req hardened in place, *effective_out the
+ * effective config with it applied (owned), both proved within bounds. */
 static int harden_update(struct cli *cli, const struct container *c, json_t *req, json_t **effective_out,
                          tg_error **err) {
   const char *profile_name = json_string_value(json_object_get(c->state, "profile"));
@@ -110,33 +122,8 @@ static int harden_update(struct cli *cli, const struct container *c, json_t *req
   struct oci_profile p;
   if (profile_load(profiles, seccomp, profile_name, &p, err) < 0)
     return tg_error_wrap(err, "update: profile %s", profile_name);
-  cleanup_json json_t *asked = json_copy(req);
-  int r = 0;
   json_t *effective = container_effective_config(c, err);
-  if (effective == NULL)
-    r = -1;
-  if (r == 0 && !p.passthrough)
-    r = oci_update_harden(req, &p, err);
-  if (r == 0) {
-    json_t *res = json_object_ensure_object(json_object_ensure_object(effective, "linux"), "resources");
-    overlay(res, req);
-  }
-  if (r == 0 && !p.passthrough) {
-    /* The ceiling: what create would give a config that asks for nothing. */
-    cleanup_json json_t *ceiling = json_new_object();
-    oci_limits_harden(ceiling, &p, "runc");
-    cleanup_json json_t *wa = json_new_object(), *wr = json_new_object(), *we = json_new_object();
-    json_object_set(json_object_ensure_object(wa, "linux"), "resources", json_copy(asked));
-    json_object_set(json_object_ensure_object(wr, "linux"), "resources", json_copy(req));
-    json_object_set(json_object_ensure_object(we, "linux"), "resources",
-                    json_copy(json_get_path(effective, "linux.resources")));
-    json_object_del(json_get_path(ceiling, "linux.resources"), "devices");
-    json_object_del(json_get_path(we, "linux.resources"), "devices");
-    json_object_del(ceiling, "process");
-    if (oci_check_tighter(wa, wr, err) < 0 || oci_check_tighter(ceiling, we, err) < 0)
-      r = tg_error_wrap(err, "internal error: update hardening with profile %s loosened the limits; this is a tollgate bug",
-                        p.name);
-  }
+  int r = effective ? oci_update_resources(req, effective, &p, err) : -1;
   profile_free(&p);
   if (r < 0) {
     json_free(effective);
@@ -182,7 +169,6 @@ int cmd_update(struct cli *cli, int argc, char **argv, tg_error **err) {
   cleanup_json json_t *req = resources ? read_resources(resources, err) : json_new_object();
   json_t *effective = NULL;
   cleanup_free char *name = NULL, *path = NULL;
-  long long v;
   if (req == NULL)
     goto out;
   if (!json_is(req, JSON_OBJECT)) {
@@ -190,17 +176,12 @@ int cmd_update(struct cli *cli, int argc, char **argv, tg_error **err) {
     goto out;
   }
   /* The flags go over the file, as runc applies them. */
-  if (memory && (parse_size("memory", memory, &v, err) < 0 || (set_num(req, "memory", "limit", v), false)))
-    goto out;
-  if (memory_swap && (parse_size("memory-swap", memory_swap, &v, err) < 0 || (set_num(req, "memory", "swap", v), false)))
-    goto out;
-  if (pids && (parse_int("pids-limit", pids, &v, err) < 0 || (set_num(req, "pids", "limit", v), false)))
-    goto out;
-  if (quota && (parse_int("cpu-quota", quota, &v, err) < 0 || (set_num(req, "cpu", "quota", v), false)))
-    goto out;
-  if (period && (parse_int("cpu-period", period, &v, err) < 0 || (set_num(req, "cpu", "period", v), false)))
-    goto out;
-  if (shares && (parse_int("cpu-shares", shares, &v, err) < 0 || (set_num(req, "cpu", "shares", v), false)))
+  const struct limit_flag limits[] = {
+      {"memory", "memory", "limit", true, memory},   {"memory-swap", "memory", "swap", true, memory_swap},
+      {"pids-limit", "pids", "limit", false, pids},  {"cpu-quota", "cpu", "quota", false, quota},
+      {"cpu-period", "cpu", "period", false, period}, {"cpu-shares", "cpu", "shares", false, shares},
+  };
+  if (set_limit_flags(req, limits, sizeof limits / sizeof limits[0], err) < 0)
     goto out;
   if (cpus)
     json_object_set(json_object_ensure_object(req, "cpu"), "cpus", json_new_string(cpus));

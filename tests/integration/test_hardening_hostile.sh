@@ -5,8 +5,9 @@
 # runs (FLIPS times, default 200), root.path at the host root or tollgate's
 # own root, a tmpfs with a second size= option, a second procfs/sysfs,
 # exec with group 0, update beyond the profile, TIOCSTI with an upper bit
-# set, and an unknown capability.  Each is refused with a message naming
-# the field and the fix, or comes out tightened, as seen from inside.
+# set, an unknown capability and an unknown namespace type.  Each is
+# refused with a message naming the field and the fix, or comes out
+# tightened, as seen from inside.
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 FLIPS=${FLIPS:-200}
@@ -104,6 +105,11 @@ for be in $BACKENDS; do
   with 'c["process"]["capabilities"]["bounding"].append("CAP_TEST")' true
   refused "unknown capability" "$be" 'process.capabilities.bounding\[[0-9]+\]: unknown capability "CAP_TEST"'
 
+  # --- namespaces: an unknown type is refused, named escaped ----------------
+  with 'c["linux"]["namespaces"].append({"type": "pid\u202ex"})' true
+  refused "a namespace type with a Cf character" "$be" \
+    'linux.namespaces\[[0-9]+\]: unknown namespace type "pid\\u202ex"; use one of pid, network, mount, ipc, uts, user, cgroup, time'
+
   # --- TIOCSTI: the kernel reads 0x100005412 as 0x5412 ---------------------
   for req in 0x5412 0x100005412 0xffffffff00005412; do
     with 'pass' /bin/tollgate-probe ioctl "$req"
@@ -155,6 +161,31 @@ PY
       check "runc: update --resources unlimited succeeds (lowered)" tg update --resources "$TG_ROOT/res.json" "ex-$be"
       check_eq "runc: unlimited pids becomes the ceiling" 256 "$(cat "/sys/fs/cgroup/pids$pcg/pids.max")"
       check_eq "runc: unlimited memory becomes the ceiling" 536870912 "$(cat "/sys/fs/cgroup/memory$mcg/memory.limit_in_bytes")"
+      # each of update's limit flags reaches runc (as it did before issue 29)
+      ccg=$(awk -F: '$2 ~ /(^|,)cpu(,|$)/ {print $3}' "/proc/$pid/cgroup")
+      cdir=/sys/fs/cgroup/cpu$ccg mdir=/sys/fs/cgroup/memory$mcg
+      check "runc: update --memory 256m --memory-swap 1g" tg update --memory 256m --memory-swap 1g "ex-$be"
+      check_eq "runc: --memory 256m is the memory limit" 268435456 "$(cat "$mdir/memory.limit_in_bytes")"
+      if [ -e "$mdir/memory.memsw.limit_in_bytes" ]; then
+        check_eq "runc: --memory-swap follows the memory limit (no swap)" 268435456 "$(cat "$mdir/memory.memsw.limit_in_bytes")"
+        check "runc: update --memory-swap 2g alone" tg update --memory-swap 2g "ex-$be"
+        check_eq "runc: --memory-swap alone gives no swap" 268435456 "$(cat "$mdir/memory.memsw.limit_in_bytes")"
+      fi
+      check "runc: update --cpu-quota 50000 --cpu-period 100000" tg update --cpu-quota 50000 --cpu-period 100000 "ex-$be"
+      check_eq "runc: --cpu-quota is the CFS quota" 50000 "$(cat "$cdir/cpu.cfs_quota_us")"
+      check_eq "runc: --cpu-period is the CFS period" 100000 "$(cat "$cdir/cpu.cfs_period_us")"
+      check "runc: update --cpu-quota 400000 (4 CPUs)" tg update --cpu-quota 400000 "ex-$be"
+      check_eq "runc: a quota past the profile is lowered to 1 CPU" 100000 "$(cat "$cdir/cpu.cfs_quota_us")"
+      check "runc: update --cpu-period 10000 alone" tg update --cpu-period 10000 "ex-$be"
+      check_eq "runc: a period alone sets the quota with it (1 CPU)" "10000 10000" \
+        "$(cat "$cdir/cpu.cfs_period_us") $(cat "$cdir/cpu.cfs_quota_us")"
+      check "runc: update --cpu-shares 512" tg update --cpu-shares 512 "ex-$be"
+      check_eq "runc: --cpu-shares is the CPU weight" 512 "$(cat "$cdir/cpu.shares")"
+      msg=$(tg update --cpu-shares lots "ex-$be" 2>&1)
+      check_match "runc: update --cpu-shares lots refused" 'update: --cpu-shares lots: give a number' "$msg"
+      msg=$(tg update --memory-swap 1q "ex-$be" 2>&1)
+      check_match "runc: update --memory-swap 1q refused" 'update: --memory-swap 1q: give a size in bytes' "$msg"
+      check_eq "runc: a refused update changes nothing" 512 "$(cat "$cdir/cpu.shares")"
       msg=$(echo '{"devices": [{"allow": true, "access": "rwm"}]}' | tg update -r - "ex-$be" 2>&1)
       check_match "runc: update of devices refused" 'resources.devices cannot be updated' "$msg"
       msg=$(echo '{"cpu": {"realtimeRuntime": 950000}}' | tg update -r - "ex-$be" 2>&1)

@@ -465,6 +465,19 @@ static const struct hcase cases[] = {
     {"host network namespace path, relaxed", NULL, "{\"linux\":{\"namespaces\":[{\"type\":\"network\",\"path\":\"/proc/self/ns/net\"}]}}", "runc", "relaxed", false, NULL, network_path_dropped, "relaxed"},
     {"pid 1's namespace path", NULL, "{\"linux\":{\"namespaces\":[{\"type\":\"uts\",\"path\":\"/proc/1/ns/uts\"}]}}", "runsc", NULL, false, "linux.namespaces[0]", NULL, NULL},
     {"host pid namespace path", NULL, "{\"linux\":{\"namespaces\":[{\"type\":\"pid\",\"path\":\"/proc/self/ns/pid\"}]}}", "runc", NULL, false, "host's pid namespace", NULL, NULL},
+    /* An unknown namespace type, with or without a path, is refused naming
+     * it (escaped: a Cf character would hide in the message) and the known
+     * types; a runtime would fail on it or skip it. */
+    {"namespace type with a Cf character", NULL, "{\"linux\":{\"namespaces\":[{\"type\":\"mount\"},{\"type\":\"pid\\u202ex\"}]}}", "runc", NULL, false,
+     "linux.namespaces[1]: unknown namespace type \"pid\\u202ex\"; use one of pid, network, mount, ipc, uts, user, cgroup, time", NULL, NULL},
+    {"namespace type with a Cf character (runsc)", NULL, "{\"linux\":{\"namespaces\":[{\"type\":\"pid\\u202ex\"}]}}", "runsc", NULL, false,
+     "linux.namespaces[0]: unknown namespace type \"pid\\u202ex\"", NULL, NULL},
+    {"unknown namespace type with a path", NULL, "{\"linux\":{\"namespaces\":[{\"type\":\"net\",\"path\":\"/proc/self/ns/net\"}]}}", "runc", NULL, false,
+     "linux.namespaces[0]: unknown namespace type \"net\"; use one of pid, network,", NULL, NULL},
+    {"namespace type not a string", NULL, "{\"linux\":{\"namespaces\":[{\"type\":7}]}}", "runc", NULL, false,
+     "linux.namespaces[0]: \"type\" must be a string naming the namespace: one of pid, network,", NULL, NULL},
+    {"namespace without a type", NULL, "{\"linux\":{\"namespaces\":[{\"path\":\"/proc/self/ns/ipc\"}]}}", "runsc", NULL, false,
+     "linux.namespaces[0]: \"type\" must be a string", NULL, NULL},
     {"missing namespace path", NULL, "{\"linux\":{\"namespaces\":[{\"type\":\"ipc\",\"path\":\"/nonexistent/ns\"}]}}", "runc", NULL, false, "cannot check ipc namespace path", NULL, NULL},
     /* CVE-2024-21626 shapes */
     {"cwd /proc/self/fd", NULL, "{\"process\":{\"cwd\":\"/proc/self/fd/7\"}}", "runc", NULL, false, "CVE-2024-21626", NULL, NULL},
@@ -836,6 +849,43 @@ Test(oci_harden, update_inputs_within_the_profile) {
     json_free(r);
   }
   profile_free(&p);
+}
+
+/* oci_update_resources(): what create gave the container, an update past
+ * the profile laid over it, and the container's resources come out at the
+ * profile's ceilings; under passthrough the request is laid over as it is. */
+Test(oci_harden, update_resources_stay_under_the_ceiling) {
+  struct {
+    const char *profile, *req;
+    long long memory, swap, pids, cpu_millis; /* expected in the effective config */
+  } t[] = {
+      {"hardened", "{\"memory\":{\"limit\":68719476736,\"swap\":-1},\"pids\":{\"limit\":100000},\"cpu\":{\"period\":1000}}",
+       536870912, 536870912, 256, 1000},
+      {"hardened", "{\"memory\":{\"limit\":104857600},\"pids\":{\"limit\":40},\"cpu\":{\"quota\":50000,\"period\":100000}}",
+       104857600, 104857600, 40, 500},
+      {"passthrough", "{\"memory\":{\"limit\":68719476736},\"pids\":{\"limit\":100000}}", 68719476736LL, -1, 100000, 0},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    struct oci_profile p;
+    tg_error *err = NULL;
+    cr_assert_eq(profile_load(PROFILES_DIR, SECCOMP_DIR, t[i].profile, &p, &err), 0, "%s", err ? err->msg : "");
+    json_t *effective = load_fixture("runc-spec-config.json");
+    if (!p.passthrough)
+      oci_limits_harden(effective, &p, "runc");
+    json_t *req = parse_or_die(t[i].req);
+    cr_expect_eq(oci_update_resources(req, effective, &p, &err), 0, "%s: %s", t[i].req, err ? err->msg : "");
+    cr_expect_eq(ll_at(effective, "linux.resources.memory.limit", -1), t[i].memory, "%s: memory", t[i].req);
+    cr_expect_eq(ll_at(effective, "linux.resources.memory.swap", -1), t[i].swap, "%s: swap", t[i].req);
+    cr_expect_eq(ll_at(effective, "linux.resources.pids.limit", -1), t[i].pids, "%s: pids", t[i].req);
+    cr_expect_eq(oci_cpu_millis(effective), t[i].cpu_millis, "%s: cpu millis", t[i].req);
+    /* what runc gets is the hardened request, as laid over */
+    cr_expect(json_equal(json_get_path(effective, "linux.resources.memory.limit"), json_get_path(req, "memory.limit")),
+              "%s: the request runc gets is the one applied", t[i].req);
+    tg_error_free(&err);
+    json_free(req);
+    json_free(effective);
+    profile_free(&p);
+  }
 }
 
 /* The tighter-check reads every option as the kernel does. */

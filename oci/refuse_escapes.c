@@ -1,5 +1,9 @@
-/* Refusal of known escape shapes.  Each check runs on the config as it
- * came in, before any rewrite, so the error names what the user wrote. */
+/* Refusal of the known container-escape shapes in the input config (a cwd
+ * or source through a /proc fd, the host's namespaces, host sockets and
+ * sensitive host paths, block filesystems, a second procfs, devices and
+ * sysctls outside the profile, unknown capabilities).  Each check runs on
+ * the config as it came in, before any rewrite, so the error names what
+ * the user wrote. */
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -16,38 +20,8 @@
 
 #include "oci/harden.h"
 #include "oci/transform.h"
+#include "base/term_escape.h"
 #include "base/util.h"
-
-char *oci_path_clean(const char *path) {
-  size_t len = strlen(path);
-  char *out = xmalloc(len + 2);
-  size_t o = 0;
-  const char *p = path;
-  while (*p) {
-    while (*p == '/')
-      p++;
-    const char *start = p;
-    while (*p && *p != '/')
-      p++;
-    size_t n = (size_t)(p - start);
-    if (n == 0 || (n == 1 && start[0] == '.'))
-      continue;
-    if (n == 2 && start[0] == '.' && start[1] == '.') {
-      while (o > 0 && out[o - 1] != '/')
-        o--;
-      if (o > 0)
-        o--;
-      continue;
-    }
-    out[o++] = '/';
-    memcpy(out + o, start, n);
-    o += n;
-  }
-  if (o == 0)
-    out[o++] = '/';
-  out[o] = '\0';
-  return out;
-}
 
 static bool all_digits(const char *s, size_t n) {
   if (n == 0)
@@ -110,14 +84,34 @@ static bool same_as_host(const char *nspath, const char *kind, int *why_errno) {
   return false;
 }
 
+/* The runtime spec's namespace types and their names under /proc/<pid>/ns. */
+static const char *const ns_types[][2] = {{"pid", "pid"},   {"network", "net"}, {"mount", "mnt"},
+                                          {"ipc", "ipc"},   {"uts", "uts"},     {"user", "user"},
+                                          {"cgroup", "cgroup"}, {"time", "time"}};
+#define N_NS_TYPES (sizeof ns_types / sizeof ns_types[0])
+
 static const char *ns_proc_name(const char *type) {
-  static const char *const map[][2] = {{"pid", "pid"},   {"network", "net"}, {"mount", "mnt"},
-                                       {"ipc", "ipc"},   {"uts", "uts"},     {"user", "user"},
-                                       {"cgroup", "cgroup"}, {"time", "time"}};
-  for (size_t i = 0; type && i < sizeof map / sizeof map[0]; i++)
-    if (strcmp(map[i][0], type) == 0)
-      return map[i][1];
+  for (size_t i = 0; type && i < N_NS_TYPES; i++)
+    if (strcmp(ns_types[i][0], type) == 0)
+      return ns_types[i][1];
   return NULL;
+}
+
+/* An entry whose type is none of the spec's: a runtime fails on it or
+ * skips it, and either way it is not the namespace the author meant.  The
+ * type is shown escaped: a format character (U+202E) would otherwise make
+ * the message read as a known type. */
+static int unknown_namespace_type(size_t i, const char *type, tg_error **err) {
+  char known[96] = "";
+  size_t used = 0;
+  for (size_t k = 0; k < N_NS_TYPES; k++)
+    used += (size_t)snprintf(known + used, used < sizeof known ? sizeof known - used : 0, "%s%s",
+                             k ? ", " : "", ns_types[k][0]);
+  if (type == NULL)
+    return tg_error_set(err, 0, "linux.namespaces[%zu]: \"type\" must be a string naming the namespace: one of %s",
+                        i, known);
+  cleanup_free char *shown = escape_for_terminal(type, false);
+  return tg_error_set(err, 0, "linux.namespaces[%zu]: unknown namespace type \"%s\"; use one of %s", i, shown, known);
 }
 
 /* The OCI type of the namespace the file at path is ("pid", "network",
@@ -155,11 +149,11 @@ static int check_namespaces(const json_t *config, tg_error **err) {
     const json_t *ns = json_array_get(nss, i);
     const char *type = json_string_value(json_object_get(ns, "type"));
     const char *path = json_string_value(json_object_get(ns, "path"));
-    if (path == NULL || path[0] == '\0')
-      continue;
     const char *kind = ns_proc_name(type);
     if (kind == NULL)
-      return tg_error_set(err, 0, "linux.namespaces[%zu]: unknown namespace type \"%s\"", i, type ? type : "");
+      return unknown_namespace_type(i, type, err);
+    if (path == NULL || path[0] == '\0')
+      continue;
     /* A path of another kind would fail in the backend's setns() (EINVAL),
      * or be taken for a join of the wrong namespace by what follows. */
     const char *is = oci_namespace_kind(path);
