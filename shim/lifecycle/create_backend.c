@@ -96,11 +96,62 @@ int create_load_container(struct create_context *cx, tg_error **err) {
   return 0;
 }
 
+/* The backend calls a waiter makes for the container create made
+ * (shim/lifecycle/waiter.h), in the forked waiter. */
+struct waiter_arg {
+  const struct cli *cli;
+  const struct container *c;
+};
+
+static int waiter_call_start(void *arg, tg_error **err) {
+  const struct waiter_arg *w = arg;
+  /* The container's stdio is ours: runsc hands the caller's to it. */
+  struct proc_opts inherit = {0};
+  struct proc_result res = {0};
+  int st = container_call(w->cli, w->c, "start", NULL, NULL, &inherit, &res, err);
+  if (st > 0)
+    container_backend_error(w->c, "start", &res, err);
+  proc_result_free(&res);
+  return st == 0 ? 0 : -1;
+}
+
+static void waiter_call_kill(void *arg, int signo) {
+  const struct waiter_arg *w = arg;
+  char num[16];
+  snprintf(num, sizeof num, "%d", signo);
+  char *after[] = {num, NULL};
+  struct proc_opts quiet = {.capture_stdout = true, .capture_stderr = true};
+  struct proc_result res = {0};
+  tg_error *e = NULL;
+  /* Not started, or gone: nothing to signal. */
+  container_call(w->cli, w->c, "kill", NULL, after, &quiet, &res, &e);
+  tg_error_free(&e);
+  proc_result_free(&res);
+}
+
+static const struct proc_opts waiter_quiet = {.capture_stdout = true, .capture_stderr = true};
+
+static int waiter_call_wait(void *arg, struct proc *child, tg_error **err) {
+  const struct waiter_arg *w = arg;
+  return container_spawn(w->cli, w->c, "wait", NULL, NULL, &waiter_quiet, child, err);
+}
+
+static int waiter_call_finish(void *arg, struct proc *child, struct proc_result *res, tg_error **err) {
+  const struct waiter_arg *w = arg;
+  return container_finish(w->c, child, &waiter_quiet, res, err);
+}
+
 /* runsc reports the sandbox's pid for a container inside it: the waiter
  * stands for this one (shim/lifecycle/waiter.h). */
 static int spawn_waiter(struct create_context *cx, tg_error **err) {
+  struct waiter_arg arg = {.cli = cx->cli, .c = &cx->out->container};
+  struct waiter_calls calls = {.arg = &arg,
+                               .start = waiter_call_start,
+                               .kill = waiter_call_kill,
+                               .wait = waiter_call_wait,
+                               .finish = waiter_call_finish};
   pid_t w = 0;
-  if (waiter_spawn(cx->cli, &cx->out->container, &w, err) < 0)
+  if (waiter_spawn(arg.c->id, arg.c->dir, &calls, &w, err) < 0)
     return -1;
   waiter_record(cx->state, w);
   cx->out->init_pid = w;
