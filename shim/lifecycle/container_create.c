@@ -96,44 +96,63 @@ static int claim_state_dir(struct create_context *cx, tg_error **err) {
   return 0;
 }
 
-/* The steps in their order (create_steps.h); the caller undoes whatever
- * they did when one fails.  prepare_only stops before the backend's
- * create. */
-static int create_steps(struct create_context *cx, tg_error **err) {
+/* restore: the caller's check of the restored init, once it runs (a
+ * refusal is undone like any failure). */
+static int check_restored(struct create_context *cx, tg_error **err) {
   const struct create_request *req = cx->req;
-  if (create_choose_backend(cx, err) < 0 ||
-      create_read_bundle(cx, err) < 0 ||
-      create_check_rootfs(cx, err) < 0 ||
-      claim_state_dir(cx, err) < 0 ||
-      create_decide_join(cx, err) < 0 ||
-      create_resolve_policy(cx, err) < 0)
-    return -1;
-  create_begin_gate(cx);
-  create_harden_options(cx);
-  if (create_claim_id_range(cx, err) < 0 ||
-      create_harden(cx, err) < 0 ||
-      create_settle_id_range(cx, err) < 0 ||
-      create_check_kept_network(cx, err) < 0 ||
-      create_join_pod(cx, err) < 0 ||
-      create_pin_mounts(cx, err) < 0 ||
-      create_prepare_bridge(cx, err) < 0 ||
-      create_make_mount_points(cx, err) < 0 ||
-      create_write_configs(cx, err) < 0 ||
-      create_record_state(cx, err) < 0 ||
-      create_load_container(cx, err) < 0)
-    return -1;
-  if (req->prepare_only)
-    return 0;
-  if (create_call_backend(cx, err) < 0 ||
-      create_check_network(cx, err) < 0)
-    return -1;
   if (req->restore_check &&
       req->restore_check(req->restore_arg, cx->config, cx->state, cx->out->init_pid, err) < 0)
     return -1;
-  if (create_start_sidecar(cx, err) < 0 ||
-      create_mark_created(cx, err) < 0)
-    return -1;
   return 0;
+}
+
+/* The steps in their order (create_steps.h): up to the backend's create,
+ * where prepare_only stops, */
+static create_step *const up_to_the_backend[] = {
+    create_choose_backend,     /* the id, the backend (no fall back) */
+    create_read_bundle,        /* config.json, or the original behind the mark */
+    create_check_rootfs,
+    claim_state_dir,           /* <root>/<id>, locked */
+    create_decide_join,        /* whose namespaces, by the join rule */
+    create_resolve_policy,
+    create_begin_gate,         /* run: the gate opens on its own thread */
+    create_harden_options,
+    create_claim_id_range,
+    create_harden,             /* oci_harden() */
+    create_settle_id_range,
+    create_check_kept_network,
+    create_join_pod,           /* the pod's policy, its sandbox */
+    create_pin_mounts,
+    create_prepare_bridge,     /* the bridge area and its mounts */
+    create_make_mount_points,
+    create_write_configs,      /* the effective config, the original kept */
+    create_record_state,       /* state.json: creating */
+    create_load_container,     /* run's gate joined */
+};
+
+/* then the backend's create and what needs the container's init. */
+static create_step *const from_the_backend[] = {
+    create_call_backend,       /* and a joined container's waiter */
+    create_check_network,      /* runc: loopback only */
+    check_restored,
+    create_start_sidecar,
+    create_mark_created,       /* state.json: created; the caller's pid file */
+};
+
+static int run_steps(struct create_context *cx, create_step *const *steps, size_t n, tg_error **err) {
+  for (size_t i = 0; i < n; i++)
+    if (steps[i](cx, err) < 0)
+      return -1;
+  return 0;
+}
+
+/* The steps; the caller undoes whatever they did when one fails. */
+static int create_steps(struct create_context *cx, tg_error **err) {
+  if (run_steps(cx, up_to_the_backend, sizeof up_to_the_backend / sizeof up_to_the_backend[0], err) < 0)
+    return -1;
+  if (cx->req->prepare_only)
+    return 0;
+  return run_steps(cx, from_the_backend, sizeof from_the_backend / sizeof from_the_backend[0], err);
 }
 
 static int do_create(struct cli *cli, const struct create_request *req,

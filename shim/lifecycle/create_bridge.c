@@ -7,7 +7,8 @@
 
 #include "base/util.h"
 
-void create_begin_gate(struct create_context *cx) {
+int create_begin_gate(struct create_context *cx, tg_error **err) {
+  (void)err; /* it cannot fail: the gate's own error waits for create_gate_opened() */
   struct created *out = cx->out;
   /* run serves the bridge itself: its gate opens while the bundle is
    * hardened, and is ready before the backend is called.  Without a
@@ -21,6 +22,7 @@ void create_begin_gate(struct create_context *cx) {
                                      .host = &cx->cli->config};
   if (cx->req->in_process_bridge && cx->policy != NULL)
     cx->u->gate_opening = bridge_gate_open_begin(&out->setup);
+  return 0;
 }
 
 int create_prepare_bridge(struct create_context *cx, tg_error **err) {

@@ -71,7 +71,8 @@ int create_resolve_policy(struct create_context *cx, tg_error **err) {
   return resolve_policy(cx->cli, cx->req->policy_file, cx->config, cx->jn.kube_namespace, &cx->policy, err);
 }
 
-void create_harden_options(struct create_context *cx) {
+int create_harden_options(struct create_context *cx, tg_error **err) {
+  (void)err; /* it cannot fail */
   struct cli *cli = cx->cli;
   const struct join *jn = &cx->jn;
   /* Hardening, then the pod policy. */
@@ -94,6 +95,7 @@ void create_harden_options(struct create_context *cx) {
    * waits for the profile: passthrough is the bare backend. */
   cx->pod_pid = jn->pod || jn->net ? jn->owner_pid : 0;
   cx->ho.pod_sandbox_pid = jn->owner_pid;
+  return 0;
 }
 
 int create_harden(struct create_context *cx, tg_error **err) {

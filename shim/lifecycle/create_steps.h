@@ -101,6 +101,9 @@ struct create_context {
   pid_t sidecar;
 };
 
+/* A step: 0, or -1 with *err. */
+typedef int create_step(struct create_context *cx, tg_error **err);
+
 /* create_bundle.c */
 int create_read_bundle(struct create_context *cx, tg_error **err);
 int create_check_rootfs(struct create_context *cx, tg_error **err);
@@ -117,7 +120,7 @@ int create_join_pod(struct create_context *cx, tg_error **err);
 
 /* create_harden.c */
 int create_resolve_policy(struct create_context *cx, tg_error **err);
-void create_harden_options(struct create_context *cx);
+int create_harden_options(struct create_context *cx, tg_error **err);
 int create_harden(struct create_context *cx, tg_error **err);
 int create_check_kept_network(struct create_context *cx, tg_error **err);
 
@@ -126,7 +129,7 @@ int create_pin_mounts(struct create_context *cx, tg_error **err);
 int create_make_mount_points(struct create_context *cx, tg_error **err);
 
 /* create_bridge.c */
-void create_begin_gate(struct create_context *cx);
+int create_begin_gate(struct create_context *cx, tg_error **err);
 int create_prepare_bridge(struct create_context *cx, tg_error **err);
 /* Join the gate's opening (if one is under way): the gate goes to
  * out->gate, or its error to err. */
