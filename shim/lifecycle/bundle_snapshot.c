@@ -12,7 +12,7 @@
 #include "shim/lifecycle/effective_mark.h"
 #include "base/util.h"
 
-/* as create reads it (container_create.c CONFIG_MAX_BYTES) */
+/* as create reads it (create_bundle.c CONFIG_MAX_BYTES) */
 #define SNAPSHOT_MAX_BYTES (16u * 1024 * 1024)
 
 static bool present(int dir_fd, const char *name) {

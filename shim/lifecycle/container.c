@@ -290,7 +290,7 @@ static int delete_container(struct cli *cli, const char *id, bool force,
    * has lost the process its caller waited on: nobody can wait for or
    * start it any more, so it goes like a forced one and leaves nothing
    * running in the pod's sandbox. */
-  if (!force && waiter_recorded(c.state) && !waiter_alive(&c))
+  if (!force && waiter_recorded(c.state) && !waiter_alive(c.state))
     force = true;
   char *args[] = {force ? "--force" : NULL, NULL};
   struct proc_opts quiet = {.capture_stdout = true, .capture_stderr = true};
@@ -408,7 +408,7 @@ json_t *container_query(const struct cli *cli, const struct container *c,
     const char *status = json_string_value(json_object_get(live, "status"));
     long long w = 0;
     json_integer_value(json_object_get(c->state, "init_pid"), &w);
-    pid = status != NULL && strcmp(status, "stopped") != 0 && waiter_alive(c) ? w : 0;
+    pid = status != NULL && strcmp(status, "stopped") != 0 && waiter_alive(c->state) ? w : 0;
   }
   json_object_set(out, "pid", json_new_integer(pid));
   copy_key(out, "status", live, json_new_string("unknown"));
@@ -476,7 +476,7 @@ int container_simple_verb(struct cli *cli, const char *verb, int argc,
 
 int container_start(const struct cli *cli, const struct container *c, tg_error **err) {
   if (waiter_recorded(c->state))
-    return waiter_start(c, err);
+    return waiter_start(c->id, c->dir, c->state, err);
   struct proc_opts quiet = {.capture_stdout = true, .capture_stderr = true};
   struct proc_result res = {0};
   int r = container_call_ok(cli, c, "start", NULL, &quiet, &res, err);

@@ -35,10 +35,10 @@ bool waiter_recorded(const json_t *state) {
   return json_is_true(json_object_get(state, "waiter"));
 }
 
-bool waiter_alive(const struct container *c) {
+bool waiter_alive(const json_t *st) {
   long long pid = 0, started = 0;
-  json_integer_value(json_object_get(c->state, "init_pid"), &pid);
-  json_integer_value(json_object_get(c->state, "waiter_start_time"), &started);
+  json_integer_value(json_object_get(st, "init_pid"), &pid);
+  json_integer_value(json_object_get(st, "waiter_start_time"), &started);
   if (pid <= 0 || pid > INT_MAX || started <= 0)
     return false;
   if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
@@ -75,20 +75,11 @@ static void reply(const char *dir, const char *text) {
 }
 
 /* Forward one signal read from sfd to the container. */
-static void forward_signal(const struct cli *cli, const struct container *c, int sfd) {
+static void forward_signal(const struct waiter_calls *calls, int sfd) {
   struct signalfd_siginfo si;
   if (read(sfd, &si, sizeof si) != (ssize_t)sizeof si)
     return;
-  char num[16];
-  snprintf(num, sizeof num, "%d", (int)si.ssi_signo);
-  char *after[] = {num, NULL};
-  struct proc_opts quiet = {.capture_stdout = true, .capture_stderr = true};
-  struct proc_result res = {0};
-  tg_error *e = NULL;
-  /* Not started, or gone: nothing to signal. */
-  container_call(cli, c, "kill", NULL, after, &quiet, &res, &e);
-  tg_error_free(&e);
-  proc_result_free(&res);
+  calls->kill(calls->arg, (int)si.ssi_signo);
 }
 
 /* Whether the state directory still holds the FIFO the waiter listens
@@ -100,7 +91,7 @@ static bool still_wanted(const char *path, const struct stat *listening) {
 
 /* Listen until a start request came and the backend's start succeeded
  * (0), or the container is gone (-1). */
-static int serve_start(const struct cli *cli, const struct container *c, int start_fd,
+static int serve_start(const struct waiter_calls *calls, const char *dir, int start_fd,
                        const char *start_path, const struct stat *listening, int sfd) {
   for (;;) {
     struct pollfd p[2] = {{.fd = start_fd, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
@@ -112,7 +103,7 @@ static int serve_start(const struct cli *cli, const struct container *c, int sta
     if (n <= 0)
       continue;
     if (p[1].revents & POLLIN)
-      forward_signal(cli, c, sfd);
+      forward_signal(calls, sfd);
     if (!(p[0].revents & POLLIN))
       continue;
     char req[64];
@@ -124,31 +115,23 @@ static int serve_start(const struct cli *cli, const struct container *c, int sta
      * it.  Anything but "start" is ignored all the same. */
     if (strstr(req, "start") == NULL)
       continue;
-    /* The container's stdio is ours: runsc hands the caller's to it. */
-    struct proc_opts inherit = {0};
-    struct proc_result res = {0};
     tg_error *e = NULL;
-    int st = container_call(cli, c, "start", NULL, NULL, &inherit, &res, &e);
-    if (st > 0)
-      container_backend_error(c, "start", &res, &e);
-    proc_result_free(&res);
-    if (st == 0) {
-      reply(c->dir, "ok\n");
+    if (calls->start(calls->arg, &e) == 0) {
+      reply(dir, "ok\n");
       return 0;
     }
     cleanup_free char *text = xasprintf("error %s\n", e ? e->msg : "runsc start failed");
     tg_error_free(&e);
-    reply(c->dir, text);
+    reply(dir, text);
   }
 }
 
 /* `runsc wait`: the container's exit status, 128+N for signal N; 255 when
  * it cannot be had (the sandbox itself is gone). */
-static int wait_for_exit(const struct cli *cli, const struct container *c, int sfd) {
-  struct proc_opts quiet = {.capture_stdout = true, .capture_stderr = true};
+static int wait_for_exit(const struct waiter_calls *calls, int sfd) {
   struct proc child;
   tg_error *e = NULL;
-  if (container_spawn(cli, c, "wait", NULL, NULL, &quiet, &child, &e) < 0) {
+  if (calls->wait(calls->arg, &child, &e) < 0) {
     tg_error_free(&e);
     return 255;
   }
@@ -161,12 +144,12 @@ static int wait_for_exit(const struct cli *cli, const struct container *c, int s
       break;
     }
     if (p[1].revents & POLLIN)
-      forward_signal(cli, c, sfd);
+      forward_signal(calls, sfd);
     if (p[0].revents & POLLIN)
       break;
   }
   struct proc_result res = {0};
-  int st = container_finish(c, &child, &quiet, &res, &e);
+  int st = calls->finish(calls->arg, &child, &res, &e);
   tg_error_free(&e);
   int status = 255;
   if (st == 0 && res.out != NULL) {
@@ -183,7 +166,7 @@ static int wait_for_exit(const struct cli *cli, const struct container *c, int s
 }
 
 /* The waiter's whole life, in the forked child. */
-static _Noreturn void waiter_main(const struct cli *cli, const struct container *c, int ready) {
+static _Noreturn void waiter_main(const struct waiter_calls *calls, const char *dir, int ready) {
   /* Nothing of create's but stdio: its state and bundle locks (flock
    * locks belong to the open file, which a child shares) would block
    * every later delete of this container and every create from the
@@ -198,7 +181,7 @@ static _Noreturn void waiter_main(const struct cli *cli, const struct container 
     sigaddset(&set, forwarded[i]);
   sigprocmask(SIG_BLOCK, &set, NULL);
   int sfd = signalfd(-1, &set, SFD_CLOEXEC);
-  cleanup_free char *start_path = xasprintf("%s/%s", c->dir, START_FIFO);
+  cleanup_free char *start_path = xasprintf("%s/%s", dir, START_FIFO);
   /* Read and write: a FIFO with a writer never reads as EOF, so poll
    * wakes for a request only, and a `tollgate start` opening it to write
    * never blocks (nor fails) while the waiter lives. */
@@ -209,34 +192,35 @@ static _Noreturn void waiter_main(const struct cli *cli, const struct container 
   if (write(ready, "r", 1) != 1)
     _exit(255);
   close(ready);
-  if (serve_start(cli, c, start_fd, start_path, &listening, sfd) < 0)
+  if (serve_start(calls, dir, start_fd, start_path, &listening, sfd) < 0)
     _exit(255);
   close(start_fd);
-  _exit(wait_for_exit(cli, c, sfd));
+  _exit(wait_for_exit(calls, sfd));
 }
 
-int waiter_spawn(const struct cli *cli, const struct container *c, pid_t *pid, tg_error **err) {
+int waiter_spawn(const char *id, const char *dir, const struct waiter_calls *calls, pid_t *pid,
+                 tg_error **err) {
   *pid = 0;
   static const char *const fifos[] = {START_FIFO, REPLY_FIFO};
   for (size_t i = 0; i < 2; i++) {
-    cleanup_free char *path = xasprintf("%s/%s", c->dir, fifos[i]);
+    cleanup_free char *path = xasprintf("%s/%s", dir, fifos[i]);
     unlink(path);
     if (mkfifo(path, 0600) < 0)
-      return tg_error_set(err, errno, "container %s: make the waiter's FIFO %s", c->id, path);
+      return tg_error_set(err, errno, "container %s: make the waiter's FIFO %s", id, path);
   }
   int ready[2];
   if (pipe2(ready, O_CLOEXEC) < 0)
-    return tg_error_set(err, errno, "container %s: pipe for the waiter", c->id);
+    return tg_error_set(err, errno, "container %s: pipe for the waiter", id);
   pid_t child = fork();
   if (child < 0) {
     int e = errno;
     close(ready[0]);
     close(ready[1]);
-    return tg_error_set(err, e, "container %s: fork the waiter", c->id);
+    return tg_error_set(err, e, "container %s: fork the waiter", id);
   }
   if (child == 0) {
     close(ready[0]);
-    waiter_main(cli, c, ready[1]);
+    waiter_main(calls, dir, ready[1]);
   }
   close(ready[1]);
   char b = 0;
@@ -247,7 +231,7 @@ int waiter_spawn(const struct cli *cli, const struct container *c, pid_t *pid, t
   close(ready[0]);
   if (n != 1) {
     waitpid(child, NULL, 0);
-    return tg_error_set(err, 0, "container %s: its waiter exited before it listened for start", c->id);
+    return tg_error_set(err, 0, "container %s: its waiter exited before it listened for start", id);
   }
   *pid = child;
   return 0;
@@ -259,28 +243,28 @@ void waiter_record(json_t *state, pid_t pid) {
   json_object_set(state, "waiter_start_time", json_new_integer((long long)process_start_time(pid)));
 }
 
-int waiter_start(const struct container *c, tg_error **err) {
-  cleanup_free char *reply_path = xasprintf("%s/%s", c->dir, REPLY_FIFO);
-  cleanup_free char *start_path = xasprintf("%s/%s", c->dir, START_FIFO);
+int waiter_start(const char *id, const char *dir, const json_t *state, tg_error **err) {
+  cleanup_free char *reply_path = xasprintf("%s/%s", dir, REPLY_FIFO);
+  cleanup_free char *start_path = xasprintf("%s/%s", dir, START_FIFO);
   /* The reply FIFO first: the waiter's non-blocking open of it for
    * writing needs a reader. */
   cleanup_close int rfd = open(reply_path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (rfd < 0)
     return tg_error_set(err, errno, "container %s has no waiter to start it (%s): remove it with 'tollgate delete --force %s'",
-                        c->id, reply_path, c->id);
+                        id, reply_path, id);
   /* One start at a time: a second one gets the first one's answer's
    * successor, "already running", from runsc. */
   while (flock(rfd, LOCK_EX) < 0)
     if (errno != EINTR)
-      return tg_error_set(err, errno, "container %s: lock %s", c->id, reply_path);
+      return tg_error_set(err, errno, "container %s: lock %s", id, reply_path);
   {
     cleanup_close int sfd = open(start_path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-    if (sfd < 0 || !waiter_alive(c))
+    if (sfd < 0 || !waiter_alive(state))
       return tg_error_set(err, sfd < 0 ? errno : 0,
                           "container %s cannot be started: its waiter (the process that runs it inside the pod's sandbox) is gone; remove it with 'tollgate delete --force %s'",
-                          c->id, c->id);
+                          id, id);
     if (write(sfd, "start\n", 6) != 6)
-      return tg_error_set(err, errno, "container %s: ask its waiter to start it", c->id);
+      return tg_error_set(err, errno, "container %s: ask its waiter to start it", id);
   }
   char buf[REPLY_MAX + 1];
   size_t len = 0;
@@ -290,7 +274,7 @@ int waiter_start(const struct container *c, tg_error **err) {
     struct pollfd p = {.fd = rfd, .events = POLLIN};
     int n = poll(&p, 1, 500);
     if (n < 0 && errno != EINTR)
-      return tg_error_set(err, errno, "container %s: wait for its waiter", c->id);
+      return tg_error_set(err, errno, "container %s: wait for its waiter", id);
     if (n > 0 && (p.revents & POLLIN)) {
       ssize_t r = read(rfd, buf + len, sizeof buf - 1 - len);
       if (r > 0)
@@ -303,11 +287,11 @@ int waiter_start(const struct container *c, tg_error **err) {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     long ms = (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
-    if (!waiter_alive(c))
+    if (!waiter_alive(state))
       return tg_error_set(err, 0, "container %s: its waiter exited before it answered the start; remove it with 'tollgate delete --force %s'",
-                          c->id, c->id);
+                          id, id);
     if (ms > START_TIMEOUT_MS)
-      return tg_error_set(err, ETIMEDOUT, "container %s: its waiter did not answer the start in %d s", c->id,
+      return tg_error_set(err, ETIMEDOUT, "container %s: its waiter did not answer the start in %d s", id,
                           START_TIMEOUT_MS / 1000);
   }
   buf[len] = '\0';
@@ -317,5 +301,5 @@ int waiter_start(const struct container *c, tg_error **err) {
     return 0;
   if (strncmp(buf, "error ", 6) == 0)
     return tg_error_set(err, 0, "%s", buf + 6);
-  return tg_error_set(err, 0, "container %s: its waiter answered the start with something unexpected", c->id);
+  return tg_error_set(err, 0, "container %s: its waiter answered the start with something unexpected", id);
 }

@@ -27,29 +27,52 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "shim/context.h"
-#include "shim/lifecycle/container.h"
 #include "base/error.h"
 #include "base/json.h"
+#include "shim/lifecycle/proc.h"
 
 /* Whether state.json records a waiter ("waiter": true). */
 bool waiter_recorded(const json_t *state);
 
-/* create, after the backend's create of a joined container: make the
- * FIFOs, fork the waiter, return once it listens.  *pid is its pid.
- * The waiter holds none of create's file descriptors but 0, 1 and 2
- * (create's state lock and bundle lock among them).  0 or -1 with *err. */
-int waiter_spawn(const struct cli *cli, const struct container *c, pid_t *pid, tg_error **err);
+/* The backend calls the waiter makes for its container, in the forked
+ * waiter: given by create, which knows the container, so that the waiter
+ * needs nothing of container.c (the arrow goes one way: container ->
+ * waiter).  Each gets arg. */
+struct waiter_calls {
+  void *arg;
+  /* The backend's start, with the waiter's stdio (the container's): 0, or
+   * -1 with *err when there is a message to give (the backend's). */
+  int (*start)(void *arg, tg_error **err);
+  /* The backend's kill with signal signo, its output captured; a failure
+   * is nothing to report (not started yet, or gone). */
+  void (*kill)(void *arg, int signo);
+  /* The backend's wait, its output captured: started (0, or -1 with
+   * *err), then reaped by finish, which returns its exit status with res
+   * filled (-1 with *err if it could not be had). */
+  int (*wait)(void *arg, struct proc *child, tg_error **err);
+  int (*finish)(void *arg, struct proc *child, struct proc_result *res, tg_error **err);
+};
+
+/* create, after the backend's create of a joined container id with state
+ * directory dir: make the FIFOs, fork the waiter, return once it listens.
+ * *pid is its pid.  The waiter holds none of create's file descriptors
+ * but 0, 1 and 2 (create's state lock and bundle lock among them); it
+ * uses calls (and what they point to) in its own copy of create's memory.
+ * 0 or -1 with *err. */
+int waiter_spawn(const char *id, const char *dir, const struct waiter_calls *calls, pid_t *pid,
+                 tg_error **err);
 
 /* Record the waiter pid in state: "waiter": true, init_pid, and its
  * start time, so waiter_alive() never mistakes a recycled pid for it. */
 void waiter_record(json_t *state, pid_t pid);
 
-/* start: have c's waiter run the backend's start and report.  0, or -1
- * with *err (the backend's message, or that the waiter is gone). */
-int waiter_start(const struct container *c, tg_error **err);
+/* start: have the waiter of container id (state directory dir, state.json
+ * state) run the backend's start and report.  0, or -1 with *err (the
+ * backend's message, or that the waiter is gone). */
+int waiter_start(const char *id, const char *dir, const json_t *state, tg_error **err);
 
-/* Whether c's waiter (state's init_pid) is still alive. */
-bool waiter_alive(const struct container *c);
+/* Whether the waiter that state.json records (its init_pid) is still
+ * alive. */
+bool waiter_alive(const json_t *state);
 
 #endif
