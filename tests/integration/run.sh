@@ -50,10 +50,16 @@ for s in $scripts; do
   if [ "$f" -ne 0 ]; then
     failing="$failing $name"
     sed 's/^/   | /' "$log_dir/$name.log" | tail -n 60
+    # Again at the end, just the failed checks: a CI page that shows only
+    # the last lines of the run still names them.
+    grep '^FAIL - ' "$log_dir/$name.log" | head -n 20 | cut -c1-600 | sed "s/^/$name: /" >>"$log_dir/failed-checks"
   fi
 done
+if [ -n "$failing" ]; then
+  echo "failing scripts:$failing"
+  cat "$log_dir/failed-checks"
+fi
 rm -rf "$log_dir"
-[ -n "$failing" ] && echo "failing scripts:$failing"
 echo "integration: $total_pass passed, $total_fail failed"
 [ -n "${COUNTS_FILE:-}" ] && echo "integration $total_pass $total_fail" >>"$COUNTS_FILE"
 [ "$total_fail" -eq 0 ]
