@@ -66,7 +66,7 @@ PY
   write_config allow_passthrough=true 'profile="passthrough"'
   fresh "$TG_ROOT/runc-spec.json" "$B"
   out=$TG_ROOT/probe-$be-pt.json
-  tg --runtime "$be" run --bundle "$B" "pt-$be" >"$out" 2>"$TG_ROOT/err"
+  tg --runtime "$be" run --bundle "$B" "hardening-pt-$be" >"$out" 2>"$TG_ROOT/err"
   rc=$?
   check_eq "$be: passthrough probe exits 0" 0 "$rc"
   [ "$rc" -eq 0 ] || sed 's/^/# /' "$TG_ROOT/err"

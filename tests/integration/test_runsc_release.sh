@@ -85,7 +85,7 @@ write_config
 bridge_fixtures
 r=$TG_ROOT/bundles/race
 py_bundle "$r" python3 /t/marker_race.py 300 20
-out=$(tg --runtime runsc run --policy "$POL/policy.json" -b "$r" race 2>&1)
+out=$(tg --runtime runsc run --policy "$POL/policy.json" -b "$r" release-race 2>&1)
 check_eq "marker race: the run exits 0" 0 "$?"
 check_match "marker race: every call answered, every marker made" \
   '^marker race: 300 calls, 0 failed; 20 markers, errors none$' "$(grep '^marker race' <<<"$out")"

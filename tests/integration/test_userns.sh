@@ -50,12 +50,12 @@ for be in $BACKENDS; do
   check_match "$be: ... naming the mapping" 'linux.uidMappings\[0\] maps container ids 65534-65534 to host ids 0-0.*host id 0 is host root' "$out"
   make_bundle "$B"
   set_maps "$B/config.json" '[{"containerID":0,"hostID":1000,"size":65536}]' '[{"containerID":0,"hostID":'$GOOD_HOST',"size":65536}]'
-  out=$(tg --runtime "$be" run -b "$B" "m1-$be" 2>&1); rc=$?
+  out=$(tg --runtime "$be" run -b "$B" "userns-m1-$be" 2>&1); rc=$?
   check_eq "$be: a mapping to host ids below the pool is refused" 1 "$([ $rc -ne 0 ] && echo 1)"
   check_match "$be: ... naming it" 'linux.uidMappings\[0\] maps container ids 0-65535 to host ids 1000-66535, outside' "$out"
   make_bundle "$B"
   set_maps "$B/config.json" '[{"containerID":0,"hostID":'$GOOD_HOST',"size":65536}]' '[{"containerID":65534,"hostID":0,"size":1},{"containerID":0,"hostID":'$GOOD_HOST',"size":1}]'
-  out=$(tg --runtime "$be" run -b "$B" "m2-$be" 2>&1); rc=$?
+  out=$(tg --runtime "$be" run -b "$B" "userns-m2-$be" 2>&1); rc=$?
   check_match "$be: a gid mapping to host 0 is refused too" 'linux.gidMappings\[0\] maps container ids 65534-65534 to host ids 0-0' "$out"
   check_eq "$be: no claim is left by refused creates" 0 "$(claims)"
 
@@ -137,7 +137,7 @@ case " $BACKENDS " in *" runc "*)
       sandbox=$(state_of gv pid)
       check_eq "runsc: gVisor's sandbox process runs as host uid 65534" 65534 "$(host_uid "$sandbox")"
       targets="$targets $sandbox"
-      gofer=$(pgrep -f "runsc-gofer.*gv" | head -1)
+      gofer=$(pgrep -f "runsc-gofer.*--root=$TG_ROOT/backend/runsc.*gv" | head -1)
       [ -n "$gofer" ] && targets="$targets $gofer"
     else
       echo "FAIL - runsc: create gv: $(cat "$TG_ROOT/err")"
