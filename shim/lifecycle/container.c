@@ -13,6 +13,7 @@
 #include "base/log.h"
 #include "shim/lifecycle/mount_pin.h"
 #include "shim/lifecycle/mount_reach.h"
+#include "shim/lifecycle/runsc_leftovers.h"
 #include "shim/lifecycle/state.h"
 #include "base/util.h"
 #include "shim/lifecycle/waiter.h"
@@ -325,6 +326,7 @@ static int delete_container(struct cli *cli, const char *id, bool force,
     tg_error_free(&be);
   }
   proc_result_free(&res);
+  runsc_clear_leftovers(&c);
   int r = mount_reach_release(c.dir, err);
   if (r == 0)
     r = bridge_teardown(c.dir, err);

@@ -1,0 +1,122 @@
+/* runsc's leftovers of a container whose `runsc run`/`runsc create` was
+ * killed half-way (tollgate run killed -9: `runsc run` dies with it).
+ * Seen on runsc 20240729: killed after it made the cgroup but before its
+ * state named it, `runsc delete --force` succeeds and leaves
+ * /sys/fs/cgroup/<ctrl>/<id> in every v1 hierarchy; killed a moment
+ * earlier, it leaves "<sandbox>_sandbox:<id>.lock" or the sandbox's
+ * socket "runsc-<id>.sock" in its root.  Either
+ * piles up one per killed run, and the lock file makes the id look known
+ * to tollgate's own "may the backend know it" check forever. */
+#include "shim/lifecycle/runsc_leftovers.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/util.h"
+
+/* rmdir PATH, waiting up to ~1 s while it is busy: the sandbox's last
+ * processes may still be on their way out of it. */
+static void remove_empty_cgroup(const char *path) {
+  for (int i = 0; i < 20; i++) {
+    if (rmdir(path) == 0 || errno != EBUSY)
+      return;
+    struct timespec ts = {0, 50 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+}
+
+/* Every cgroup (v1) and cgroup2 mount point of this mount namespace, as
+ * mountinfo's fifth field (octal escapes are not expected under
+ * /sys/fs/cgroup; a mount point holding one is skipped). */
+static void clear_cgroups(const char *bid) {
+  FILE *f = fopen("/proc/self/mountinfo", "re");
+  if (f == NULL)
+    return;
+  char line[4096];
+  while (fgets(line, sizeof line, f) != NULL) {
+    char *sep = strstr(line, " - ");
+    if (sep == NULL || (strncmp(sep, " - cgroup ", 10) != 0 && strncmp(sep, " - cgroup2 ", 11) != 0))
+      continue;
+    char *field = line, *mnt = NULL;
+    for (int i = 0; i < 5 && field != NULL; i++) {
+      char *sp = strchr(field, ' ');
+      if (i == 4) {
+        mnt = field;
+        if (sp != NULL)
+          *sp = '\0';
+      }
+      field = sp ? sp + 1 : NULL;
+    }
+    if (mnt == NULL || mnt[0] != '/' || strchr(mnt, '\\') != NULL)
+      continue;
+    cleanup_free char *path = xasprintf("%s/%s", mnt, bid);
+    remove_empty_cgroup(path);
+  }
+  fclose(f);
+}
+
+static bool ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), m = strlen(suffix);
+  return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* In runsc's root: "<sandbox>_sandbox:<bid>.lock" with no ".state" of
+ * the same name, and the sandbox socket "runsc-<bid>.sock" when no state
+ * names <bid> as its sandbox ("<bid>_sandbox:<member>.state": a pod's
+ * sandbox with members left is still in use). */
+static void clear_root_files(const char *root, const char *bid) {
+  cleanup_close int dfd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dfd < 0)
+    return;
+  int dup_fd = dup(dfd);
+  DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
+  if (d == NULL) {
+    if (dup_fd >= 0)
+      close(dup_fd);
+    return;
+  }
+  cleanup_free char *lock_suffix = xasprintf("_sandbox:%s.lock", bid);
+  cleanup_free char *sandbox_prefix = xasprintf("%s_sandbox:", bid);
+  cleanup_free char *sock = xasprintf("runsc-%s.sock", bid);
+  bool sandbox_in_use = false;
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL) {
+    if (strncmp(de->d_name, sandbox_prefix, strlen(sandbox_prefix)) == 0 && ends_with(de->d_name, ".state"))
+      sandbox_in_use = true;
+    if (!ends_with(de->d_name, lock_suffix))
+      continue;
+    cleanup_free char *state = xasprintf("%.*s.state", (int)(strlen(de->d_name) - 5), de->d_name);
+    if (faccessat(dfd, state, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+      continue; /* runsc still has a state for it: its business */
+    unlinkat(dfd, de->d_name, 0);
+  }
+  closedir(d);
+  struct stat st;
+  if (!sandbox_in_use && fstatat(dfd, sock, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISSOCK(st.st_mode))
+    unlinkat(dfd, sock, 0);
+}
+
+void runsc_clear_leftovers(const struct container *c) {
+  if (c->backend.kind != BACKEND_RUNSC || c->backend_id == NULL)
+    return;
+  /* Only runsc's default cgroup, /<backend id>: a cgroupsPath of the
+   * config's own is the author's name for a cgroup that may be another's,
+   * and runsc removes the ones it knows. */
+  tg_error *e = NULL;
+  json_t *config = container_effective_config(c, &e);
+  tg_error_free(&e);
+  const json_t *linux_ = json_object_get(config, "linux");
+  bool default_cgroup = config != NULL && json_object_get(linux_, "cgroupsPath") == NULL;
+  json_free(config);
+  if (default_cgroup)
+    clear_cgroups(c->backend_id);
+  if (c->backend.root != NULL)
+    clear_root_files(c->backend.root, c->backend_id);
+}

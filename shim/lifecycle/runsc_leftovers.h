@@ -1,0 +1,15 @@
+/* What a killed `runsc run` or `runsc create` can leave behind after
+ * runsc's own `delete --force` said the container is gone: an empty
+ * cgroup per hierarchy and the container's lock file in runsc's root. */
+#ifndef TOLLGATE_RUNSC_LEFTOVERS_H
+#define TOLLGATE_RUNSC_LEFTOVERS_H
+
+#include "shim/lifecycle/container.h"
+
+/* Remove them for c (a runsc container the backend no longer knows).
+ * Best effort and never more than what is named after c's backend id:
+ * a cgroup goes only when it is empty (rmdir), a lock file only when no
+ * state file of the same name is beside it. */
+void runsc_clear_leftovers(const struct container *c);
+
+#endif
