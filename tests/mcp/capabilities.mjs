@@ -29,13 +29,15 @@ const transport = new StdioClientTransport({ command: argv[0], args: argv.slice(
 const client = new Client({ name: "tollgate-capabilities-test", version: "2.0.0" },
                           { capabilities: { elicitation: {} } });
 const elicitations = [];
-let withdrawn = 0;
+let withdrawn = 0, asked95 = 0;
 client.setRequestHandler(ElicitRequestSchema, async (req, extra) => {
   const msg = req.params.message;
   // The refund of 95 is never answered: its run is cancelled, and the
   // server withdraws the question (notifications/cancelled aborts this).
-  if (/"amount": 95\b/.test(msg))
+  if (/"amount": 95\b/.test(msg)) {
+    asked95++;
     return await new Promise((res) => extra.signal.addEventListener("abort", () => { withdrawn++; res({ action: "cancel" }); }));
+  }
   elicitations.push(msg);
   // The refund of 80 is approved, any other is denied.
   if (/"amount": 80\b/.test(msg)) return { action: "accept", content: { decision: "approve", note: "ok from the test" } };
@@ -163,9 +165,11 @@ check("elicitation: the audit names the client in the approval and in the denial
   const ac2 = new AbortController();
   const parked = client.callTool({ name: "run_python", arguments: { code:
     "from tollgate import refund\nrefund(amount=95)\nprint('never')\n" } }, undefined, { signal: ac2.signal });
-  for (let i = 0; i < 100 && !(await client.listResources()).resources.some((x) => /running/.test(x.description)); i++)
-    await sleep(100);
-  await sleep(1500);  // the approval watcher has asked by now
+  // Cancel only once the person has been asked: a fixed pause after the
+  // run shows as running was too short on a loaded machine (the run was
+  // cancelled before its call parked, so there was no question to withdraw).
+  for (let i = 0; i < 600 && asked95 === 0; i++) await sleep(100);
+  check("cancel: the parked call's question reached the person", asked95 === 1, asked95);
   ac2.abort("the test cancels a parked run");
   try { await parked; } catch { /* aborted */ }
   for (let i = 0; i < 100 && withdrawn === 0; i++) await sleep(100);

@@ -192,6 +192,10 @@ class Server:
                     self.dispatch(m)
         except Terminate as e:
             why = "the server got %s" % e
+        # From here on a signal must not cut the clean-up short: a client
+        # closes stdin and sends SIGTERM 2 s later, and a Terminate raised
+        # inside the joins below would skip closing the sandboxes.
+        _ignore_signals()
         # stdin closed (or a signal): the client is gone, so nobody hears
         # the answers; whatever still runs is cancelled rather than left
         # to finish.  Clients give a server about 2 s after closing stdin
@@ -559,11 +563,16 @@ class Terminate(Exception):
     """SIGTERM, SIGHUP or SIGINT: stop serving and clean up (main())."""
 
 
+def _ignore_signals():
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+            signal.signal(sig, signal.SIG_IGN)
+
+
 def _on_signal(signum, frame):
     # Once: the clean-up that follows must not be cut short by the next
     # signal (a client sends SIGTERM, then SIGKILL).
-    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
-        signal.signal(sig, signal.SIG_IGN)
+    _ignore_signals()
     raise Terminate(signal.Signals(signum).name)
 
 
