@@ -59,6 +59,9 @@ void ceiling_result_free(struct ceiling_result *r);
  * comparison is deny).  *reason is owned by the caller. */
 enum effect ceiling_decide(const struct tool *t, const json_t *args, char **reason);
 
+/* How permissive an effect is: deny 0 < approve 1 < allow 2. */
+int ceiling_rank(enum effect e);
+
 /* The whole result as text, one line per witness or undecided tool, each
  * starting with the policy's path (owned). */
 char *ceiling_result_text(const struct ceiling_result *r, const char *policy_path,

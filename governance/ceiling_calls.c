@@ -100,6 +100,89 @@ static void schema_names(struct calls *c, const json_t *node, const char *prefix
   }
 }
 
+/* ---- one value per region ---- */
+
+/* A leaf condition on one value alone: 1 holds, 0 fails, 2 mistyped. */
+static int leaf_on(const struct condition *c, const json_t *v) {
+  bool numeric = c->op == OP_LT || c->op == OP_LE || c->op == OP_GT || c->op == OP_GE;
+  if ((numeric && !json_is(v, JSON_NUMBER)) || (c->op == OP_PREFIX && !json_is(v, JSON_STRING)))
+    return 2;
+  json_t *args = json_new_object();
+  json_object_set(args, c->arg, json_copy(v)); /* the literal key: read first */
+  int r = condition_holds(c, args);
+  json_free(args);
+  return r;
+}
+
+static void leaf_signature(const struct condition *c, const char *name, const json_t *v,
+                           struct json_buf *sig) {
+  if (c->op == OP_ALL || c->op == OP_ANY) {
+    for (size_t i = 0; i < c->nchildren; i++)
+      leaf_signature(&c->children[i], name, v, sig);
+    return;
+  }
+  if (strcmp(c->arg, name) == 0)
+    json_buf_raw(sig, &"012"[leaf_on(c, v)], 1);
+}
+
+/* Keep one value of each signature: what every leaf on this name and
+ * every schema node it reaches says of it.  Objects are all kept: a
+ * longer name reaches inside them. */
+static void one_per_region(struct calls *c, struct dim *d) {
+  const struct tool *tools[2] = {c->tp, c->tc};
+  const json_t *schemas[2] = {c->sp, c->sc};
+  struct schema **compiled = NULL;
+  size_t ncompiled = 0;
+  for (size_t s = 0; s < 2; s++) {
+    size_t n = 0;
+    const json_t **nodes = ceiling_schema_nodes(schemas[s], d->name, &n);
+    for (size_t i = 0; i < n; i++) {
+      struct policy_errors errs = {.file = "ceiling"};
+      compiled = xrealloc(compiled, (ncompiled + 1) * sizeof *compiled);
+      compiled[ncompiled++] = schema_compile(nodes[i], "args", false, &errs);
+      policy_errors_free(&errs);
+    }
+    free(nodes);
+  }
+  char **seen = xcalloc(d->nvals, sizeof *seen);
+  size_t kept = 0;
+  for (size_t i = 0; i < d->nvals; i++) {
+    json_t *v = d->vals[i];
+    if (v == NULL || json_is(v, JSON_OBJECT)) {
+      d->vals[kept++] = v;
+      continue;
+    }
+    struct json_buf sig = {0};
+    json_buf_lit(&sig, "s");
+    for (size_t s = 0; s < 2; s++)
+      for (size_t r = 0; r < tools[s]->nrules; r++)
+        if (tools[s]->rules[r].has_condition)
+          leaf_signature(&tools[s]->rules[r].condition, d->name, v, &sig);
+    for (size_t k = 0; k < ncompiled; k++) {
+      char *why = NULL;
+      json_buf_raw(&sig, compiled[k] == NULL || schema_validate(compiled[k], v, &why) ? "+" : "-", 1);
+      free(why);
+    }
+    bool dup = false;
+    for (size_t j = 0; j < kept && !dup; j++)
+      dup = seen[j] != NULL && strcmp(seen[j], sig.s) == 0;
+    if (dup) {
+      json_free(v);
+      free(sig.s);
+      continue;
+    }
+    seen[kept] = sig.s;
+    d->vals[kept++] = v;
+  }
+  for (size_t i = 0; i < kept; i++)
+    free(seen[i]);
+  free(seen);
+  d->nvals = kept;
+  for (size_t k = 0; k < ncompiled; k++)
+    schema_free(compiled[k]);
+  free(compiled);
+}
+
 static int by_length(const void *a, const void *b) {
   const struct dim *x = a, *y = b;
   if (x->rule != y->rule)
@@ -352,7 +435,10 @@ void ceiling_check_calls(const struct tool *tp, const struct tool *tc, struct ce
     c.nrule++;
   struct value_sources src = {.tools = {tp, tc}, .schemas = {c.sp, c.sc}};
   for (size_t i = 0; i < c.ndims; i++)
+  {
     c.dims[i].vals = ceiling_values(&src, c.dims[i].name, &c.dims[i].nvals, &c.exact, &c.why);
+    one_per_region(&c, &c.dims[i]);
+  }
   bool schema_proved = ceiling_schema_within(c.sp, c.sc);
   enumerate(&c, schema_proved);
   report(&c, schema_proved, r);

@@ -66,7 +66,4 @@ void ceiling_add_witness(struct ceiling_result *r, const char *tool, const json_
 void ceiling_add_undecided(struct ceiling_result *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* deny < approve < allow */
-int ceiling_rank(enum effect e);
-
 #endif
