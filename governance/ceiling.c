@@ -1,6 +1,7 @@
 /* Policy ceilings: budgets, caps and tools compared here; calls in
  * ceiling_calls.c (ceiling.h). */
 #include "governance/ceiling.h"
+#include "governance/policy.h"
 #include "governance/ceiling_cases.h"
 
 #include <stdarg.h>
@@ -168,4 +169,54 @@ char *ceiling_result_text(const struct ceiling_result *r, const char *policy_pat
   if (b.len > 0)
     b.s[--b.len] = '\0'; /* no final newline */
   return b.s;
+}
+
+/* The witnesses on one line ("; " between them): the runtime log keeps a
+ * create error on one line, and containerd shows the last one. */
+static char *one_line(const struct ceiling_result *r) {
+  struct json_buf b = {0};
+  for (size_t i = 0; i < r->nwitnesses + r->nundecided; i++) {
+    const char *s = i < r->nwitnesses ? r->witnesses[i].what : r->undecided[i - r->nwitnesses];
+    if (b.len)
+      json_buf_lit(&b, "; ");
+    json_buf_raw(&b, s, strlen(s));
+  }
+  return b.s ? b.s : xstrdup("");
+}
+
+static int check_one(const struct policy *p, const char *policy_path, const char *ceiling_path,
+                     const char *key, tg_error **err) {
+  struct policy *c = NULL;
+  if (policy_load(ceiling_path, &c, err) < 0)
+    return tg_error_wrap(err, "the host config's %s %s is not a valid policy (run `tollgate policy "
+                         "check %s`)", key, ceiling_path, ceiling_path);
+  struct ceiling_result r;
+  ceiling_check(p, c, &r);
+  policy_free(c);
+  int ret = 0;
+  if (r.verdict != CEILING_WITHIN) {
+    cleanup_free char *why = one_line(&r);
+    ret = tg_error_set(err, 0,
+                       "policy %s is %s the ceiling %s (the host config's %s): %s; use a policy "
+                       "within the ceiling (check it with `tollgate policy check --within %s "
+                       "POLICY`)",
+                       policy_path, r.verdict == CEILING_NOT_WITHIN ? "not within" : "not proved within",
+                       ceiling_path, key, why, ceiling_path);
+  }
+  ceiling_result_free(&r);
+  return ret;
+}
+
+int ceiling_enforce(const char *policy_path, const char *const *ceilings,
+                    const char *const *keys, size_t n, tg_error **err) {
+  if (n == 0 || policy_path == NULL)
+    return 0;
+  struct policy *p = NULL;
+  if (policy_load(policy_path, &p, err) < 0)
+    return tg_error_wrap(err, "policy %s must load to be checked against its ceiling", policy_path);
+  int ret = 0;
+  for (size_t i = 0; i < n && ret == 0; i++)
+    ret = check_one(p, policy_path, ceilings[i], keys[i], err);
+  policy_free(p);
+  return ret;
 }

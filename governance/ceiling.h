@@ -14,9 +14,14 @@
 
 #include <stddef.h>
 
-#include "governance/policy.h"
 #include "governance/rules.h"
+#include "base/error.h"
 #include "base/json.h"
+
+/* governance/policy.h; only pointers here, so that a file that cannot
+ * include policy.h (create's steps: their struct backend) can enforce. */
+struct policy;
+struct tool;
 
 enum ceiling_verdict {
   CEILING_WITHIN,     /* proved: nothing is more permissive */
@@ -66,5 +71,12 @@ int ceiling_rank(enum effect e);
  * starting with the policy's path (owned). */
 char *ceiling_result_text(const struct ceiling_result *r, const char *policy_path,
                           const char *ceiling_path);
+
+/* Load the policy file and check it against each ceiling file (keys[i]
+ * names where ceilings[i] was configured, e.g. "policy_ceiling", for the
+ * message).  0 when within all; else -1 with *err naming the policy, the
+ * ceiling and every witness on one line (a create error). */
+int ceiling_enforce(const char *policy_path, const char *const *ceilings,
+                    const char *const *keys, size_t n, tg_error **err);
 
 #endif

@@ -11,6 +11,7 @@
  * combination: a schema is a conjunction over its members, so a value it
  * refuses shows with the others at an accepted example. */
 #include "governance/ceiling.h"
+#include "governance/policy.h"
 #include "governance/ceiling_cases.h"
 
 #include <stdlib.h>
