@@ -27,6 +27,9 @@
  * literal (and the answer is then "not proved" rather than "within"). */
 #define MAX_SPLIT_DOTS 4
 
+/* The name of the undeclared member tried at the top of the arguments. */
+#define UNDECLARED "_ceiling_extra"
+
 struct dim {
   char *name;
   json_t **vals; /* [0] is NULL: absent */
@@ -279,10 +282,11 @@ static enum effect rules_only(const struct tool *t, const json_t *args, const ch
 
 static void decide_case(struct calls *c, const json_t *built) {
   char *why = NULL;
-  cleanup_json json_t *args = args_canonicalize(built, &why);
+  cleanup_json json_t *rewritten = NULL;
+  const json_t *args = args_canonical_form(built, &rewritten, &why);
   free(why);
   if (args == NULL)
-    return; /* a bad_request under both */
+    return; /* a bad_request under both (an ambiguous dotted name) */
   c->cases++;
   char *wp = NULL, *wc = NULL;
   bool accp = schema_validate(c->tp->args, args, &wp);
@@ -355,7 +359,10 @@ static void enumerate(struct calls *c, bool schema_proved) {
   unsigned *layout = xcalloc(c->nrule + 1, sizeof *layout);
   for (;;) {
     run_case(c, val, layout, -1, 0, 0);
-    for (size_t e = c->nrule; e < c->ndims && !done(c, schema_proved); e++)
+    /* Under a schema proved within the ceiling's, the ceiling's schema
+     * accepts whatever the policy's does: members no rule reads cannot
+     * change either decision. */
+    for (size_t e = c->nrule; !schema_proved && e < c->ndims && !done(c, schema_proved); e++)
       for (size_t v = 1; v < c->dims[e].nvals; v++)
         for (unsigned l = 0; l < c->dims[e].layouts; l++)
           run_case(c, val, layout, (long)e, v, l);
@@ -431,7 +438,12 @@ void ceiling_check_calls(const struct tool *tp, const struct tool *tc, struct ce
       names_of(&c, &tc->rules[i].condition);
   schema_names(&c, c.sp, NULL, 0);
   schema_names(&c, c.sc, NULL, 0);
-  qsort(c.dims, c.ndims, sizeof *c.dims, by_length);
+  /* A member no schema declares: what additionalProperties decides at the
+   * top (inside a declared object, its representatives carry one). */
+  if (c.sp != NULL || c.sc != NULL)
+    add_name(&c, UNDECLARED, false);
+  if (c.ndims > 0)
+    qsort(c.dims, c.ndims, sizeof *c.dims, by_length);
   while (c.nrule < c.ndims && c.dims[c.nrule].rule)
     c.nrule++;
   struct value_sources src = {.tools = {tp, tc}, .schemas = {c.sp, c.sc}};

@@ -37,17 +37,29 @@ const json_t **ceiling_schema_nodes(const json_t *schema, const char *name, size
   return out;
 }
 
-bool ceiling_schema_accepts(const json_t *node, const json_t *v) {
-  if (node == NULL)
-    return true;
+static struct schema *compiled(const json_t *node) {
   struct policy_errors errs = {.file = "ceiling"};
   struct schema *s = schema_compile(node, "args", false, &errs);
   policy_errors_free(&errs);
+  return s;
+}
+
+/* s NULL: node did not compile (not reached for a policy's own, checked,
+ * schema), which accepts nothing here. */
+static bool accepts(const struct schema *s, const json_t *v) {
   if (s == NULL)
-    return false; /* not reached for a policy's own (checked) schema */
+    return false;
   char *why = NULL;
   bool ok = schema_validate(s, v, &why);
   free(why);
+  return ok;
+}
+
+bool ceiling_schema_accepts(const json_t *node, const json_t *v) {
+  if (node == NULL)
+    return true;
+  struct schema *s = compiled(node);
+  bool ok = accepts(s, v);
   schema_free(s);
   return ok;
 }
@@ -76,15 +88,17 @@ static json_t *example(const json_t *node, unsigned depth) {
     return json_new_null();
   size_t n = 0;
   json_t **vals = ceiling_node_values(node, &n);
+  struct schema *s = compiled(node);
   json_t *found = NULL;
   for (size_t i = 0; i < n && found == NULL; i++) {
     if (vals[i] == NULL)
       continue;
     cleanup_json json_t *candidate =
         json_is(vals[i], JSON_OBJECT) ? filled_object(node, depth + 1) : json_copy(vals[i]);
-    if (ceiling_schema_accepts(node, candidate))
+    if (accepts(s, candidate))
       found = json_copy(candidate);
   }
+  schema_free(s);
   ceiling_values_free(vals, n);
   return found;
 }
@@ -215,12 +229,15 @@ bool ceiling_schema_within(const json_t *p, const json_t *c) {
     char *why = NULL;
     cleanup_json json_t *members = args_canonicalize(penum, &why);
     free(why);
-    for (size_t i = 0; members && i < json_array_len(members); i++) {
+    struct schema *ps = compiled(p), *cs = compiled(c);
+    bool ok = members != NULL;
+    for (size_t i = 0; ok && i < json_array_len(members); i++) {
       const json_t *m = json_array_get(members, i);
-      if (ceiling_schema_accepts(p, m) && !ceiling_schema_accepts(c, m))
-        return false;
+      ok = !(accepts(ps, m) && !accepts(cs, m));
     }
-    return members != NULL;
+    schema_free(ps);
+    schema_free(cs);
+    return ok;
   }
   if (json_object_get(c, "enum") != NULL)
     return false;
