@@ -80,6 +80,28 @@ static void budgets(const struct policy *p, const struct policy *c, struct ceili
   }
 }
 
+static bool same_argv(char **a, char **b) {
+  size_t i = 0;
+  for (; a && b && a[i] && b[i]; i++)
+    if (strcmp(a[i], b[i]) != 0)
+      return false;
+  return (a == NULL || a[i] == NULL) && (b == NULL || b[i] == NULL);
+}
+
+/* An approval hook decides every approve-effect call: a policy's own hook
+ * (one that approves everything, say) would turn the ceiling's "a person
+ * approves" into "allow".  Only the ceiling's hook, or none (the host's
+ * approvers), keeps approve what the ceiling means by it. */
+static void approval(const struct policy *p, const struct policy *c, struct ceiling_result *r) {
+  if (p->approval_hook == NULL || same_argv(p->approval_hook, c->approval_hook))
+    return;
+  ceiling_add_witness(r, NULL, NULL, EFFECT_DENY, EFFECT_DENY,
+                      "approval.hook: the policy names its own approval hook (%s), which would "
+                      "decide the calls the ceiling leaves to %s: leave it out or use the "
+                      "ceiling's",
+                      p->approval_hook[0], c->approval_hook ? c->approval_hook[0] : "the host's approvers");
+}
+
 static void tool_caps(const struct tool *t, const struct tool *c, struct ceiling_result *r) {
   cleanup_free char *f = xasprintf("tools.%s.max_calls", t->name);
   limit(r, t->name, f, t->max_calls, c->max_calls);
@@ -102,6 +124,7 @@ static void tool_caps(const struct tool *t, const struct tool *c, struct ceiling
 void ceiling_check(const struct policy *p, const struct policy *c, struct ceiling_result *out) {
   memset(out, 0, sizeof *out);
   budgets(p, c, out);
+  approval(p, c, out);
   for (size_t i = 0; i < p->ntools; i++) {
     const struct tool *t = p->tools[i];
     const struct tool *ct = policy_find(c, t->name);

@@ -122,6 +122,7 @@ struct constants {
   const char **prefixes; size_t npre;  /* borrowed */
   const json_t **values; size_t nval;  /* compared for equality (borrowed) */
   long long *lengths; size_t nlen;     /* maxLength */
+  bool nul_prefix;                     /* a prefix holds a NUL byte */
 };
 
 static void push(void *arrp, size_t *n, const void *item, size_t size) {
@@ -162,7 +163,10 @@ static void from_condition(const struct condition *c, const char *name, struct c
     break;
   case OP_PREFIX: {
     const char *s = json_string_value(c->value);
-    push(&k->prefixes, &k->npre, &s, sizeof s);
+    if (strlen(s) != c->value->u.string.len)
+      k->nul_prefix = true; /* its extensions are not C strings */
+    else
+      push(&k->prefixes, &k->npre, &s, sizeof s);
     break;
   }
   default:
@@ -388,6 +392,11 @@ json_t **ceiling_values(const struct value_sources *src, const char *name, size_
     *exact = false;
   if (!strings(&k, &o, why))
     *exact = false;
+  if (k.nul_prefix) {
+    *exact = false;
+    if (*why == NULL)
+      *why = xasprintf("args.%s: a prefix with a NUL byte", name);
+  }
   for (size_t i = 0; i < k.nval; i++)
     add(&o, json_copy(k.values[i]));
   add(&o, json_new_null());

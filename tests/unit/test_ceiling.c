@@ -122,6 +122,25 @@ Test(ceiling, budgets_caps_tools_and_irreversible) {
   ceiling_result_free(&r);
 }
 
+Test(ceiling, an_approval_hook_of_its_own_and_a_nul_prefix) {
+  /* A hook of the policy's own would decide what the ceiling leaves to a
+   * person. */
+  struct ceiling_result r = check(
+      "{\"version\": 1, \"approval\": {\"hook\": [\"/bin/true\"]}, \"tools\": {\"t\": "
+      TOOL("[{\"effect\": \"approve\"}]") "}}",
+      POLICY("\"t\": " TOOL("[{\"effect\": \"approve\"}]")));
+  cr_assert_eq(r.verdict, CEILING_NOT_WITHIN);
+  cr_assert(strstr(r.witnesses[0].what, "approval.hook: the policy names its own approval hook"),
+            "%s", r.witnesses[0].what);
+  ceiling_result_free(&r);
+  /* A prefix with a NUL byte has no C-string extension: not proved, never
+   * "within" (the policy allows "a\0b..." which the ceiling denies). */
+  r = check(POLICY("\"t\": " TOOL("[{\"if\": {\"arg\": \"s\", \"op\": \"prefix\", \"value\": \"a\\u0000b\"}, \"effect\": \"allow\"}]")),
+            POLICY("\"t\": " TOOL("[{\"if\": {\"arg\": \"s\", \"op\": \"prefix\", \"value\": \"a\\u0000c\"}, \"effect\": \"allow\"}]")));
+  cr_assert_neq(r.verdict, CEILING_WITHIN);
+  ceiling_result_free(&r);
+}
+
 Test(ceiling, schemas) {
   const char *ceiling = POLICY(
       "\"t\": {\"backend\": {\"type\": \"builtin\", \"name\": \"echo\"},"
