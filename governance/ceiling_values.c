@@ -370,6 +370,23 @@ static void containers(const struct constants *k, struct out *o) {
   }
 }
 
+/* After numbers and strings: the constants, null, the booleans and the
+ * containers; frees k and hands o's array over. */
+static json_t **the_rest(struct constants *k, struct out *o, size_t *n) {
+  for (size_t i = 0; i < k->nval; i++)
+    add(o, json_copy(k->values[i]));
+  add(o, json_new_null());
+  add(o, json_new_bool(true));
+  add(o, json_new_bool(false));
+  containers(k, o);
+  free(k->numbers);
+  free(k->prefixes);
+  free(k->values);
+  free(k->lengths);
+  *n = o->n;
+  return o->v;
+}
+
 json_t **ceiling_values(const struct value_sources *src, const char *name, size_t *n,
                         bool *exact, char **why) {
   struct constants k = {0};
@@ -397,18 +414,7 @@ json_t **ceiling_values(const struct value_sources *src, const char *name, size_
     if (*why == NULL)
       *why = xasprintf("args.%s: a prefix with a NUL byte", name);
   }
-  for (size_t i = 0; i < k.nval; i++)
-    add(&o, json_copy(k.values[i]));
-  add(&o, json_new_null());
-  add(&o, json_new_bool(true));
-  add(&o, json_new_bool(false));
-  containers(&k, &o);
-  free(k.numbers);
-  free(k.prefixes);
-  free(k.values);
-  free(k.lengths);
-  *n = o.n;
-  return o.v;
+  return the_rest(&k, &o, n);
 }
 
 void ceiling_values_free(json_t **v, size_t n) {
@@ -426,15 +432,5 @@ json_t **ceiling_node_values(const json_t *node, size_t *n) {
   numbers(&k, &o, &why);
   strings(&k, &o, &why);
   free(why);
-  for (size_t i = 0; i < k.nval; i++)
-    add(&o, json_copy(k.values[i]));
-  add(&o, json_new_null());
-  add(&o, json_new_bool(false));
-  containers(&k, &o);
-  free(k.numbers);
-  free(k.prefixes);
-  free(k.values);
-  free(k.lengths);
-  *n = o.n;
-  return o.v;
+  return the_rest(&k, &o, n);
 }

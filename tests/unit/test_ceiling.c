@@ -83,15 +83,26 @@ Test(ceiling, exactly_at_the_boundary) {
   ceiling_result_free(&r);
 }
 
-Test(ceiling, a_string_the_policy_lets_through_by_type) {
-  /* The ceiling denies amount > 50, which a string would skip were it
-   * not mistyped; the policy allows anything that is not a number. */
+Test(ceiling, a_shorter_prefix_and_a_mistyped_comparison) {
+  /* prefix "ab" allows more than prefix "abc": a string with the first and
+   * not the second. */
   struct ceiling_result r = check(
       POLICY("\"t\": " TOOL("[{\"if\": {\"arg\": \"to\", \"op\": \"prefix\", \"value\": \"ab\"}, \"effect\": \"allow\"}]")),
       POLICY("\"t\": " TOOL("[{\"if\": {\"arg\": \"to\", \"op\": \"prefix\", \"value\": \"abc\"}, \"effect\": \"allow\"}]")));
   cr_assert_eq(r.verdict, CEILING_NOT_WITHIN);
-  const json_t *to = json_object_get(r.witnesses[0].args, "to");
-  cr_assert(strncmp(json_string_value(to), "ab", 2) == 0 && strncmp(json_string_value(to), "abc", 3) != 0,
+  const char *to = json_string_value(json_object_get(r.witnesses[0].args, "to"));
+  cr_assert(to && strncmp(to, "ab", 2) == 0 && strncmp(to, "abc", 3) != 0, "%s", r.witnesses[0].what);
+  ceiling_result_free(&r);
+  /* The ceiling's amount > 50 refuses a string amount (mistyped: deny);
+   * the policy allows the string "12" before its own comparison. */
+  r = check(POLICY("\"t\": " TOOL("[{\"if\": {\"arg\": \"amount\", \"op\": \"in\", \"value\": [\"12\"]}, \"effect\": \"allow\"},"
+                                 " {\"if\": {\"arg\": \"amount\", \"op\": \">\", \"value\": 50}, \"effect\": \"deny\"},"
+                                 " {\"effect\": \"allow\"}]")),
+            POLICY("\"t\": " TOOL("[{\"if\": {\"arg\": \"amount\", \"op\": \">\", \"value\": 50}, \"effect\": \"deny\"},"
+                                 " {\"effect\": \"allow\"}]")));
+  cr_assert_eq(r.verdict, CEILING_NOT_WITHIN);
+  cr_assert(strstr(r.witnesses[0].what, "{\"amount\":\"12\"}") &&
+                strstr(r.witnesses[0].what, "compares it with \">\""),
             "%s", r.witnesses[0].what);
   ceiling_result_free(&r);
 }
