@@ -40,7 +40,13 @@ struct ceiling_witness {
                    not a call (a budget, a cap, a missing tool) */
   enum effect policy_effect, ceiling_effect; /* for a call: the decisions
                                                 (a refusal by the schema, a
-                                                mistyped comparison: deny) */
+                                                mistyped comparison: deny);
+                                                the policy's is the more
+                                                permissive.  Both deny: a
+                                                schema witness (args the
+                                                policy's schema accepts
+                                                and the ceiling's refuses)
+                                                or not a call */
 };
 
 struct ceiling_result {

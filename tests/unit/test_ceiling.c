@@ -3,7 +3,8 @@
  * whenever the check says "within", no random call gets a more permissive
  * decision from the policy than from the ceiling; whenever it says "not
  * within", every witness really is more permissive.  The seed is printed on
- * failure; CEILING_SEED=N reruns one seed, CEILING_ROUNDS=N sets the count. */
+ * failure; CEILING_SEED=N reruns that seed (with CEILING_ROUNDS=M, M seeds
+ * from N on). */
 #include <criterion/criterion.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -433,7 +434,7 @@ Test(ceiling, property_random_policies_and_ceilings, .timeout = 600) {
   const char *env = getenv("CEILING_SEED");
   uint64_t seed0 = env ? strtoull(env, NULL, 10) : 20261205;
   const char *rounds_env = getenv("CEILING_ROUNDS");
-  size_t rounds = env ? 1 : rounds_env ? strtoull(rounds_env, NULL, 10) : 1500;
+  size_t rounds = rounds_env ? strtoull(rounds_env, NULL, 10) : env ? 1 : 1500;
   size_t within = 0, not_within = 0, undecided = 0;
   for (size_t round = 0; round < rounds; round++) {
     uint64_t seed = seed0 + round;
