@@ -365,8 +365,21 @@ static char *random_policy(const json_t *ceiling_tool) {
         json_array_append(fresh, json_copy(json_array_get(rules, i)));
       json_object_set(tool, "rules", fresh);
     }
-    if (pick(3) == 0)
+    json_t *args = json_object_get(tool, "args");
+    if (args != NULL && pick(2)) {
+      /* The ceiling's schema with one keyword dropped: often a weakening
+       * the rules alone would not show. */
+      static const char *const top[] = {"additionalProperties", "required"};
+      static const char *const inner[] = {"type", "minimum", "maximum", "maxLength", "enum",
+                                          "pattern"};
+      json_t *props = json_object_get(args, "properties");
+      if (pick(2) || props == NULL || props->u.object.len == 0)
+        json_object_del(args, top[pick(2)]);
+      else
+        json_object_del(props->u.object.values[pick(props->u.object.len)], inner[pick(6)]);
+    } else if (pick(3) == 0) {
       json_object_set(tool, "args", random_schema());
+    }
   } else {
     tool = json_new_object();
     json_t *b = json_new_object();
@@ -388,7 +401,8 @@ static char *random_policy(const json_t *ceiling_tool) {
 }
 
 /* A random call: each name absent or a value near the pools' constants,
- * written nested or as a literal dotted key. */
+ * written nested or as a literal dotted key, sometimes with a member no
+ * schema declares. */
 static json_t *random_args(void) {
   json_t *a = json_new_object();
   for (size_t i = 0; i < 4; i++) {
@@ -427,6 +441,8 @@ static json_t *random_args(void) {
       json_object_set(a, names[i], v);
     }
   }
+  if (pick(4) == 0) /* a member no schema declares */
+    json_object_set(a, "zz", random_scalar());
   return a;
 }
 
