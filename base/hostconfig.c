@@ -65,6 +65,7 @@ static const struct field fields[] = {
     FIELD(bridge_backoff_ms, F_INT),
     FIELD(sidecar_on_death, F_STRING), FIELD(sidecar_max_restarts, F_INT),
     FIELD(policy_bindings, F_JSON),  FIELD(namespace_policies, F_JSON),
+    FIELD(policy_ceiling, F_STRING), FIELD(namespace_ceilings, F_JSON),
     FIELD(trusted_join_callers, F_STRV),
     FIELD(runc_version_floor, F_STRING),
     FIELD(id_range_base, F_LL),      FIELD(id_range_size, F_LL),
@@ -278,7 +279,8 @@ int host_config_load(const char *path, struct host_config *cfg,
     host_config_free(cfg);
     return -1;
   }
-  if (policy_binding_validate(path, cfg->policy_bindings, cfg->namespace_policies, err) < 0) {
+  if (policy_binding_validate(path, cfg->policy_bindings, cfg->namespace_policies, err) < 0 ||
+      policy_ceiling_validate(path, cfg, err) < 0) {
     host_config_free(cfg);
     return -1;
   }
@@ -345,6 +347,8 @@ void host_config_free(struct host_config *cfg) {
   free(cfg->audit_key);
   json_free(cfg->policy_bindings);
   json_free(cfg->namespace_policies);
+  free(cfg->policy_ceiling);
+  json_free(cfg->namespace_ceilings);
   free_strv(cfg->trusted_join_callers);
   free(cfg->approval_hook);
   free(cfg->approver_group);
@@ -537,4 +541,52 @@ int policy_binding_resolve(const struct host_config *cfg, const char *requested,
   }
   *out = xstrdup(chosen);
   return 0;
+}
+
+/* A ceiling file: absolute (the host config is read from anywhere with
+ * --config; a relative path would depend on the caller's directory) and
+ * there now, so that a typo is found when the config loads rather than at
+ * the first create. */
+static int ceiling_path_ok(const char *path, const char *key, const char *file, tg_error **err) {
+  struct stat st;
+  if (file == NULL || file[0] != '/')
+    return tg_error_set(err, 0,
+                        "host config %s: %s must be the absolute path of a ceiling policy file, "
+                        "e.g. \"/etc/tollgate/ceiling.json\"",
+                        path, key);
+  if (stat(file, &st) < 0)
+    return tg_error_set(err, errno, "host config %s: %s is %s, which cannot be read: install "
+                        "the ceiling policy there or fix the path", path, key, file);
+  if (!S_ISREG(st.st_mode))
+    return tg_error_set(err, 0, "host config %s: %s is %s, which is not a regular file", path,
+                        key, file);
+  return 0;
+}
+
+int policy_ceiling_validate(const char *path, const struct host_config *cfg, tg_error **err) {
+  if (cfg->policy_ceiling != NULL &&
+      ceiling_path_ok(path, "policy_ceiling", cfg->policy_ceiling, err) < 0)
+    return -1;
+  const json_t *nc = cfg->namespace_ceilings;
+  if (nc == NULL || json_is(nc, JSON_NULL))
+    return 0;
+  if (!json_is(nc, JSON_OBJECT))
+    return tg_error_set(err, 0, "host config %s: \"namespace_ceilings\" must be an object: "
+                        "{\"NAMESPACE\": \"/path/of/ceiling.json\"}", path);
+  for (size_t i = 0; i < nc->u.object.len; i++) {
+    cleanup_free char *key = xasprintf("namespace_ceilings.%s", nc->u.object.keys[i]);
+    if (ceiling_path_ok(path, key, json_string_value(nc->u.object.values[i]), err) < 0)
+      return -1;
+  }
+  return 0;
+}
+
+size_t policy_ceilings_for(const struct host_config *cfg, const char *ns, const char *out[2]) {
+  size_t n = 0;
+  if (cfg->policy_ceiling != NULL)
+    out[n++] = cfg->policy_ceiling;
+  const char *own = ns ? json_string_value(json_object_get(cfg->namespace_ceilings, ns)) : NULL;
+  if (own != NULL)
+    out[n++] = own;
+  return n;
 }

@@ -62,6 +62,12 @@ struct host_config {
                                  NULL: any policy may be selected
                                  (base/hostconfig.h) */
   json_t *namespace_policies; /* {"NAMESPACE": "POLICY"}: the default, or NULL */
+  char *policy_ceiling;       /* absolute path of a ceiling policy every
+                                 container's policy must be within
+                                 (governance/ceiling.h), or NULL */
+  json_t *namespace_ceilings; /* {"NAMESPACE": "/abs/ceiling.json"}: a
+                                 namespace's own ceiling (besides
+                                 policy_ceiling), or NULL */
   char **trusted_join_callers; /* absolute executable paths whose word a
                                   join is taken on (shim/lifecycle/join.h, proof 3);
                                   NULL-terminated, NULL (the default): none */
@@ -134,5 +140,16 @@ int policy_binding_validate(const char *path, const json_t *bindings,
  * fails with a message saying what this namespace and root may use. */
 int policy_binding_resolve(const struct host_config *cfg, const char *requested, const char *ns,
                            const char *root, char **out, tg_error **err);
+
+/* Policy ceilings: "policy_ceiling": "/etc/tollgate/ceiling.json" for every
+ * container on the node, and "namespace_ceilings": {"shop": PATH} for a
+ * Kubernetes namespace's; a policy must be within each that applies.  Only
+ * the host config names a ceiling (never a bundle or an annotation).
+ * Validate their shapes: absolute paths of existing regular files. */
+int policy_ceiling_validate(const char *path, const struct host_config *cfg, tg_error **err);
+
+/* The ceilings for a workload in ns (NULL: none): up to two borrowed paths
+ * in out (the node's, then the namespace's); returns how many. */
+size_t policy_ceilings_for(const struct host_config *cfg, const char *ns, const char *out[2]);
 
 #endif

@@ -24,6 +24,7 @@ declare -A may=(
 declare -A internal=(
   [oci/transform.h]=oci
   [governance/gate_state.h]=governance
+  [governance/ceiling_cases.h]=governance
   [bridge/server_state.h]=bridge
   [bridge/server_watcher.h]=bridge
   [bridge/server_pool.h]=bridge

@@ -1,16 +1,53 @@
 /* tollgate policy check FILE...: report every problem of each policy with
- * its line, column and field path; exit 1 when any file has a problem. */
+ * its line, column and field path; exit 1 when any file has a problem.
+ * tollgate policy check --within CEILING POLICY: is POLICY within the
+ * ceiling (governance/ceiling.h)?  0 within, 1 not (with witnesses), 2 a
+ * usage or file error. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "governance/ceiling.h"
 #include "governance/policy.h"
 #include "governance/policy_lint.h"
 #include "shim/cli/commands.h"
 
+static int check_within(const char *ceiling_path, const char *policy_path) {
+  struct policy *c = NULL, *p = NULL;
+  cleanup_error tg_error *perr = NULL;
+  if (policy_load(ceiling_path, &c, &perr) < 0) {
+    fprintf(stderr, "the ceiling %s is not a valid policy:\n%s\n", ceiling_path, perr->msg);
+    return 2;
+  }
+  if (policy_load(policy_path, &p, &perr) < 0) {
+    fprintf(stderr, "%s\n", perr->msg);
+    policy_free(c);
+    return 2;
+  }
+  struct ceiling_result r;
+  ceiling_check(p, c, &r);
+  char *text = ceiling_result_text(&r, policy_path, ceiling_path);
+  printf("%s\n", text);
+  free(text);
+  int status = r.verdict == CEILING_WITHIN ? 0 : 1;
+  ceiling_result_free(&r);
+  policy_free(p);
+  policy_free(c);
+  return status;
+}
+
 int cmd_policy(struct cli *cli, int argc, char **argv, tg_error **err) {
   (void)cli;
+  if (argc >= 2 && strcmp(argv[1], "check") == 0 && argc >= 3 &&
+      strcmp(argv[2], "--within") == 0) {
+    if (argc != 5) {
+      fprintf(stderr, "usage: tollgate policy check --within CEILING POLICY\n");
+      return 2;
+    }
+    return check_within(argv[3], argv[4]);
+  }
   if (argc < 3 || strcmp(argv[1], "check") != 0)
-    return tg_error_set(err, 0, "usage: tollgate policy check FILE...");
+    return tg_error_set(err, 0, "usage: tollgate policy check FILE... | policy check --within CEILING POLICY");
   int status = 0;
   for (int i = 2; i < argc; i++) {
     struct policy *p = NULL;

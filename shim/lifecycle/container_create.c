@@ -115,6 +115,7 @@ static create_step *const up_to_the_backend[] = {
     claim_state_dir,           /* <root>/<id>, locked */
     create_decide_join,        /* whose namespaces, by the join rule */
     create_resolve_policy,
+    create_check_ceiling,      /* within the host config's ceilings */
     create_begin_gate,         /* run: the gate opens on its own thread */
     create_harden_options,
     create_claim_id_range,

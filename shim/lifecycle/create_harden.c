@@ -10,6 +10,7 @@
 #include "base/hostconfig.h"
 #include "base/log.h"
 #include "base/util.h"
+#include "governance/ceiling.h"
 #include "shim/lifecycle/state.h"
 
 #define POLICY_ANNOTATION "dev.tollgate.policy"
@@ -69,6 +70,24 @@ static int resolve_policy(const struct cli *cli, const char *policy_file,
 int create_resolve_policy(struct create_context *cx, tg_error **err) {
   /* Policy (from the user's config, before hardening touches it). */
   return resolve_policy(cx->cli, cx->req->policy_file, cx->config, cx->jn.kube_namespace, &cx->policy, err);
+}
+
+/* The policy the container gets, whoever chose it (--policy, the
+ * annotation, a binding's default), must be within every ceiling the host
+ * config names for it: the node's policy_ceiling and its namespace's.  The
+ * ceiling comes from the host config alone (trusted), never the bundle.
+ * No policy: no bridge, no tool, nothing a ceiling bounds. */
+int create_check_ceiling(struct create_context *cx, tg_error **err) {
+  const struct host_config *cfg = &cx->cli->config;
+  const char *ceilings[2];
+  size_t n = policy_ceilings_for(cfg, cx->jn.kube_namespace, ceilings);
+  cleanup_free char *ns_key = cx->jn.kube_namespace
+                                  ? xasprintf("namespace_ceilings.%s", cx->jn.kube_namespace)
+                                  : NULL;
+  const char *keys[2];
+  for (size_t i = 0; i < n; i++)
+    keys[i] = i == 0 && cfg->policy_ceiling != NULL ? "policy_ceiling" : ns_key;
+  return ceiling_enforce(cx->policy, ceilings, keys, n, err);
 }
 
 int create_harden_options(struct create_context *cx, tg_error **err) {

@@ -10,7 +10,8 @@
  *                     checked, the effective config written
  *   create_pod.c      whose namespaces it joins, its host id range, its
  *                     pod's (CRI's) policy
- *   create_harden.c   the policy, then oci_harden()
+ *   create_harden.c   the policy (within the host config's ceilings),
+ *                     then oci_harden()
  *   create_mounts.c   the mount pins and mount points
  *   create_bridge.c   the gate, the bridge area, the sidecar
  *
@@ -120,6 +121,7 @@ int create_join_pod(struct create_context *cx, tg_error **err);
 
 /* create_harden.c */
 int create_resolve_policy(struct create_context *cx, tg_error **err);
+int create_check_ceiling(struct create_context *cx, tg_error **err);
 int create_harden_options(struct create_context *cx, tg_error **err);
 int create_harden(struct create_context *cx, tg_error **err);
 int create_check_kept_network(struct create_context *cx, tg_error **err);

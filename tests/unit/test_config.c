@@ -245,6 +245,45 @@ Test(config, policy_bindings_decide_who_may_select_what) {
   cr_assert(strstr(err->msg, "policy_bindings.strict must be"), "%s", err->msg);
 }
 
+/* Policy ceilings (issue 33): absolute paths of files that exist, checked
+ * at load; the node's ceiling and a namespace's both apply. */
+Test(config, policy_ceilings_load_and_apply) {
+  cleanup_free char *ceiling = write_cfg("{}"); /* any existing file */
+  cleanup_free char *ok = xasprintf("{\"policy_ceiling\": \"%s\", \"namespace_ceilings\": {\"shop\": \"%s\"}}",
+                                    ceiling, ceiling);
+  cleanup_free char *p = xasprintf("%s/ceilings.json", dir);
+  FILE *f = fopen(p, "w");
+  fputs(ok, f);
+  fclose(f);
+  struct host_config c;
+  cleanup_error tg_error *err = NULL;
+  cr_assert_eq(host_config_load(p, &c, &err), 0, "%s", err ? err->msg : "");
+  const char *out[2];
+  cr_assert_eq(policy_ceilings_for(&c, "shop", out), 2);
+  cr_assert_str_eq(out[0], ceiling);
+  cr_assert_str_eq(out[1], ceiling);
+  cr_assert_eq(policy_ceilings_for(&c, "other", out), 1);
+  cr_assert_eq(policy_ceilings_for(&c, NULL, out), 1);
+  host_config_free(&c);
+  host_config_defaults(&c);
+  cr_assert_eq(policy_ceilings_for(&c, "shop", out), 0, "no ceiling by default");
+  host_config_free(&c);
+  static const char *const bad[][2] = {
+      {"{\"policy_ceiling\": \"ceiling.json\"}", "policy_ceiling must be the absolute path"},
+      {"{\"policy_ceiling\": \"/nonexistent/ceiling.json\"}", "which cannot be read"},
+      {"{\"policy_ceiling\": \"/tmp\"}", "not a regular file"},
+      {"{\"policy_ceiling\": 3}", "\"policy_ceiling\" must be a string"},
+      {"{\"namespace_ceilings\": [\"/x\"]}", "\"namespace_ceilings\" must be an object"},
+      {"{\"namespace_ceilings\": {\"shop\": \"x.json\"}}", "namespace_ceilings.shop must be the absolute path"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    cleanup_free char *bp = write_cfg(bad[i][0]);
+    cr_assert_lt(host_config_load(bp, &c, &err), 0, "%s loaded", bad[i][0]);
+    cr_assert(strstr(err->msg, bad[i][1]), "%s: %s", bad[i][0], err->msg);
+    tg_error_free(&err);
+  }
+}
+
 Test(config, restore_and_pool_keys) {
   struct host_config c;
   host_config_defaults(&c);
