@@ -73,10 +73,13 @@ static int apply(const char *spec) {
     fprintf(stderr, "tollgate: getrlimit %s: %s\n", limits[k].name, strerror(errno));
     return EXIT_CANNOT_RUN;
   }
-  /* Never raise: a hard limit already lower (the runtime's own) stays,
-   * and the soft one is no higher than the hard one. */
+  /* Never raise, soft or hard: a limit already lower stays (the
+   * runtime's own, or an outer --rlimits when a config's own args hold
+   * this form: "unlimited" there cannot undo the limit tollgate set). */
   if (want.rlim_max > cur.rlim_max)
     want.rlim_max = cur.rlim_max;
+  if (want.rlim_cur > cur.rlim_cur)
+    want.rlim_cur = cur.rlim_cur;
   if (want.rlim_cur > want.rlim_max)
     want.rlim_cur = want.rlim_max;
   if (setrlimit(limits[k].resource, &want) < 0) {

@@ -14,7 +14,7 @@
 #define RLIMIT_EXEC_FLAG "--rlimits"
 
 /* argv[1] is RLIMIT_EXEC_FLAG.  Sets each limit, only ever lowering it (a
- * hard limit already below the one asked for stays), then execs PROGRAM as
+ * soft or hard limit already below the one asked for stays), then execs PROGRAM as
  * runc would have: found over the environment's PATH as Go's
  * exec.LookPath finds it, with argv[0] PROGRAM and the environment as they
  * are.  Returns only on failure, before PROGRAM runs, with one line on
