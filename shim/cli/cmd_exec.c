@@ -176,7 +176,7 @@ int cmd_exec(struct cli *cli, int argc, char **argv, tg_error **err) {
   }
   /* and runc's exec init, like its create init, is left none of them. */
   if (runc && !passthrough && oci_rlimits_defer(proc, BRIDGE_CONTAINER_CLIENT, err) < 0) {
-    tg_error_wrap(err, "exec: --process");
+    tg_error_wrap(err, "exec");
     goto out;
   }
   /* The hardened process goes to the backend from the state directory
