@@ -11,8 +11,8 @@
 #include "base/log.h"
 #include "base/util.h"
 #include "bridge/area.h"
-#include "oci/rlimits_defer.h"
 #include "governance/ceiling.h"
+#include "oci/rlimits_defer.h"
 #include "shim/lifecycle/state.h"
 
 #define POLICY_ANNOTATION "dev.tollgate.policy"
