@@ -87,9 +87,9 @@ $(BUILD)/tollgate: $(BUILD)/obj/shim/cli/main.o $(BUILD)/libtollgate.a
 	$(CC) $(CFLAGS_ALL) -o $@ $^ $(LDLIBS_TOLLGATE)
 
 # The in-container clients: static, no dependency on the container's libc.
-$(BUILD)/tollgate-call: bridge/client/tollgate-call.c $(wildcard bridge/client/*.h)
+$(BUILD)/tollgate-call: bridge/client/tollgate-call.c bridge/client/rlimit_exec.c $(wildcard bridge/client/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) -O2 -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -static -o $@ $<
+	$(CC) -O2 -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -I. -static -o $@ $(filter %.c,$^)
 
 # The confinement probe, run inside containers by the hardening tests.
 $(BUILD)/tollgate-probe: tests/probe/probe.c

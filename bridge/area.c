@@ -316,7 +316,7 @@ int bridge_add_mounts(json_t *config, const char *state_dir,
   json_array_append(mounts, bind_mount(BRIDGE_CONTAINER_DIR, area, true, false));
   json_array_append(mounts, bind_mount(BRIDGE_CONTAINER_CALLS, calls, false, false));
   if (call_client)
-    json_array_append(mounts, bind_mount(BRIDGE_CONTAINER_DIR "/tollgate-call",
+    json_array_append(mounts, bind_mount(BRIDGE_CONTAINER_CLIENT,
                                          call_client, true, true));
   set_env(config, "TOLLGATE_DIR", BRIDGE_CONTAINER_DIR, false);
   set_env(config, "PYTHONPATH", BRIDGE_CONTAINER_DIR, true);

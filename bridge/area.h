@@ -36,6 +36,7 @@
 #define BRIDGE_CONTAINER_DIR "/run/tollgate"
 #define BRIDGE_CONTAINER_CALLS "/run/tollgate/calls"
 #define BRIDGE_CLIENT_MOUNT "bridge-call" /* under the state directory */
+#define BRIDGE_CONTAINER_CLIENT BRIDGE_CONTAINER_DIR "/tollgate-call" /* the static client, inside */
 
 struct bridge_area_params {
   size_t tmpfs_bytes;       /* 0: 16 MiB */

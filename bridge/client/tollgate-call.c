@@ -1,7 +1,9 @@
 /* tollgate-call: call a host tool from inside a tollgate container.
  *
  *   tollgate-call [--timeout S] [--repeat N [--concurrency C]] TOOL [ARGS-JSON | -]
+ *   tollgate-call --rlimits NAME=SOFT:HARD... -- PROGRAM [ARG...]
  *
+ * The second form is tollgate's own, under runc (rlimit_exec.h).
  * Prints the tool's result JSON on stdout.  Each error class has its own
  * exit status (see usage()), and the error message goes to stderr.  Static
  * and dependency-free: it must run in any container, so it carries its own
@@ -21,6 +23,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "bridge/client/rlimit_exec.h"
 
 enum exit_code {
   EXIT_OK = 0,
@@ -610,6 +614,8 @@ static int bench(const struct call_ctx *ctx, long repeat, long concurrency) {
 }
 
 int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], RLIMIT_EXEC_FLAG) == 0)
+    return rlimit_exec_main(argc, argv);
   double timeout = 0;
   int i = 1;
   if (i < argc && (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)) {

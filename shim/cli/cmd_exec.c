@@ -11,7 +11,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bridge/area.h"
 #include "oci/harden.h"
+#include "oci/rlimits_defer.h"
 #include "shim/lifecycle/backend.h"
 #include "shim/cli/cli_parse.h"
 #include "shim/cli/commands.h"
@@ -157,12 +159,23 @@ int cmd_exec(struct cli *cli, int argc, char **argv, tg_error **err) {
   cleanup_free char *proc_path = NULL;
   cleanup_free char *pid_path = NULL;
   cleanup_free char *backend_err = NULL;
+  bool passthrough = json_is_true(json_object_get(c.state, "passthrough"));
+  bool runc = c.backend.kind == BACKEND_RUNC;
   json_t *effective = container_effective_config(&c, err);
+  /* Under runc the container's address-space rlimits are in its args
+   * (oci/rlimits_defer.h): back into its rlimits, so that the new process
+   * is hardened against the limits the container really has. */
+  if (effective != NULL && runc && !passthrough)
+    oci_rlimits_undefer(json_object_get(effective, "process"), BRIDGE_CONTAINER_CLIENT);
   json_t *proc = effective ? build_process(&req, effective, err) : NULL;
   if (proc == NULL)
     goto out;
-  bool passthrough = json_is_true(json_object_get(c.state, "passthrough"));
   if (oci_harden_process(proc, effective, passthrough, err) < 0) {
+    tg_error_wrap(err, "exec");
+    goto out;
+  }
+  /* and runc's exec init, like its create init, is left none of them. */
+  if (runc && !passthrough && oci_rlimits_defer(proc, BRIDGE_CONTAINER_CLIENT, err) < 0) {
     tg_error_wrap(err, "exec");
     goto out;
   }

@@ -465,17 +465,5 @@ char *backend_normalize_message(const char *id, const char *msg) {
        strstr(msg, "connection refused") != NULL) ||
       (strstr(msg, "cannot signal") != NULL && strstr(msg, "stopped") != NULL))
     return xasprintf("container not running: %s", msg);
-  /* runc applies process.rlimits to its own Go init before that loads the
-   * seccomp filter, and the init already holds ~990 MiB of address space
-   * (Go's heap and page-summary reservations, a 64 MiB malloc arena per
-   * cgo thread, thread stacks; measured on runc 1.1.5): under an
-   * RLIMIT_AS near 1 GiB libseccomp's allocations fail, at whichever rule
-   * the limit is reached.  Nothing tollgate passes reaches that init's
-   * environment, and loosening the limit or the filter is not its call. */
-  if (strstr(msg, "seccomp") != NULL && strstr(msg, "cannot allocate memory") != NULL)
-    return xasprintf("%s (runc's own init loads the seccomp filter under the container's process.rlimits, "
-                     "and already holds about 1 GiB of address space: an RLIMIT_AS below about 1.5 GiB makes "
-                     "this fail at random; raise RLIMIT_AS to 2 GiB or more, or use --runtime runsc, where "
-                     "the limit applies to the container's process only)", msg);
   return xstrdup(msg);
 }

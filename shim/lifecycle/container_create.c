@@ -126,6 +126,7 @@ static create_step *const up_to_the_backend[] = {
     create_pin_mounts,
     create_prepare_bridge,     /* the bridge area and its mounts */
     create_make_mount_points,
+    create_defer_rlimits,      /* runc: address-space rlimits after its init */
     create_write_configs,      /* the effective config, the original kept */
     create_record_state,       /* state.json: creating */
     create_load_container,     /* run's gate joined */

@@ -10,7 +10,9 @@
 #include "base/hostconfig.h"
 #include "base/log.h"
 #include "base/util.h"
+#include "bridge/area.h"
 #include "governance/ceiling.h"
+#include "oci/rlimits_defer.h"
 #include "shim/lifecycle/state.h"
 
 #define POLICY_ANNOTATION "dev.tollgate.policy"
@@ -162,5 +164,20 @@ int create_check_kept_network(struct create_context *cx, tg_error **err) {
    * pod policy, and no bridge unless a policy was given explicitly (the
    * bridge's mounts then go in, and nothing else). */
   cx->out->bridged = !cx->passthrough || cx->policy != NULL;
+  return 0;
+}
+
+int create_defer_rlimits(struct create_context *cx, tg_error **err) {
+  /* runc applies process.rlimits to its own init before that loads the
+   * seccomp filter, and the init's ~1 GiB of address space made an
+   * RLIMIT_AS or RLIMIT_DATA below it fail the start: the static client
+   * sets them instead, once runc has exec'd it (oci/rlimits_defer.h).
+   * Not under runsc, whose Sentry applies process.rlimits to the
+   * container's processes alone, nor under passthrough, which is the bare
+   * backend (and may have no client to run). */
+  if (cx->passthrough || !cx->out->bridged || strcmp(cx->ho.backend ?: "", "runc") != 0)
+    return 0;
+  if (oci_rlimits_defer(json_object_get(cx->config, "process"), BRIDGE_CONTAINER_CLIENT, err) < 0)
+    return tg_error_wrap(err, "bundle %s: config.json", cx->bundle);
   return 0;
 }

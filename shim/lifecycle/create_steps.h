@@ -125,6 +125,8 @@ int create_check_ceiling(struct create_context *cx, tg_error **err);
 int create_harden_options(struct create_context *cx, tg_error **err);
 int create_harden(struct create_context *cx, tg_error **err);
 int create_check_kept_network(struct create_context *cx, tg_error **err);
+/* runc: RLIMIT_AS and RLIMIT_DATA set by the static client, not by runc. */
+int create_defer_rlimits(struct create_context *cx, tg_error **err);
 
 /* create_mounts.c */
 int create_pin_mounts(struct create_context *cx, tg_error **err);
