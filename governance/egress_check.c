@@ -53,8 +53,10 @@ static bool ipv4_part(const char *s, size_t n, unsigned long long *v) {
     s++;
     n--;
   }
-  if (n == 0)
+  if (n == 0) {
+    *v = 0;
     return base == 16; /* "0x" is 0 to WHATWG */
+  }
   if (n > 20)
     return false;
   unsigned long long x = 0;
@@ -412,9 +414,11 @@ bool egress_addr_permitted(const struct egress_allow *entry, const char *host, i
     return true;
   char text[INET6_ADDRSTRLEN] = "";
   inet_ntop(family, addr, text, sizeof text);
-  return fail(why, xasprintf("%s%s%s is a %s address, which is refused unless an allow entry names it literally",
-                             host, strcmp(host, text) ? " resolves to " : "",
-                             strcmp(host, text) ? text : "", egress_addr_class_name(c)));
+  if (strcmp(host, text) != 0)
+    return fail(why, xasprintf("%s resolves to %s, a %s address, which is refused unless an allow entry names that address literally",
+                               host, text, egress_addr_class_name(c)));
+  return fail(why, xasprintf("%s is a %s address, which is refused unless an allow entry names it literally",
+                             text, egress_addr_class_name(c)));
 }
 
 static bool host_matches(const struct egress_url *e, const struct egress_url *u) {

@@ -99,29 +99,38 @@ static void parse_allow(struct egress_config *c, const json_t *v, const char *pa
     struct egress_allow *a = &c->allow[c->nallow];
     cleanup_free char *why = NULL;
     cleanup_free char *up = xasprintf("%s.url", ep);
-    if (!egress_url_parse(json_string_value(url), true, &a->url, &why)) {
+    bool ok = egress_url_parse(json_string_value(url), true, &a->url, &why);
+    if (!ok)
       policy_error_add(errs, url, up, "%s", why);
-      continue;
-    }
-    if (a->url.query) {
+    else if (a->url.query) {
       policy_error_add(errs, url, up, "an allow entry is a scheme, host, port and path prefix: remove the query");
-      egress_url_clear(&a->url);
-      continue;
+      ok = false;
     }
+    /* The methods are checked even when the URL is wrong: every problem
+     * in one `policy check`. */
     cleanup_free char *mp = xasprintf("%s.methods", ep);
     if (!json_is(methods, JSON_ARRAY) || json_array_len(methods) == 0) {
       policy_error_add(errs, methods ? methods : e, mp, "%s: the methods this entry allows, e.g. [\"GET\"]",
                        methods ? "must be a non-empty array" : "missing");
-      egress_url_clear(&a->url);
-      continue;
+      ok = false;
     }
     a->methods = xcalloc(json_array_len(methods) + 1, sizeof *a->methods);
     for (size_t m = 0; m < json_array_len(methods); m++) {
       const char *s = json_string_value(json_array_get(methods, m));
-      if (s == NULL || !egress_method_ok(s))
+      if (s == NULL || !egress_method_ok(s)) {
         policy_error_add(errs, json_array_get(methods, m), mp,
                          "a method is 1 to 16 uppercase letters, such as \"GET\" or \"POST\"");
+        ok = false;
+      }
       a->methods[m] = xstrdup(s ? s : "");
+    }
+    if (!ok) {
+      egress_url_clear(&a->url);
+      for (char **m = a->methods; *m; m++)
+        free(*m);
+      free(a->methods);
+      a->methods = NULL;
+      continue;
     }
     c->nallow++;
   }
