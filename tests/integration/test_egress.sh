@@ -69,13 +69,13 @@ check_refused "policy check refuses a bad http backend" 'spelled another way' tg
 msg=$(tg policy check "$POL/bad.json" 2>&1)
 check_match "policy check names every problem of it" 'uppercase.*variable name|variable name.*uppercase' "$(tr '\n' ' ' <<<"$msg")"
 
-# case NAME: the JSON line of case NAME in the program's output $out.
-case_of() { grep -m1 "\"case\": \"$1\"" <<<"$out"; }
-field() { json_get "$@" 2>/dev/null; }
+# v KEY: the value at KEY (case.path, see egress/flatten.py) of this run;
+# has KEY: it is there at all.
+v() { awk -F'\t' -v k="$1" '$1 == k {print $2; found = 1; exit} END {exit !found}' "$flat"; }
+has() { v "$1" >/dev/null; }
 refused() { # NAME CODE REGEX: case NAME failed with CODE and a message matching REGEX
-  local line; line=$(case_of "$1")
-  check_eq "$rt: $1 is refused with $2" "false $2" "$(field ok <<<"$line") $(field code <<<"$line")"
-  check_match "$rt: $1: the message says why" "$3" "$(field message <<<"$line")"
+  check_eq "$rt: $1 is refused with $2" "false $2" "$(v $1.ok) $(v $1.code)"
+  check_match "$rt: $1: the message says why" "$3" "$(v $1.message)"
 }
 seen() { grep -c "\"path\": \"$1" "$srv_log"; }
 
@@ -87,28 +87,27 @@ for rt in $BACKENDS; do
   add_ro_bind "$TG_ROOT/bundles/$id/config.json" /e "$here/egress"
   out=$(EGRESS_TOKEN=$TOKEN tg --runtime "$rt" run --policy "$POL/egress.json" \
           -b "$TG_ROOT/bundles/$id" "$id" 2>&1)
+  log=$TG_ROOT/audit/$id.jsonl
+  flat=$TG_ROOT/$id.flat
+  python3 "$here/egress/flatten.py" "$flat" "$log" <<<"$out"
   check_match "$rt: the program ran every case" '"case": "once_2"' "$out"
-  check_eq "$rt: the program's environment holds no token" '[]' "$(case_of env | field result)"
+  check_eq "$rt: the program's environment holds no token" '[]' "$(v env.result)"
   check_fails "$rt: the program's output never holds the secret" grep -q "$TOKEN" <<<"$out"
 
   # --- allowed requests ---
-  get=$(case_of get)
-  check_eq "$rt: an allowed GET returns 200" "true 200" "$(field ok <<<"$get") $(field result status <<<"$get")"
-  body=$(field result body <<<"$get")
-  check_eq "$rt: the server got the program's own header" "t1" "$(field headers X-Trace <<<"$body")"
+  check_eq "$rt: an allowed GET returns 200" "true 200" "$(v get.ok) $(v get.result.status)"
+  check_eq "$rt: the server got the program's own header" "t1" "$(v get.result.body~.headers.X-Trace)"
   check_eq "$rt: the credential the server echoed is redacted in the result" "[redacted]" \
-    "$(field headers Authorization <<<"$body")"
-  check_eq "$rt: a response header echoing it is redacted" "[redacted]" "$(field result headers x-echo-auth <<<"$get")"
-  check_fails "$rt: the response header named in inject_headers is dropped" \
-    field result headers authorization <<<"$get"
+    "$(v get.result.body~.headers.Authorization)"
+  check_eq "$rt: a response header echoing it is redacted" "[redacted]" "$(v get.result.headers.x-echo-auth)"
+  check_fails "$rt: the response header named in inject_headers is dropped" has get.result.headers.authorization
   check "$rt: the server saw the injected credential" \
     grep -q "\"path\": \"/prefix/echo?q=secretquery\".*\"Authorization\": \"Bearer $TOKEN\"" "$srv_log"
-  check_eq "$rt: tollgate.http.get works" "200" "$(case_of helper_get | field result status)"
-  check_eq "$rt: tollgate.http.post sends its body" "hello body" \
-    "$(case_of helper_post | field result body | field body)"
-  bin=$(case_of binary)
-  check_eq "$rt: a binary body comes back as base64" "$(python3 -c 'import base64; print(base64.b64encode(bytes(range(256))).decode())')" \
-    "$(field result body_base64 <<<"$bin")"
+  check_eq "$rt: tollgate.http.get works" "200" "$(v helper_get.result.status)"
+  check_eq "$rt: tollgate.http.post sends its body" "hello body" "$(v helper_post.result.body~.body)"
+  check_eq "$rt: a binary body comes back as base64" \
+    "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0+P0BBQkNERUZHSElKS0xNTk9QUVJTVFVWV1hZWltcXV5fYGFiY2RlZmdoaWprbG1ub3BxcnN0dXZ3eHl6e3x9fn+AgYKDhIWGh4iJiouMjY6PkJGSk5SVlpeYmZqbnJ2en6ChoqOkpaanqKmqq6ytrq+wsbKztLW2t7i5uru8vb6/wMHCw8TFxsfIycrLzM3Oz9DR0tPU1dbX2Nna29zd3t/g4eLj5OXm5+jp6uvs7e7v8PHy8/T19vf4+fr7/P3+/w==" \
+    "$(v binary.result.body_base64)"
 
   # --- refused by the allow list, the rules and approvals: never sent ---
   refused path_outside denied 'not in the tool.s allow list'
@@ -126,9 +125,8 @@ for rt in $BACKENDS; do
   refused redirect_out tool_failed 'redirect is refused: GET http://127.0.0.1:8080/other/x is not in the tool.s allow list'
   check_eq "$rt: the redirect out was answered once and never followed" "1 0" \
     "$(seen /prefix/redirect-out) $(seen /other/x)"
-  rin=$(case_of redirect_in)
   check_eq "$rt: a redirect within the prefix is followed" "200 1" \
-    "$(field result status <<<"$rin") $(field result redirects <<<"$rin")"
+    "$(v redirect_in.result.status) $(v redirect_in.result.redirects)"
   check "$rt: the credential goes to the same origin after a redirect" \
     grep -q "\"path\": \"/prefix/echo?from=redirect\".*\"Authorization\": \"Bearer $TOKEN\"" "$srv_log"
   refused redirect_localhost tool_failed 'localhost resolves to (127\.0\.0\.1|::1), a loopback address'
@@ -161,26 +159,23 @@ for rt in $BACKENDS; do
 
   # --- bounds ---
   refused big tool_failed 'larger than max_response_bytes \(262144\)'
-  check_eq "$rt: a per-tool budget: the first call runs" "200" "$(case_of once_1 | field result status)"
+  check_eq "$rt: a per-tool budget: the first call runs" "200" "$(v once_1.result.status)"
   refused once_2 budget_exhausted 'fetch_once'
   check_eq "$rt: the call over the per-tool budget was never sent" 1 "$(seen /prefix/echo-once)"
 
   # --- the audit log and calls ---
-  log=$TG_ROOT/audit/$id.jsonl
   check "$rt: the audit log verifies" tg audit verify "$log"
   check_fails "$rt: the audit log never holds the secret" grep -q "$TOKEN" "$log"
   check_fails "$rt: the audit log never holds a redacted query" grep -q "secretquery" "$log"
-  rec=$(grep '"event":"call"' "$log" | grep -m1 'echo?\[redacted\]')
   check_eq "$rt: the audit record holds method, URL (query redacted) and status" \
     "GET http://127.0.0.1:$PORT/prefix/echo?[redacted] 200" \
-    "$(field http method <<<"$rec") $(field http url <<<"$rec") $(field http status <<<"$rec")"
+    "$(v audit_get.http.method) $(v audit_get.http.url) $(v audit_get.http.status)"
   check_match "$rt: ... and bytes each way and the time" '^[0-9]+ [1-9][0-9]* [0-9]+$' \
-    "$(field http bytes_sent <<<"$rec") $(field http bytes_received <<<"$rec") $(field http duration_ms <<<"$rec")"
+    "$(v audit_get.http.bytes_sent) $(v audit_get.http.bytes_received) $(v audit_get.http.duration_ms)"
   check_eq "$rt: the audit args hold the program's headers, not the credential" "t1" \
-    "$(field args headers X-Trace <<<"$rec")"
-  post=$(grep '"event":"call"' "$log" | grep -m1 '"method":"POST"')
+    "$(v audit_get.args.headers.X-Trace)"
   check_eq "$rt: a request body is logged by its size" "10 10" \
-    "$(field args body_bytes <<<"$post") $(field http bytes_sent <<<"$post")"
+    "$(v audit_post.args.body_bytes) $(v audit_post.http.bytes_sent)"
   calls=$(tg calls "$id" --format json)
   check_match "$rt: calls lists the http calls" '"tool": "fetch"' "$calls"
   check_fails "$rt: calls never holds the secret" grep -q "$TOKEN" <<<"$calls"
