@@ -11,8 +11,9 @@
 # loopback, in a loop; the metadata address and each numeric spelling of
 # loopback, refused before any connect (the server's log did not grow);
 # CR/LF in a header and in the URL; the program setting the credential or
-# Host itself; a response over the size limit; binary bodies; a per-tool
-# call budget; and the audit records (method, URL with the query
+# Host itself; a response over the size limit; the time limit; binary
+# bodies; a per-tool call budget; the request made as the tools' uid in
+# namespaces of its own; and the audit records (method, URL with the query
 # redacted, status, bytes each way, time).
 if [ -z "${EGRESS_NETNS:-}" ]; then
   exec unshare --net env EGRESS_NETNS=1 bash "$0" "$@"
@@ -55,7 +56,10 @@ cat > "$POL/egress.json" <<P
                        {"effect": "allow"}]},
    "fetch_once": {"backend": {"type": "http",
                     "allow": [{"url": "http://127.0.0.1:$PORT/prefix/", "methods": ["GET"]}]},
-                  "max_calls": 1, "rules": [{"effect": "allow"}]}},
+                  "max_calls": 1, "rules": [{"effect": "allow"}]},
+   "fetch_quick": {"backend": {"type": "http",
+                     "allow": [{"url": "http://127.0.0.1:$PORT/prefix/", "methods": ["GET"]}]},
+                   "timeout": 2, "rules": [{"effect": "allow"}]}},
  "approval": {"timeout": 1},
  "budgets": {"max_tool_calls": 100}}
 P
@@ -85,8 +89,22 @@ for rt in $BACKENDS; do
   make_bundle "$TG_ROOT/bundles/$id" python3 /e/prog.py $PORT $PORT2
   edit_json "$TG_ROOT/bundles/$id/config.json" 'c["root"]["path"] = args[0]' "$PY_ROOTFS"
   add_ro_bind "$TG_ROOT/bundles/$id/config.json" /e "$here/egress"
-  out=$(EGRESS_TOKEN=$TOKEN tg --runtime "$rt" run --policy "$POL/egress.json" \
-          -b "$TG_ROOT/bundles/$id" "$id" 2>&1)
+  EGRESS_TOKEN=$TOKEN tg --runtime "$rt" run --policy "$POL/egress.json" \
+    -b "$TG_ROOT/bundles/$id" "$id" > "$TG_ROOT/$id.out" 2>&1 &
+  runpid=$!
+  # The first case waits 6 s for its answer: meanwhile, the process that
+  # makes the request is there to look at.
+  fetcher=""
+  check "$rt: a request is made by a tollgate-http process" \
+    wait_for 60 eval 'fetcher=$(pgrep -x tollgate-http | head -n1); [ -n "$fetcher" ]'
+  check_eq "$rt: ... as the tools' uid, not root" 65533 "$(host_uid "$fetcher")"
+  check_eq "$rt: ... in the gate's network namespace (the container has none)" \
+    "$(readlink /proc/self/ns/net)" "$(readlink /proc/"$fetcher"/ns/net)"
+  check "$rt: ... in user and pid namespaces of its own" test \
+    "$(readlink /proc/"$fetcher"/ns/user) $(readlink /proc/"$fetcher"/ns/pid)" != \
+    "$(readlink /proc/self/ns/user) $(readlink /proc/self/ns/pid)"
+  wait $runpid
+  out=$(cat "$TG_ROOT/$id.out")
   log=$TG_ROOT/audit/$id.jsonl
   flat=$TG_ROOT/$id.flat
   python3 "$here/egress/flatten.py" "$flat" "$log" <<<"$out"
@@ -158,6 +176,9 @@ for rt in $BACKENDS; do
   check_fails "$rt: no request carried an injected line" grep -q 'X-Evil' "$srv_log"
 
   # --- bounds ---
+  check_eq "$rt: a slow answer within the tool's timeout arrives" "200 late" \
+    "$(v slow.result.status) $(v slow.result.body)"
+  refused quick_timeout tool_timeout 'fetch_quick did not finish within 2000 ms'
   refused big tool_failed 'larger than max_response_bytes \(262144\)'
   check_eq "$rt: a per-tool budget: the first call runs" "200" "$(v once_1.result.status)"
   refused once_2 budget_exhausted 'fetch_once'

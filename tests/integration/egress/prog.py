@@ -22,6 +22,9 @@ def attempt(name, fn):
 
 print(json.dumps({"case": "env", "ok": True,
                   "result": sorted(k for k in os.environ if "TOKEN" in k)}), flush=True)
+# First: a slow answer, while the host-side script looks at the process
+# that makes the request.
+attempt("slow", lambda: fetch(method="GET", url=base + "/prefix/slow"))
 attempt("get", lambda: fetch(method="GET", url=base + "/prefix/echo?q=secretquery",
                              headers={"X-Trace": "t1"}))
 attempt("helper_get", lambda: tollgate.http.get(base + "/prefix/echo", tool="fetch"))
@@ -55,5 +58,7 @@ attempt("own_auth", lambda: fetch(method="GET", url=base + "/prefix/echo-auth",
 attempt("host_header", lambda: fetch(method="GET", url=base + "/prefix/echo-host",
                                      headers={"Host": "metadata.google.internal"}))
 attempt("big", lambda: fetch(method="GET", url=base + "/prefix/big"))
+attempt("quick_timeout", lambda: tollgate.call("fetch_quick", method="GET",
+                                                url=base + "/prefix/slow"))
 attempt("once_1", lambda: tollgate.call("fetch_once", method="GET", url=base + "/prefix/echo-once"))
 attempt("once_2", lambda: tollgate.call("fetch_once", method="GET", url=base + "/prefix/echo-once"))
