@@ -306,8 +306,10 @@ static char *decide(struct call *c, const json_t *request, const char *bad_reaso
     return resp;
   const struct tool *t = c->tool;
   char *why = NULL;
+  /* The args as logged: a restarted sidecar replays the repeat counts
+   * from the log (budget_replay.c), and must count the same thing. */
   pthread_mutex_lock(&g->mu);
-  bool fresh = budget_count_repeat(g->budget, t, c->args, &why);
+  bool fresh = budget_count_repeat(g->budget, t, logged_args(c), &why);
   pthread_mutex_unlock(&g->mu);
   if (!fresh) {
     c->reason = why;

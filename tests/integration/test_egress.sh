@@ -11,10 +11,10 @@
 # loopback, in a loop; the metadata address and each numeric spelling of
 # loopback, refused before any connect (the server's log did not grow);
 # CR/LF in a header and in the URL; the program setting the credential or
-# Host itself; a response over the size limit; the time limit; binary
-# bodies; a per-tool call budget; the request made as the tools' uid in
-# namespaces of its own; and the audit records (method, URL with the query
-# redacted, status, bytes each way, time).
+# Host itself; a request body and a response over their size limits; the
+# time limit; binary bodies; a per-tool call budget; the request made as
+# the tools' uid in namespaces of its own; and the audit records (method,
+# URL with the query redacted, status, bytes each way, time).
 if [ -z "${EGRESS_NETNS:-}" ]; then
   exec unshare --net env EGRESS_NETNS=1 bash "$0" "$@"
 fi
@@ -57,7 +57,7 @@ cat > "$POL/egress.json" <<P
    "fetch_once": {"backend": {"type": "http",
                     "allow": [{"url": "http://127.0.0.1:$PORT/prefix/", "methods": ["GET"]}]},
                   "max_calls": 1, "rules": [{"effect": "allow"}]},
-   "fetch_quick": {"backend": {"type": "http",
+   "fetch_quick": {"backend": {"type": "http", "max_request_bytes": 16,
                      "allow": [{"url": "http://127.0.0.1:$PORT/prefix/", "methods": ["GET"]}]},
                    "timeout": 2, "rules": [{"effect": "allow"}]}},
  "approval": {"timeout": 1},
@@ -179,6 +179,8 @@ for rt in $BACKENDS; do
   check_eq "$rt: a slow answer within the tool's timeout arrives" "200 late" \
     "$(v slow.result.status) $(v slow.result.body)"
   refused quick_timeout tool_timeout 'fetch_quick did not finish within 2000 ms'
+  refused body_too_big bad_request 'request body has 17 bytes, more than max_request_bytes \(16\)'
+  check_eq "$rt: the body over the limit was never sent" 0 "$(seen /prefix/echo-big-body)"
   refused big tool_failed 'larger than max_response_bytes \(262144\)'
   check_eq "$rt: a per-tool budget: the first call runs" "200" "$(v once_1.result.status)"
   refused once_2 budget_exhausted 'fetch_once'

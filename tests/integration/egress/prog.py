@@ -60,5 +60,8 @@ attempt("host_header", lambda: fetch(method="GET", url=base + "/prefix/echo-host
 attempt("big", lambda: fetch(method="GET", url=base + "/prefix/big"))
 attempt("quick_timeout", lambda: tollgate.call("fetch_quick", method="GET",
                                                 url=base + "/prefix/slow"))
+attempt("body_too_big", lambda: tollgate.call("fetch_quick", method="GET",
+                                               url=base + "/prefix/echo-big-body",
+                                               body="x" * 17))
 attempt("once_1", lambda: tollgate.call("fetch_once", method="GET", url=base + "/prefix/echo-once"))
 attempt("once_2", lambda: tollgate.call("fetch_once", method="GET", url=base + "/prefix/echo-once"))
