@@ -17,15 +17,21 @@ unsigned char *base64_decode(const char *text, size_t *n) {
   size_t len = strlen(text);
   if (len % 4 != 0 || len > (size_t)1 << 30)
     return NULL;
+  /* One spelling only: the alphabet, then at most two '=' at the end.
+   * EVP_DecodeBlock alone skips whitespace and takes '=' elsewhere. */
+  size_t pad = (len >= 1 && text[len - 1] == '=') + (len >= 2 && text[len - 2] == '=');
+  for (size_t i = 0; i < len - pad; i++) {
+    char c = text[i];
+    if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' ||
+          c == '/'))
+      return NULL;
+  }
   unsigned char *out = xmalloc(3 * (len / 4) + 1);
   int r = len ? EVP_DecodeBlock(out, (const unsigned char *)text, (int)len) : 0;
-  /* EVP_DecodeBlock skips leading and trailing whitespace: refuse it, one
-   * spelling only. */
-  if (r < 0 || (len && (text[0] == ' ' || text[len - 1] == ' ' || strpbrk(text, " \t\r\n")))) {
+  if (r < 0) {
     free(out);
     return NULL;
   }
-  size_t pad = (len >= 1 && text[len - 1] == '=') + (len >= 2 && text[len - 2] == '=');
   *n = (size_t)r - pad;
   out[*n] = '\0';
   return out;

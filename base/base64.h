@@ -9,7 +9,7 @@
 char *base64_encode(const void *s, size_t n);
 
 /* The bytes text encodes (owned, NUL-terminated, *n their count), or NULL
- * when text is not padded base64 (whitespace is not accepted either). */
+ * when text is not padded base64 (whitespace, or an "=" before the end, is not accepted either). */
 unsigned char *base64_decode(const char *text, size_t *n);
 
 #endif

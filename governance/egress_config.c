@@ -320,10 +320,12 @@ char *egress_inject_value(const struct egress_inject *h, struct egress_secrets *
   json_buf_raw(&out, t, strlen(t));
   char *value = out.s ? out.s : xstrdup("");
   cleanup_free char *bad = NULL;
-  /* A CR or LF from the environment or the file would split the request. */
-  if (!egress_header_ok(h->name, value, strlen(value), &bad)) {
+  /* A CR or LF from the environment or the file would split the request;
+   * bytes that are not UTF-8 could not be scrubbed reliably from text. */
+  if (!egress_header_ok(h->name, value, strlen(value), &bad) ||
+      json_utf8_check(value, strlen(value)) != strlen(value)) {
     free(value);
-    *why = xasprintf("inject_headers.%s: the value read from the host holds a control byte (CR, LF, NUL): fix the secret",
+    *why = xasprintf("inject_headers.%s: the value read from the host holds a control byte (CR, LF, NUL) or is not UTF-8: fix the secret",
                      h->name);
     return NULL;
   }

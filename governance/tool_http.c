@@ -254,6 +254,8 @@ static char *hop_input(const struct http_request *q, const char *address, bool w
   }
   char *text = json_dump(in, false, NULL);
   json_free(in);
+  if (text == NULL)
+    *why = xstrdup("the request could not be encoded for tollgate-http");
   return text;
 }
 
