@@ -45,12 +45,12 @@ DEB_PACKAGES := build-essential pkg-config libyajl-dev libseccomp-dev libcap-ng-
                 libmnl-dev libcriterion-dev libssl-dev runc busybox-static \
                 containerd clang libclang-rt-14-dev python3 python3-yaml iproute2 \
                 python3-grpcio python3-grpc-tools docker.io \
-                podman containernetworking-plugins mmdebstrap
+                podman containernetworking-plugins mmdebstrap libcurl4-openssl-dev
 
 .PHONY: all deps check unit structure integration asan fuzz fuzz-smoke install clean \
         demo demo-interactive demo-agent bench bench-smoke
 
-all: $(BUILD)/tollgate $(BUILD)/tollgate-call $(BUILD)/tollgate-probe $(BUILD)/tollgate-flood
+all: $(BUILD)/tollgate $(BUILD)/tollgate-call $(BUILD)/tollgate-http $(BUILD)/tollgate-probe $(BUILD)/tollgate-flood
 
 # Install only what is missing; apt-get update runs once, and only then.
 # runsc is not in DEB_PACKAGES: bundles/apt/runsc.sh chooses its suite and
@@ -85,6 +85,14 @@ $(BUILD)/libtollgate.a: $(LIB_OBJS)
 
 $(BUILD)/tollgate: $(BUILD)/obj/shim/cli/main.o $(BUILD)/libtollgate.a
 	$(CC) $(CFLAGS_ALL) -o $@ $^ $(LDLIBS_TOLLGATE)
+
+# The http tool backend's request maker (docs/egress.md), run by the gate
+# as the tools' uid.  Its own binary: libcurl (and the libssl and
+# libcrypto.so it loads) stays out of build/tollgate, which is exec'd for
+# every runtime call and carries a static libcrypto.
+$(BUILD)/tollgate-http: governance/egress/http_fetch.c $(BUILD)/libtollgate.a
+	$(CC) $(CFLAGS_ALL) $(shell pkg-config --cflags libcurl 2>/dev/null) -o $@ $< \
+	  $(BUILD)/libtollgate.a $(shell pkg-config --libs libcurl 2>/dev/null) $(LDLIBS_ALL)
 
 # The in-container clients: static, no dependency on the container's libc.
 $(BUILD)/tollgate-call: bridge/client/tollgate-call.c bridge/client/rlimit_exec.c $(wildcard bridge/client/*.h)
@@ -164,6 +172,7 @@ demo-agent: deps
 install: all
 	install -D -m 0755 $(BUILD)/tollgate $(DESTDIR)$(PREFIX)/bin/tollgate
 	install -D -m 0755 $(BUILD)/tollgate-call $(DESTDIR)$(PREFIX)/lib/tollgate/tollgate-call
+	install -D -m 0755 $(BUILD)/tollgate-http $(DESTDIR)$(PREFIX)/lib/tollgate/tollgate-http
 	install -D -m 0644 bridge/client/tollgate.py $(DESTDIR)$(PREFIX)/lib/tollgate/tollgate.py
 	install -d $(DESTDIR)$(PREFIX)/lib/tollgate/tollgate_sdk
 	install -m 0644 bridge/sdk/tollgate_sdk/*.py $(DESTDIR)$(PREFIX)/lib/tollgate/tollgate_sdk/

@@ -186,6 +186,9 @@ int gate_write_tools_json(struct gate *g, int dirfd, const char *name, tg_error 
     for (size_t j = 0; j < t->nrules; j++)
       may_need_approval |= t->rules[j].effect == EFFECT_APPROVE;
     json_object_set(e, "approval", json_new_bool(may_need_approval));
+    /* tollgate.http's helpers look for the http tool (docs/egress.md). */
+    if (t->backend.type == BACKEND_HTTP)
+      json_object_set(e, "backend", json_new_string("http"));
     json_array_append(arr, e);
   }
   json_object_set(o, "tools", arr);

@@ -40,6 +40,8 @@ struct call {
   const json_t *args;      /* the canonical form, once there is one */
   json_t *empty;           /* owned: the args of a request without any */
   json_t *rewritten;       /* owned: the canonical form, when it differs */
+  json_t *view;            /* owned: an http call's args with the URL's parts */
+  json_t *audit_args;      /* owned: an http call's args as the log shows them */
   enum effect effect;      /* what the rules said */
   const char *rule_reason; /* borrowed from the policy */
   long idx;                /* in the calls list, or -1 */
@@ -114,12 +116,17 @@ static char *audit_error_response(struct gate *g, const tg_error *err, const cha
   return response_error(GATE_AUDIT_UNAVAILABLE, m, len);
 }
 
+/* The args as the audit log shows them (an http call's differ). */
+static const json_t *logged_args(const struct call *c) {
+  return c->audit_args ? c->audit_args : c->args;
+}
+
 /* Audit and answer a call that ends without running. */
 static char *finish_error(struct call *c, const char *code, const char *message, size_t *len) {
   struct gate *g = c->g;
   long long ms = elapsed_ms(c);
   struct audit_record rec = {.event = "call", .call_id = c->id, .tool = c->tool_name,
-                             .args = c->args, .decision = c->decision ? c->decision : "deny",
+                             .args = logged_args(c), .decision = c->decision ? c->decision : "deny",
                              .reason = c->reason, .approver = c->approver, .duration_ms = ms,
                              .outcome = code, .message = message};
   cleanup_error tg_error *err = NULL;
@@ -158,6 +165,9 @@ static void run_backend(struct gate *g, const struct tool *t, const json_t *args
     return;
   case BACKEND_SOCKET:
     tool_socket_run(t, args, call_id, r);
+    return;
+  case BACKEND_HTTP:
+    tool_http_run(t, args, call_id, r);
     return;
   case BACKEND_MCP:
     for (size_t i = 0; i < g->policy->nmcp; i++)
@@ -271,6 +281,17 @@ static char *read_request(struct call *c, const json_t *request, const char *bad
     c->reason = why;
     return finish_error(c, GATE_BAD_REQUEST, why, len);
   }
+  if (c->tool->backend.type == BACKEND_HTTP) {
+    /* The backend's own checks come before the rules, which then see
+     * the request's parts (docs/egress.md). */
+    const char *code = tool_http_prepare(c->tool, canon, &c->view, &c->audit_args, &why);
+    if (code != NULL) {
+      c->reason = why;
+      cleanup_free char *m = strcmp(code, GATE_DENIED) == 0 ? denied_message(why) : xstrdup(why);
+      return finish_error(c, code, m, len);
+    }
+    c->args = c->view;
+  }
   return NULL;
 }
 
@@ -285,8 +306,10 @@ static char *decide(struct call *c, const json_t *request, const char *bad_reaso
     return resp;
   const struct tool *t = c->tool;
   char *why = NULL;
+  /* The args as logged: a restarted sidecar replays the repeat counts
+   * from the log (budget_replay.c), and must count the same thing. */
   pthread_mutex_lock(&g->mu);
-  bool fresh = budget_count_repeat(g->budget, t, c->args, &why);
+  bool fresh = budget_count_repeat(g->budget, t, logged_args(c), &why);
   pthread_mutex_unlock(&g->mu);
   if (!fresh) {
     c->reason = why;
@@ -418,7 +441,7 @@ static char *run(struct call *c, struct tool_result *r, size_t *len) {
      * happens, so a crash leaves an intent without an outcome, never an
      * action without a record. */
     struct audit_record intent = {.event = "intent", .call_id = c->id, .tool = t->name,
-                                  .args = c->args, .decision = "allow", .reason = c->reason,
+                                  .args = logged_args(c), .decision = "allow", .reason = c->reason,
                                   .approver = c->approver, .duration_ms = elapsed_ms(c)};
     cleanup_error tg_error *err = NULL;
     may_block(g); /* the intent is synced */
@@ -443,10 +466,10 @@ static char *record_outcome(struct call *c, struct tool_result *r, size_t *len) 
   const struct tool *t = c->tool;
   long long ms = elapsed_ms(c);
   struct audit_record rec = {.event = t->irreversible ? "outcome" : "call", .call_id = c->id,
-                             .tool = t->name, .args = t->irreversible ? NULL : c->args,
+                             .tool = t->name, .args = t->irreversible ? NULL : logged_args(c),
                              .decision = "allow", .reason = c->reason, .approver = c->approver,
                              .duration_ms = ms, .outcome = errcode_or_ok(r->code),
-                             .message = r->message};
+                             .message = r->message, .extra = r->audit};
   cleanup_error tg_error *err = NULL;
   char *resp;
   const char *status = errcode_or_ok(r->code);
@@ -494,5 +517,7 @@ char *gate_handle(struct gate *g, const char *call_id, const json_t *request,
   free(c.approver);
   json_free(c.rewritten);
   json_free(c.empty);
+  json_free(c.view);
+  json_free(c.audit_args);
   return resp;
 }

@@ -1,6 +1,7 @@
 /* Policy parsing and checking.  Every problem is collected with its line,
  * column and field path, so one `tollgate policy check` run shows them all. */
 #include "governance/policy.h"
+#include "governance/egress_config.h"
 #include "governance/tool_identity.h"
 
 #include <errno.h>
@@ -92,6 +93,7 @@ static void tool_free(struct tool *t) {
   free(t->backend.path);
   free(t->backend.server);
   free(t->backend.remote);
+  egress_config_free(t->backend.http);
   free(t);
 }
 
@@ -257,7 +259,7 @@ static void parse_backend(struct ctx *c, struct tool *t, const json_t *v, const 
   const char *ts = json_string_value(type);
   cleanup_free char *tp = xasprintf("%s.type", path);
   if (type == NULL) {
-    policy_error_add(&c->errs, v, tp, "missing: one of builtin, exec, socket, mcp");
+    policy_error_add(&c->errs, v, tp, "missing: one of builtin, exec, socket, mcp, http");
     return;
   }
   if (ts && strcmp(ts, "builtin") == 0) {
@@ -314,8 +316,11 @@ static void parse_backend(struct ctx *c, struct tool *t, const json_t *v, const 
       policy_error_add(&c->errs, rt, rp, "must be the server's name for the tool (a string)");
     }
     t->backend.remote = xstrdup(rt && json_is(rt, JSON_STRING) ? json_string_value(rt) : t->name);
+  } else if (ts && strcmp(ts, "http") == 0) {
+    t->backend.type = BACKEND_HTTP;
+    t->backend.http = egress_config_parse(v, path, &c->errs);
   } else {
-    policy_error_add(&c->errs, type, tp, "%s%s%s is not a backend type; use builtin, exec, socket or mcp",
+    policy_error_add(&c->errs, type, tp, "%s%s%s is not a backend type; use builtin, exec, socket, mcp or http",
                      ts ? "\"" : "", ts ? ts : "a non-string", ts ? "\"" : "");
   }
 }
@@ -350,7 +355,15 @@ static struct tool *parse_tool(struct ctx *c, const char *name, const json_t *v)
     else
       t->description = xstrdup(json_string_value(f));
   }
-  if ((f = json_object_get(v, "args")) != NULL) {
+  if (t->backend.type == BACKEND_HTTP) {
+    /* The arguments of an http tool are the request; the rules see its
+     * parts too (docs/egress.md). */
+    cleanup_free char *p = xasprintf("%s.args", path);
+    if ((f = json_object_get(v, "args")) != NULL)
+      policy_error_add(&c->errs, f, p, "an http tool's arguments are fixed (method, url, headers, body or body_base64): remove \"args\" and write rules on them");
+    t->args_source = egress_args_schema();
+    t->args = schema_compile(t->args_source, p, false, &c->errs);
+  } else if ((f = json_object_get(v, "args")) != NULL) {
     cleanup_free char *p = xasprintf("%s.args", path);
     const json_t *type = json_object_get(f, "type");
     if (json_is(f, JSON_OBJECT) && type != NULL &&

@@ -1,4 +1,4 @@
-/* The policy file: tools (backend, description, args schema, timeout, cost,
+/* The policy file: tools (backend: builtin, exec, socket, mcp or http; description, args schema, timeout, cost,
  * irreversible, max_calls, rules), budgets, approval and MCP servers.
  * See docs/policy.md for the language. */
 #ifndef TOLLGATE_POLICY_H
@@ -13,7 +13,9 @@
 #include "base/error.h"
 #include "base/json.h"
 
-enum backend_type { BACKEND_BUILTIN, BACKEND_EXEC, BACKEND_SOCKET, BACKEND_MCP };
+enum backend_type { BACKEND_BUILTIN, BACKEND_EXEC, BACKEND_SOCKET, BACKEND_MCP, BACKEND_HTTP };
+
+struct egress_config; /* governance/egress_config.h */
 
 struct backend {
   enum backend_type type;
@@ -22,6 +24,7 @@ struct backend {
   char *path;   /* socket: the host Unix socket */
   char *server; /* mcp: the name of an entry in "mcp_servers" */
   char *remote; /* mcp: the server's name for the tool (default: the tool's) */
+  struct egress_config *http; /* http: allow list, injected headers, bounds */
 };
 
 struct tool {

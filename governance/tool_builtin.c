@@ -8,6 +8,7 @@
 void tool_result_clear(struct tool_result *r) {
   free(r->message);
   json_free(r->result);
+  json_free(r->audit);
   memset(r, 0, sizeof *r);
 }
 

@@ -1,4 +1,4 @@
-/* Tool backends: builtin, exec, socket and mcp, plus the sandboxed child
+/* Tool backends: builtin, exec, socket, mcp and http, plus the sandboxed child
  * process runner that exec tools, MCP servers and approval hooks share. */
 #ifndef TOLLGATE_TOOLS_H
 #define TOLLGATE_TOOLS_H
@@ -21,6 +21,7 @@ struct tool_result {
   const char *code;
   char *message;
   json_t *result;
+  json_t *audit; /* or NULL: fields the outcome's audit record adds (http) */
 };
 void tool_result_clear(struct tool_result *r);
 
@@ -90,5 +91,20 @@ void tool_socket_run(const struct tool *t, const json_t *args, const char *call_
                      struct tool_result *r);
 
 /* mcp: see mcp.h */
+
+/* http (docs/egress.md).  Before the rules: check the program's request
+ * (URL, method, headers, body size, allow list, an address literal's
+ * class).  Returns NULL and *view, what the rules, the repeat limit and
+ * the approver see (the args plus the URL's parts: scheme, host, port,
+ * path, query); or GATE_BAD_REQUEST / GATE_DENIED and *why.  *audit is
+ * set either way: the args as the audit log shows them (the query
+ * redacted when the backend says so, the body's size only).  All owned. */
+const char *tool_http_prepare(const struct tool *t, const json_t *args, json_t **view,
+                              json_t **audit, char **why);
+
+/* Make the request the view describes, hop by hop; r->audit gets the
+ * record's "http" part (method, URL, status, bytes each way, time). */
+void tool_http_run(const struct tool *t, const json_t *view, const char *call_id,
+                   struct tool_result *r);
 
 #endif

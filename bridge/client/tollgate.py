@@ -4,6 +4,7 @@
     order = tollgate.call("get_order", order_id=42)
     from tollgate import get_order          # generated from tools.json
     order = get_order(order_id=42)
+    r = tollgate.http.get("https://api.example.com/v1/items")   # an http tool
 
 Every call crosses the tollgate bridge (docs/bridge-protocol.md) and is
 governed on the host: policy, approvals, budgets and the audit log.  A
@@ -21,6 +22,7 @@ Environment: TOLLGATE_DIR (default /run/tollgate), TOLLGATE_TIMEOUT
 (seconds, overrides the per-call default).
 """
 
+import base64
 import json
 import keyword
 import os
@@ -32,7 +34,7 @@ __all__ = [
     "call", "tools", "TollgateError", "ToolDenied", "BudgetExhausted",
     "ApprovalTimeout", "UnknownTool", "BadRequest", "AnomalyDetected", "ToolFailed", "ToolTimeout",
     "ContainerStopped", "AuditUnavailable", "BridgeFull", "BridgeTimeout",
-    "OutcomeUnknown",
+    "OutcomeUnknown", "http",
 ]
 
 DIR = os.environ.get("TOLLGATE_DIR") or "/run/tollgate"
@@ -412,6 +414,58 @@ def call(name, /, *, _timeout=None, **args):
     code = err.get("code", "error")
     cls = _ERRORS.get(code, TollgateError)
     raise cls(err.get("message", ""), tool=name, call_id=call_id, code=code)
+
+
+class _Http:
+    """Helpers over the policy's http tool (docs/egress.md): each is one
+    governed call, checked, budgeted, approvable and audited on the host,
+    which also adds the credentials the program never sees.  They return
+    the tool's result: {"status", "headers", "body" (text) or
+    "body_base64" (bytes), "url", "redirects"}.  tool= names the http tool
+    when the policy has several; a redirect out of the tool's allow list
+    raises ToolFailed."""
+
+    def _tool(self, tool):
+        if tool:
+            return tool
+        names = sorted(n for n, t in _load()[1].items() if t.get("backend") == "http")
+        if len(names) == 1:
+            return names[0]
+        raise UnknownTool("%s http tool in %s/tools.json: pass tool=NAME" % (
+            "more than one" if names else "no", DIR), tool=None)
+
+    def request(self, method, url, headers=None, body=None, json_body=None, tool=None,
+                _timeout=None):
+        args = {"method": method.upper(), "url": url}
+        headers = dict(headers or {})
+        if json_body is not None:
+            body = json.dumps(json_body, separators=(",", ":"))
+            headers.setdefault("Content-Type", "application/json")
+        if headers:
+            args["headers"] = headers
+        if isinstance(body, (bytes, bytearray)):
+            args["body_base64"] = base64.b64encode(bytes(body)).decode("ascii")
+        elif body is not None:
+            args["body"] = body
+        return call(self._tool(tool), _timeout=_timeout, **args)
+
+    def get(self, url, **kw):
+        return self.request("GET", url, **kw)
+
+    def head(self, url, **kw):
+        return self.request("HEAD", url, **kw)
+
+    def post(self, url, body=None, **kw):
+        return self.request("POST", url, body=body, **kw)
+
+    def put(self, url, body=None, **kw):
+        return self.request("PUT", url, body=body, **kw)
+
+    def delete(self, url, **kw):
+        return self.request("DELETE", url, **kw)
+
+
+http = _Http()
 
 
 def _make_function(tool):
