@@ -16,10 +16,14 @@
 #     makes a governed call through the bridge; its audit log verifies;
 #   - ExecSync works; stopping and removing the pod leaves nothing behind.
 #   - a pod on a CNI bridge network (containerd gives the pause a network
-#     namespace path): its containers reach each other on 127.0.0.1 and
-#     share a PID namespace, under both backends; under runc the pause
-#     keeps a user namespace and range of its own (a network path is no
-#     join, issue 28.3), which its members share;
+#     namespace path) whose two app containers run the Debian image
+#     mmdebstrap builds (build-images.sh debian, as test_images.sh: an
+#     input tollgate did not make): they reach each other on 127.0.0.1 and
+#     share a PID namespace, see lo only while the CNI namespace holds the
+#     pod's address, python3 makes a governed call, ExecSync runs python3,
+#     under both backends; under runc the pause keeps a user namespace and
+#     range of its own (a network path is no join, issue 28.3), which its
+#     members share; removing the pod leaves no netns, veth or lease;
 #   - each member is accepted because the same containerd shim created its
 #     pause (docs/hardening.md "Joins"), as its state records.
 # The other pods use the node's network namespace: tollgate's hardening
@@ -48,6 +52,7 @@ ctrd_start || exit 1
 ctrd_import pause
 ctrd_import busybox
 ctrd_import probe
+ctrd_import debian
 python3 - "$TOP/bundles/kubernetes/policies.yaml" "$TG_ROOT/policies" <<'PY'
 import sys, yaml
 cm = yaml.safe_load(open(sys.argv[1]))
@@ -61,6 +66,17 @@ ann() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["annotat
 # never the config (whose annotations reach hooks).
 cri_rec() { python3 -c 'import json,sys; r=json.load(open(sys.argv[1]+"/state.json")).get("cri") or {}; print(r.get(sys.argv[2]) or "<none>")' "$K8S_ROOT/$1" "$2" 2>&1; }
 no_tg_ann() { python3 -c 'import json,sys; print(" ".join(k for k in json.load(open(sys.argv[1]))["annotations"] if k.startswith("dev.tollgate.") and k != "dev.tollgate.policy"))' "$1" 2>&1; }
+
+# deb_ctr NAME PROGRAM [ARG...]: the CRI config of a container NAME of a CNI
+# pod that runs `python3 -u -c PROGRAM ARG...` in the Debian image, logging
+# to NAME.log.
+deb_ctr() {
+  python3 -c 'import json, sys
+name, prog, *args = sys.argv[1:]
+print(json.dumps({"metadata": {"name": name}, "image": {"image": "localhost/tollgate/debian:test"},
+                  "command": ["python3", "-u", "-c", prog] + args, "log_path": name + ".log",
+                  "linux": {"security_context": {"namespace_options": {"network": "POD", "pid": "POD", "ipc": "POD"}}}}))' "$@"
+}
 
 check_match "CRI plugin answers" '"runtime_api_version": "v1"' "$(cri Version '{}' 2>&1)"
 
@@ -248,41 +264,86 @@ for backend in runsc runc; do
   check_eq "$b: shared pid: nothing left" "" "$(tgk list -q 2>&1)$(grep -E " ($TG_CTR_ROOT|$CTRD_DIR/state)/" /proc/self/mounts)"
   check_eq "$b: shared pid: no id range claim left" 0 "$(claims)"
 
-  # --- a pod on the CNI bridge network ------------------------------------
+  # --- a pod on the CNI bridge network, running the Debian image -----------
+  # Both app containers run mmdebstrap's Debian 12 (build-images.sh debian,
+  # an input tollgate did not make: no /run/tollgate, no mount point made
+  # for it), python3 as the image has it.  The pod selects the orders
+  # policy; the client makes a governed call through the bridge.
   mkdir -p "$CTRD_DIR/pods/cni-$b"
   cni_ns='"namespace_options": {"network": "POD", "pid": "POD", "ipc": "POD"}'
   cp_config='{"metadata": {"name": "cni-'$b'", "uid": "cni-'$b'", "namespace": "default"},
-    "log_directory": "'$CTRD_DIR'/pods/cni-'$b'", "linux": {"security_context": {'"$cni_ns"'}}}'
+    "log_directory": "'$CTRD_DIR'/pods/cni-'$b'", "annotations": {"dev.tollgate.policy": "orders"},
+    "linux": {"security_context": {'"$cni_ns"'}}}'
   out=$(cri RunPodSandbox '{"config": '"$cp_config"', "runtime_handler": "tollgate"}' 2>&1)
   cpod=$(json_get pod_sandbox_id <<<"$out")
   check_match "$b: CNI pod: the pod starts" '^[0-9a-f]{64}$' "$cpod"
   [ -n "$cpod" ] || echo "# $out"
-  check_match "$b: CNI pod: containerd gave it an address on the bridge network" '"ip": "198\.18\.0\.[0-9]+"' \
-    "$(cri PodSandboxStatus '{"pod_sandbox_id": "'$cpod'"}' 2>&1)"
+  cpod_ip=$(cri PodSandboxStatus '{"pod_sandbox_id": "'$cpod'"}' 2>&1 | json_get status network ip 2>&1)
+  check_match "$b: CNI pod: containerd gave it an address on the bridge network" '^198\.18\.0\.[0-9]+$' "$cpod_ip"
   # What containerd asked of tollgate: the pause's network namespace by path.
-  check_match "$b: CNI pod: the pause was handed a network namespace path" '/netns/cni-' \
-    "$(python3 -c 'import json,sys; print([n.get("path","") for n in json.load(open(sys.argv[1]))["linux"]["namespaces"] if n["type"]=="network"])' \
-       "$CTRD_DIR/state/io.containerd.runtime.v2.task/k8s.io/$cpod/config.json.orig" 2>&1)"
-  csrv='{"metadata": {"name": "srv"}, "image": {"image": "localhost/tollgate/busybox:test"},
-    "command": ["sh", "-c", "while true; do echo pong-over-cni | nc -l -p 8080; done"], "log_path": "srv.log",
-    "linux": {"security_context": {'"$cni_ns"'}}}'
-  ccli='{"metadata": {"name": "cli"}, "image": {"image": "localhost/tollgate/busybox:test"},
-    "command": ["sh", "-c", "r=; for i in $(seq 40); do r=$(nc 127.0.0.1 8080 </dev/null 2>/dev/null); [ -n \"$r\" ] && break; sleep 0.25; done; echo got=${r:-nothing}; ps -o args | sed \"s/^/ps: /\"; sleep 300"],
-    "log_path": "cli.log", "linux": {"security_context": {'"$cni_ns"'}}}'
+  cnetns=$(python3 -c 'import json,sys; print(" ".join(n.get("path","") for n in json.load(open(sys.argv[1]))["linux"]["namespaces"] if n["type"]=="network"))' \
+       "$CTRD_DIR/state/io.containerd.runtime.v2.task/k8s.io/$cpod/config.json.orig" 2>&1)
+  check_match "$b: CNI pod: the pause was handed a network namespace path" '^/.*/netns/cni-[-0-9a-f]+$' "$cnetns"
+  cnetns_mnt=$(realpath -e "$cnetns" 2>&1)
+  # The CNI interface is in that namespace, with the pod's address; the
+  # containers do not see it (tollgate's profile gives them lo only; their
+  # way out is the bridge).
+  check_match "$b: CNI pod: the CNI namespace holds eth0 with the pod's address" "eth0 +inet $cpod_ip/24" \
+    "$(nsenter --net="$cnetns" ip -o -4 addr show 2>&1)"
+  csrv=$(deb_ctr srv 'import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", 8080))
+s.listen(8)
+print("listening as", sys.argv[1])
+while True:
+    c, _ = s.accept()
+    c.sendall(b"pong-from-debian")
+    c.close()' debian-server)
+  # The client: the server's answer over 127.0.0.1, its interfaces (from
+  # /proc/net/dev: the profile's seccomp filter allows no netlink), the
+  # server's process in the pod's PID namespace, a governed call; it then
+  # stays up for ExecSync.
+  ccli=$(deb_ctr cli 'import os, socket, time, tollgate
+got = "nothing"
+for i in range(40):
+    try:
+        with socket.create_connection(("127.0.0.1", 8080), timeout=2) as c:
+            got = c.recv(64).decode()
+        break
+    except OSError:
+        time.sleep(0.25)
+print("got=" + got)
+print("ifaces=" + ",".join(sorted(l.split(":")[0].strip() for l in open("/proc/net/dev").readlines()[2:])))
+def cmdline(p):
+    try:
+        return open("/proc/%s/cmdline" % p, "rb").read().split(b"\0")
+    except OSError:
+        return []
+print("server-seen=%s" % any(b"debian-" b"server" in cmdline(p) for p in os.listdir("/proc") if p.isdigit()))
+print("call=%r" % tollgate.call("lookup_order", order_id="D-12"))
+print("done")
+time.sleep(300)')
   out=$(cri CreateContainer '{"pod_sandbox_id": "'$cpod'", "config": '"$csrv"', "sandbox_config": '"$cp_config"'}' 2>&1)
   csrv_id=$(json_get container_id <<<"$out")
-  check_match "$b: CNI pod: the server container is created (its join proven)" '^[0-9a-f]{64}$' "$csrv_id"
+  check_match "$b: CNI pod: the Debian server container is created (its join proven)" '^[0-9a-f]{64}$' "$csrv_id"
   [ -n "$csrv_id" ] || echo "# $out"
   check "$b: CNI pod: server starts" cri StartContainer '{"container_id": "'$csrv_id'"}'
-  ccli_id=$(json_get container_id <<<"$(cri CreateContainer '{"pod_sandbox_id": "'$cpod'", "config": '"$ccli"', "sandbox_config": '"$cp_config"'}' 2>&1)")
-  check "$b: CNI pod: client starts" cri StartContainer '{"container_id": "'$ccli_id'"}'
-  wait_for 30 grep -qs 'ps: ' "$CTRD_DIR/pods/cni-$b/cli.log"
-  sleep 0.3
-  # "<time> stdout F got=...": the client's own line, not ps showing its command
-  got=$(sed -n 's/^[^ ]* std[a-z]* [FP] got=//p' "$CTRD_DIR/pods/cni-$b/cli.log" 2>/dev/null)
-  check_eq "$b: CNI pod: two containers talk over 127.0.0.1" pong-over-cni "$got"
-  seen=$(sed -n 's/^.* ps: //p' "$CTRD_DIR/pods/cni-$b/cli.log" 2>/dev/null)
-  check_match "$b: CNI pod: one PID namespace: the client sees the server's processes" 'nc -l -p 8080|while true' "$seen"
+  out=$(cri CreateContainer '{"pod_sandbox_id": "'$cpod'", "config": '"$ccli"', "sandbox_config": '"$cp_config"'}' 2>&1)
+  ccli_id=$(json_get container_id <<<"$out")
+  [ -n "$ccli_id" ] || echo "# $out"
+  check "$b: CNI pod: Debian client starts" cri StartContainer '{"container_id": "'$ccli_id'"}'
+  wait_for 60 grep -qsE ' (done|Traceback .*)$' "$CTRD_DIR/pods/cni-$b/cli.log"
+  # CRI log lines are "<time> stdout F <text>": the client's KEY=VALUE lines.
+  cli_said() { sed -n "s/^[^ ]* std[a-z]* [FP] $1=//p" "$CTRD_DIR/pods/cni-$b/cli.log" 2>/dev/null; }
+  check_eq "$b: CNI pod: two Debian containers talk over 127.0.0.1" pong-from-debian "$(cli_said got)"
+  check_eq "$b: CNI pod: the containers see lo only, not the CNI interface" lo "$(cli_said ifaces)"
+  check_eq "$b: CNI pod: one PID namespace: the client sees the server's python3" True "$(cli_said server-seen)"
+  check_eq "$b: CNI pod: the governed call from python3 returns" "{'order_id': 'D-12'}" "$(cli_said call)"
+  [ -n "$(cli_said call)" ] || sed 's/^/# /' "$CTRD_DIR/pods/cni-$b/cli.log"
+  out=$(cri ExecSync '{"container_id": "'$ccli_id'", "cmd": ["python3", "-c", "import os; print(os.getuid(), open(\"/etc/debian_version\").read().split(\".\")[0])"], "timeout": 30}' 2>&1)
+  check_eq "$b: CNI pod: ExecSync runs python3 in the Debian container, hardened" "65534 12" \
+    "$(json_get stdout <<<"$out" | base64 -d 2>&1)"
   check_eq "$b: CNI pod: the member's join is proven by the same containerd shim" "$cpod/the same containerd shim" \
     "$(python3 -c 'import json,sys; j=json.load(open(sys.argv[1]+"/state.json")).get("join") or {}; print("%s/%s" % (j.get("owner"), j.get("proof")))' "$K8S_ROOT/$csrv_id" 2>&1)"
   if [ "$b" = runc ]; then
@@ -300,11 +361,17 @@ for backend in runsc runc; do
     cri StopContainer '{"container_id": "'$id'", "timeout": 1}' >/dev/null 2>&1
     cri RemoveContainer '{"container_id": "'$id'"}' >/dev/null 2>&1
   done
-  cri StopPodSandbox '{"pod_sandbox_id": "'$cpod'"}' >/dev/null 2>&1
-  cri RemovePodSandbox '{"pod_sandbox_id": "'$cpod'"}' >/dev/null 2>&1
+  check "$b: CNI pod: StopPodSandbox" cri StopPodSandbox '{"pod_sandbox_id": "'$cpod'"}'
+  check "$b: CNI pod: RemovePodSandbox" cri RemovePodSandbox '{"pod_sandbox_id": "'$cpod'"}'
+  audit=$TG_ROOT/audit/$ccli_id.jsonl
+  check_match "$b: CNI pod: the client's audit log records the call" '"tool":"lookup_order"' "$(cat "$audit" 2>&1)"
+  check "$b: CNI pod: ... and verifies" tg audit verify "$audit"
   check_eq "$b: CNI pod: nothing left" "" "$(tgk list -q 2>&1)$(grep -E " ($TG_CTR_ROOT|$CTRD_DIR/state)/" /proc/self/mounts)"
   check_eq "$b: CNI pod: no id range claim left" 0 "$(claims)"
   check_eq "$b: CNI pod: no veth left on the bridge" "" "$(ip -o link show master "$CNI_BR" 2>/dev/null)"
+  check_eq "$b: CNI pod: its network namespace is gone (file and mount)" "" \
+    "$(ls -d "$cnetns" "$cnetns_mnt" 2>/dev/null)$(grep -F " $cnetns_mnt " /proc/self/mounts)"
+  check_eq "$b: CNI pod: no IPAM lease left" "" "$(ls "$CTRD_DIR/ipam/tollgate-test" 2>/dev/null | grep '^198\.')"
 done
 
 # The shipped example pod (bundles/kubernetes/pod-example.yaml), turned into
