@@ -78,6 +78,64 @@ print(json.dumps({"metadata": {"name": name}, "image": {"image": "localhost/toll
                   "linux": {"security_context": {"namespace_options": {"network": "POD", "pid": "POD", "ipc": "POD"}}}}))' "$@"
 }
 
+# cri_exited ID: ContainerStatus of container ID once it has exited
+# (polled for 200 x 0.1 s: generous on a loaded machine, nothing timed);
+# nothing when it has not.
+cri_exited() {
+  local st
+  for _ in $(seq 200); do
+    st=$(cri ContainerStatus '{"container_id": "'$1'"}' 2>/dev/null)
+    if [ "$(json_get status state <<<"$st" 2>/dev/null)" = CONTAINER_EXITED ]; then
+      echo "$st"
+      return 0
+    fi
+    sleep 0.1
+  done
+  return 1
+}
+# cni_pod_start WHAT NAME POLICY: a pod NAME on the CNI bridge network
+# whose annotation selects POLICY; sets cpod (its id), cp_config (its
+# config), cpod_ip (the address containerd reports), cnetns (the network
+# namespace path containerd handed the pause) and cnetns_mnt (that path
+# resolved: the nsfs mount).
+cni_pod_start() {
+  local what=$1 name=$2 out orig
+  local cni_ns='"namespace_options": {"network": "POD", "pid": "POD", "ipc": "POD"}'
+  mkdir -p "$CTRD_DIR/pods/$name"
+  cp_config='{"metadata": {"name": "'$name'", "uid": "'$name'", "namespace": "default"},
+    "log_directory": "'$CTRD_DIR'/pods/'$name'", "annotations": {"dev.tollgate.policy": "'$3'"},
+    "linux": {"security_context": {'"$cni_ns"'}}}'
+  out=$(cri RunPodSandbox '{"config": '"$cp_config"', "runtime_handler": "tollgate"}' 2>&1)
+  cpod=$(json_get pod_sandbox_id <<<"$out")
+  check_match "$what: the pod starts" '^[0-9a-f]{64}$' "$cpod"
+  [ -n "$cpod" ] || echo "# $out"
+  cpod_ip=$(cri PodSandboxStatus '{"pod_sandbox_id": "'$cpod'"}' 2>&1 | json_get status network ip 2>&1)
+  check_match "$what: containerd gave it an address on the bridge network" '^198\.18\.0\.[0-9]+$' "$cpod_ip"
+  # What containerd asked of tollgate: the pause's network namespace by
+  # path (config.json.orig: what tollgate was given, when it changed it).
+  orig=$CTRD_DIR/state/io.containerd.runtime.v2.task/k8s.io/$cpod/config.json
+  [ -f "$orig.orig" ] && orig=$orig.orig
+  cnetns=$(python3 -c 'import json,sys; print(" ".join(n.get("path","") for n in json.load(open(sys.argv[1]))["linux"]["namespaces"] if n["type"]=="network"))' \
+       "$orig" 2>&1)
+  check_match "$what: the pause was handed a network namespace path" '^/.*/netns/cni-[-0-9a-f]+$' "$cnetns"
+  cnetns_mnt=$(realpath -e "$cnetns" 2>&1)
+  # The CNI interface is in that namespace, with the pod's address.
+  check_match "$what: the CNI namespace holds eth0 with the pod's address" "eth0 +inet $cpod_ip/24" \
+    "$(nsenter --net="$cnetns" ip -o -4 addr show 2>&1)"
+}
+# cni_pod_gone WHAT: after the pod of cni_pod_start was removed, nothing of
+# it is left: no tollgate container, mount, id range, veth, network
+# namespace (file or mount) or IPAM lease.
+cni_pod_gone() {
+  local what=$1
+  check_eq "$what: nothing left" "" "$(tgk list -q 2>&1)$(grep -E " ($TG_CTR_ROOT|$CTRD_DIR/state)/" /proc/self/mounts)"
+  check_eq "$what: no id range claim left" 0 "$(claims)"
+  check_eq "$what: no veth left on the bridge" "" "$(ip -o link show master "$CNI_BR" 2>/dev/null)"
+  check_eq "$what: its network namespace is gone (file and mount)" "" \
+    "$(ls -d "$cnetns" "$cnetns_mnt" 2>/dev/null)$(grep -F " $cnetns_mnt " /proc/self/mounts)"
+  check_eq "$what: no IPAM lease left" "" "$(ls "$CTRD_DIR/ipam/tollgate-test" 2>/dev/null | grep '^198\.')"
+}
+
 check_match "CRI plugin answers" '"runtime_api_version": "v1"' "$(cri Version '{}' 2>&1)"
 
 # The id pool's claims in this test's own directory, to count them.
@@ -152,11 +210,7 @@ for backend in runsc runc; do
   out=$(cri CreateContainer '{"pod_sandbox_id": "'$pod'", "config": '"$probe_config"', "sandbox_config": '"$pod_config"'}' 2>&1)
   probe_id=$(json_get container_id <<<"$out")
   check "$b: probe: second app container starts" cri StartContainer '{"container_id": "'$probe_id'"}'
-  for _ in $(seq 200); do
-    st=$(cri ContainerStatus '{"container_id": "'$probe_id'"}' 2>/dev/null)
-    [ "$(json_get status state <<<"$st" 2>/dev/null)" = CONTAINER_EXITED ] && break
-    sleep 0.1
-  done
+  st=$(cri_exited "$probe_id")
   check_eq "$b: probe: exits 0" 0 "$(json_get status exit_code <<<"$st")"
   # CRI log lines are "<time> stdout F <text>": keep the text, parse the JSON.
   probe=$(sed -n 's/^[^ ]* std[a-z]* [FP] //p' "$CTRD_DIR/pods/$b/probe.log" 2>/dev/null)
@@ -269,27 +323,10 @@ for backend in runsc runc; do
   # an input tollgate did not make: no /run/tollgate, no mount point made
   # for it), python3 as the image has it.  The pod selects the orders
   # policy; the client makes a governed call through the bridge.
-  mkdir -p "$CTRD_DIR/pods/cni-$b"
-  cni_ns='"namespace_options": {"network": "POD", "pid": "POD", "ipc": "POD"}'
-  cp_config='{"metadata": {"name": "cni-'$b'", "uid": "cni-'$b'", "namespace": "default"},
-    "log_directory": "'$CTRD_DIR'/pods/cni-'$b'", "annotations": {"dev.tollgate.policy": "orders"},
-    "linux": {"security_context": {'"$cni_ns"'}}}'
-  out=$(cri RunPodSandbox '{"config": '"$cp_config"', "runtime_handler": "tollgate"}' 2>&1)
-  cpod=$(json_get pod_sandbox_id <<<"$out")
-  check_match "$b: CNI pod: the pod starts" '^[0-9a-f]{64}$' "$cpod"
-  [ -n "$cpod" ] || echo "# $out"
-  cpod_ip=$(cri PodSandboxStatus '{"pod_sandbox_id": "'$cpod'"}' 2>&1 | json_get status network ip 2>&1)
-  check_match "$b: CNI pod: containerd gave it an address on the bridge network" '^198\.18\.0\.[0-9]+$' "$cpod_ip"
-  # What containerd asked of tollgate: the pause's network namespace by path.
-  cnetns=$(python3 -c 'import json,sys; print(" ".join(n.get("path","") for n in json.load(open(sys.argv[1]))["linux"]["namespaces"] if n["type"]=="network"))' \
-       "$CTRD_DIR/state/io.containerd.runtime.v2.task/k8s.io/$cpod/config.json.orig" 2>&1)
-  check_match "$b: CNI pod: the pause was handed a network namespace path" '^/.*/netns/cni-[-0-9a-f]+$' "$cnetns"
-  cnetns_mnt=$(realpath -e "$cnetns" 2>&1)
-  # The CNI interface is in that namespace, with the pod's address; the
-  # containers do not see it (tollgate's profile gives them lo only; their
-  # way out is the bridge).
-  check_match "$b: CNI pod: the CNI namespace holds eth0 with the pod's address" "eth0 +inet $cpod_ip/24" \
-    "$(nsenter --net="$cnetns" ip -o -4 addr show 2>&1)"
+  # The CNI namespace holds eth0 with the pod's address (cni_pod_start);
+  # the containers do not see it: tollgate's profile gives them lo only,
+  # their way out is the bridge.
+  cni_pod_start "$b: CNI pod" "cni-$b" orders
   csrv=$(deb_ctr srv 'import socket, sys
 s = socket.socket()
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -366,12 +403,41 @@ time.sleep(300)')
   audit=$TG_ROOT/audit/$ccli_id.jsonl
   check_match "$b: CNI pod: the client's audit log records the call" '"tool":"lookup_order"' "$(cat "$audit" 2>&1)"
   check "$b: CNI pod: ... and verifies" tg audit verify "$audit"
-  check_eq "$b: CNI pod: nothing left" "" "$(tgk list -q 2>&1)$(grep -E " ($TG_CTR_ROOT|$CTRD_DIR/state)/" /proc/self/mounts)"
-  check_eq "$b: CNI pod: no id range claim left" 0 "$(claims)"
-  check_eq "$b: CNI pod: no veth left on the bridge" "" "$(ip -o link show master "$CNI_BR" 2>/dev/null)"
-  check_eq "$b: CNI pod: its network namespace is gone (file and mount)" "" \
-    "$(ls -d "$cnetns" "$cnetns_mnt" 2>/dev/null)$(grep -F " $cnetns_mnt " /proc/self/mounts)"
-  check_eq "$b: CNI pod: no IPAM lease left" "" "$(ls "$CTRD_DIR/ipam/tollgate-test" 2>/dev/null | grep '^198\.')"
+  cni_pod_gone "$b: CNI pod"
+
+  # --- the same under passthrough: the CNI interface inside ---------------
+  # A host config that chooses passthrough hands on the config as
+  # containerd wrote it: under runc the pod's container is in the CNI
+  # namespace and sees eth0 with the pod's address; runsc gets
+  # --network=none whatever the profile (docs/hardening.md), so lo only.
+  # The bridge is there either way.
+  write_config "runtime=\"$backend\"" id_range_dir="\"$IDS\"" allow_passthrough=true 'profile="passthrough"'
+  cni_pod_start "$b: passthrough CNI pod" "cnip-$b" orders
+  cnet=$(deb_ctr net 'import fcntl, socket, struct, tollgate
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+def addr(name):
+    try:  # SIOCGIFADDR
+        return socket.inet_ntoa(fcntl.ioctl(s.fileno(), 0x8915, struct.pack("256s", name.encode()))[20:24])
+    except OSError as e:
+        return e.strerror
+names = sorted(l.split(":")[0].strip() for l in open("/proc/net/dev").readlines()[2:])
+print("net=" + " ".join(n + "/" + addr(n) for n in names))
+print("call=%r" % tollgate.call("lookup_order", order_id="P-28"))')
+  out=$(cri CreateContainer '{"pod_sandbox_id": "'$cpod'", "config": '"$cnet"', "sandbox_config": '"$cp_config"'}' 2>&1)
+  cnet_id=$(json_get container_id <<<"$out")
+  [ -n "$cnet_id" ] || echo "# $out"
+  check "$b: passthrough CNI pod: the Debian container starts" cri StartContainer '{"container_id": "'$cnet_id'"}'
+  check_eq "$b: passthrough CNI pod: it exits 0" 0 "$(cri_exited "$cnet_id" | json_get status exit_code)"
+  log=$(sed -n 's/^[^ ]* std[a-z]* [FP] //p' "$CTRD_DIR/pods/cnip-$b/net.log" 2>&1)
+  [ "$b" = runc ] && want="eth0/$cpod_ip lo/127.0.0.1" || want="lo/127.0.0.1"
+  check_eq "$b: passthrough CNI pod: the interfaces the container sees" "$want" "$(sed -n 's/^net=//p' <<<"$log")"
+  check_eq "$b: passthrough CNI pod: the governed call returns" "{'order_id': 'P-28'}" "$(sed -n 's/^call=//p' <<<"$log")"
+  [ -n "$(sed -n 's/^call=//p' <<<"$log")" ] || sed 's/^/# /' <<<"$log"
+  cri RemoveContainer '{"container_id": "'$cnet_id'"}' >/dev/null 2>&1
+  check "$b: passthrough CNI pod: StopPodSandbox" cri StopPodSandbox '{"pod_sandbox_id": "'$cpod'"}'
+  check "$b: passthrough CNI pod: RemovePodSandbox" cri RemovePodSandbox '{"pod_sandbox_id": "'$cpod'"}'
+  check_match "$b: passthrough CNI pod: the call is audited" '"tool":"lookup_order"' "$(cat "$TG_ROOT/audit/$cnet_id.jsonl" 2>&1)"
+  cni_pod_gone "$b: passthrough CNI pod"
 done
 
 # The shipped example pod (bundles/kubernetes/pod-example.yaml), turned into
