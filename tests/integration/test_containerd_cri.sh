@@ -24,6 +24,10 @@
 #     under both backends; under runc the pause keeps a user namespace and
 #     range of its own (a network path is no join, issue 28.3), which its
 #     members share; removing the pod leaves no netns, veth or lease;
+#   - the same pod under the passthrough profile: under runc its container
+#     is in the CNI namespace and sees eth0 with the pod's address, under
+#     runsc lo only (--network=none always), and under runsc the member
+#     still gets its waiter (its exit and output are its own);
 #   - each member is accepted because the same containerd shim created its
 #     pause (docs/hardening.md "Joins"), as its state records.
 # The other pods use the node's network namespace: tollgate's hardening
