@@ -2,19 +2,23 @@
 # Build tollgate's test images as OCI archives, offline, from the project's
 # own rootfs scripts; `ctr image import` loads them.
 #
-#   bundles/containerd/build-images.sh BUILD_DIR [busybox|probe|python]...
+#   bundles/containerd/build-images.sh BUILD_DIR [busybox|pause|probe|python|debian]...
 #
 # Writes BUILD_DIR/images/<name>.tar (default: every image whose inputs
-# exist).  Each archive is rebuilt only when its inputs changed (a stamp
-# beside it records their hashes), so test runs after the first are cheap.
+# exist, but debian, which needs Debian's archive the first time).  Each
+# archive is rebuilt only when its inputs changed (a stamp beside it
+# records their hashes), so test runs after the first are cheap.
 #
 #   localhost/tollgate/busybox:test  bundles/rootfs/busybox.sh
 #   localhost/tollgate/pause:test    busybox running `sleep` forever: the CRI pod sandbox image
 #   localhost/tollgate/probe:test    busybox + BUILD_DIR/tollgate-probe at /usr/bin/tollgate-probe
 #   localhost/tollgate/python:test   bundles/rootfs/python.sh (python3); PYTHONPATH=/run/tollgate,
 #                                    where the bridge mounts the client (import tollgate)
+#   localhost/tollgate/debian:test   bundles/rootfs/debian.sh: mmdebstrap's Debian 12 with python3,
+#                                    an input tollgate did not make (cached in BUILD_DIR/rootfs/debian);
+#                                    nothing added, the device nodes of its /dev left out
 set -euo pipefail
-build=${1:?usage: build-images.sh BUILD_DIR [busybox|probe|python]...}
+build=${1:?usage: build-images.sh BUILD_DIR [busybox|pause|probe|python|debian]...}
 shift
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
@@ -72,7 +76,17 @@ for name in "${names[@]}"; do
         --name localhost/tollgate/python:test --cmd python3 \
         --env PATH=/usr/local/bin:/usr/bin:/bin --env PYTHONPATH=/run/tollgate
       ;;
-    *) echo "build-images.sh: unknown image '$name' (busybox, pause, probe or python)" >&2; exit 2 ;;
+    debian)
+      script=$top/bundles/rootfs/debian.sh
+      rootfs=$build/rootfs/debian
+      bash "$script" "$rootfs"
+      # The tree is rebuilt only when it is missing: its marker's time says
+      # which build this is.
+      build_one debian "$script" <(stat -c %Y "$rootfs.built") && continue
+      python3 "$here/oci-image.py" --rootfs "$rootfs" --out "$out" --drop-devices \
+        --name localhost/tollgate/debian:test --cmd python3
+      ;;
+    *) echo "build-images.sh: unknown image '$name' (busybox, pause, probe, python or debian)" >&2; exit 2 ;;
   esac
   finish "$out"
 done

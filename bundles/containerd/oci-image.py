@@ -2,14 +2,17 @@
 """Write an OCI image archive from a root filesystem directory, offline.
 
     oci-image.py --rootfs DIR --name REF --out FILE.tar [--cmd ARG]... [--env K=V]...
-                 [--add SRC:DEST]... [--workdir DIR]
+                 [--add SRC:DEST]... [--workdir DIR] [--drop-devices]
 
 The archive is an OCI image layout (oci-layout, index.json, blobs/sha256/...)
 packed in a tar, which is what `ctr image import` reads.  One uncompressed
 layer holds the whole tree: local imports gain nothing from gzip and the
 layer digest stays stable.  --add puts an extra host file into the layer
 (e.g. the static probe into a busybox tree) without touching DIR, which is
-shared with other tests.
+shared with other tests.  --drop-devices leaves out the character and block
+device nodes of DIR (a debootstrap or mmdebstrap tree has /dev/null and
+friends): an image layer carries none, the runtime makes /dev.  Without it
+a device node is refused.
 
 Deterministic: entries are sorted, owned by 0:0 and dated at the epoch, so
 the same inputs always give the same image digest.  The manifest carries
@@ -49,7 +52,12 @@ def tarinfo_for(path, arcname):
     return ti
 
 
-def build_layer(rootfs, adds):
+def is_device(path):
+    mode = os.lstat(path).st_mode
+    return stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+
+
+def build_layer(rootfs, adds, drop_devices=False):
     """Return the layer tar bytes: the rootfs tree plus --add files."""
     buf = io.BytesIO()
     added = {dest.strip("/"): src for src, dest in adds}
@@ -61,6 +69,8 @@ def build_layer(rootfs, adds):
             for name in sorted(dirnames + filenames):
                 rel = os.path.normpath(os.path.join(rel_dir, name))
                 if rel == ".tollgate-rootfs" or rel in added:
+                    continue
+                if drop_devices and is_device(os.path.join(dirpath, name)):
                     continue
                 entries.append((rel, os.path.join(dirpath, name)))
         for rel, src in sorted(added.items()):
@@ -98,6 +108,8 @@ def main():
     ap.add_argument("--env", action="append", default=[])
     ap.add_argument("--add", action="append", default=[], metavar="SRC:DEST")
     ap.add_argument("--workdir", default="/")
+    ap.add_argument("--drop-devices", action="store_true",
+                    help="leave out device nodes (an image layer carries none)")
     a = ap.parse_args()
 
     if not os.path.isdir(a.rootfs):
@@ -111,7 +123,7 @@ def main():
         adds.append((src, dest))
     tag = a.name.rsplit(":", 1)[1] if ":" in a.name.rsplit("/", 1)[-1] else "latest"
 
-    layer = build_layer(a.rootfs, adds)
+    layer = build_layer(a.rootfs, adds, a.drop_devices)
     layer_digest = "sha256:" + hashlib.sha256(layer).hexdigest()
     env = a.env or ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]
     config = {

@@ -160,6 +160,11 @@ int create_join_pod(struct create_context *cx, tg_error **err) {
   struct cri_record cri = {0};
   if (!passthrough && oci_apply_cri_policy(config, &cri, err) < 0)
     return tg_error_wrap(err, "bundle %s: config.json", bundle);
+  /* passthrough hands the manager's annotations on as they are: only read
+   * them, and checks nothing (malformed ones are the bare backend's). */
+  tg_error *ignored = NULL;
+  if (passthrough && oci_cri_read(config, &cri, &ignored) < 0)
+    tg_error_free(&ignored);
   /* runc: the pod's loopback is its sandbox's network namespace (checked
    * loopback-only after the backend's create, like any other).  runsc:
    * the pause container is the root of the pod's sandbox and an app
@@ -192,6 +197,15 @@ int create_join_pod(struct create_context *cx, tg_error **err) {
         oci_cri_join_root_pid(config);
       joined = true;
     }
+  } else if (runsc && oci_cri_is_pod_member(&cri)) {
+    /* passthrough: runsc itself starts a pod member inside the sandbox
+     * its annotations name (the config goes on as given, no join is
+     * checked), and reports that sandbox's pid and gives the container
+     * the stdio of whoever runs `runsc start`, as for a hardened member.
+     * So it needs its waiter as much: without one containerd's shim
+     * waits on the sandbox, never sees the container exit, loses its
+     * output, and its kill and removal hang. */
+    joined = true;
   }
   if (!passthrough)
     join_record(jn, state);
@@ -200,7 +214,7 @@ int create_join_pod(struct create_context *cx, tg_error **err) {
     json_object_set(pod, "role", json_new_string(cri.role));
     json_object_set(pod, "sandbox", cri.pod ? json_new_string(cri.pod) : json_new_null());
     if (joined)
-      json_object_set(pod, "joined", json_new_string(jn->owner_backend_id));
+      json_object_set(pod, "joined", json_new_string(passthrough ? cri.pod : jn->owner_backend_id));
     json_object_set(state, "cri", pod);
   }
   cri_record_free(&cri);

@@ -17,7 +17,9 @@
 #                     $TG_CTR_ROOT/tollgate-test
 #   ctr_tg ARGS...    `ctr run` through runc.v2 with BinaryName/Root =
 #                     the values the `tollgate` runtime handler registers
-#   ctrd_import NAME  import build/images/NAME.tar (built on demand)
+#   ctrd_import NAME  import build/images/NAME.tar (built on demand by
+#                     bundles/containerd/build-images.sh) into tollgate-test,
+#                     or with CTRD_CRI=1 into the CRI plugin's k8s.io
 
 # Debian's python3 first: its python3-yaml and python3-grpcio come from
 # `make deps`, whatever other python3 the PATH holds.
@@ -187,9 +189,12 @@ ctrd_import() {
   local name=$1
   bash "$TOP/bundles/containerd/build-images.sh" "$BUILD" "$name" >/dev/null 2>&1 ||
     bash "$TOP/bundles/containerd/build-images.sh" "$BUILD" "$name"
-  ctr image import "$BUILD/images/$name.tar" >/dev/null
+  # With the CRI plugin on, into its namespace only: unpacking an image
+  # into a namespace nothing runs it from costs seconds (the Debian one).
   if [ "$CTRD_CRI" = 1 ]; then
     command ctr --address "$CTRD_SOCK" --namespace k8s.io image import "$BUILD/images/$name.tar" >/dev/null
+  else
+    ctr image import "$BUILD/images/$name.tar" >/dev/null
   fi
 }
 

@@ -16,10 +16,18 @@
 #     makes a governed call through the bridge; its audit log verifies;
 #   - ExecSync works; stopping and removing the pod leaves nothing behind.
 #   - a pod on a CNI bridge network (containerd gives the pause a network
-#     namespace path): its containers reach each other on 127.0.0.1 and
-#     share a PID namespace, under both backends; under runc the pause
-#     keeps a user namespace and range of its own (a network path is no
-#     join, issue 28.3), which its members share;
+#     namespace path) whose two app containers run the Debian image
+#     mmdebstrap builds (build-images.sh debian, as test_images.sh: an
+#     input tollgate did not make): they reach each other on 127.0.0.1 and
+#     share a PID namespace, see lo only while the CNI namespace holds the
+#     pod's address, python3 makes a governed call, ExecSync runs python3,
+#     under both backends; under runc the pause keeps a user namespace and
+#     range of its own (a network path is no join, issue 28.3), which its
+#     members share; removing the pod leaves no netns, veth or lease;
+#   - the same pod under the passthrough profile: under runc its container
+#     is in the CNI namespace and sees eth0 with the pod's address, under
+#     runsc lo only (--network=none always), and under runsc the member
+#     still gets its waiter (its exit and output are its own);
 #   - each member is accepted because the same containerd shim created its
 #     pause (docs/hardening.md "Joins"), as its state records.
 # The other pods use the node's network namespace: tollgate's hardening
@@ -48,6 +56,7 @@ ctrd_start || exit 1
 ctrd_import pause
 ctrd_import busybox
 ctrd_import probe
+ctrd_import debian
 python3 - "$TOP/bundles/kubernetes/policies.yaml" "$TG_ROOT/policies" <<'PY'
 import sys, yaml
 cm = yaml.safe_load(open(sys.argv[1]))
@@ -61,6 +70,75 @@ ann() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["annotat
 # never the config (whose annotations reach hooks).
 cri_rec() { python3 -c 'import json,sys; r=json.load(open(sys.argv[1]+"/state.json")).get("cri") or {}; print(r.get(sys.argv[2]) or "<none>")' "$K8S_ROOT/$1" "$2" 2>&1; }
 no_tg_ann() { python3 -c 'import json,sys; print(" ".join(k for k in json.load(open(sys.argv[1]))["annotations"] if k.startswith("dev.tollgate.") and k != "dev.tollgate.policy"))' "$1" 2>&1; }
+
+# deb_ctr NAME PROGRAM [ARG...]: the CRI config of a container NAME of a CNI
+# pod that runs `python3 -u -c PROGRAM ARG...` in the Debian image, logging
+# to NAME.log.
+deb_ctr() {
+  python3 -c 'import json, sys
+name, prog, *args = sys.argv[1:]
+print(json.dumps({"metadata": {"name": name}, "image": {"image": "localhost/tollgate/debian:test"},
+                  "command": ["python3", "-u", "-c", prog] + args, "log_path": name + ".log",
+                  "linux": {"security_context": {"namespace_options": {"network": "POD", "pid": "POD", "ipc": "POD"}}}}))' "$@"
+}
+
+# cri_exited ID: ContainerStatus of container ID once it has exited
+# (polled for 200 x 0.1 s: generous on a loaded machine, nothing timed);
+# nothing when it has not.
+cri_exited() {
+  local st
+  for _ in $(seq 200); do
+    st=$(cri ContainerStatus '{"container_id": "'$1'"}' 2>/dev/null)
+    if [ "$(json_get status state <<<"$st" 2>/dev/null)" = CONTAINER_EXITED ]; then
+      echo "$st"
+      return 0
+    fi
+    sleep 0.1
+  done
+  return 1
+}
+# cni_pod_start WHAT NAME POLICY: a pod NAME on the CNI bridge network
+# whose annotation selects POLICY; sets cpod (its id), cp_config (its
+# config), cpod_ip (the address containerd reports), cnetns (the network
+# namespace path containerd handed the pause) and cnetns_mnt (that path
+# resolved: the nsfs mount).
+cni_pod_start() {
+  local what=$1 name=$2 out orig
+  local cni_ns='"namespace_options": {"network": "POD", "pid": "POD", "ipc": "POD"}'
+  mkdir -p "$CTRD_DIR/pods/$name"
+  cp_config='{"metadata": {"name": "'$name'", "uid": "'$name'", "namespace": "default"},
+    "log_directory": "'$CTRD_DIR'/pods/'$name'", "annotations": {"dev.tollgate.policy": "'$3'"},
+    "linux": {"security_context": {'"$cni_ns"'}}}'
+  out=$(cri RunPodSandbox '{"config": '"$cp_config"', "runtime_handler": "tollgate"}' 2>&1)
+  cpod=$(json_get pod_sandbox_id <<<"$out")
+  check_match "$what: the pod starts" '^[0-9a-f]{64}$' "$cpod"
+  [ -n "$cpod" ] || echo "# $out"
+  cpod_ip=$(cri PodSandboxStatus '{"pod_sandbox_id": "'$cpod'"}' 2>&1 | json_get status network ip 2>&1)
+  check_match "$what: containerd gave it an address on the bridge network" '^198\.18\.0\.[0-9]+$' "$cpod_ip"
+  # What containerd asked of tollgate: the pause's network namespace by
+  # path (config.json.orig: what tollgate was given, when it changed it).
+  orig=$CTRD_DIR/state/io.containerd.runtime.v2.task/k8s.io/$cpod/config.json
+  [ -f "$orig.orig" ] && orig=$orig.orig
+  cnetns=$(python3 -c 'import json,sys; print(" ".join(n.get("path","") for n in json.load(open(sys.argv[1]))["linux"]["namespaces"] if n["type"]=="network"))' \
+       "$orig" 2>&1)
+  check_match "$what: the pause was handed a network namespace path" '^/.*/netns/cni-[-0-9a-f]+$' "$cnetns"
+  cnetns_mnt=$(realpath -e "$cnetns" 2>&1)
+  # The CNI interface is in that namespace, with the pod's address.
+  check_match "$what: the CNI namespace holds eth0 with the pod's address" "eth0 +inet $cpod_ip/24" \
+    "$(nsenter --net="$cnetns" ip -o -4 addr show 2>&1)"
+}
+# cni_pod_gone WHAT: after the pod of cni_pod_start was removed, nothing of
+# it is left: no tollgate container, mount, id range, veth, network
+# namespace (file or mount) or IPAM lease.
+cni_pod_gone() {
+  local what=$1
+  check_eq "$what: nothing left" "" "$(tgk list -q 2>&1)$(grep -E " ($TG_CTR_ROOT|$CTRD_DIR/state)/" /proc/self/mounts)"
+  check_eq "$what: no id range claim left" 0 "$(claims)"
+  check_eq "$what: no veth left on the bridge" "" "$(ip -o link show master "$CNI_BR" 2>/dev/null)"
+  check_eq "$what: its network namespace is gone (file and mount)" "" \
+    "$(ls -d "$cnetns" "$cnetns_mnt" 2>/dev/null)$(grep -F " $cnetns_mnt " /proc/self/mounts)"
+  check_eq "$what: no IPAM lease left" "" "$(ls "$CTRD_DIR/ipam/tollgate-test" 2>/dev/null | grep '^198\.')"
+}
 
 check_match "CRI plugin answers" '"runtime_api_version": "v1"' "$(cri Version '{}' 2>&1)"
 
@@ -136,11 +214,7 @@ for backend in runsc runc; do
   out=$(cri CreateContainer '{"pod_sandbox_id": "'$pod'", "config": '"$probe_config"', "sandbox_config": '"$pod_config"'}' 2>&1)
   probe_id=$(json_get container_id <<<"$out")
   check "$b: probe: second app container starts" cri StartContainer '{"container_id": "'$probe_id'"}'
-  for _ in $(seq 200); do
-    st=$(cri ContainerStatus '{"container_id": "'$probe_id'"}' 2>/dev/null)
-    [ "$(json_get status state <<<"$st" 2>/dev/null)" = CONTAINER_EXITED ] && break
-    sleep 0.1
-  done
+  st=$(cri_exited "$probe_id")
   check_eq "$b: probe: exits 0" 0 "$(json_get status exit_code <<<"$st")"
   # CRI log lines are "<time> stdout F <text>": keep the text, parse the JSON.
   probe=$(sed -n 's/^[^ ]* std[a-z]* [FP] //p' "$CTRD_DIR/pods/$b/probe.log" 2>/dev/null)
@@ -248,41 +322,69 @@ for backend in runsc runc; do
   check_eq "$b: shared pid: nothing left" "" "$(tgk list -q 2>&1)$(grep -E " ($TG_CTR_ROOT|$CTRD_DIR/state)/" /proc/self/mounts)"
   check_eq "$b: shared pid: no id range claim left" 0 "$(claims)"
 
-  # --- a pod on the CNI bridge network ------------------------------------
-  mkdir -p "$CTRD_DIR/pods/cni-$b"
-  cni_ns='"namespace_options": {"network": "POD", "pid": "POD", "ipc": "POD"}'
-  cp_config='{"metadata": {"name": "cni-'$b'", "uid": "cni-'$b'", "namespace": "default"},
-    "log_directory": "'$CTRD_DIR'/pods/cni-'$b'", "linux": {"security_context": {'"$cni_ns"'}}}'
-  out=$(cri RunPodSandbox '{"config": '"$cp_config"', "runtime_handler": "tollgate"}' 2>&1)
-  cpod=$(json_get pod_sandbox_id <<<"$out")
-  check_match "$b: CNI pod: the pod starts" '^[0-9a-f]{64}$' "$cpod"
-  [ -n "$cpod" ] || echo "# $out"
-  check_match "$b: CNI pod: containerd gave it an address on the bridge network" '"ip": "198\.18\.0\.[0-9]+"' \
-    "$(cri PodSandboxStatus '{"pod_sandbox_id": "'$cpod'"}' 2>&1)"
-  # What containerd asked of tollgate: the pause's network namespace by path.
-  check_match "$b: CNI pod: the pause was handed a network namespace path" '/netns/cni-' \
-    "$(python3 -c 'import json,sys; print([n.get("path","") for n in json.load(open(sys.argv[1]))["linux"]["namespaces"] if n["type"]=="network"])' \
-       "$CTRD_DIR/state/io.containerd.runtime.v2.task/k8s.io/$cpod/config.json.orig" 2>&1)"
-  csrv='{"metadata": {"name": "srv"}, "image": {"image": "localhost/tollgate/busybox:test"},
-    "command": ["sh", "-c", "while true; do echo pong-over-cni | nc -l -p 8080; done"], "log_path": "srv.log",
-    "linux": {"security_context": {'"$cni_ns"'}}}'
-  ccli='{"metadata": {"name": "cli"}, "image": {"image": "localhost/tollgate/busybox:test"},
-    "command": ["sh", "-c", "r=; for i in $(seq 40); do r=$(nc 127.0.0.1 8080 </dev/null 2>/dev/null); [ -n \"$r\" ] && break; sleep 0.25; done; echo got=${r:-nothing}; ps -o args | sed \"s/^/ps: /\"; sleep 300"],
-    "log_path": "cli.log", "linux": {"security_context": {'"$cni_ns"'}}}'
+  # --- a pod on the CNI bridge network, running the Debian image -----------
+  # Both app containers run mmdebstrap's Debian 12 (build-images.sh debian,
+  # an input tollgate did not make: no /run/tollgate, no mount point made
+  # for it), python3 as the image has it.  The pod selects the orders
+  # policy; the client makes a governed call through the bridge.
+  # The CNI namespace holds eth0 with the pod's address (cni_pod_start);
+  # the containers do not see it: tollgate's profile gives them lo only,
+  # their way out is the bridge.
+  cni_pod_start "$b: CNI pod" "cni-$b" orders
+  csrv=$(deb_ctr srv 'import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", 8080))
+s.listen(8)
+print("listening as", sys.argv[1])
+while True:
+    c, _ = s.accept()
+    c.sendall(b"pong-from-debian")
+    c.close()' debian-server)
+  # The client: the server's answer over 127.0.0.1, its interfaces (from
+  # /proc/net/dev: the profile's seccomp filter allows no netlink), the
+  # server's process in the pod's PID namespace, a governed call; it then
+  # stays up for ExecSync.
+  ccli=$(deb_ctr cli 'import os, socket, time, tollgate
+got = "nothing"
+for i in range(40):
+    try:
+        with socket.create_connection(("127.0.0.1", 8080), timeout=2) as c:
+            got = c.recv(64).decode()
+        break
+    except OSError:
+        time.sleep(0.25)
+print("got=" + got)
+print("ifaces=" + ",".join(sorted(l.split(":")[0].strip() for l in open("/proc/net/dev").readlines()[2:])))
+def cmdline(p):
+    try:
+        return open("/proc/%s/cmdline" % p, "rb").read().split(b"\0")
+    except OSError:
+        return []
+print("server-seen=%s" % any(b"debian-" b"server" in cmdline(p) for p in os.listdir("/proc") if p.isdigit()))
+print("call=%r" % tollgate.call("lookup_order", order_id="D-12"))
+print("done")
+time.sleep(300)')
   out=$(cri CreateContainer '{"pod_sandbox_id": "'$cpod'", "config": '"$csrv"', "sandbox_config": '"$cp_config"'}' 2>&1)
   csrv_id=$(json_get container_id <<<"$out")
-  check_match "$b: CNI pod: the server container is created (its join proven)" '^[0-9a-f]{64}$' "$csrv_id"
+  check_match "$b: CNI pod: the Debian server container is created (its join proven)" '^[0-9a-f]{64}$' "$csrv_id"
   [ -n "$csrv_id" ] || echo "# $out"
   check "$b: CNI pod: server starts" cri StartContainer '{"container_id": "'$csrv_id'"}'
-  ccli_id=$(json_get container_id <<<"$(cri CreateContainer '{"pod_sandbox_id": "'$cpod'", "config": '"$ccli"', "sandbox_config": '"$cp_config"'}' 2>&1)")
-  check "$b: CNI pod: client starts" cri StartContainer '{"container_id": "'$ccli_id'"}'
-  wait_for 30 grep -qs 'ps: ' "$CTRD_DIR/pods/cni-$b/cli.log"
-  sleep 0.3
-  # "<time> stdout F got=...": the client's own line, not ps showing its command
-  got=$(sed -n 's/^[^ ]* std[a-z]* [FP] got=//p' "$CTRD_DIR/pods/cni-$b/cli.log" 2>/dev/null)
-  check_eq "$b: CNI pod: two containers talk over 127.0.0.1" pong-over-cni "$got"
-  seen=$(sed -n 's/^.* ps: //p' "$CTRD_DIR/pods/cni-$b/cli.log" 2>/dev/null)
-  check_match "$b: CNI pod: one PID namespace: the client sees the server's processes" 'nc -l -p 8080|while true' "$seen"
+  out=$(cri CreateContainer '{"pod_sandbox_id": "'$cpod'", "config": '"$ccli"', "sandbox_config": '"$cp_config"'}' 2>&1)
+  ccli_id=$(json_get container_id <<<"$out")
+  [ -n "$ccli_id" ] || echo "# $out"
+  check "$b: CNI pod: Debian client starts" cri StartContainer '{"container_id": "'$ccli_id'"}'
+  wait_for 60 grep -qsE ' (done|Traceback .*)$' "$CTRD_DIR/pods/cni-$b/cli.log"
+  # CRI log lines are "<time> stdout F <text>": the client's KEY=VALUE lines.
+  cli_said() { sed -n "s/^[^ ]* std[a-z]* [FP] $1=//p" "$CTRD_DIR/pods/cni-$b/cli.log" 2>/dev/null; }
+  check_eq "$b: CNI pod: two Debian containers talk over 127.0.0.1" pong-from-debian "$(cli_said got)"
+  check_eq "$b: CNI pod: the containers see lo only, not the CNI interface" lo "$(cli_said ifaces)"
+  check_eq "$b: CNI pod: one PID namespace: the client sees the server's python3" True "$(cli_said server-seen)"
+  check_eq "$b: CNI pod: the governed call from python3 returns" "{'order_id': 'D-12'}" "$(cli_said call)"
+  [ -n "$(cli_said call)" ] || sed 's/^/# /' "$CTRD_DIR/pods/cni-$b/cli.log"
+  out=$(cri ExecSync '{"container_id": "'$ccli_id'", "cmd": ["python3", "-c", "import os; print(os.getuid(), open(\"/etc/debian_version\").read().split(\".\")[0])"], "timeout": 30}' 2>&1)
+  check_eq "$b: CNI pod: ExecSync runs python3 in the Debian container, hardened" "65534 12" \
+    "$(json_get stdout <<<"$out" | base64 -d 2>&1)"
   check_eq "$b: CNI pod: the member's join is proven by the same containerd shim" "$cpod/the same containerd shim" \
     "$(python3 -c 'import json,sys; j=json.load(open(sys.argv[1]+"/state.json")).get("join") or {}; print("%s/%s" % (j.get("owner"), j.get("proof")))' "$K8S_ROOT/$csrv_id" 2>&1)"
   if [ "$b" = runc ]; then
@@ -300,11 +402,46 @@ for backend in runsc runc; do
     cri StopContainer '{"container_id": "'$id'", "timeout": 1}' >/dev/null 2>&1
     cri RemoveContainer '{"container_id": "'$id'"}' >/dev/null 2>&1
   done
-  cri StopPodSandbox '{"pod_sandbox_id": "'$cpod'"}' >/dev/null 2>&1
-  cri RemovePodSandbox '{"pod_sandbox_id": "'$cpod'"}' >/dev/null 2>&1
-  check_eq "$b: CNI pod: nothing left" "" "$(tgk list -q 2>&1)$(grep -E " ($TG_CTR_ROOT|$CTRD_DIR/state)/" /proc/self/mounts)"
-  check_eq "$b: CNI pod: no id range claim left" 0 "$(claims)"
-  check_eq "$b: CNI pod: no veth left on the bridge" "" "$(ip -o link show master "$CNI_BR" 2>/dev/null)"
+  check "$b: CNI pod: StopPodSandbox" cri StopPodSandbox '{"pod_sandbox_id": "'$cpod'"}'
+  check "$b: CNI pod: RemovePodSandbox" cri RemovePodSandbox '{"pod_sandbox_id": "'$cpod'"}'
+  audit=$TG_ROOT/audit/$ccli_id.jsonl
+  check_match "$b: CNI pod: the client's audit log records the call" '"tool":"lookup_order"' "$(cat "$audit" 2>&1)"
+  check "$b: CNI pod: ... and verifies" tg audit verify "$audit"
+  cni_pod_gone "$b: CNI pod"
+
+  # --- the same under passthrough: the CNI interface inside ---------------
+  # A host config that chooses passthrough hands on the config as
+  # containerd wrote it: under runc the pod's container is in the CNI
+  # namespace and sees eth0 with the pod's address; runsc gets
+  # --network=none whatever the profile (docs/hardening.md), so lo only.
+  # The bridge is there either way.
+  write_config "runtime=\"$backend\"" id_range_dir="\"$IDS\"" allow_passthrough=true 'profile="passthrough"'
+  cni_pod_start "$b: passthrough CNI pod" "cnip-$b" orders
+  cnet=$(deb_ctr net 'import fcntl, socket, struct, tollgate
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+def addr(name):
+    try:  # SIOCGIFADDR
+        return socket.inet_ntoa(fcntl.ioctl(s.fileno(), 0x8915, struct.pack("256s", name.encode()))[20:24])
+    except OSError as e:
+        return e.strerror
+names = sorted(l.split(":")[0].strip() for l in open("/proc/net/dev").readlines()[2:])
+print("net=" + " ".join(n + "/" + addr(n) for n in names))
+print("call=%r" % tollgate.call("lookup_order", order_id="P-28"))')
+  out=$(cri CreateContainer '{"pod_sandbox_id": "'$cpod'", "config": '"$cnet"', "sandbox_config": '"$cp_config"'}' 2>&1)
+  cnet_id=$(json_get container_id <<<"$out")
+  [ -n "$cnet_id" ] || echo "# $out"
+  check "$b: passthrough CNI pod: the Debian container starts" cri StartContainer '{"container_id": "'$cnet_id'"}'
+  check_eq "$b: passthrough CNI pod: it exits 0" 0 "$(cri_exited "$cnet_id" | json_get status exit_code)"
+  log=$(sed -n 's/^[^ ]* std[a-z]* [FP] //p' "$CTRD_DIR/pods/cnip-$b/net.log" 2>&1)
+  [ "$b" = runc ] && want="eth0/$cpod_ip lo/127.0.0.1" || want="lo/127.0.0.1"
+  check_eq "$b: passthrough CNI pod: the interfaces the container sees" "$want" "$(sed -n 's/^net=//p' <<<"$log")"
+  check_eq "$b: passthrough CNI pod: the governed call returns" "{'order_id': 'P-28'}" "$(sed -n 's/^call=//p' <<<"$log")"
+  [ -n "$(sed -n 's/^call=//p' <<<"$log")" ] || sed 's/^/# /' <<<"$log"
+  cri RemoveContainer '{"container_id": "'$cnet_id'"}' >/dev/null 2>&1
+  check "$b: passthrough CNI pod: StopPodSandbox" cri StopPodSandbox '{"pod_sandbox_id": "'$cpod'"}'
+  check "$b: passthrough CNI pod: RemovePodSandbox" cri RemovePodSandbox '{"pod_sandbox_id": "'$cpod'"}'
+  check_match "$b: passthrough CNI pod: the call is audited" '"tool":"lookup_order"' "$(cat "$TG_ROOT/audit/$cnet_id.jsonl" 2>&1)"
+  cni_pod_gone "$b: passthrough CNI pod"
 done
 
 # The shipped example pod (bundles/kubernetes/pod-example.yaml), turned into

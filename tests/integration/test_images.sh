@@ -14,7 +14,8 @@
 #     a namespace path of the wrong kind, RLIMIT_AS at 2 GiB;
 #   - the same rootfs as a Docker image (docker import, a private dockerd)
 #     and as a containerd image (an OCI archive, ctr image import), run
-#     with tollgate as the runtime.
+#     with tollgate as the runtime (test_containerd_cri.sh runs that image
+#     in a CRI pod on a CNI network).
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 bridge_fixtures
@@ -186,20 +187,12 @@ stop_dockerd
 # --- containerd: the same rootfs as an OCI archive, ctr image import ------
 write_config
 source "$here/containerd_lib.sh"
-# The archive holds the tree as an image layer does: without the device
-# nodes mmdebstrap made in /dev (image layers carry none; the runtime makes
-# /dev), taken away in an overlay so the cached tree stays as it is.
-IMG=$BUILD/images/debian.tar
-if [ ! -s "$IMG" ] || [ "$DEB.built" -nt "$IMG" ]; then
-  mkdir -p "$BUILD/images"
-  overlay oci-image
-  find "$OV/m/dev" \( -type c -o -type b \) -delete
-  python3 "$TOP/bundles/containerd/oci-image.py" --rootfs "$OV/m" --name localhost/tollgate/debian:test \
-    --cmd python3 --out "$IMG.tmp" && mv "$IMG.tmp" "$IMG"
-  umount "$OV/m"
-fi
+# The archive (bundles/containerd/build-images.sh debian, shared with
+# test_containerd_cri.sh's CNI pod) holds the tree as an image layer does:
+# without the device nodes mmdebstrap made in /dev (image layers carry
+# none; the runtime makes /dev).
 if ctrd_start; then
-  ctr image import "$IMG" >/dev/null
+  ctrd_import debian
   check "containerd: the Debian image imported" eval "ctr image ls -q | grep -qx localhost/tollgate/debian:test"
   for be in $BACKENDS; do
     write_config "runtime=\"$be\""
