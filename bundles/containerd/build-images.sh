@@ -23,6 +23,10 @@ shift
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 mkdir -p "$build/images"
+# One build at a time: two test scripts run in parallel, and each builds
+# what it imports; the second finds the first's archives up to date.
+exec 9>"$build/images/.lock"
+flock 9
 names=("$@")
 if [ ${#names[@]} -eq 0 ]; then
   names=(busybox pause probe)

@@ -10,6 +10,12 @@
 # Usage: bundles/rootfs/debian.sh DEST
 set -euo pipefail
 dest=${1:?usage: debian.sh DEST}
+mkdir -p "$(dirname "$dest")"
+# Two test scripts may want the tree at once (the integration runner runs
+# two in parallel): the second waits for the first's build rather than
+# building its own and replacing the tree under the first's containers.
+exec 8>"$dest.lock"
+flock 8
 if [ -f "$dest.built" ] && [ -x "$dest/usr/bin/python3" ]; then
   exit 0
 fi
