@@ -19,6 +19,7 @@
 #include "governance/egress_config.h"
 #include "governance/policy.h"
 #include "base/util.h"
+#include "tests/unit/rng_util.h"
 
 static struct policy *parse_at(const char *path, const char *text) {
   struct policy *p = NULL;
@@ -267,15 +268,6 @@ Test(ceiling_backend, http_credentials_and_bounds) {
 }
 
 /* ---- the property test of allow-list containment ---- */
-
-static uint64_t rng_state;
-static uint64_t rnd(void) { /* xorshift64* */
-  rng_state ^= rng_state >> 12;
-  rng_state ^= rng_state << 25;
-  rng_state ^= rng_state >> 27;
-  return rng_state * 0x2545F4914F6CDD1DULL;
-}
-static size_t pick(size_t n) { return (size_t)(rnd() % n); }
 
 static const char *const schemes[] = {"https", "http"};
 static const char *const entry_hosts[] = {"api.example.com", "*.example.com", "a.example.com",
