@@ -1,5 +1,6 @@
 /* Policy ceilings: budgets, caps and tools compared here; calls in
- * ceiling_calls.c (ceiling.h). */
+ * ceiling_calls.c, backends and MCP servers in ceiling_backend.c
+ * (ceiling.h). */
 #include "governance/ceiling.h"
 #include "governance/policy.h"
 #include "governance/ceiling_cases.h"
@@ -57,8 +58,8 @@ static bool limit_within(long long p, long long c) {
   return c < 0 || (p >= 0 && p <= c);
 }
 
-static void limit(struct ceiling_result *r, const char *tool, const char *field, long long p,
-                  long long c) {
+void ceiling_limit(struct ceiling_result *r, const char *tool, const char *field, long long p,
+                   long long c) {
   if (limit_within(p, c))
     return;
   cleanup_free char *pv = p < 0 ? xstrdup("unlimited") : xasprintf("%lld", p);
@@ -68,10 +69,10 @@ static void limit(struct ceiling_result *r, const char *tool, const char *field,
 
 static void budgets(const struct policy *p, const struct policy *c, struct ceiling_result *r) {
   const struct budgets *pb = &p->budgets, *cb = &c->budgets;
-  limit(r, NULL, "budgets.max_tool_calls", pb->max_tool_calls, cb->max_tool_calls);
-  limit(r, NULL, "budgets.max_irreversible", pb->max_irreversible, cb->max_irreversible);
-  limit(r, NULL, "budgets.repeat_limit", pb->repeat_limit, cb->repeat_limit);
-  limit(r, NULL, "approval.max_pending", p->max_pending, c->max_pending);
+  ceiling_limit(r, NULL, "budgets.max_tool_calls", pb->max_tool_calls, cb->max_tool_calls);
+  ceiling_limit(r, NULL, "budgets.max_irreversible", pb->max_irreversible, cb->max_irreversible);
+  ceiling_limit(r, NULL, "budgets.repeat_limit", pb->repeat_limit, cb->repeat_limit);
+  ceiling_limit(r, NULL, "approval.max_pending", p->max_pending, c->max_pending);
   if (cb->max_cost >= 0 && !(pb->max_cost >= 0 && pb->max_cost <= cb->max_cost)) {
     cleanup_free char *pv = pb->max_cost < 0 ? xstrdup("unlimited") : xasprintf("%g", pb->max_cost);
     ceiling_add_witness(r, NULL, NULL, EFFECT_DENY, EFFECT_DENY,
@@ -80,20 +81,12 @@ static void budgets(const struct policy *p, const struct policy *c, struct ceili
   }
 }
 
-static bool same_argv(char **a, char **b) {
-  size_t i = 0;
-  for (; a && b && a[i] && b[i]; i++)
-    if (strcmp(a[i], b[i]) != 0)
-      return false;
-  return (a == NULL || a[i] == NULL) && (b == NULL || b[i] == NULL);
-}
-
 /* An approval hook decides every approve-effect call: a policy's own hook
  * (one that approves everything, say) would turn the ceiling's "a person
  * approves" into "allow".  Only the ceiling's hook, or none (the host's
  * approvers), keeps approve what the ceiling means by it. */
 static void approval(const struct policy *p, const struct policy *c, struct ceiling_result *r) {
-  if (p->approval_hook == NULL || same_argv(p->approval_hook, c->approval_hook))
+  if (p->approval_hook == NULL || ceiling_same_argv(p->approval_hook, c->approval_hook))
     return;
   ceiling_add_witness(r, NULL, NULL, EFFECT_DENY, EFFECT_DENY,
                       "approval.hook: the policy names its own approval hook (%s), which would "
@@ -104,7 +97,7 @@ static void approval(const struct policy *p, const struct policy *c, struct ceil
 
 static void tool_caps(const struct tool *t, const struct tool *c, struct ceiling_result *r) {
   cleanup_free char *f = xasprintf("tools.%s.max_calls", t->name);
-  limit(r, t->name, f, t->max_calls, c->max_calls);
+  ceiling_limit(r, t->name, f, t->max_calls, c->max_calls);
   /* A lower cost lets more calls fit under budgets.max_cost. */
   if (t->cost < c->cost)
     ceiling_add_witness(r, t->name, NULL, EFFECT_DENY, EFFECT_DENY,
@@ -125,6 +118,7 @@ void ceiling_check(const struct policy *p, const struct policy *c, struct ceilin
   memset(out, 0, sizeof *out);
   budgets(p, c, out);
   approval(p, c, out);
+  ceiling_check_servers(p, c, out);
   for (size_t i = 0; i < p->ntools; i++) {
     const struct tool *t = p->tools[i];
     const struct tool *ct = policy_find(c, t->name);
@@ -136,6 +130,7 @@ void ceiling_check(const struct policy *p, const struct policy *c, struct ceilin
       continue;
     }
     tool_caps(t, ct, out);
+    ceiling_check_backend(t, ct, out);
     ceiling_check_calls(t, ct, out);
   }
   out->verdict = out->nwitnesses > 0   ? CEILING_NOT_WITHIN

@@ -6,8 +6,10 @@
  * tool the comparison thresholds of both policies' rules and schemas cut
  * every argument into finitely many regions in which both decisions are
  * constant, and one concrete call per region is decided by the real gate
- * code (canonical form, schema, first-match rules).  docs/policy.md
- * "Policy ceilings" gives the procedure and its limits.
+ * code (canonical form, schema, first-match rules).  Each tool's backend
+ * and every MCP server are the ceiling's (an http allow list within its
+ * own, ceiling_backend.c).  docs/policy.md "Policy ceilings" gives the
+ * procedure and its limits.
  */
 #ifndef TOLLGATE_CEILING_H
 #define TOLLGATE_CEILING_H

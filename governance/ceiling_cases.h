@@ -1,5 +1,5 @@
 /* Internal to the ceiling module (ceiling.c, ceiling_calls.c,
- * ceiling_values.c, ceiling_schema.c): the finite set of argument values
+ * ceiling_values.c, ceiling_schema.c, ceiling_backend.c): the finite set of argument values
  * that stands for every value an argument can have. */
 #ifndef TOLLGATE_CEILING_CASES_H
 #define TOLLGATE_CEILING_CASES_H
@@ -57,6 +57,22 @@ bool ceiling_schema_opaque(const json_t *node);
 struct ceiling_result;
 void ceiling_check_calls(const struct tool *policy, const struct tool *ceiling,
                          struct ceiling_result *r);
+
+/* Compare the policy tool's backend with the ceiling tool's, and every
+ * MCP server the policy lists with the ceiling's of that name
+ * (ceiling_backend.c). */
+void ceiling_check_backend(const struct tool *policy, const struct tool *ceiling,
+                           struct ceiling_result *r);
+void ceiling_check_servers(const struct policy *policy, const struct policy *ceiling,
+                           struct ceiling_result *r);
+
+/* Two NULL-terminated argv (or NULL) equal, string by string. */
+bool ceiling_same_argv(char **a, char **b);
+
+/* A limit where -1 means none: a witness "FIELD: P in the policy, at most
+ * C in the ceiling" unless p is at most c (ceiling.c). */
+void ceiling_limit(struct ceiling_result *r, const char *tool, const char *field, long long p,
+                   long long c);
 
 /* Add a witness (args copied, may be NULL) or an undecided line to r
  * (ceiling.c). */

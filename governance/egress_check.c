@@ -466,6 +466,17 @@ long egress_allow_match(const struct egress_allow *allow, size_t n, const char *
   return -1;
 }
 
+bool egress_url_within(const struct egress_url *p, const struct egress_url *c) {
+  if (strcmp(p->scheme, c->scheme) != 0 || p->port != c->port || !path_matches(c->path, p->path))
+    return false;
+  if (!p->wildcard)
+    return host_matches(c, p);
+  /* "*.a.example.com" admits infinitely many names: never within one
+   * name, within "*.a.example.com" and "*.example.com" (host_matches
+   * reads p's host as a name ending in ".example.com"). */
+  return c->wildcard && (strcmp(p->host, c->host) == 0 || host_matches(c, p));
+}
+
 bool egress_method_ok(const char *method) {
   size_t n = strlen(method);
   if (n == 0 || n > 16)

@@ -74,6 +74,16 @@ struct egress_allow {
 long egress_allow_match(const struct egress_allow *allow, size_t n, const char *method,
                         const struct egress_url *u, char **why);
 
+/* Does every URL the allow entry URL p admits pass entry URL c too (the
+ * policy ceilings' test, governance/ceiling_backend.c)?  Decided with the
+ * matching above: the same scheme and port; p's path is c's or continues
+ * it at a '/' boundary (then every path p admits, c admits); p's host
+ * matches c's as a request's would, and a wildcard p only under a
+ * wildcard c with the same or a shorter suffix.  A literal address is
+ * thus within only the same literal, so p reaches a non-public address
+ * only where c names it too. */
+bool egress_url_within(const struct egress_url *p, const struct egress_url *c);
+
 /* May the entry's URL reach this resolved address?  A public address,
  * yes; any other class only when the entry's host is that very address
  * written literally.  false with *why (owned) naming the class. */

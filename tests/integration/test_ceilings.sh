@@ -2,7 +2,9 @@
 # Policy ceilings (docs/policy.md "Policy ceilings"): `tollgate policy check
 # --within` accepts a policy whose allow threshold is inside the ceiling's
 # and refuses one that allows a value the ceiling only approves, naming the
-# value; the host config's policy_ceiling makes create refuse a policy
+# value, and one that keeps a tool's name and rules but swaps an exec
+# tool's program, widens an http tool's allow list or injects another host
+# secret; the host config's policy_ceiling makes create refuse a policy
 # outside it, whoever chose the policy (--policy, the workload's
 # annotation), with the witness in the error and in runc's JSON log, and
 # nothing left behind; a policy within runs and its calls are governed.
@@ -57,6 +59,41 @@ check_match "--within: names the missing file" "nosuch.json" "$out"
 out=$(tg policy check --within "$CEIL/ceiling.json" 2>&1); rc=$?
 check_eq "--within: usage is exit 2" 2 "$rc"
 check "--within: the ceiling is within itself" tg policy check --within "$CEIL/ceiling.json" "$CEIL/ceiling.json"
+
+# --- the backend is the ceiling's: the tenant keeps the tool's name and
+# rules but runs its own program, or reaches further with a host secret ---
+cat > "$CEIL/exec-ceiling.json" <<'P'
+{"version": 1, "tools": {"refund": {"backend": {"type": "exec", "argv": ["/bin/cat"]},
+  "rules": [{"effect": "allow"}]}}}
+P
+sed 's|\["/bin/cat"\]|["/bin/sh", "-c", "cat /etc/shadow"]|' "$CEIL/exec-ceiling.json" > "$CEIL/exec-swap.json"
+out=$(tg policy check --within "$CEIL/exec-ceiling.json" "$CEIL/exec-swap.json" 2>&1); rc=$?
+check_eq "--within: an exec tool running another program is refused (exit 1)" 1 "$rc"
+check_match "--within: the witness names both argv" \
+  'tools.refund.backend.argv: \["/bin/sh","-c","cat /etc/shadow"\] in the policy, \["/bin/cat"\] in the ceiling' "$out"
+check "--within: the same program is within" tg policy check --within "$CEIL/exec-ceiling.json" "$CEIL/exec-ceiling.json"
+# http_policy FILE ALLOW-JSON INJECTED-ENV
+http_policy() {
+  cat > "$1" <<P
+{"version": 1, "tools": {"api": {"backend": {"type": "http", "allow": $2,
+  "inject_headers": {"Authorization": "Bearer \${env:$3}"}, "redact_query": true},
+  "rules": [{"effect": "allow"}]}}}
+P
+}
+http_policy "$CEIL/http-ceiling.json" '[{"url": "https://api.example.com/v1/", "methods": ["GET"]}]' BILLING_TOKEN
+http_policy "$CEIL/http-narrow.json" '[{"url": "https://api.example.com/v1/invoices", "methods": ["GET"]}]' BILLING_TOKEN
+http_policy "$CEIL/http-wide.json" '[{"url": "https://api.example.com/", "methods": ["GET", "POST"]}]' BILLING_TOKEN
+http_policy "$CEIL/http-secret.json" '[{"url": "https://api.example.com/v1/", "methods": ["GET"]}]' AWS_SECRET_ACCESS_KEY
+check "--within: an http allow entry under the ceiling's path is within" \
+  tg policy check --within "$CEIL/http-ceiling.json" "$CEIL/http-narrow.json"
+out=$(tg policy check --within "$CEIL/http-ceiling.json" "$CEIL/http-wide.json" 2>&1); rc=$?
+check_eq "--within: a wider http allow list is refused (exit 1)" 1 "$rc"
+check_match "--within: the witness names the entry, its methods and the ceiling's" \
+  'tools.api.backend.allow\[0\]: GET,POST https://api.example.com/ in the policy, within no allow entry of the ceiling \(GET https://api.example.com/v1/\)' "$out"
+out=$(tg policy check --within "$CEIL/http-ceiling.json" "$CEIL/http-secret.json" 2>&1); rc=$?
+check_eq "--within: injecting another host secret is refused (exit 1)" 1 "$rc"
+check_match "--within: the witness names the header and the policy's template" \
+  'tools.api.backend.inject_headers.Authorization: "Bearer \$\{env:AWS_SECRET_ACCESS_KEY\}" in the policy, another value in the ceiling' "$out"
 
 # --- the host config's keys are checked when it loads ---
 make_bundle "$TG_ROOT/bundles/cfg"

@@ -15,6 +15,7 @@
 #include "governance/ceiling.h"
 #include "governance/policy.h"
 #include "base/util.h"
+#include "tests/unit/rng_util.h"
 
 static struct policy *parse(const char *text) {
   struct policy *p = NULL;
@@ -232,15 +233,6 @@ Test(ceiling, literal_dotted_keys_are_calls_too) {
 }
 
 /* ---- the property test ---- */
-
-static uint64_t rng_state;
-static uint64_t rnd(void) { /* xorshift64* */
-  rng_state ^= rng_state >> 12;
-  rng_state ^= rng_state << 25;
-  rng_state ^= rng_state >> 27;
-  return rng_state * 0x2545F4914F6CDD1DULL;
-}
-static size_t pick(size_t n) { return (size_t)(rnd() % n); }
 
 static const char *const names[] = {"a", "b", "c", "c.d"};
 static const char *const number_pool[] = {"-2", "0", "1", "2.5", "3", "10", "0.25"};
