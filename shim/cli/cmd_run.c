@@ -77,11 +77,27 @@ static void send_signal(struct cli *cli, const struct container *c, int pidfd, i
   }
 }
 
+/* The gate asked for the container to be stopped.  runsc: SIGKILL to the
+ * sandbox whose pid `runsc run` wrote to pid_file, as the sidecar's stop
+ * does (its init_pid is the same pid), at once; a `runsc kill` takes a
+ * runsc start-up, while the program goes on (its calls refused).  It is
+ * the fallback when there is no pid file yet. */
+static void stop_container(struct cli *cli, const struct container *c, int pidfd,
+                           const char *pid_file) {
+  long pid = 0;
+  if (pid_file != NULL && state_read_pid_file(pid_file, &pid, NULL) == 0 && pid > 0) {
+    cleanup_close int sandbox = pidfd_open_pid((pid_t)pid);
+    if (sandbox >= 0 && pidfd_signal(sandbox, SIGKILL) == 0)
+      return;
+  }
+  send_signal(cli, c, pidfd, SIGKILL);
+}
+
 /* Poll until pidfd is readable (the process exited), forwarding every
  * signal read from sfd, and killing the container when the gate asks
  * (stop_efd). */
 static int forward_until_exit(struct cli *cli, const struct container *c,
-                              int pidfd, int sfd, tg_error **err) {
+                              int pidfd, int sfd, const char *pid_file, tg_error **err) {
   for (;;) {
     struct pollfd p[3] = {{.fd = pidfd, .events = POLLIN},
                           {.fd = sfd, .events = POLLIN},
@@ -98,7 +114,7 @@ static int forward_until_exit(struct cli *cli, const struct container *c,
     }
     uint64_t n;
     if ((p[2].revents & POLLIN) && read(stop_efd, &n, sizeof n) == (ssize_t)sizeof n)
-      send_signal(cli, c, pidfd, SIGKILL);
+      stop_container(cli, c, pidfd, pid_file);
     if (p[0].revents & POLLIN)
       return 0;
   }
@@ -117,7 +133,7 @@ static int run_runc(struct cli *cli, struct created *c, int sfd,
   proc_result_free(&res);
   if (r < 0)
     return -1;
-  if (forward_until_exit(cli, NULL, pidfd, sfd, err) < 0)
+  if (forward_until_exit(cli, NULL, pidfd, sfd, NULL, err) < 0)
     return -1;
   int ws = 0;
   pid_t w;
@@ -157,7 +173,7 @@ static int run_runsc(struct cli *cli, struct created *c,
     return -1;
   cleanup_close int pidfd = pidfd_open_pid(child.pid);
   if (pidfd >= 0)
-    forward_until_exit(cli, &c->container, pidfd, sfd, err);
+    forward_until_exit(cli, &c->container, pidfd, sfd, pid_file, err);
   struct proc_result res = {0};
   int st = container_finish(&c->container, &child, &passthrough, &res, err);
   if (st < 0)
