@@ -231,7 +231,11 @@ int cmd_calls(struct cli *cli, int argc, char **argv, tg_error **err) {
   print_used("tool calls", json_object_get(b, "calls"));
   print_used("cost", json_object_get(b, "cost"));
   print_used("irreversible", json_object_get(b, "irreversible"));
-  print_used("anomalies", json_object_get(b, "anomalies"));
+  /* anomalies count in the budget used; a run without any says nothing */
+  const json_t *an = json_object_get(b, "anomalies");
+  long long nan = 0;
+  if (json_integer_value(json_object_get(an, "used"), &nan) && nan > 0)
+    print_used("anomalies", an);
   const json_t *tools = json_object_get(b, "tools");
   for (size_t i = 0; tools && i < tools->u.object.len; i++) {
     cleanup_free char *n = escape_for_terminal(tools->u.object.keys[i], false);
