@@ -174,12 +174,6 @@ static void on_anomaly(struct call *c, const struct anomaly_hit *h) {
   approval_notify(hook, extra, ALERT_TIMEOUT_MS, NULL);
 }
 
-/* Count the call's end toward the limits and act on what it reached. */
-static void count_outcome(struct call *c, const char *outcome, bool ran, size_t bytes,
-                          struct anomaly_hit hits[ANOMALY_KINDS], size_t *nhits) {
-  *nhits = anomaly_count_outcome(c->g->anomalies, c->id, outcome, ran, bytes, hits);
-}
-
 static void act_on(struct call *c, const struct anomaly_hit *hits, size_t nhits) {
   for (size_t i = 0; i < nhits; i++)
     on_anomaly(c, &hits[i]);
@@ -203,10 +197,9 @@ static char *finish_error(struct call *c, const char *code, const char *message,
     resp = response_error(code, message, len);
   }
   call_update(g, c->idx, c->decision ? c->decision : "deny", status, ms);
+  /* its end counts toward the anomaly limits, after its own record */
   struct anomaly_hit hits[ANOMALY_KINDS];
-  size_t nhits;
-  count_outcome(c, code, false, 0, hits, &nhits);
-  act_on(c, hits, nhits);
+  act_on(c, hits, anomaly_count_outcome(g->anomalies, c->id, code, false, 0, hits));
   return resp;
 }
 
@@ -558,7 +551,7 @@ static char *run(struct call *c, struct tool_result *r, size_t *len) {
  * withheld: it took the results past result_bytes, whose action is stop. */
 static bool count_result(struct call *c, const struct tool_result *r, size_t bytes,
                          struct anomaly_hit hits[ANOMALY_KINDS], size_t *nhits) {
-  count_outcome(c, errcode_or_ok(r->code), true, bytes, hits, nhits);
+  *nhits = anomaly_count_outcome(c->g->anomalies, c->id, errcode_or_ok(r->code), true, bytes, hits);
   for (size_t i = 0; i < *nhits; i++)
     if (hits[i].kind == ANOMALY_RESULT_BYTES && hits[i].action == ANOMALY_STOP)
       return true;
