@@ -8,8 +8,9 @@
 #     calls) and verifies; through `tollgate run` (in-process bridge) and
 #     create/start (the sidecar);
 #   - each limit with each action: log (all four limits in one run, the
-#     program carries on), park (all four, per-limit form: each time the
-#     next call waits until `tollgate approve`), stop (failures_in_a_row,
+#     program carries on; 8 callers at once are counted exactly), park
+#     (all four, per-limit form: each time the next call waits until
+#     `tollgate approve`), stop (failures_in_a_row,
 #     result_bytes, whose crossing result is withheld, calls_per_second
 #     from a burst of the C client);
 #   - a sidecar killed mid-run: its successor carries on the count.
@@ -147,6 +148,7 @@ for rt in $BACKENDS; do
   make_bundle "$TG_ROOT/bundles/$id" sh -c '
     C=/run/tollgate/tollgate-call
     $C echo "{\"x\":\"no\",\"i\":1}" 2>/dev/null; $C echo "{\"x\":\"no\",\"i\":2}" 2>/dev/null
+    $C --repeat 24 --concurrency 8 echo "{\"x\":\"no\"}" >/dev/null 2>&1
     $C fail "{}" 2>/dev/null; $C fail "{}" 2>/dev/null
     pad=$(head -c 1500 /dev/zero | tr "\0" a)
     $C echo "{\"pad\":\"$pad\"}" >/dev/null; $C echo "{\"pad\":\"$pad\"}" >/dev/null
@@ -161,6 +163,8 @@ for rt in $BACKENDS; do
     check "$rt log: $kind is flagged with action log" grep -q "^$kind log " <<<"$facts"
   done
   check_fails "$rt log: no other action" grep -qE ' (stop|park) ' <<<"$facts"
+  check_eq "$rt log: 2 denials, then 24 from 8 callers at once: 13 anomalies, every second denial" 13 \
+    "$(grep -c '^denials_in_a_row log 2 2' <<<"$facts")"
   check "$rt log: the audit log verifies" tg audit verify "$log"
   n=$(grep -c '"event":"anomaly"' "$log")
   check_match "$rt log: calls counts every anomaly in the budget used ($n)" "anomalies +$n used" "$(tg calls "$id")"
