@@ -215,6 +215,11 @@ void bridge_sidecar_drop_clean_file_pages(void) {
   fclose(f);
 }
 
+/* The gate's stop hook (an anomaly whose action is "stop"): kill the
+ * container's init through its pidfd, as the supervisor's
+ * sidecar_on_death "stop" does; its death then stops this worker. */
+static void kill_container(void *ctx) { pidfd_signal(*(const int *)ctx, SIGKILL); }
+
 /* The worker: serves the bridge until the container's init exits or it is
  * told to stop (SIGTERM from the supervisor, or from delete when the
  * supervisor is gone).  fd 3 is the pipe to the supervisor, fd 4 a pidfd
@@ -224,7 +229,8 @@ void bridge_sidecar_drop_clean_file_pages(void) {
 __attribute__((noreturn)) static void worker_main(const struct bridge_setup *setup,
                                                   const struct gate_resume *resume) {
   tg_error *err = NULL;
-  int ready = 3, pidfd = 4;
+  int ready = 3;
+  static int pidfd = 4; /* static: the gate's stop hook keeps its address */
   prctl(PR_SET_NAME, "tollgate-bridge");
   /* One malloc arena per thread would cost each worker its own heap. */
   mallopt(M_ARENA_MAX, 2);
@@ -264,6 +270,7 @@ __attribute__((noreturn)) static void worker_main(const struct bridge_setup *set
     bridge_report(ready, "error: %s", err->msg);
     _exit(1);
   }
+  gate_set_stop_hook(gate, kill_container, &pidfd);
   struct bridge_service_options o = {
       .area_fd = afd, .req_fd = rfd, .resp_fd = qfd, .gate = gate,
       .request_max_bytes = setup->host ? setup->host->request_max_bytes : 0,

@@ -141,6 +141,16 @@ static void run_hook(struct approvals *a, struct parked *p, const struct approva
   sandbox_output_clear(&o);
 }
 
+int approval_notify(char *const *hook, const json_t *what, int timeout_ms, tg_error **err) {
+  size_t len = 0;
+  cleanup_free char *input = json_dump(what, false, &len);
+  struct sandbox_output o;
+  if (sandbox_run(hook, NULL, input, len, timeout_ms, NULL, &o, err) < 0)
+    return -1;
+  sandbox_output_clear(&o);
+  return 0;
+}
+
 void approval_request(struct approvals *a, const struct approval_request *req,
                       struct approval_decision *d) {
   memset(d, 0, sizeof *d);

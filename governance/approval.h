@@ -57,6 +57,13 @@ int approvals_decide(struct approvals *a, const char *call_id, bool approve, con
  *   "decider": "person"|"hook"}] (owned). */
 json_t *approvals_pending_json(struct approvals *a);
 
+/* Tell a hook of something without asking it to decide (the anomaly
+ * alert hook): what goes to its stdin as JSON, run as the approval hook is
+ * run (the sandboxed runner of tools.h, killed after timeout_ms).  Its
+ * exit status and output are not read.  Returns 0 when it ran, -1 with
+ * *err when it could not be started. */
+int approval_notify(char *const *hook, const json_t *what, int timeout_ms, tg_error **err);
+
 /* The container stopped: every waiting call ends with APPROVAL_STOPPED and
  * later requests end the same way at once. */
 void approvals_stop(struct approvals *a);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "governance/anomaly.h"
 #include "governance/approval.h"
 #include "governance/audit.h"
 #include "governance/budget.h"
@@ -21,8 +22,16 @@ static json_t *calls_json(struct gate *g) {
   /* the calls and the budget as they stood at one moment */
   pthread_mutex_lock(&g->mu);
   json_object_set(o, "calls", call_list_json(g->calls));
-  json_object_set(o, "budget", budget_to_json(g->budget));
+  json_t *budget = budget_to_json(g->budget);
   pthread_mutex_unlock(&g->mu);
+  /* Anomalies count in the budget used (docs/policy.md, "Anomaly
+   * limits"); the list says which, where and what was done. */
+  json_t *n = json_new_object();
+  json_object_set(n, "used", json_new_integer((long long)anomalies_count(g->anomalies)));
+  json_object_set(n, "max", json_new_null());
+  json_object_set(budget, "anomalies", n);
+  json_object_set(o, "budget", budget);
+  json_object_set(o, "anomalies", anomalies_json(g->anomalies));
   return o;
 }
 

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "governance/anomaly.h"
 #include "governance/approval.h"
 #include "governance/args_canonical.h"
 #include "governance/audit.h"
@@ -37,6 +38,11 @@ void gate_set_block_hook(struct gate *g, void (*fn)(void *ctx), void *ctx) {
 void gate_set_park_hook(struct gate *g, void (*fn)(void *ctx, bool parked), void *ctx) {
   g->park_hook = fn;
   g->park_ctx = ctx;
+}
+
+void gate_set_stop_hook(struct gate *g, void (*fn)(void *ctx), void *ctx) {
+  g->stop_hook = fn;
+  g->stop_ctx = ctx;
 }
 
 /* --- open / tools.json ----------------------------------------------------- */
@@ -112,6 +118,7 @@ int gate_open(const struct gate_config *cfg, struct gate **out, tg_error **err) 
   if (g->policy && !cfg->defer_tools && start_mcp(g, err) < 0)
     goto fail;
   g->budget = budget_new(g->policy);
+  g->anomalies = anomalies_new(g->policy ? &g->policy->anomalies : NULL);
   g->approvals = approvals_new(g->policy ? g->policy->max_pending : 10);
   /* The policy's own hook and timeout win over the host config's. */
   if (g->policy && g->policy->approval_hook) {
@@ -136,6 +143,11 @@ int gate_open(const struct gate_config *cfg, struct gate **out, tg_error **err) 
   if (cfg->resume != NULL &&
       budget_replay_log(g->budget, g->policy, audit_path(g->audit), err) < 0) {
     tg_error_wrap(err, "read back the budgets of the run from its audit log");
+    goto fail;
+  }
+  /* ... and its anomaly state: a sidecar's death must not lift a stop. */
+  if (cfg->resume != NULL && anomaly_replay_log(g->anomalies, audit_path(g->audit), err) < 0) {
+    tg_error_wrap(err, "read back the anomaly state of the run from its audit log");
     goto fail;
   }
   audit_set_quota(g->audit, cfg->audit_max_bytes ? cfg->audit_max_bytes : AUDIT_DEFAULT_MAX_BYTES);
@@ -314,6 +326,7 @@ void gate_close(struct gate *g) {
   refusals_free(g->refusals);
   audit_close(g->audit);
   budget_free(g->budget);
+  anomalies_free(g->anomalies);
   approvals_free(g->approvals);
   policy_free(g->policy);
   free(g->host_hook[0]);

@@ -26,6 +26,7 @@
 #define GATE_CONTAINER_STOPPED "container_stopped"
 #define GATE_AUDIT_UNAVAILABLE "audit_unavailable"
 #define GATE_AUDIT_FULL "audit_full" /* this container's audit quota is reached */
+#define GATE_ANOMALY "anomaly" /* an anomaly limit stopped the run (docs/policy.md) */
 
 #define GATE_OUTCOME_UNKNOWN "outcome_unknown" /* the sidecar died mid-call */
 
@@ -148,6 +149,14 @@ void gate_set_block_hook(struct gate *g, void (*fn)(void *ctx), void *ctx);
  * not count toward its worker pool.  NULL: none.  Set it only while no
  * gate_handle runs. */
 void gate_set_park_hook(struct gate *g, void (*fn)(void *ctx, bool parked), void *ctx);
+
+/* fn(ctx) is called, once, when an anomaly whose action is "stop" ends
+ * the run (docs/policy.md, "Anomaly limits"): it must get the container
+ * killed (the sidecar signals the container's init through its pidfd,
+ * `tollgate run` kills it as it forwards signals).  The gate has already
+ * refused every later call by then.  NULL: none (the calls are refused
+ * all the same).  Set it only while no gate_handle runs. */
+void gate_set_stop_hook(struct gate *g, void (*fn)(void *ctx), void *ctx);
 
 /* Write the closing audit record and free everything.  No gate_handle may
  * be running or start once gate_close is called. */

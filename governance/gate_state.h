@@ -23,6 +23,7 @@ struct approvals;
 struct mcp_client;
 struct control;
 struct call_list;
+struct anomalies;
 
 struct gate {
   char *container_id;
@@ -45,6 +46,10 @@ struct gate {
   void *block_ctx;
   void (*park_hook)(void *ctx, bool parked); /* see gate_set_park_hook */
   void *park_ctx;
+  struct anomalies *anomalies; /* the policy's anomaly limits, watched */
+  void (*stop_hook)(void *ctx); /* see gate_set_stop_hook */
+  void *stop_ctx;
+  atomic_bool stop_requested;   /* the stop hook is called once */
 };
 
 /* The control socket's handler (control.h's control_handler), ctx being

@@ -9,6 +9,9 @@
  *   6. approval (hook, person, timeout),
  *   7. audit health; for an irreversible tool the intent record is synced,
  *   8. the backend runs; the outcome is audited.
+ * The anomaly limits (anomaly.h) watch it all: a run they stopped is
+ * refused before 2, a parked one turns an allowed call into one that
+ * needs approval at 4, and each call's end is counted after its record.
  * In steps: decide (1-4), check_budget, ask_approver, reserve_budget (5-7),
  * run (7-8), record_outcome (8).  A step that ends the call returns its
  * response (audited); NULL carries on to the next. */
@@ -19,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "governance/anomaly.h"
 #include "governance/approval.h"
 #include "governance/args_canonical.h"
 #include "governance/audit.h"
@@ -49,6 +53,7 @@ struct call {
   const char *decision;
   char *reason;   /* owned */
   char *approver; /* owned */
+  char *parked_for; /* owned: the anomaly this call must be approved for */
 };
 
 static void may_block(struct gate *g) {
@@ -121,6 +126,59 @@ static const json_t *logged_args(const struct call *c) {
   return c->audit_args ? c->audit_args : c->args;
 }
 
+/* --- anomalies ---------------------------------------------------------------- */
+
+#define ALERT_TIMEOUT_MS 10000
+
+static const char *anomaly_consequence(enum anomaly_action a) {
+  switch (a) {
+  case ANOMALY_STOP:
+    return "every later call of the run is refused and the container is stopped";
+  case ANOMALY_PARK:
+    return "later calls wait for approval until one is approved";
+  case ANOMALY_LOG:
+    break;
+  }
+  return "recorded only";
+}
+
+/* A limit was reached (its action already holds, in anomaly.c): write the
+ * "anomaly" record, get the container stopped, tell the alert hook. */
+static void on_anomaly(struct call *c, const struct anomaly_hit *h) {
+  struct gate *g = c->g;
+  cleanup_free char *why = anomaly_describe(h);
+  cleanup_json json_t *extra = anomaly_hit_json(h);
+  struct audit_record rec = {.event = "anomaly", .call_id = c->id, .tool = c->tool_name,
+                             .reason = why, .duration_ms = -1,
+                             .message = anomaly_consequence(h->action), .extra = extra};
+  /* A stop is on disk before the container is: the log shows why it died. */
+  if (h->action == ANOMALY_STOP)
+    may_block(g);
+  audit_append(g->audit, &rec, h->action == ANOMALY_STOP, NULL);
+  if (h->action == ANOMALY_STOP) {
+    pthread_mutex_lock(&g->mu);
+    g->stopped = true;
+    pthread_mutex_unlock(&g->mu);
+    approvals_stop(g->approvals); /* parked calls end too */
+    if (g->stop_hook && !atomic_exchange(&g->stop_requested, true))
+      g->stop_hook(g->stop_ctx);
+  }
+  char **hook = g->policy ? g->policy->anomalies.alert_hook : NULL;
+  if (hook == NULL)
+    return;
+  json_object_set(extra, "container", json_new_string(g->container_id));
+  json_object_set(extra, "call", json_new_string(c->id));
+  json_object_set(extra, "tool", c->tool_name ? json_new_string(c->tool_name) : json_new_null());
+  json_object_set(extra, "reason", json_new_string(why));
+  may_block(g); /* a process: up to ALERT_TIMEOUT_MS */
+  approval_notify(hook, extra, ALERT_TIMEOUT_MS, NULL);
+}
+
+static void act_on(struct call *c, const struct anomaly_hit *hits, size_t nhits) {
+  for (size_t i = 0; i < nhits; i++)
+    on_anomaly(c, &hits[i]);
+}
+
 /* Audit and answer a call that ends without running. */
 static char *finish_error(struct call *c, const char *code, const char *message, size_t *len) {
   struct gate *g = c->g;
@@ -139,6 +197,9 @@ static char *finish_error(struct call *c, const char *code, const char *message,
     resp = response_error(code, message, len);
   }
   call_update(g, c->idx, c->decision ? c->decision : "deny", status, ms);
+  /* its end counts toward the anomaly limits, after its own record */
+  struct anomaly_hit hits[ANOMALY_KINDS];
+  act_on(c, hits, anomaly_count_outcome(g->anomalies, c->id, code, false, 0, hits));
   return resp;
 }
 
@@ -213,6 +274,20 @@ static char *admit(struct call *c, const json_t *request, size_t *len) {
     atomic_fetch_add(&g->refused, 1);
     call_update(g, c->idx, "deny", GATE_BUDGET_EXHAUSTED, 0);
     return response_error(GATE_BUDGET_EXHAUSTED, why_static, len);
+  }
+  cleanup_free char *anomaly = NULL;
+  if (anomaly_state(g->anomalies, &anomaly) == ANOMALY_STATE_STOPPED) {
+    c->reason = xasprintf("an anomaly stopped the run: %s", anomaly);
+    return finish_error(c, GATE_ANOMALY, c->reason, len);
+  }
+  struct anomaly_hit rate;
+  if (anomaly_count_attempt(g->anomalies, c->id, c->t0, &rate)) {
+    on_anomaly(c, &rate);
+    if (rate.action == ANOMALY_STOP) {
+      cleanup_free char *why = anomaly_describe(&rate);
+      c->reason = xasprintf("an anomaly stopped the run: %s", why);
+      return finish_error(c, GATE_ANOMALY, c->reason, len);
+    }
   }
   if (stopped) {
     pthread_mutex_lock(&g->mu);
@@ -330,6 +405,16 @@ static char *decide(struct call *c, const json_t *request, const char *bad_reaso
   }
   c->effect = e;
   c->rule_reason = rule_reason;
+  cleanup_free char *anomaly = NULL;
+  if (anomaly_state(g->anomalies, &anomaly) == ANOMALY_STATE_PARKED) {
+    /* Allowed, but the run is parked for an anomaly: a person (or the
+     * approval hook) sees why and decides. */
+    c->parked_for = xasprintf("anomaly: %s", anomaly);
+    c->rule_reason = c->parked_for;
+    free(c->reason);
+    c->reason = xstrdup(c->parked_for);
+    c->effect = EFFECT_APPROVE;
+  }
   return NULL;
 }
 
@@ -374,6 +459,8 @@ static char *ask_approver(struct call *c, size_t *len) {
   cleanup_free char *dreason = d.reason;
   switch (outcome) {
   case APPROVAL_APPROVED:
+    if (c->parked_for)
+      anomaly_acknowledge(g->anomalies);
     break;
   case APPROVAL_TIMEOUT: {
     cleanup_free char *m = xasprintf("approval timed out: %s", dreason ? dreason : "nobody decided");
@@ -460,31 +547,66 @@ static char *run(struct call *c, struct tool_result *r, size_t *len) {
   return NULL;
 }
 
+/* Count a result toward the anomaly limits; true when it is to be
+ * withheld: it took the results past result_bytes, whose action is stop. */
+static bool count_result(struct call *c, const struct tool_result *r, size_t bytes,
+                         struct anomaly_hit hits[ANOMALY_KINDS], size_t *nhits) {
+  *nhits = anomaly_count_outcome(c->g->anomalies, c->id, errcode_or_ok(r->code), true, bytes, hits);
+  for (size_t i = 0; i < *nhits; i++)
+    if (hits[i].kind == ANOMALY_RESULT_BYTES && hits[i].action == ANOMALY_STOP)
+      return true;
+  return false;
+}
+
 /* Audit what the tool did and answer with it; clears *r. */
 static char *record_outcome(struct call *c, struct tool_result *r, size_t *len) {
   struct gate *g = c->g;
   const struct tool *t = c->tool;
   long long ms = elapsed_ms(c);
+  /* The answer is made first: its size is what result_bytes counts. */
+  size_t ok_len = 0;
+  char *ok = r->code ? NULL : response_ok(r->result, &ok_len);
+  struct anomaly_hit hits[ANOMALY_KINDS];
+  size_t nhits;
+  bool withheld = count_result(c, r, ok_len, hits, &nhits);
+  cleanup_free char *held = withheld ? xasprintf("the result (%zu bytes) is withheld: it took the "
+                                                 "results past the anomaly limit result_bytes",
+                                                 ok_len)
+                                     : NULL;
+  /* The size goes on record when it is counted, so a restarted sidecar
+   * counts it again (anomaly_replay_log). */
+  cleanup_json json_t *extra = NULL;
+  if (ok && g->policy && g->policy->anomalies.of[ANOMALY_RESULT_BYTES].limit > 0) {
+    extra = r->audit ? json_copy(r->audit) : json_new_object(); /* beside an http call's */
+    json_object_set(extra, "result_bytes", json_new_integer((long long)ok_len));
+  }
+  const char *status = withheld ? GATE_ANOMALY : errcode_or_ok(r->code);
   struct audit_record rec = {.event = t->irreversible ? "outcome" : "call", .call_id = c->id,
                              .tool = t->name, .args = t->irreversible ? NULL : logged_args(c),
                              .decision = "allow", .reason = c->reason, .approver = c->approver,
-                             .duration_ms = ms, .outcome = errcode_or_ok(r->code),
-                             .message = r->message, .extra = r->audit};
+                             .duration_ms = ms, .outcome = status,
+                             .message = withheld ? held : r->message,
+                             .extra = extra ? extra : r->audit};
   cleanup_error tg_error *err = NULL;
   char *resp;
-  const char *status = errcode_or_ok(r->code);
   if (audit_append(g->audit, &rec, false, &err) < 0) {
     /* The tool ran but its record could not be written: withhold the
      * result rather than hand out something the log does not show. */
     status = audit_error_code(g);
     resp = audit_error_response(g, err, "the result is withheld", len);
+    free(ok);
+  } else if (withheld) {
+    resp = response_error(GATE_ANOMALY, held, len);
+    free(ok);
   } else if (r->code) {
     resp = response_error(r->code, r->message, len);
   } else {
-    resp = response_ok(r->result, len);
+    resp = ok;
+    *len = ok_len;
   }
   call_update(g, c->idx, "allow", status, ms);
   tool_result_clear(r);
+  act_on(c, hits, nhits);
   return resp;
 }
 
@@ -515,6 +637,7 @@ char *gate_handle(struct gate *g, const char *call_id, const json_t *request,
   char *resp = govern(&c, request, bad_reason, len);
   free(c.reason);
   free(c.approver);
+  free(c.parked_for);
   json_free(c.rewritten);
   json_free(c.empty);
   json_free(c.view);

@@ -105,6 +105,7 @@ void policy_free(struct policy *p) {
   free(p->tools);
   free(p->table);
   free_argv(p->approval_hook);
+  free_argv(p->anomalies.alert_hook);
   for (size_t i = 0; i < p->nmcp; i++) {
     free(p->mcp[i].name);
     free_argv(p->mcp[i].argv);
@@ -454,6 +455,97 @@ static void parse_approval(struct ctx *c, const json_t *v) {
   }
 }
 
+static const char *const anomaly_kinds[ANOMALY_KINDS] = {
+    [ANOMALY_DENIALS_IN_A_ROW] = "denials_in_a_row",
+    [ANOMALY_CALLS_PER_SECOND] = "calls_per_second",
+    [ANOMALY_FAILURES_IN_A_ROW] = "failures_in_a_row",
+    [ANOMALY_RESULT_BYTES] = "result_bytes",
+};
+static const char *const anomaly_actions[] = {
+    [ANOMALY_STOP] = "stop", [ANOMALY_PARK] = "park", [ANOMALY_LOG] = "log"};
+
+const char *anomaly_kind_name(enum anomaly_kind k) { return anomaly_kinds[k]; }
+const char *anomaly_action_name(enum anomaly_action a) { return anomaly_actions[a]; }
+
+static bool get_action(struct ctx *c, const json_t *v, const char *path, enum anomaly_action *out) {
+  const char *s = json_string_value(v);
+  for (size_t i = 0; s && i < sizeof anomaly_actions / sizeof *anomaly_actions; i++)
+    if (strcmp(s, anomaly_actions[i]) == 0) {
+      *out = (enum anomaly_action)i;
+      return true;
+    }
+  policy_error_add(&c->errs, v, path,
+                   "must be \"stop\" (refuse every later call and stop the container), \"park\" "
+                   "(later calls wait for approval) or \"log\" (record it only)");
+  return false;
+}
+
+/* One limit: a whole number, or {"limit": N, "action": A}; shared is the
+ * action the limits without their own take. */
+static void parse_anomaly_limit(struct ctx *c, enum anomaly_kind k, const json_t *v,
+                                enum anomaly_action shared) {
+  cleanup_free char *path = xasprintf("anomalies.%s", anomaly_kinds[k]);
+  struct anomaly_limit *l = &c->p->anomalies.of[k];
+  l->action = shared;
+  const json_t *n = v;
+  if (json_is(v, JSON_OBJECT)) {
+    static const char *const keys[] = {"limit", "action", NULL};
+    check_keys(c, v, path, keys);
+    const json_t *a = json_object_get(v, "action");
+    cleanup_free char *ap = xasprintf("%s.action", path);
+    if (a != NULL)
+      get_action(c, a, ap, &l->action);
+    n = json_object_get(v, "limit");
+    if (n == NULL) {
+      cleanup_free char *lp = xasprintf("%s.limit", path);
+      policy_error_add(&c->errs, v, lp, "missing: add \"limit\": N (a whole number, 1 or more)");
+      return;
+    }
+  }
+  long long max = k == ANOMALY_CALLS_PER_SECOND ? ANOMALY_MAX_CALLS_PER_SECOND : LLONG_MAX;
+  long long got;
+  if (!json_integer_value(n, &got) || got < 1 || got > max) {
+    if (k == ANOMALY_CALLS_PER_SECOND)
+      policy_error_add(&c->errs, n, path,
+                       "must be a whole number from 1 to %lld (or {\"limit\": N, \"action\": "
+                       "\"stop\"|\"park\"|\"log\"})",
+                       max);
+    else
+      policy_error_add(&c->errs, n, path,
+                       "must be a whole number, 1 or more (or {\"limit\": N, \"action\": "
+                       "\"stop\"|\"park\"|\"log\"})");
+    return;
+  }
+  l->limit = got;
+}
+
+static void parse_anomalies(struct ctx *c, const json_t *v) {
+  if (!json_is(v, JSON_OBJECT)) {
+    policy_error_add(&c->errs, v, "anomalies",
+                     "must be an object, e.g. {\"denials_in_a_row\": 3, \"action\": \"stop\"}");
+    return;
+  }
+  static const char *const keys[] = {"denials_in_a_row", "calls_per_second", "failures_in_a_row",
+                                     "result_bytes", "action", "alert_hook", NULL};
+  check_keys(c, v, "anomalies", keys);
+  enum anomaly_action shared = ANOMALY_STOP; /* fail closed when none is named */
+  const json_t *f;
+  if ((f = json_object_get(v, "action")) != NULL)
+    get_action(c, f, "anomalies.action", &shared);
+  bool any = false;
+  for (int k = 0; k < ANOMALY_KINDS; k++)
+    if ((f = json_object_get(v, anomaly_kinds[k])) != NULL) {
+      parse_anomaly_limit(c, (enum anomaly_kind)k, f, shared);
+      any = true;
+    }
+  if (!any)
+    policy_error_add(&c->errs, v, "anomalies",
+                     "sets no limit: add denials_in_a_row, calls_per_second, failures_in_a_row or "
+                     "result_bytes (or leave \"anomalies\" out)");
+  if ((f = json_object_get(v, "alert_hook")) != NULL)
+    c->p->anomalies.alert_hook = parse_argv(c, f, "anomalies.alert_hook", true);
+}
+
 static void parse_mcp(struct ctx *c, const json_t *v) {
   if (!json_is(v, JSON_OBJECT)) {
     policy_error_add(&c->errs, v, "mcp_servers", "must be an object mapping server names to {\"argv\": [...]}");
@@ -513,7 +605,7 @@ int policy_parse(const char *path, const char *buf, size_t len, struct policy **
     policy_error_add(&c.errs, root, "", "a policy must be a JSON object with \"version\": 1 and \"tools\"");
   } else {
     static const char *const keys[] = {"version", "description", "tools", "budgets",
-                                       "approval", "mcp_servers", NULL};
+                                       "approval", "mcp_servers", "anomalies", NULL};
     check_keys(&c, root, "", keys);
     const json_t *f = json_object_get(root, "version");
     long long version;
@@ -555,6 +647,8 @@ int policy_parse(const char *path, const char *buf, size_t len, struct policy **
       parse_budgets(&c, f);
     if ((f = json_object_get(root, "approval")) != NULL)
       parse_approval(&c, f);
+    if ((f = json_object_get(root, "anomalies")) != NULL)
+      parse_anomalies(&c, f);
   }
   if (c.errs.len > 0) {
     cleanup_free char *all = policy_errors_join(&c.errs);

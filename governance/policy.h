@@ -49,6 +49,38 @@ struct budgets {
   long long repeat_limit;     /* -1: unlimited */
 };
 
+/* Behavioural anomaly limits (docs/policy.md, "Anomaly limits"): what a
+ * run may do before the gate flags it, and what it does then. */
+enum anomaly_kind {
+  ANOMALY_DENIALS_IN_A_ROW,  /* denied, unknown_tool or bad_request calls in a row */
+  ANOMALY_CALLS_PER_SECOND,  /* call attempts within any one-second window */
+  ANOMALY_FAILURES_IN_A_ROW, /* calls that ran and failed (tool_failed, tool_timeout) in a row */
+  ANOMALY_RESULT_BYTES,      /* total bytes of results handed to the program */
+  ANOMALY_KINDS
+};
+
+enum anomaly_action {
+  ANOMALY_STOP, /* refuse every later call and stop the container */
+  ANOMALY_PARK, /* later calls wait for approval until one is approved */
+  ANOMALY_LOG,  /* record it (and tell the alert hook), nothing more */
+};
+
+#define ANOMALY_MAX_CALLS_PER_SECOND 10000 /* the window's memory is one slot per call */
+
+struct anomaly_limit {
+  long long limit; /* 0: not set */
+  enum anomaly_action action;
+};
+
+struct anomaly_limits {
+  struct anomaly_limit of[ANOMALY_KINDS];
+  char **alert_hook; /* NULL-terminated argv, or NULL */
+};
+
+/* "denials_in_a_row", ... and "stop", "park", "log": the policy's words. */
+const char *anomaly_kind_name(enum anomaly_kind k);
+const char *anomaly_action_name(enum anomaly_action a);
+
 struct mcp_server_config {
   char *name;
   char **argv; /* NULL-terminated, argv[0] resolved */
@@ -66,6 +98,7 @@ struct policy {
   char **approval_hook; /* NULL-terminated argv, or NULL */
   int approval_timeout_ms; /* 0: not set in the policy */
   long long max_pending;   /* default 10 */
+  struct anomaly_limits anomalies;
   struct mcp_server_config *mcp;
   size_t nmcp;
 };

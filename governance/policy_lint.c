@@ -2,6 +2,7 @@
  * could make a rule mean something its writer did not intend. */
 #include "governance/policy_lint.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -119,4 +120,25 @@ size_t policy_lint(const struct policy *p, struct policy_errors *out) {
     }
   }
   return n;
+}
+
+char *policy_describe_anomalies(const struct policy *p) {
+  const struct anomaly_limits *l = &p->anomalies;
+  struct json_buf b = {0};
+  for (int k = 0; k < ANOMALY_KINDS; k++) {
+    if (l->of[k].limit <= 0)
+      continue;
+    char one[128];
+    snprintf(one, sizeof one, "%s%s %lld (%s)", b.len ? ", " : "",
+             anomaly_kind_name((enum anomaly_kind)k), l->of[k].limit,
+             anomaly_action_name(l->of[k].action));
+    json_buf_raw(&b, one, strlen(one));
+  }
+  if (b.len == 0)
+    return NULL;
+  if (l->alert_hook) {
+    json_buf_raw(&b, "; alert hook ", strlen("; alert hook "));
+    json_buf_raw(&b, l->alert_hook[0], strlen(l->alert_hook[0]));
+  }
+  return b.s;
 }

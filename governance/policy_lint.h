@@ -11,4 +11,9 @@
  * warning: ..."), each with the fix.  Returns the number added. */
 size_t policy_lint(const struct policy *p, struct policy_errors *out);
 
+/* The policy's anomaly limits in words, for `tollgate policy check`:
+ * "denials_in_a_row 3 (stop), calls_per_second 50 (log); alert hook
+ * /path", or NULL when it sets none.  Owned. */
+char *policy_describe_anomalies(const struct policy *p);
+
 #endif

@@ -42,6 +42,7 @@ enum exit_code {
   EXIT_NO_ANSWER = 12,     /* no response within the timeout */
   EXIT_PROTOCOL = 13,      /* a response this client does not understand */
   EXIT_OUTCOME_UNKNOWN = 14, /* the sidecar died mid-call: it may have run */
+  EXIT_ANOMALY = 15,       /* an anomaly limit of the policy stopped the run */
 };
 
 static const struct {
@@ -59,6 +60,7 @@ static const struct {
     {"audit_unavailable", EXIT_AUDIT_UNAVAILABLE},
     {"bridge_full", EXIT_BRIDGE_FULL},
     {"outcome_unknown", EXIT_OUTCOME_UNKNOWN},
+    {"anomaly", EXIT_ANOMALY},
 };
 
 static void usage(void) {
@@ -72,7 +74,9 @@ static void usage(void) {
         "4 approval_timeout, 5 budget_exhausted, 6 unknown_tool, 7 tool_failed,\n"
         "8 tool_timeout, 9 container_stopped, 10 audit_unavailable,\n"
         "11 bridge_full, 12 no answer in time, 13 unreadable response,\n"
-        "14 outcome_unknown (the sidecar died mid-call: it may or may not have run).\n",
+        "14 outcome_unknown (the sidecar died mid-call: it may or may not have run),\n"
+        "15 anomaly (an anomaly limit of the policy stopped the run: every later\n"
+        "call is refused).\n",
         stderr);
 }
 

@@ -100,7 +100,10 @@ class BadRequest(ToolDenied):
 
 
 class AnomalyDetected(ToolDenied):
-    """The host refused the call as anomalous (a pattern its policy flags)."""
+    """An anomaly limit of the host's policy stopped the run (docs/policy.md,
+    "Anomaly limits": too many denials or failures in a row, a burst of
+    calls, too many result bytes): this call and every later one are
+    refused, and the container is being stopped."""
     code = "anomaly"
 
 

@@ -46,7 +46,9 @@ static int show_row(void *ctx, const json_t *r) {
   cell(str(r, "tool"), 16);
   cell(str(r, "decision"), 8);
   cell(str(r, "approver"), 10);
-  cell(str(r, "outcome"), 16);
+  /* An anomaly record has no outcome: its action stands there. */
+  bool anomaly = strcmp(str(r, "event"), "anomaly") == 0;
+  cell(anomaly ? str(r, "action") : str(r, "outcome"), 16);
   if (ms >= 0)
     printf("%6lld  ", ms);
   else
@@ -60,6 +62,10 @@ static int show_row(void *ctx, const json_t *r) {
   const char *raw_msg = json_string_value(json_object_get(r, "message"));
   cleanup_free char *reason = raw_reason ? escape_for_terminal(raw_reason, false) : NULL;
   cleanup_free char *msg = raw_msg ? escape_for_terminal(raw_msg, false) : NULL;
+  if (anomaly) { /* which limit; the figures are in the reason */
+    cleanup_free char *kind = escape_for_terminal(str(r, "kind"), false);
+    printf("%s: ", kind);
+  }
   printf("%s%s%s%s%s\n", reason ? reason : "", reason && a ? " " : "", a ? a : "",
          msg ? " | " : "", msg ? msg : "");
   return 0;

@@ -44,6 +44,7 @@ static json_t *calls_from_log(const char *path, const char *id, tg_error **err) 
   double cost = 0;
   long long irreversible = 0;
   json_t *calls = json_new_array();
+  json_t *anomalies = json_new_array();
   long long attempts = 0;
   for (size_t i = start; i < json_array_len(recs); i++) {
     const json_t *r = json_array_get(recs, i);
@@ -77,6 +78,17 @@ static json_t *calls_from_log(const char *path, const char *id, tg_error **err) 
           break;
         }
       }
+      continue;
+    }
+    if (strcmp(ev, "anomaly") == 0) {
+      /* the live gate's shape (anomaly.h's anomalies_json) */
+      static const char *const keys[] = {"call", "time", "kind", "limit", "observed",
+                                         "window_ms", "action"};
+      json_t *a = json_new_object();
+      for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
+        if (json_object_get(r, keys[k]))
+          json_object_set(a, keys[k], json_copy(json_object_get(r, keys[k])));
+      json_array_append(anomalies, a);
       continue;
     }
     if (strcmp(ev, "summary") == 0) {
@@ -118,6 +130,8 @@ static json_t *calls_from_log(const char *path, const char *id, tg_error **err) 
   json_object_set(o, "source", json_new_string(path));
   json_object_set(o, "calls", calls);
   json_t *budget = json_new_object();
+  json_object_set(budget, "anomalies", used_max((double)json_array_len(anomalies), -1));
+  json_object_set(o, "anomalies", anomalies);
   json_object_set(budget, "calls", used_max((double)attempts, pol ? (double)pol->budgets.max_tool_calls : -1));
   if (pol) {
     json_object_set(budget, "cost", used_max(cost, pol->budgets.max_cost));
@@ -198,11 +212,30 @@ int cmd_calls(struct cli *cli, int argc, char **argv, tg_error **err) {
     cleanup_free char *time = escape_for_terminal(json_string_value(json_object_get(c, "time")), false);
     printf("%-34s %-16s %-8s %-20s %8s  %s\n", call, tool, decision, status, msbuf, time);
   }
+  const json_t *anomalies = json_object_get(reply, "anomalies");
+  if (json_array_len(anomalies) > 0)
+    printf("anomalies:\n");
+  for (size_t i = 0; i < json_array_len(anomalies); i++) {
+    const json_t *a = json_array_get(anomalies, i);
+    long long limit = 0, observed = 0;
+    json_integer_value(json_object_get(a, "limit"), &limit);
+    json_integer_value(json_object_get(a, "observed"), &observed);
+    const char *call = json_string_value(json_object_get(a, "call"));
+    cleanup_free char *cid = escape_for_terminal(call ? call : "-", false);
+    cleanup_free char *kind = escape_for_terminal(json_string_value(json_object_get(a, "kind")) ?: "", false);
+    cleanup_free char *action = escape_for_terminal(json_string_value(json_object_get(a, "action")) ?: "", false);
+    printf("  %-34s %-18s %lld (limit %lld)  action %s\n", cid, kind, observed, limit, action);
+  }
   const json_t *b = json_object_get(reply, "budget");
   printf("budget%s:\n", json_object_get(reply, "source") ? " (from the audit log)" : "");
   print_used("tool calls", json_object_get(b, "calls"));
   print_used("cost", json_object_get(b, "cost"));
   print_used("irreversible", json_object_get(b, "irreversible"));
+  /* anomalies count in the budget used; a run without any says nothing */
+  const json_t *an = json_object_get(b, "anomalies");
+  long long nan = 0;
+  if (json_integer_value(json_object_get(an, "used"), &nan) && nan > 0)
+    print_used("anomalies", an);
   const json_t *tools = json_object_get(b, "tools");
   for (size_t i = 0; tools && i < tools->u.object.len; i++) {
     cleanup_free char *n = escape_for_terminal(tools->u.object.keys[i], false);

@@ -74,6 +74,10 @@ int cmd_policy(struct cli *cli, int argc, char **argv, tg_error **err) {
     printf("%s: ok (%zu tool%s, %zu may need approval, max_tool_calls %lld%s%zu warning%s)\n",
            argv[i], p->ntools, p->ntools == 1 ? "" : "s", approve, p->budgets.max_tool_calls,
            ", ", nwarn, nwarn == 1 ? "" : "s");
+    char *anomalies = policy_describe_anomalies(p);
+    if (anomalies)
+      printf("%s: anomaly limits: %s\n", argv[i], anomalies);
+    free(anomalies);
     policy_free(p);
   }
   return status;

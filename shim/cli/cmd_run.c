@@ -18,15 +18,18 @@
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "governance/gate.h"
 #include "shim/lifecycle/backend.h"
 #include "shim/lifecycle/bundle_snapshot.h"
 #include "shim/cli/cli_parse.h"
@@ -40,41 +43,78 @@ static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
                                 SIGUSR2};
 #define N_FORWARDED (sizeof forwarded / sizeof forwarded[0])
 
+/* An eventfd the gate's stop hook writes (an anomaly whose action is
+ * "stop"): the run's wait below kills the container when it fires. */
+static int stop_efd = -1;
+
+static void request_stop(void *ctx) {
+  (void)ctx;
+  uint64_t one = 1;
+  if (write(stop_efd, &one, sizeof one) < 0) {
+    /* an eventfd write fails only on overflow: a stop is pending anyway */
+  }
+}
+
+/* Send sig: through `runsc kill` when c is given (runsc run does not pass
+ * signals on into the sandbox), else to pidfd's process. */
+static void send_signal(struct cli *cli, const struct container *c, int pidfd, int sig) {
+  if (c != NULL) {
+    char num[16];
+    snprintf(num, sizeof num, "%d", sig);
+    char *after[] = {num, NULL};
+    struct proc_opts quiet = {.capture_stdout = true,
+                              .capture_stderr = true};
+    struct proc_result res = {0};
+    tg_error *e = NULL;
+    /* Not yet started, or already gone: nothing to signal. */
+    container_call(cli, c, "kill", NULL, after, &quiet, &res, &e);
+    tg_error_free(&e);
+    proc_result_free(&res);
+  } else {
+    /* The pidfd names exactly that process: a recycled pid cannot be
+     * hit by mistake. */
+    pidfd_signal(pidfd, sig);
+  }
+}
+
+/* The gate asked for the container to be stopped.  runsc: SIGKILL to the
+ * sandbox whose pid `runsc run` wrote to pid_file, as the sidecar's stop
+ * does (its init_pid is the same pid), at once; a `runsc kill` takes a
+ * runsc start-up, while the program goes on (its calls refused).  It is
+ * the fallback when there is no pid file yet. */
+static void stop_container(struct cli *cli, const struct container *c, int pidfd,
+                           const char *pid_file) {
+  long pid = 0;
+  if (pid_file != NULL && state_read_pid_file(pid_file, &pid, NULL) == 0 && pid > 0) {
+    cleanup_close int sandbox = pidfd_open_pid((pid_t)pid);
+    if (sandbox >= 0 && pidfd_signal(sandbox, SIGKILL) == 0)
+      return;
+  }
+  send_signal(cli, c, pidfd, SIGKILL);
+}
+
 /* Poll until pidfd is readable (the process exited), forwarding every
- * signal read from sfd: through `runsc kill` when c is given (runsc run
- * does not pass signals on into the sandbox), else to pidfd's process. */
+ * signal read from sfd, and killing the container when the gate asks
+ * (stop_efd). */
 static int forward_until_exit(struct cli *cli, const struct container *c,
-                              int pidfd, int sfd, tg_error **err) {
+                              int pidfd, int sfd, const char *pid_file, tg_error **err) {
   for (;;) {
-    struct pollfd p[2] = {{.fd = pidfd, .events = POLLIN},
-                          {.fd = sfd, .events = POLLIN}};
-    if (poll(p, 2, -1) < 0) {
+    struct pollfd p[3] = {{.fd = pidfd, .events = POLLIN},
+                          {.fd = sfd, .events = POLLIN},
+                          {.fd = stop_efd, .events = POLLIN}};
+    if (poll(p, 3, -1) < 0) {
       if (errno == EINTR)
         continue;
       return tg_error_set(err, errno, "run: poll");
     }
     if (p[1].revents & POLLIN) {
       struct signalfd_siginfo si;
-      if (read(sfd, &si, sizeof si) != (ssize_t)sizeof si)
-        continue;
-      if (c != NULL) {
-        char num[16];
-        snprintf(num, sizeof num, "%d", (int)si.ssi_signo);
-        char *after[] = {num, NULL};
-        struct proc_opts quiet = {.capture_stdout = true,
-                                  .capture_stderr = true};
-        struct proc_result res = {0};
-        tg_error *e = NULL;
-        /* Not yet started, or already gone: nothing to signal. */
-        container_call(cli, c, "kill", NULL, after, &quiet, &res, &e);
-        tg_error_free(&e);
-        proc_result_free(&res);
-      } else {
-        /* The pidfd names exactly that process: a recycled pid cannot be
-         * hit by mistake. */
-        pidfd_signal(pidfd, (int)si.ssi_signo);
-      }
+      if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
+        send_signal(cli, c, pidfd, (int)si.ssi_signo);
     }
+    uint64_t n;
+    if ((p[2].revents & POLLIN) && read(stop_efd, &n, sizeof n) == (ssize_t)sizeof n)
+      stop_container(cli, c, pidfd, pid_file);
     if (p[0].revents & POLLIN)
       return 0;
   }
@@ -93,7 +133,7 @@ static int run_runc(struct cli *cli, struct created *c, int sfd,
   proc_result_free(&res);
   if (r < 0)
     return -1;
-  if (forward_until_exit(cli, NULL, pidfd, sfd, err) < 0)
+  if (forward_until_exit(cli, NULL, pidfd, sfd, NULL, err) < 0)
     return -1;
   int ws = 0;
   pid_t w;
@@ -133,7 +173,7 @@ static int run_runsc(struct cli *cli, struct created *c,
     return -1;
   cleanup_close int pidfd = pidfd_open_pid(child.pid);
   if (pidfd >= 0)
-    forward_until_exit(cli, &c->container, pidfd, sfd, err);
+    forward_until_exit(cli, &c->container, pidfd, sfd, pid_file, err);
   struct proc_result res = {0};
   int st = container_finish(&c->container, &child, &passthrough, &res, err);
   if (st < 0)
@@ -250,6 +290,10 @@ int cmd_run(struct cli *cli, int argc, char **argv, tg_error **err) {
   struct bridge_server *server = NULL;
   struct gate *gate = c.gate;
   c.gate = NULL; /* the server's from here on */
+  if (stop_efd < 0)
+    stop_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (gate != NULL && stop_efd >= 0)
+    gate_set_stop_hook(gate, request_stop, NULL);
   /* passthrough without a policy has no bridge to serve. */
   if (!c.bridged || bridge_serve_in_process(&c.setup, gate, &server, err) == 0) {
     status = runc ? run_runc(cli, &c, sfd, err)

@@ -92,12 +92,24 @@ def calls_of_last_run(records):
     return calls
 
 
-def budget_used(calls, policy):
+def anomalies_of_last_run(records):
+    """The "anomaly" records after the last `open` record (docs/policy.md,
+    "Anomaly limits")."""
+    start = 0
+    for i, r in enumerate(records):
+        if r.get("event") == "open":
+            start = i
+    return [r for r in records[start:] if r.get("event") == "anomaly"]
+
+
+def budget_used(calls, policy, records=None):
     """What the calls spent of the policy's budgets: every attempt counts
     toward calls (as tollgate counts them); cost and irreversible count the
-    calls that were allowed to run."""
+    calls that were allowed to run; anomalies, the anomaly limits the run
+    reached (from the log's records, when given)."""
     tools = policy.get("tools", {})
-    used = {"calls": 0, "cost": 0, "irreversible": 0, "tools": {}}
+    used = {"calls": 0, "cost": 0, "irreversible": 0, "tools": {},
+            "anomalies": len(anomalies_of_last_run(records or []))}
     for c in calls:
         used["calls"] += 1
         if c.tool:

@@ -226,7 +226,9 @@ _CALL = obj({"call_id": _STR, "tool": _STR, "args": {}, "decision": _STR, "reaso
             ["call_id", "tool", "args", "decision", "reason", "approver", "outcome"])
 _BUDGET = obj({"calls": {"type": "integer"}, "cost": {"type": "number"},
                "irreversible": {"type": "integer"},
-               "tools": {"type": "object", "additionalProperties": {"type": "integer"}}},
+               "tools": {"type": "object", "additionalProperties": {"type": "integer"}},
+               "anomalies": {"type": "integer",
+                             "description": "anomaly limits of the policy the run reached"}},
               ["calls", "cost", "irreversible", "tools"], additional=True)
 
 RUN_OUTPUT = obj({

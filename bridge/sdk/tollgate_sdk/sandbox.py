@@ -75,7 +75,7 @@ class Result:
     stderr: str
     exit_status: int
     calls: list                 # audit.Call, in order, denied ones too
-    budget_used: dict           # {"calls", "cost", "irreversible", "tools": {name: n}}
+    budget_used: dict           # {"calls", "cost", "irreversible", "tools": {name: n}, "anomalies"}
     audit_log: str              # the run's audit log (tollgate audit verify PATH)
     container_id: str = ""
     timed_out: bool = False
@@ -525,10 +525,11 @@ class Sandbox:
 
     def _result(self, cid, out, err, status, timed_out, policy, first=0, calls_so_far=None):
         log = os.path.join(self.audit_dir, cid + ".jsonl")
-        all_calls = audit.calls_of_last_run(audit.read_records(log))
+        records = audit.read_records(log)
+        all_calls = audit.calls_of_last_run(records)
         calls = all_calls[first:]
         return Result(stdout=out, stderr=err, exit_status=status, calls=calls,
-                      budget_used=audit.budget_used(all_calls, policy), audit_log=log,
+                      budget_used=audit.budget_used(all_calls, policy, records), audit_log=log,
                       container_id=cid, timed_out=timed_out)
 
     def run(self, code, *, check=True, timeout=None, shell=False, policy_path=None, _policy=None,
