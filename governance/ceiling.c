@@ -95,6 +95,36 @@ static void approval(const struct policy *p, const struct policy *c, struct ceil
                       p->approval_hook[0], c->approval_hook ? c->approval_hook[0] : "the host's approvers");
 }
 
+/* Each anomaly limit the ceiling sets is set in the policy too, no higher
+ * (for every kind a lower figure flags sooner) and with an action at least
+ * as strict (stop, then park, then log): a policy that drops or loosens it
+ * lets a probing or bursting program run on where the ceiling stops it. */
+static void anomalies(const struct policy *p, const struct policy *c, struct ceiling_result *r) {
+  for (int k = 0; k < ANOMALY_KINDS; k++) {
+    const struct anomaly_limit *pl = &p->anomalies.of[k], *cl = &c->anomalies.of[k];
+    if (cl->limit == 0)
+      continue;
+    const char *kind = anomaly_kind_name((enum anomaly_kind)k);
+    if (pl->limit == 0 || pl->limit > cl->limit) {
+      cleanup_free char *pv = pl->limit == 0 ? xstrdup("not set") : xasprintf("%lld", pl->limit);
+      ceiling_add_witness(r, NULL, NULL, EFFECT_DENY, EFFECT_DENY,
+                          "anomalies.%s: %s in the policy, at most %lld in the ceiling", kind, pv,
+                          cl->limit);
+    } else if (pl->action > cl->action) { /* enum order: stop < park < log */
+      ceiling_add_witness(r, NULL, NULL, EFFECT_DENY, EFFECT_DENY,
+                          "anomalies.%s: action %s in the policy, %s or stricter in the ceiling",
+                          kind, anomaly_action_name(pl->action), anomaly_action_name(cl->action));
+    }
+  }
+  /* The alert hook is a program run on the host: only the ceiling's, or none. */
+  char **ph = p->anomalies.alert_hook, **ch = c->anomalies.alert_hook;
+  if (ph != NULL && !ceiling_same_argv(ph, ch))
+    ceiling_add_witness(r, NULL, NULL, EFFECT_DENY, EFFECT_DENY,
+                        "anomalies.alert_hook: the policy names its own alert hook (%s): leave it "
+                        "out or use the ceiling's",
+                        ph[0]);
+}
+
 static void tool_caps(const struct tool *t, const struct tool *c, struct ceiling_result *r) {
   cleanup_free char *f = xasprintf("tools.%s.max_calls", t->name);
   ceiling_limit(r, t->name, f, t->max_calls, c->max_calls);
@@ -118,6 +148,7 @@ void ceiling_check(const struct policy *p, const struct policy *c, struct ceilin
   memset(out, 0, sizeof *out);
   budgets(p, c, out);
   approval(p, c, out);
+  anomalies(p, c, out);
   ceiling_check_servers(p, c, out);
   for (size_t i = 0; i < p->ntools; i++) {
     const struct tool *t = p->tools[i];

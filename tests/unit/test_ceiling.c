@@ -154,6 +154,45 @@ Test(ceiling, an_approval_hook_of_its_own_and_a_nul_prefix) {
   ceiling_result_free(&r);
 }
 
+/* The ceiling's anomaly limits bind the policy: each one set, no higher,
+ * an action at least as strict; an alert hook only the ceiling's. */
+static const char *anomalies_policy =
+    "{\"version\": 1, \"anomalies\": %s, \"tools\": {\"t\": " TOOL("[{\"effect\": \"allow\"}]") "}}";
+static void anomaly_witness(const char *policy_anomalies, const char *want) {
+  cleanup_free char *policy = xasprintf(anomalies_policy, policy_anomalies);
+  cleanup_free char *ceiling = xasprintf(anomalies_policy,
+                                         "{\"denials_in_a_row\": {\"limit\": 3, \"action\": \"park\"}, "
+                                         "\"result_bytes\": {\"limit\": 1000, \"action\": \"stop\"}}");
+  struct ceiling_result r = check(policy, ceiling);
+  if (want == NULL) {
+    cr_assert_eq(r.verdict, CEILING_WITHIN, "%s", r.nwitnesses ? r.witnesses[0].what : "");
+  } else {
+    cr_assert_eq(r.verdict, CEILING_NOT_WITHIN, "within: %s", policy_anomalies);
+    cr_assert_eq(r.nwitnesses, 1, "%zu witnesses", r.nwitnesses);
+    cr_assert(strstr(r.witnesses[0].what, want), "witness: %s\nwanted: %s", r.witnesses[0].what, want);
+  }
+  ceiling_result_free(&r);
+}
+
+Test(ceiling, anomaly_limits) {
+  /* Tighter figures, a stricter action, an extra limit: within. */
+  anomaly_witness("{\"denials_in_a_row\": {\"limit\": 2, \"action\": \"stop\"}, "
+                  "\"result_bytes\": {\"limit\": 10, \"action\": \"stop\"}, \"calls_per_second\": 50}",
+                  NULL);
+  anomaly_witness("{\"result_bytes\": {\"limit\": 1000, \"action\": \"stop\"}}",
+                  "anomalies.denials_in_a_row: not set in the policy, at most 3 in the ceiling");
+  anomaly_witness("{\"denials_in_a_row\": {\"limit\": 3, \"action\": \"park\"}, "
+                  "\"result_bytes\": {\"limit\": 1001, \"action\": \"stop\"}}",
+                  "anomalies.result_bytes: 1001 in the policy, at most 1000 in the ceiling");
+  anomaly_witness("{\"denials_in_a_row\": {\"limit\": 3, \"action\": \"log\"}, "
+                  "\"result_bytes\": {\"limit\": 1000, \"action\": \"stop\"}}",
+                  "anomalies.denials_in_a_row: action log in the policy, park or stricter in the ceiling");
+  anomaly_witness("{\"denials_in_a_row\": {\"limit\": 3, \"action\": \"park\"}, "
+                  "\"result_bytes\": {\"limit\": 1000, \"action\": \"stop\"}, "
+                  "\"alert_hook\": [\"/bin/true\"]}",
+                  "anomalies.alert_hook: the policy names its own alert hook (/bin/true)");
+}
+
 Test(ceiling, schemas) {
   const char *ceiling = POLICY(
       "\"t\": {\"backend\": {\"type\": \"builtin\", \"name\": \"echo\"},"
