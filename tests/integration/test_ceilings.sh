@@ -95,6 +95,21 @@ check_eq "--within: injecting another host secret is refused (exit 1)" 1 "$rc"
 check_match "--within: the witness names the header and the policy's template" \
   'tools.api.backend.inject_headers.Authorization: "Bearer \$\{env:AWS_SECRET_ACCESS_KEY\}" in the policy, another value in the ceiling' "$out"
 
+# --- the ceiling's anomaly limits stay: a tenant that drops or loosens
+# them lets a probing program run on where the ceiling stops it ---
+anomaly_policy() { # FILE ANOMALIES-JSON
+  printf '{"version": 1, "anomalies": %s, "tools": {"echo": {"backend": {"type": "builtin", "name": "echo"}, "rules": [{"effect": "allow"}]}}}\n' "$2" > "$1"
+}
+anomaly_policy "$CEIL/anom-ceiling.json" '{"denials_in_a_row": 3, "action": "stop"}'
+anomaly_policy "$CEIL/anom-tighter.json" '{"denials_in_a_row": 2, "calls_per_second": 20, "action": "stop"}'
+anomaly_policy "$CEIL/anom-log.json" '{"denials_in_a_row": 3, "action": "log"}'
+check "--within: tighter anomaly limits are within" \
+  tg policy check --within "$CEIL/anom-ceiling.json" "$CEIL/anom-tighter.json"
+out=$(tg policy check --within "$CEIL/anom-ceiling.json" "$CEIL/anom-log.json" 2>&1); rc=$?
+check_eq "--within: an anomaly action looser than the ceiling's is refused (exit 1)" 1 "$rc"
+check_match "--within: the witness names the limit and both actions" \
+  'anomalies.denials_in_a_row: action log in the policy, stop or stricter in the ceiling' "$out"
+
 # --- the host config's keys are checked when it loads ---
 make_bundle "$TG_ROOT/bundles/cfg"
 write_config policy_ceiling='"ceiling.json"'
