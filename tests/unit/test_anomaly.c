@@ -18,15 +18,14 @@
 #include "governance/policy.h"
 #include "governance/verify.h"
 #include "base/util.h"
+#include "tests/unit/file_util.h"
 
 static char dir[] = "/tmp/tg-anomaly-XXXXXX";
-
-static void write_text(const char *name, const char *text, mode_t mode);
 
 static void setup(void) {
   cr_assert_not_null(mkdtemp(dir));
   chmod(dir, 0755); /* exec tools and hooks run as the tools' uid */
-  write_text("fail.sh", "#!/bin/sh\necho broken >&2\nexit 3\n", 0755);
+  write_text_in(dir, "fail.sh", "#!/bin/sh\necho broken >&2\nexit 3\n", 0755);
 }
 static void teardown(void) { remove_tree(dir, NULL); }
 
@@ -39,15 +38,6 @@ TestSuite(anomaly, .init = setup, .fini = teardown);
   "               \"reason\": \"not that\"}, {\"effect\": \"allow\"}]},"                          \
   " \"fail\": {\"backend\": {\"type\": \"exec\", \"argv\": [\"fail.sh\"]}, \"rules\": [{\"effect\": \"allow\"}]}" \
   "}, \"budgets\": {\"max_tool_calls\": 100000}"
-
-static void write_text(const char *name, const char *text, mode_t mode) {
-  cleanup_free char *p = xasprintf("%s/%s", dir, name);
-  FILE *f = fopen(p, "w");
-  cr_assert_not_null(f);
-  fputs(text, f);
-  fclose(f);
-  chmod(p, mode);
-}
 
 static struct policy *parse(const char *anomalies) {
   cleanup_free char *text = xasprintf("{\"version\": 1, " TOOLS ", \"anomalies\": %s}", anomalies);
@@ -292,7 +282,7 @@ static void count_stop(void *ctx) {
 
 static struct gate *open_gate(const char *anomalies, const char *id, const struct gate_resume *r) {
   cleanup_free char *text = xasprintf("{\"version\": 1, " TOOLS ", \"anomalies\": %s}", anomalies);
-  write_text("policy.json", text, 0644);
+  write_text_in(dir, "policy.json", text, 0644);
   cleanup_free char *pp = xasprintf("%s/policy.json", dir);
   cleanup_free char *audit = xasprintf("%s/audit", dir);
   struct gate_config cfg = {.container_id = id, .policy_path = pp, .audit_dir = audit,
@@ -454,7 +444,7 @@ Test(anomaly, gate_failures_log_and_alert_hook) {
   close(fd);
   chmod(out, 0666); /* the hook runs as the tools' uid */
   cleanup_free char *hook = xasprintf("#!/bin/sh\ncat >> %s\necho >> %s\n", out, out);
-  write_text("alert.sh", hook, 0755);
+  write_text_in(dir, "alert.sh", hook, 0755);
   cleanup_free char *pol = xasprintf("{\"failures_in_a_row\": 2, \"action\": \"log\", "
                                      "\"alert_hook\": \"%s/alert.sh\"}", dir);
   struct gate *g = open_gate(pol, "fail1", NULL);

@@ -14,6 +14,7 @@
 #include "governance/gate.h"
 #include "governance/rules.h"
 #include "base/util.h"
+#include "tests/unit/file_util.h"
 
 static char dir[] = "/tmp/tg-args-XXXXXX";
 
@@ -24,15 +25,6 @@ static void setup(void) {
 static void teardown(void) { remove_tree(dir, NULL); }
 TestSuite(args, .init = setup, .fini = teardown);
 
-static void write_text(const char *name, const char *text, mode_t mode) {
-  cleanup_free char *p = xasprintf("%s/%s", dir, name);
-  FILE *f = fopen(p, "w");
-  cr_assert_not_null(f);
-  fputs(text, f);
-  fclose(f);
-  chmod(p, mode);
-}
-
 /* A policy with one exec tool "rec" (its rules given) that appends the
  * exact bytes of its stdin to DIR/rx/received and answers {}. */
 static struct gate *open_gate(const char *rules, const char *budgets) {
@@ -41,12 +33,12 @@ static struct gate *open_gate(const char *rules, const char *budgets) {
   chmod(rx, 0777);
   cleanup_free char *script =
       xasprintf("#!/bin/sh\ncat > %s/rx/received\necho '{}'\n", dir);
-  write_text("rec.sh", script, 0755);
+  write_text_in(dir, "rec.sh", script, 0755);
   cleanup_free char *pol = xasprintf(
       "{\"version\": 1, \"tools\": {\"rec\": {\"backend\": {\"type\": \"exec\", \"argv\": [\"%s/rec.sh\"]},"
       " \"timeout\": 10, \"rules\": %s}}%s%s}",
       dir, rules, budgets ? ", \"budgets\": " : "", budgets ? budgets : "");
-  write_text("policy.json", pol, 0644);
+  write_text_in(dir, "policy.json", pol, 0644);
   cleanup_free char *pp = xasprintf("%s/policy.json", dir);
   cleanup_free char *audit = xasprintf("%s/audit", dir);
   struct gate_config cfg = {.container_id = "args1", .policy_path = pp, .audit_dir = audit};

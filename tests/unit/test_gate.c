@@ -10,6 +10,7 @@
 
 #include "governance/gate.h"
 #include "base/util.h"
+#include "tests/unit/file_util.h"
 
 static char dir[] = "/tmp/tg-gate-XXXXXX";
 
@@ -21,19 +22,10 @@ static void teardown(void) { remove_tree(dir, NULL); }
 
 TestSuite(gate, .init = setup, .fini = teardown);
 
-static void write_text(const char *name, const char *text, mode_t mode) {
-  cleanup_free char *p = xasprintf("%s/%s", dir, name);
-  FILE *f = fopen(p, "w");
-  cr_assert_not_null(f);
-  fputs(text, f);
-  fclose(f);
-  chmod(p, mode);
-}
-
 static struct gate *open_gate(const char *policy_text, const char *id) {
   cleanup_free char *pp = NULL;
   if (policy_text) {
-    write_text("policy.json", policy_text, 0644);
+    write_text_in(dir, "policy.json", policy_text, 0644);
     pp = xasprintf("%s/policy.json", dir);
   }
   cleanup_free char *audit = xasprintf("%s/audit", dir);
@@ -65,10 +57,10 @@ static const char *POLICY =
     "}, \"budgets\": {\"max_tool_calls\": 12}}";
 
 static void write_tools(void) {
-  write_text("upper.sh", "#!/bin/sh\ntr a-z A-Z\n", 0755);
-  write_text("fail.sh", "#!/bin/sh\necho 'something broke' >&2\nexit 3\n", 0755);
-  write_text("slow.sh", "#!/bin/sh\nsleep 5\necho '{}'\n", 0755);
-  write_text("whoami.sh",
+  write_text_in(dir, "upper.sh", "#!/bin/sh\ntr a-z A-Z\n", 0755);
+  write_text_in(dir, "fail.sh", "#!/bin/sh\necho 'something broke' >&2\nexit 3\n", 0755);
+  write_text_in(dir, "slow.sh", "#!/bin/sh\nsleep 5\necho '{}'\n", 0755);
+  write_text_in(dir, "whoami.sh",
              "#!/bin/sh\nprintf '{\"uid\":%s,\"caps\":\"%s\",\"path\":\"%s\",\"secret\":\"%s\"}' "
              "\"$(id -u)\" \"$(grep CapEff /proc/self/status | cut -f2)\" \"$PATH\" \"${SECRET:-}\"\n",
              0755);
@@ -171,7 +163,7 @@ Test(gate, tools_json_lists_tools_with_schema) {
 /* A tool that exits without reading its (larger than a pipe) input must not
  * take the gate down with SIGPIPE. */
 Test(gate, a_tool_that_ignores_its_stdin_does_not_kill_the_gate) {
-  write_text("quick.sh", "#!/bin/sh\necho '{\"quick\":true}'\n", 0755);
+  write_text_in(dir, "quick.sh", "#!/bin/sh\necho '{\"quick\":true}'\n", 0755);
   struct gate *g = open_gate(
       "{\"version\": 1, \"tools\": {\"quick\": {\"backend\": {\"type\": \"exec\", \"argv\": [\"quick.sh\"]},"
       " \"rules\": [{\"effect\": \"allow\"}]}}}", "c4");
@@ -192,7 +184,7 @@ Test(gate, a_tool_that_ignores_its_stdin_does_not_kill_the_gate) {
  * must be exactly what json_dump writes for them, hostile strings
  * included, and valid JSON even when a tool's stderr is not UTF-8. */
 Test(gate, answers_are_exact_json_even_for_hostile_text) {
-  write_text("bad.sh", "#!/bin/sh\nprintf '\\377\\376 \"quoted\" back\\\\slash \\001\\n' >&2\nexit 3\n", 0755);
+  write_text_in(dir, "bad.sh", "#!/bin/sh\nprintf '\\377\\376 \"quoted\" back\\\\slash \\001\\n' >&2\nexit 3\n", 0755);
   const char *policy =
       "{\"version\": 1, \"tools\": {"
       " \"echo\": {\"backend\": {\"type\": \"builtin\", \"name\": \"echo\"}, \"rules\": [{\"effect\": \"allow\"}]},"
