@@ -47,6 +47,11 @@ _run_cleanups() {
   rm -rf "$TG_ROOT"
 }
 trap _run_cleanups EXIT
+# The runner's timeout sends TERM (then KILL 10 s later) to the script's
+# process group: exit on it so that the cleanups run.  Without this bash
+# died at once and left every container the script had made, with its
+# sidecar, under a root nobody would delete.
+trap 'exit 143' TERM INT
 
 check() { local n=$1; shift; if "$@"; then echo "ok - $n"; else echo "FAIL - $n (command: $*)"; fi; }
 check_fails() { local n=$1; shift; if "$@"; then echo "FAIL - $n (expected failure: $*)"; else echo "ok - $n"; fi; }
