@@ -14,6 +14,7 @@ PREFIX  ?= /usr/local
 BUILD   ?= build
 RUNTIME ?= runsc
 RUNSC_CHANNEL ?= backports
+VENV    ?= .venv
 
 CC      ?= cc
 PKGS    := yajl libseccomp libcap-ng libmnl libcrypto
@@ -45,7 +46,7 @@ DEB_PACKAGES := build-essential pkg-config libyajl-dev libseccomp-dev libcap-ng-
                 libmnl-dev libcriterion-dev libssl-dev runc busybox-static \
                 containerd clang libclang-rt-14-dev python3 python3-yaml iproute2 \
                 python3-grpcio python3-grpc-tools docker.io \
-                podman containernetworking-plugins mmdebstrap libcurl4-openssl-dev
+                podman containernetworking-plugins mmdebstrap libcurl4-openssl-dev python3-venv
 
 .PHONY: all deps check unit structure integration asan fuzz fuzz-smoke install clean \
         demo demo-interactive demo-agent bench bench-smoke
@@ -64,6 +65,9 @@ deps:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 	@RUNSC_CHANNEL=$(RUNSC_CHANNEL) sh bundles/apt/runsc.sh
+	@# The host side's Python environment (.venv, git-ignored): the pinned,
+	@# hashed sdk/requirements.lock and the SDK installed editable; made once.
+	@sh sdk/venv.sh $(VENV)
 	@# The MCP clients of tests/integration/test_mcp.sh: the official TypeScript
 	@# SDK and the MCP Inspector (its v1 CLI, which runs on node 20; v2 wants
 	@# node 22.19), pinned by tests/mcp/package-lock.json, into
@@ -174,8 +178,10 @@ install: all
 	install -D -m 0755 $(BUILD)/tollgate-call $(DESTDIR)$(PREFIX)/lib/tollgate/tollgate-call
 	install -D -m 0755 $(BUILD)/tollgate-http $(DESTDIR)$(PREFIX)/lib/tollgate/tollgate-http
 	install -D -m 0644 bridge/client/tollgate.py $(DESTDIR)$(PREFIX)/lib/tollgate/tollgate.py
-	install -d $(DESTDIR)$(PREFIX)/lib/tollgate/tollgate_sdk
-	install -m 0644 bridge/sdk/tollgate_sdk/*.py $(DESTDIR)$(PREFIX)/lib/tollgate/tollgate_sdk/
+	install -d $(DESTDIR)$(PREFIX)/lib/tollgate/tollgate_sdk/mcp $(DESTDIR)$(PREFIX)/lib/tollgate/tollgate_sdk/_container
+	install -m 0644 sdk/tollgate_sdk/*.py sdk/tollgate_sdk/py.typed $(DESTDIR)$(PREFIX)/lib/tollgate/tollgate_sdk/
+	install -m 0644 sdk/tollgate_sdk/mcp/*.py $(DESTDIR)$(PREFIX)/lib/tollgate/tollgate_sdk/mcp/
+	install -m 0644 bridge/client/kernel.py $(DESTDIR)$(PREFIX)/lib/tollgate/tollgate_sdk/_container/kernel.py
 	install -d $(DESTDIR)$(PREFIX)/share/tollgate
 	cp -r bundles/profiles bundles/seccomp $(DESTDIR)$(PREFIX)/share/tollgate/
 	cp bundles/backend-floor.json $(DESTDIR)$(PREFIX)/share/tollgate/

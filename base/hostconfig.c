@@ -387,8 +387,8 @@ char *host_config_data_path(const struct host_config *cfg, const char *rel,
   size_t n = 0;
   if (sdk) {
     cands[n++] = xasprintf("%s/../lib/tollgate/%s", dir, name);
-    cands[n++] = xasprintf("%s/../bridge/sdk/%s", dir, name);
-    cands[n++] = xasprintf("%s/../../bridge/sdk/%s", dir, name);
+    cands[n++] = xasprintf("%s/../sdk/%s", dir, name);
+    cands[n++] = xasprintf("%s/../../sdk/%s", dir, name);
   } else if (client) {
     cands[n++] = xasprintf("%s/../lib/tollgate/%s", dir, name);
     cands[n++] = xasprintf("%s/%s", dir, name);

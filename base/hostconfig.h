@@ -108,7 +108,7 @@ void host_config_defaults(struct host_config *cfg);
  * "client/tollgate.py", ...): cfg->data_dir if set, else the install tree
  * (<exe>/../share/tollgate) or the source tree (<exe>/../bundles, and for
  * client/ the build directory itself; sdk/NAME is the host SDK's package:
- * <exe>/../lib/tollgate/NAME or bridge/sdk/NAME in the source tree).  Returns an owned path or NULL with
+ * <exe>/../lib/tollgate/NAME or sdk/NAME in the source tree).  Returns an owned path or NULL with
  * *err listing where it looked. */
 char *host_config_data_path(const struct host_config *cfg, const char *rel,
                             tg_error **err);

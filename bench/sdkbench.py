@@ -18,7 +18,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "bridge", "sdk"))
+sys.path.insert(0, os.path.join(HERE, "..", "sdk"))
 from tollgate_sdk import Sandbox  # noqa: E402
 
 

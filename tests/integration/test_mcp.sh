@@ -53,7 +53,7 @@ cp "$TG_CONFIG" "$elicit_config"
 write_config
 # Does this SDK stream a program's output (Sandbox.run's on_stdout)?  Then
 # progress must name the program's last line of output too.
-streams=$(cd "$(dirname "$0")/../../bridge/sdk" && python3 -c \
+streams=$(cd "$(dirname "$0")/../../sdk" && python3 -c \
   'import inspect; from tollgate_sdk import Sandbox; print(int("on_stdout" in inspect.signature(Sandbox.run).parameters))')
 for backend in $BACKENDS; do
   (cd "$here" && timeout 300 node client.mjs "$(argv "$approver_config" "$backend")" 1 "$backend" 0)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The host Python SDK (bridge/sdk/tollgate_sdk, docs/sdk.md): its unit tests
+# The host Python SDK (sdk/tollgate_sdk, docs/sdk.md): its unit tests
 # (schema derivation, the socket tool server under hostile input, the
 # LangChain-shaped adapter), then, under each backend, real containers: the
 # orders example on the SDK, a session of two cells, an async tool, approval

@@ -11,7 +11,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
-sys.path.insert(0, os.path.join(REPO, "bridge", "sdk"))
+sys.path.insert(0, os.path.join(REPO, "sdk"))
 from tollgate_sdk import (CellTimeout, PolicyError, ProgramFailed, Sandbox, SandboxUnavailable,  # noqa: E402
                           repair, tool)
 

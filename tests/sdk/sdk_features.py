@@ -10,8 +10,8 @@ import time
 
 from tollgate_sdk import (AsyncSandbox, CellTimeout, FileOperationError, ProgramFailed, Sandbox,
                           SessionLimit, ToolDenied, set_max_sessions, tool)
-from tollgate_sdk import audit as sdk_audit
-from tollgate_sdk import pause as tollgate_sdk_errors
+from tollgate_sdk import _audit as sdk_audit
+from tollgate_sdk import _pause as tollgate_sdk_errors
 
 
 @tool(cost=1)

@@ -7,7 +7,7 @@ import socket
 import sys
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bridge", "sdk"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "sdk"))
 from tollgate_sdk import Sandbox, ToolDefinitionError, ToolServer, as_tool  # noqa: E402
 
 

@@ -4,8 +4,8 @@ import os
 import sys
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bridge", "sdk"))
-from tollgate_sdk import audit  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "sdk"))
+from tollgate_sdk import _audit as audit  # noqa: E402
 
 
 class BudgetUsed(unittest.TestCase):

@@ -15,11 +15,11 @@ import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "bridge", "sdk"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "sdk"))
 from tollgate_sdk import ApprovalRequest, Sandbox, tool  # noqa: E402
-from tollgate_sdk import mcp_describe as describe  # noqa: E402
-from tollgate_sdk.mcp import Server, has_shell, session_cap  # noqa: E402
-from tollgate_sdk.mcp_elicit import Elicitor  # noqa: E402
+from tollgate_sdk.mcp import _describe as describe  # noqa: E402
+from tollgate_sdk.mcp._server import Server, has_shell, session_cap  # noqa: E402
+from tollgate_sdk.mcp._elicit import Elicitor  # noqa: E402
 
 POLICY = {"version": 1, "budgets": {"max_tool_calls": 7, "max_cost": 3},
           "tools": {
@@ -108,7 +108,7 @@ class Descriptions(unittest.TestCase):
         self.assertIn(describe.session_keeps(), d)
 
     def test_what_a_session_keeps_is_the_sdks_word_when_it_says(self):
-        from tollgate_sdk import sandbox
+        from tollgate_sdk import _sandbox as sandbox
         cls = sandbox.Session
         had = cls.__dict__.get("KEEPS")
         cls.KEEPS = "variables, imports and /tmp persist"
@@ -195,7 +195,7 @@ class SchemasAndAnnotations(unittest.TestCase):
 class RunText(unittest.TestCase):
     def test_the_containers_words_in_a_runs_text_are_escaped(self):
         from tollgate_sdk import Call, Result
-        from tollgate_sdk.mcp import _run_result
+        from tollgate_sdk.mcp._server import _run_result
         c = Call(call_id="c1", tool="ref\u202eund", args={"note": "a\u202eb"}, decision="deny",
                  reason="no tool named \"x\u200by\x1b[2J\"", approver="policy", outcome="unknown_tool")
         r = Result(stdout="out\n", stderr="", exit_status=0, calls=[c], budget_used={}, audit_log="/a/l.jsonl")

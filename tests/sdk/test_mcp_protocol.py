@@ -12,9 +12,9 @@ import os
 import sys
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bridge", "sdk"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "sdk"))
 from tollgate_sdk import Sandbox  # noqa: E402
-from tollgate_sdk.mcp import PROTOCOL_VERSION, Server  # noqa: E402
+from tollgate_sdk.mcp._server import PROTOCOL_VERSION, Server  # noqa: E402
 
 
 def session(lines, allow_approve=False):

@@ -6,7 +6,7 @@ import typing
 import unittest
 from typing import Annotated, Any, Literal, Optional, TypedDict
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bridge", "sdk"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "sdk"))
 from tollgate_sdk import ToolDefinitionError, condition, hint_schema, signature_schema, tool  # noqa: E402
 
 

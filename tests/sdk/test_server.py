@@ -10,9 +10,9 @@ import threading
 import time
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bridge", "sdk"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "sdk"))
 from tollgate_sdk import ToolServer, tool  # noqa: E402
-from tollgate_sdk import server as server_mod  # noqa: E402
+from tollgate_sdk import _server as server_mod  # noqa: E402
 
 
 @tool

@@ -13,12 +13,12 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
-sys.path.insert(0, os.path.join(REPO, "bridge", "sdk"))
+sys.path.insert(0, os.path.join(REPO, "sdk"))
 
 import tollgate_sdk  # noqa: E402
-from tollgate_sdk import errors, sandbox, session  # noqa: E402
+from tollgate_sdk import _errors as errors, _sandbox as sandbox, _session as session  # noqa: E402
 
-KERNEL = os.path.join(REPO, "bridge", "sdk", "tollgate_sdk", "kernel.py")
+KERNEL = os.path.join(REPO, "bridge", "client", "kernel.py")
 
 
 def load_client():
@@ -257,7 +257,7 @@ class Notices(unittest.TestCase):
     program's stderr (Result.warnings), however the pipe splits them."""
 
     def drain(self, pieces):
-        from tollgate_sdk import capture
+        from tollgate_sdk import _capture as capture
         r, w = os.pipe()
         seen = []
         with os.fdopen(r, "rb") as rf:

@@ -8,9 +8,9 @@ import sys
 import unicodedata
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bridge", "sdk"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "sdk"))
 
-from tollgate_sdk.mcp_describe import one_line as _for_terminal  # noqa: E402
+from tollgate_sdk._text import one_line as _for_terminal  # noqa: E402
 
 
 class Terminal(unittest.TestCase):

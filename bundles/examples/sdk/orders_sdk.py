@@ -2,7 +2,7 @@
 """The orders demo on the host SDK (docs/sdk.md): the tools are Python functions, the
 policy comes from their decorators, and the approval is a callback that refuses."""
 import json, os, sys
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "bridge", "sdk"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "sdk"))
 from tollgate_sdk import Sandbox, tool  # noqa: E402
 
 ORDERS = {"A-1001": {"id": "A-1001", "region": "EU", "amount": 420.0, "customer": "Lindqvist AB"},

@@ -17,9 +17,9 @@ import shutil
 import subprocess
 import threading
 
-from . import audit, oom as oom_watch
-from .capture import wait_capture
-from .errors import CellTimeout, FileOperationError, ProgramFailed, SandboxUnavailable, SessionLimit
+from . import _audit as audit, _oom as oom_watch
+from ._capture import wait_capture
+from ._errors import CellTimeout, FileOperationError, ProgramFailed, SandboxUnavailable, SessionLimit
 
 CELL_MAX = 8 << 20   # bytes of code per cell (kernel.CELL_MAX)
 FILE_MAX = 64 << 20  # bytes per files.write / files.read (kernel.FILE_MAX)
@@ -206,7 +206,7 @@ class Session:
         """Checkpoint the session (runsc: processes and memory, so its
         variables) and remove its container; returns the id that
         sandbox.resume(id) takes.  The session object is closed after."""
-        from .pause import pause
+        from ._pause import pause
         return pause(self)
 
     def _open(self):

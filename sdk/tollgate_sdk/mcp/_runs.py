@@ -18,8 +18,8 @@ import subprocess
 import threading
 import time
 
-from .mcp_describe import one_line
-from .sandbox import control_request
+from ._describe import one_line
+from .._sandbox import control_request
 
 PROGRESS_EVERY = 1.0        # seconds between progress notifications (the issue asks <= 2 s)
 CID_WAIT = 120.0            # seconds to wait for a run's container id (first run: spec, policy check)

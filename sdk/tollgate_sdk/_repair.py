@@ -18,8 +18,8 @@ import copy
 import dataclasses
 import os
 
-from .audit import may_have_run
-from .errors import ProgramFailed
+from ._audit import may_have_run
+from ._errors import ProgramFailed
 
 DEFAULT_MAX_TOOL_CALLS = 50  # tollgate's cap when a policy sets none
 

@@ -19,7 +19,7 @@ import inspect
 import types
 import typing
 
-from .errors import ToolDefinitionError
+from ._errors import ToolDefinitionError
 
 _SCALARS = {str: "string", int: "integer", float: "number", bool: "boolean",
             type(None): "null"}

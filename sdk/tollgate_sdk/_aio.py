@@ -18,7 +18,7 @@ meets its timeout) on its own.
 import asyncio
 import inspect
 
-from .sandbox import Sandbox
+from ._sandbox import Sandbox
 
 
 def _bridge(cb, loop):

@@ -14,7 +14,7 @@ a cancel, an error or a malformed answer denies too.
 """
 import threading
 
-from .mcp_describe import escape_json, one_line
+from ._describe import escape_json, one_line
 
 ARGS_SHOWN = 2000
 

@@ -32,8 +32,8 @@ import json
 import re
 import typing
 
-from .errors import ToolDefinitionError
-from .schema import signature_schema, to_policy_schema
+from ._errors import ToolDefinitionError
+from ._schema import signature_schema, to_policy_schema
 
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
 _OPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!=",

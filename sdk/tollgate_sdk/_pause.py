@@ -20,7 +20,7 @@ import re
 import shutil
 import subprocess
 
-from .errors import SandboxUnavailable, TollgateSDKError
+from ._errors import SandboxUnavailable, TollgateSDKError
 
 _ID = re.compile(r"^sdk-[0-9]+-[0-9]+-[0-9a-f]{6}$")
 
@@ -62,7 +62,7 @@ def pause(session):
 
 
 def resume(sb, pause_id):
-    from .session import Session
+    from ._session import Session
     if not isinstance(pause_id, str) or not _ID.match(pause_id):
         raise PauseError("%r is not a pause id (what session.pause() returned)" % (pause_id,))
     sb.start()

@@ -15,18 +15,18 @@ only way out is those tools (docs/sdk.md).
 Standard library only, Python 3.11+.  The code inside the container uses
 the in-container client (`from tollgate import NAME`), not this package.
 """
-from .aio import AsyncFiles, AsyncSandbox, AsyncSession
-from .audit import Call
-from .errors import (AnomalyDetected, ApprovalTimeout, BadRequest, BudgetExhausted, CellTimeout,
+from ._aio import AsyncFiles, AsyncSandbox, AsyncSession
+from ._audit import Call
+from ._errors import (AnomalyDetected, ApprovalTimeout, BadRequest, BudgetExhausted, CellTimeout,
                      FileOperationError, PolicyError, ProgramFailed, SandboxUnavailable, SessionLimit,
                      TollgateSDKError, ToolDefinitionError, ToolDenied, UnknownTool)
-from .pause import PauseError
-from .repair import RepairOutcome, Usage, repair
-from .sandbox import ApprovalRequest, Result, Sandbox, find_rootfs, find_tollgate
-from .session import FileInfo, Files, Session, live_sessions, max_sessions, set_max_sessions
-from .schema import hint_schema, signature_schema, to_policy_schema
-from .server import ToolServer
-from .tools import Tool, as_tool, condition, from_langchain, tool
+from ._pause import PauseError
+from ._repair import RepairOutcome, Usage, repair
+from ._sandbox import ApprovalRequest, Result, Sandbox, find_rootfs, find_tollgate
+from ._session import FileInfo, Files, Session, live_sessions, max_sessions, set_max_sessions
+from ._schema import hint_schema, signature_schema, to_policy_schema
+from ._server import ToolServer
+from ._tools import Tool, as_tool, condition, from_langchain, tool
 
 __all__ = [
     "Sandbox", "Session", "Result", "Call", "ApprovalRequest", "tool", "Tool", "as_tool",

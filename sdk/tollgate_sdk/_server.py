@@ -23,7 +23,7 @@ import tempfile
 import threading
 import time
 
-from .tools import run_sync
+from ._tools import run_sync
 
 log = logging.getLogger("tollgate_sdk")
 

@@ -32,13 +32,13 @@ class Call:
     @property
     def refused(self):
         """True when tollgate refused the call (it never ran)."""
-        from .errors import REFUSALS
+        from ._errors import REFUSALS
         return self.outcome in REFUSALS
 
     def error(self):
         """The refusal as the host-side ToolDenied subclass the program saw
         (its in-container twin), or None when the call was not refused."""
-        from .errors import REFUSALS
+        from ._errors import REFUSALS
         cls = REFUSALS.get(self.outcome)
         return cls(self.message, tool=self.tool, call_id=self.call_id) if cls else None
 

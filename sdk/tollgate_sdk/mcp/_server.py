@@ -33,13 +33,13 @@ import threading
 import time
 import traceback
 
-from . import mcp_describe as describe
-from .errors import PolicyError, SandboxUnavailable, TollgateSDKError
-from .mcp_elicit import Elicitor, Outgoing
-from .mcp_runs import Job, RunRecord, Runs
-from .sandbox import Sandbox
-from .session import set_max_sessions
-from .tools import Tool, as_tool
+from . import _describe as describe
+from .._errors import PolicyError, SandboxUnavailable, TollgateSDKError
+from ._elicit import Elicitor, Outgoing
+from ._runs import Job, RunRecord, Runs
+from .._sandbox import Sandbox
+from .._session import set_max_sessions
+from .._tools import Tool, as_tool
 
 PROTOCOL_VERSION = "2025-06-18"
 SUPPORTED_VERSIONS = ("2025-06-18", "2025-03-26", "2024-11-05")

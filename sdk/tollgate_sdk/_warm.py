@@ -18,9 +18,9 @@ import shutil
 import subprocess
 import threading
 
-from . import oom as oom_watch
-from .capture import Capture, stream_text
-from .errors import CellTimeout, ProgramFailed
+from . import _oom as oom_watch
+from ._capture import Capture, stream_text
+from ._errors import CellTimeout, ProgramFailed
 
 
 class _Warm:
@@ -71,7 +71,7 @@ class WarmPool:
     def _create(self):
         sb = self.sb
         cid = sb._new_id()
-        from .session import KERNEL
+        from ._session import KERNEL
         bundle = sb._bundle(cid, ["python3", KERNEL, "warm"])
         # Pipes, read from now on: the init writes the run's output into
         # them; the sidecar holds them too, so the end of a run is its

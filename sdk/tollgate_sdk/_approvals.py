@@ -10,7 +10,7 @@ import socket
 import sys
 import threading
 
-from .mcp_describe import one_line
+from ._text import one_line
 
 
 @dataclasses.dataclass

@@ -33,20 +33,23 @@ import tempfile
 import threading
 import weakref
 
-from . import audit, oom as oom_watch
-from .approvals import ApprovalRequest, _ApprovalWatcher, control_request  # noqa: F401  (API)
-from .capture import wait_capture
-from .errors import CellTimeout, PolicyError, ProgramFailed, SandboxUnavailable
-from .server import ToolServer
-from .session import CELL_MAX, Session  # noqa: F401  (part of this module's API)
-from .limits import RUNSC_TASKS_PER_PID, _check_mounts, _check_resources, _parse_size, _size_text  # noqa: F401
-from .tools import as_tool
-from .warm import WarmPool
+from . import _audit as audit, _oom as oom_watch
+from ._approvals import ApprovalRequest, _ApprovalWatcher, control_request  # noqa: F401  (API)
+from ._capture import wait_capture
+from ._errors import CellTimeout, PolicyError, ProgramFailed, SandboxUnavailable
+from ._server import ToolServer
+from ._session import CELL_MAX, Session  # noqa: F401  (part of this module's API)
+from ._limits import RUNSC_TASKS_PER_PID, _check_mounts, _check_resources, _parse_size, _size_text  # noqa: F401
+from ._tools import as_tool
+from ._warm import WarmPool
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCE_TREE = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
+SOURCE_TREE = os.path.normpath(os.path.join(HERE, "..", ".."))
 DEFAULT_AUDIT_DIR = "/var/log/tollgate/audit"
-KERNEL_SOURCE = os.path.join(HERE, "kernel.py")
+# The in-container kernel lives with the other in-container clients
+# (bridge/client/kernel.py); the package carries it as data in
+# _container/ (a link in the source tree, a copy in a built wheel).
+KERNEL_SOURCE = os.path.join(HERE, "_container", "kernel.py")
 # Every Python process in the container line-buffers stdout and stderr
 # (PYTHONPATH puts this first).  Not PYTHONUNBUFFERED: its unbuffered
 # stdout loses the rest of a short write, and gVisor takes at most 64 KiB
@@ -613,7 +616,7 @@ class Sandbox:
         """A session paused by session.pause(), restored (runsc): its
         processes and memory as they were; the bridge, the policy (this
         Sandbox's) and the budgets taken afresh; the audit log continued."""
-        from .pause import resume
+        from ._pause import resume
         return resume(self, pause_id)
 
     def wait_warm(self, timeout=120):

@@ -9,7 +9,8 @@ container, so a client can list the tools before the sandbox is usable.
 """
 import json
 import re
-import unicodedata
+
+from .._text import LINE_MAX, escape_json, one_line  # noqa: F401  (mcp's API)
 
 # What a session keeps between calls, unless the SDK's Session class says
 # itself (a KEEPS attribute).  Sessions are Sandbox.session() (sandbox.py):
@@ -19,10 +20,9 @@ SESSION_KEEPS = ("files in /tmp and the budgets carry over from call to call; Py
 
 
 def session_keeps():
-    from . import sandbox
+    from .. import _sandbox as sandbox
     return getattr(getattr(sandbox, "Session", None), "KEEPS", None) or SESSION_KEEPS
 TOOLS_IN_DESCRIPTION = 60   # more than this: the rest are named, see list_tools
-LINE_MAX = 300
 
 _PY_TYPES = {"string": "str", "integer": "int", "number": "float", "boolean": "bool",
              "array": "list", "object": "dict", "null": "None"}
@@ -47,23 +47,6 @@ def effective_policy(sb):
     return p
 
 
-def one_line(text, limit=LINE_MAX):
-    """Text on one line, controls and Unicode format characters (bidi
-    overrides, zero-width) escaped, cut at limit."""
-    out = []
-    for ch in " ".join(str(text or "").split()):
-        if unicodedata.category(ch) in ("Cc", "Cf", "Co", "Cs", "Zl", "Zp"):
-            out.append("\\u%04x" % ord(ch) if ord(ch) < 0x10000 else "\\U%08x" % ord(ch))
-        else:
-            out.append(ch)
-    s = "".join(out)
-    return s if len(s) <= limit else s[:limit - 1] + "~"
-
-
-def escape_json(value):
-    """value as JSON with every non-ASCII character escaped: bidi
-    overrides and zero-width characters cannot reorder or hide it."""
-    return json.dumps(value, ensure_ascii=True, sort_keys=True, default=str)
 
 
 def _py_type(schema):

@@ -1,0 +1,1 @@
+../../../bridge/client/kernel.py

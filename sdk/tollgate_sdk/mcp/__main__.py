@@ -1,0 +1,5 @@
+import sys
+
+from ._server import main
+
+sys.exit(main())
