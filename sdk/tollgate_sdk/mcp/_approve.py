@@ -58,7 +58,9 @@ def decision(answer: Any, who: str) -> tuple[bool, str]:
     if not isinstance(answer, dict):
         return False, "the MCP client %s answered with no result" % who
     action = answer.get("action")
-    content = answer.get("content") if isinstance(answer.get("content"), dict) else {}
+    content: dict[str, Any] = {}
+    if isinstance(answer.get("content"), dict):
+        content = answer["content"]
     note = one_line(content.get("note") or "", 200)
     tail = (": " + note) if note else ""
     if action == "accept" and content.get("decision") == "approve":

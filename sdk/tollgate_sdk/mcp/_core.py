@@ -23,7 +23,8 @@ from typing import Any
 from . import _describe as describe
 from ._approve import Approver
 from ._runs import Job, RunRecord, Runs
-from .. import Tool, as_tool
+from .. import Tool
+from ._sdk import as_tool
 
 DEFAULT_MAX_SESSIONS = 16
 POLICY_POLL = 2.0           # seconds between looks at the policy and tools files
@@ -215,7 +216,7 @@ class Core:
     def tool_list(self, caller: Caller = Caller()) -> list[dict[str, Any]]:
         policy = describe.effective_policy(self.sb)
         by = self.approvals_by(caller)
-        ann = describe.annotations(policy)
+        ann = describe.tool_annotations(policy)
         run = describe.obj({"code": {"type": "string", "description": "the Python program"},
                             "session": _session_arg(), "timeout": _TIMEOUT}, ["code"])
         shell = describe.obj({"command": {"type": "string", "description": "the sh command line"},

@@ -23,8 +23,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .._approvals import control_request  # the control socket's one-line protocol
-from ._describe import one_line
+from ._sdk import control_request, one_line
 
 PROGRESS_EVERY = 1.0        # seconds between progress notifications
 CID_WAIT = 120.0            # seconds to wait for a run's container id (first run: spec, policy check)
@@ -120,7 +119,7 @@ class Runs:
         rec.verify_now()
         self.notify()
 
-    def list(self) -> list[dict[str, Any]]:
+    def resources(self) -> list[dict[str, Any]]:
         with self.lock:
             return [r.resource() for r in self.records.values()]
 

@@ -32,11 +32,12 @@ from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from .. import PolicyError, Sandbox, SandboxUnavailable, TollgateSDKError, set_max_sessions
+from .. import PolicyError, SandboxUnavailable, TollgateSDKError
 from . import _describe as describe
 from ._approve import SCHEMA
 from ._core import Caller, Core, Run, ToolError, load_python_tools, session_cap, text_result
 from ._runs import PROGRESS_EVERY, Question
+from ._sdk import Sandbox, set_max_sessions
 
 SERVER_VERSION = "0.3.0"
 POLL = 0.2                  # seconds between looks at a running program
@@ -54,6 +55,18 @@ def _modern(ctx: ServerRequestContext[Any, Any]) -> bool:
     return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
 
 
+class _Server(Server[Any]):
+    """The low-level Server, announcing tools.listChanged and
+    resources.listChanged on every transport (stdio, HTTP, in process)."""
+
+    def create_initialization_options(self, notification_options: NotificationOptions | None = None,
+                                      experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+                                      extensions: dict[str, dict[str, Any]] | None = None) -> Any:
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True, resources_changed=True),
+            experimental_capabilities, extensions)
+
+
 class Binding:
     """The MCP handlers over a Core, and the connections that hear its
     list_changed notifications (2025-11-25 connections: a 2026-07-28
@@ -66,7 +79,7 @@ class Binding:
         self.cancel_reasons: dict[str, str] = {}
         self.lock = threading.Lock()
         core.notify = self.notify_threadsafe
-        self.server: Server[Any] = Server(
+        self.server: Server[Any] = _Server(
             "tollgate", version=SERVER_VERSION,
             instructions=core.instructions(Caller(can_ask=core.allow_elicit)),
             on_list_tools=self.list_tools, on_call_tool=self.call_tool,
@@ -76,8 +89,7 @@ class Binding:
         self.server.middleware.append(self.observe)
 
     def init_options(self) -> Any:
-        return self.server.create_initialization_options(
-            NotificationOptions(tools_changed=True, resources_changed=True))
+        return self.server.create_initialization_options()
 
     # ---- notifications ----
 
@@ -136,7 +148,7 @@ class Binding:
     async def list_resources(self, ctx: ServerRequestContext[Any, Any],
                              params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
         self._listen(ctx)
-        return types.ListResourcesResult.model_validate({"resources": self.core.runs.list()})
+        return types.ListResourcesResult.model_validate({"resources": self.core.runs.resources()})
 
     async def list_resource_templates(self, ctx: ServerRequestContext[Any, Any],
                                       params: types.PaginatedRequestParams | None
@@ -165,6 +177,8 @@ class Binding:
             if name in ("run_python", "run_shell"):
                 return await self._run(ctx, params, name, args, caller)
             result = await anyio.to_thread.run_sync(self.core.call, name, args, caller)
+        except MCPError:
+            raise
         except (ValueError, TypeError, SandboxUnavailable, PolicyError, TollgateSDKError, RuntimeError) as e:
             result = text_result(str(e), None, True)
         except Exception as e:
@@ -212,7 +226,9 @@ class Binding:
         for each parked call, the result at the end."""
         modern = _modern(ctx)
         job, tick, next_progress = run.job, 0, anyio.current_time() + PROGRESS_EVERY
-        progress = ctx.meta is not None and ctx.meta.get("progressToken") is not None
+        # Whether the caller asked for progress is the transport's to know
+        # (a token in _meta, or an in-process callback): report_progress
+        # sends nothing when it did not.
         asked: set[str] = set()
         async with anyio.create_task_group() as tg:
             while not await anyio.to_thread.run_sync(job.wait, POLL):
@@ -227,7 +243,7 @@ class Binding:
                     if q.key not in asked:
                         asked.add(q.key)
                         tg.start_soon(self._elicit, ctx, q)
-                if progress and anyio.current_time() >= next_progress:
+                if anyio.current_time() >= next_progress:
                     tick += 1
                     next_progress = anyio.current_time() + PROGRESS_EVERY
                     text = await anyio.to_thread.run_sync(job.progress_text)

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# `tollgate mcp` (docs/mcp.md) driven by the official MCP Python SDK (the
+# pinned `mcp` package of the project's .venv, tests/mcp/py_client.py), over
+# stdio and over Streamable HTTP (`tollgate mcp --http`), for each protocol
+# revision the server speaks: 2025-11-25 (initialize; approvals by
+# elicitation) and 2026-07-28 (no handshake; approvals by input_required).
+# Each: tools/list, a program whose governed calls run, two parked calls
+# put to the person (one approved, one denied), a running program cancelled
+# (its later call never runs).  Under the first backend only: the protocol
+# is the same for both, and test_mcp.sh runs both backends.
+. "$(dirname "$0")/lib.sh"
+top=$(cd "$(dirname "$0")/../.." && pwd)
+here=$top/tests/mcp
+py=$top/.venv/bin/python3
+if ! "$py" -c 'import mcp' 2>/dev/null; then
+  echo "FAIL - the project's .venv has no mcp package: run 'make deps'"
+  exit 0
+fi
+bash "$top/bundles/rootfs/python.sh" "$BUILD/rootfs/python"
+# The policy's exec tool must be reachable by the tools' user (65534).
+stage=$(mktemp -d /tmp/tollgate-mcp-py.XXXXXX)
+on_exit "rm -rf $stage"
+chmod 755 "$stage"
+cp "$here/policy.json" "$stage/policy.json"
+cp -r "$top/bundles/examples/orders/tools" "$stage/tools"
+chmod -R go+rX "$stage"
+write_config mcp_elicit_approvals=true
+backend=${BACKENDS%% *}
+server=("$TG" --root "$TG_ROOT" --config "$TG_CONFIG" --runtime "$backend" mcp --policy "$stage/policy.json"
+        --tools "$here/tools.py" --rootfs "$BUILD/rootfs/python")
+argv=$(python3 -c 'import json, sys; print(json.dumps(sys.argv[1:]))' "${server[@]}")
+
+for rev in 2025-11-25 2026-07-28; do
+  timeout 180 "$py" "$here/py_client.py" "stdio $rev" "$rev" "$TG_ROOT/audit" stdio "$argv"
+  check_eq "stdio $rev: the Python client exits 0" 0 "$?"
+done
+
+# Streamable HTTP on loopback: one server for both revisions.
+port=$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"${server[@]}" --http "127.0.0.1:$port" 2>"$stage/http.err" &
+http_pid=$!
+on_exit "kill $http_pid; wait $http_pid"
+port_open() { "$py" -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)' "$port" 2>/dev/null; }
+check "http: the server listens on 127.0.0.1:$port" wait_for 30 port_open
+for rev in 2025-11-25 2026-07-28; do
+  timeout 180 "$py" "$here/py_client.py" "http $rev" "$rev" "$TG_ROOT/audit" http "http://127.0.0.1:$port/mcp"
+  check_eq "http $rev: the Python client exits 0" 0 "$?"
+done
+check_fails "http: a non-loopback address is refused without --http-any-host" \
+  "${server[@]}" --http 198.18.0.1:9
+kill -TERM "$http_pid"
+wait_for 60 pid_gone "$http_pid"
+check "http: SIGTERM ends the server" pid_gone "$http_pid"
+check_eq "no container of the MCP servers is left" "" "$(tg list -q 2>/dev/null | tr '\n' ' ')"
+check_eq "the MCP servers' audit logs verify" "ok " \
+  "$(for l in "$TG_ROOT"/audit/sdk-*.jsonl; do "$TG" audit verify "$l" >/dev/null && echo ok || echo "bad $l"; done | sort -u | tr '\n' ' ')"
