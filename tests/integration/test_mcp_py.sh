@@ -27,7 +27,7 @@ chmod -R go+rX "$stage"
 write_config mcp_elicit_approvals=true
 backend=${BACKENDS%% *}
 server=("$TG" --root "$TG_ROOT" --config "$TG_CONFIG" --runtime "$backend" mcp --policy "$stage/policy.json"
-        --tools "$here/tools.py" --rootfs "$BUILD/rootfs/python")
+        --tools "$here/py_tools.py" --rootfs "$BUILD/rootfs/python")
 argv=$(python3 -c 'import json, sys; print(json.dumps(sys.argv[1:]))' "${server[@]}")
 
 for rev in 2025-11-25 2026-07-28; do

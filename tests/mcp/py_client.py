@@ -74,6 +74,19 @@ async def main():
               and rp.output_schema is not None and "calls" in rp.output_schema.get("properties", {}),
               sorted(tools))
 
+        # Optional arguments are shown as the program may pass them (issue 39:
+        # `region: str | None | None = None`, and `reason: str | None = None`
+        # for `reason: str = ""`, which a program following it had refused).
+        sig = "find_orders(*, customer: str, reason: str = '', region: str | None = None)"
+        check("a Python tool's optional arguments are described as they may be passed",
+              sig in (rp.description or "") and "| None | None" not in (rp.description or ""),
+              rp.description)
+        r = await c.call_tool("run_python", {"code": "from tollgate import find_orders\n"
+                                             "print(find_orders(customer='c', reason='', region=None))"})
+        s = r.structured_content or {}
+        check("a program that passes what the description shows runs", not r.is_error
+              and "'reason': ''" in s.get("stdout", ""), r.content)
+
         # A program whose governed calls run (a policy builtin, the SDK's Python tool).
         r = await c.call_tool("run_python", {"code": "from tollgate import echo, add\n"
                                              "print(echo(word='%s-ran')['word'], add(a=2, b=3))" % label})

@@ -288,8 +288,14 @@ def serve_stdio(b: Binding) -> str:
                     async for s in sigs:
                         why[0] = "the server got %s" % signal.Signals(s).name
                         b.core.closing_reason = why[0]
-                        tg.cancel_scope.cancel()
-                        return
+                        # The transport's reader thread blocks on stdin, which
+                        # the client may keep open: clean up here, while the
+                        # loop runs, and leave without waiting for it.
+                        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+                            signal.signal(sig, signal.SIG_IGN)
+                        await anyio.to_thread.run_sync(b.core.close, why[0])
+                        sys.stderr.flush()
+                        os._exit(0)
             tg.start_soon(signals)
             async with stdio_server() as (read, write):
                 await b.server.run(read, write, b.init_options())
