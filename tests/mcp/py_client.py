@@ -96,10 +96,23 @@ async def main():
 
         # Two parked calls put to the person: 80 approved, 90 denied.
         asked.clear()
-        r = await c.call_tool("run_python", {"code": (
+        approvals = {"code": (
             "from tollgate import refund, ToolDenied\n"
             "print('first', refund(amount=80, note='%s')['amount'])\n"
-            "try:\n    refund(amount=90)\nexcept ToolDenied as e:\n    print('second denied')\n") % label})
+            "try:\n    refund(amount=90)\nexcept ToolDenied as e:\n    print('second denied')\n") % label}
+        if revision == "2026-07-28":
+            # The first leg by hand: the call answers input_required (no
+            # server-to-client request exists at this revision).
+            first = await c.session.call_tool("run_python", approvals, allow_input_required=True)
+            reqs = getattr(first, "input_requests", None) or {}
+            check("2026-07-28: a parked call makes tools/call answer input_required with an elicitation",
+                  isinstance(first, types.InputRequiredResult) and first.request_state
+                  and [q.method for q in reqs.values()] == ["elicitation/create"], first)
+            answers = {k: await on_elicit(None, q.params) for k, q in reqs.items()}
+            r = await c.call_tool("run_python", approvals, input_responses=answers,
+                                  request_state=getattr(first, "request_state", None))
+        else:
+            r = await c.call_tool("run_python", approvals)
         s = r.structured_content or {}
         calls = s.get("calls", [])
         check("the person was asked twice, through the revision's input mechanism", len(asked) == 2, asked)
