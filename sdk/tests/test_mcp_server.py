@@ -459,3 +459,61 @@ def test_progress_while_a_program_runs(mode: str) -> None:
             await c.call_tool("run_python", {"code": "x"}, progress_callback=on_progress)
     run(go)
     assert len(seen) >= 2 and all("running" in (m or "") and "no governed calls yet" in (m or "") for m in seen)
+
+
+# ---- the tasks extension (2026-07-28) ------------------------------------------
+
+class TaskRequest(types.Request[Any, Any]):
+    method: str
+    params: Any
+
+
+async def task_call(c: Client, method: str, **params: Any) -> dict[str, Any]:
+    from pydantic import TypeAdapter
+    r: dict[str, Any] = await c.session.send_request(TaskRequest(method=method, params=params),
+                                                     TypeAdapter(dict[str, Any]))
+    return r
+
+
+def test_a_long_program_as_a_task_asks_and_completes() -> None:
+    from mcp.client.extension import advertise
+    from tollgate_sdk.mcp._tasks import EXTENSION
+    b = binding(allow_elicit=True)
+    with_fake_job(b, request())
+
+    async def go() -> None:
+        async with Client(b.server, mode="2026-07-28", elicitation_callback=_never,
+                          extensions=[advertise(EXTENSION)]) as c:
+            seed = await task_call(c, "tools/call", name="run_python", arguments={"code": "x"})
+            assert seed["resultType"] == "task" and seed["status"] in ("working", "input_required"), seed
+            tid = seed["taskId"]
+            for _ in range(50):
+                t = await task_call(c, "tasks/get", taskId=tid)
+                if t["status"] == "input_required":
+                    break
+                await anyio.sleep(0.1)
+            [(key, q)] = t["inputRequests"].items()
+            assert q["method"] == "elicitation/create" and '"amount": 80' in q["params"]["message"]
+            await task_call(c, "tasks/update", taskId=tid, inputResponses={
+                key: {"action": "accept", "content": {"decision": "approve"}}})
+            for _ in range(50):
+                t = await task_call(c, "tasks/get", taskId=tid)
+                if t["status"] == "completed":
+                    break
+                await anyio.sleep(0.1)
+            assert t["status"] == "completed", t
+            assert json.loads(t["result"]["structuredContent"]["stdout"])[0] is True
+            with pytest.raises(MCPError):
+                await task_call(c, "tasks/get", taskId="forged")
+    run(go)
+
+
+def test_a_task_is_only_for_a_client_that_declares_the_extension() -> None:
+    b = binding(allow_elicit=True)
+    with_fake_job(b, request(timeout_ms=1000))
+
+    async def go() -> None:
+        async with Client(b.server, mode="2026-07-28") as c:
+            r = await c.call_tool("run_python", {"code": "x"})
+            assert r.structured_content is not None
+    run(go)

@@ -38,6 +38,7 @@ from ._approve import SCHEMA
 from ._core import Caller, Core, Run, ToolError, load_python_tools, session_cap, text_result
 from ._runs import PROGRESS_EVERY, Question
 from ._sdk import Sandbox, set_max_sessions
+from ._tasks import EXTENSION, Task, TaskParams, Tasks, wants_task
 
 SERVER_VERSION = "0.3.0"
 POLL = 0.2                  # seconds between looks at a running program
@@ -82,11 +83,19 @@ class Binding:
         self.server: Server[Any] = _Server(
             "tollgate", version=SERVER_VERSION,
             instructions=core.instructions(Caller(can_ask=core.allow_elicit)),
-            on_list_tools=self.list_tools, on_call_tool=self.call_tool,
+            on_list_tools=self.list_tools,
             on_list_resources=self.list_resources,
             on_list_resource_templates=self.list_resource_templates,
             on_read_resource=self.read_resource)
         self.server.middleware.append(self.observe)
+        # tools/call may answer a task handle (resultType "task"), a shape
+        # outside the typed on_call_tool's: registered as a plain handler.
+        self.server.add_request_handler("tools/call", types.CallToolRequestParams, self.call_tool)
+        self.tasks = Tasks(core)
+        self.server.extensions[EXTENSION] = {}
+        self.server.add_request_handler("tasks/get", TaskParams, self.task_get)
+        self.server.add_request_handler("tasks/update", TaskParams, self.task_update)
+        self.server.add_request_handler("tasks/cancel", TaskParams, self.task_cancel)
 
     def init_options(self) -> Any:
         return self.server.create_initialization_options()
@@ -165,7 +174,7 @@ class Binding:
         return types.ReadResourceResult.model_validate({"contents": contents})
 
     async def call_tool(self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-                        ) -> types.CallToolResult | types.InputRequiredResult:
+                        ) -> HandlerResult:
         self._listen(ctx)
         caller = _caller(ctx, self.core)
         try:
@@ -187,8 +196,7 @@ class Binding:
         return types.CallToolResult.model_validate(result)
 
     async def _run(self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams,
-                   name: str, args: dict[str, Any], caller: Caller
-                   ) -> types.CallToolResult | types.InputRequiredResult:
+                   name: str, args: dict[str, Any], caller: Caller) -> HandlerResult:
         run = self.core.unpark(params.request_state, caller) if params.request_state else None
         if run is not None:
             # A 2026-07-28 client's retry: its answers go to the questions.
@@ -201,6 +209,8 @@ class Binding:
                                    "never this server's): call the tool again without it")
         else:
             run = await anyio.to_thread.run_sync(self.core.start_run, name, args, caller)
+            if _modern(ctx) and wants_task(ctx.session.client_capabilities):
+                return await anyio.to_thread.run_sync(self.tasks.start, run)
         try:
             return await self._follow(ctx, run)
         except anyio.get_cancelled_exc_class():
@@ -265,6 +275,29 @@ class Binding:
             raise
         except Exception as e:
             q.settle(None, describe.one_line(e, 200))
+
+
+    # ---- the tasks extension (2026-07-28) ----
+
+    def _task(self, params: TaskParams) -> Task:
+        try:
+            return self.tasks.get(params.task_id)
+        except KeyError as e:
+            raise MCPError(-32602, str(e.args[0])) from None
+
+    async def task_get(self, ctx: ServerRequestContext[Any, Any], params: TaskParams) -> HandlerResult:
+        t = self._task(params)
+        return await anyio.to_thread.run_sync(t.state)
+
+    async def task_update(self, ctx: ServerRequestContext[Any, Any], params: TaskParams) -> HandlerResult:
+        self._task(params)
+        self.tasks.update(params.task_id, params.input_responses or {})
+        return {}
+
+    async def task_cancel(self, ctx: ServerRequestContext[Any, Any], params: TaskParams) -> HandlerResult:
+        self._task(params)
+        await anyio.to_thread.run_sync(self.tasks.cancel, params.task_id, _caller(ctx, self.core).who)
+        return {}
 
 
 def _elicit_request(q: Question) -> types.ElicitRequest:
