@@ -72,9 +72,11 @@ check_eq "$backend: the MCP client exits 0 (shell rootfs)" 0 "$?"
 # The Inspector's CLI: one process per request, so what it shows is one
 # request's worth (a fresh server has no runs yet to list as resources).
 # The server's command line follows `--`, as docs/mcp.md writes it: before
-# it, the Inspector would read tollgate's own --config as its own.
+# it, the Inspector would read tollgate's own --config as its own; and
+# `--method` comes last before it, since an option of several values
+# (--tool-arg) right before `--` would take the server's words as its own.
 inspect() { # inspect METHOD [ARGS...] -> the Inspector's JSON output
-  (cd "$here" && timeout 120 npx --no-install mcp-inspector --cli --method "$@" -- \
+  (cd "$here" && timeout 120 npx --no-install mcp-inspector --cli "${@:2}" --method "$1" -- \
      "$TG" --root "$TG_ROOT" --config "$TG_CONFIG" --runtime "$backend" mcp --policy "$stage/policy.json" \
      --tools "$here/tools.py" --rootfs "$BUILD/rootfs/python" 2>"$stage/inspector.err")
 }

@@ -46,6 +46,12 @@ for rev in 2025-11-25 2026-07-28; do
   timeout 180 "$py" "$here/py_client.py" "http $rev" "$rev" "$TG_ROOT/audit" http "http://127.0.0.1:$port/mcp"
   check_eq "http $rev: the Python client exits 0" 0 "$?"
 done
+if [ -d "$here/node_modules/@modelcontextprotocol/inspector" ]; then
+  # The Inspector's CLI over Streamable HTTP, as docs/mcp.md writes it.
+  out=$(cd "$here" && timeout 120 npx --no-install mcp-inspector --cli "http://127.0.0.1:$port/mcp" \
+        --method tools/list 2>"$stage/inspector.err")
+  check_match "http: the Inspector's CLI lists the tools" '"name": "run_python"' "$out"
+fi
 check_fails "http: a non-loopback address is refused without --http-any-host" \
   "${server[@]}" --http 198.18.0.1:9
 kill -TERM "$http_pid"
@@ -54,3 +60,11 @@ check "http: SIGTERM ends the server" pid_gone "$http_pid"
 check_eq "no container of the MCP servers is left" "" "$(tg list -q 2>/dev/null | tr '\n' ' ')"
 check_eq "the MCP servers' audit logs verify" "ok " \
   "$(for l in "$TG_ROOT"/audit/sdk-*.jsonl; do "$TG" audit verify "$l" >/dev/null && echo ok || echo "bad $l"; done | sort -u | tr '\n' ' ')"
+
+# The server's unit tests (pytest, no containers: sdk/tests/test_mcp_*.py)
+# and its types (mypy --strict on tollgate_sdk.mcp; the core it imports is
+# checked where it is typed), until `make check` runs them itself.
+(cd "$top/sdk" && "$py" -m pytest -q -p no:cacheprovider tests/test_mcp_server.py >"$stage/pytest.out" 2>&1)
+check_eq "the MCP server's unit tests pass ($(tail -1 "$stage/pytest.out"))" 0 "$?"
+(cd "$top/sdk" && "$py" -m mypy --strict --follow-imports=silent --cache-dir "$stage/mypy-cache" tollgate_sdk/mcp >"$stage/mypy.out" 2>&1)
+check_eq "mypy --strict reports nothing in tollgate_sdk.mcp ($(tail -1 "$stage/mypy.out"))" 0 "$?"
