@@ -68,3 +68,12 @@ check_eq "the MCP servers' audit logs verify" "ok " \
 check_eq "the MCP server's unit tests pass ($(tail -1 "$stage/pytest.out"))" 0 "$?"
 (cd "$top/sdk" && "$py" -m mypy --strict --follow-imports=silent --cache-dir "$stage/mypy-cache" tollgate_sdk/mcp >"$stage/mypy.out" 2>&1)
 check_eq "mypy --strict reports nothing in tollgate_sdk.mcp ($(tail -1 "$stage/mypy.out"))" 0 "$?"
+
+# A Python without the `mcp` package: refused at once, naming the fix.  (The
+# runs above used the project's .venv, which `tollgate mcp` picks itself.)
+nomcp=$(mktemp -d /tmp/tollgate-nomcp.XXXXXX)
+on_exit "rm -rf $nomcp"
+python3 -m venv --without-pip "$nomcp"
+out=$(TOLLGATE_PYTHON=$nomcp/bin/python3 "${server[@]}" </dev/null 2>&1)
+check_eq "a Python without mcp: tollgate mcp fails" 1 "$?"
+check_match "a Python without mcp: the error names make deps" 'package `mcp` is missing.*make deps' "$out"
