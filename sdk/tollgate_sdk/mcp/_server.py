@@ -52,6 +52,18 @@ def _caller(ctx: ServerRequestContext[Any, Any], core: Core) -> Caller:
     return Caller.of(info.name if info else None, info.version if info else None, can_ask)
 
 
+def _connection_key(ctx: ServerRequestContext[Any, Any]) -> str:
+    """The connection a request came on: its HTTP session, or stdio's one."""
+    req = ctx.request
+    sid = req.headers.get("mcp-session-id") if req is not None and hasattr(req, "headers") else None
+    return str(sid) if sid else "stdio"
+
+
+def _request_key(ctx: ServerRequestContext[Any, Any], rid: object) -> str:
+    """A request id, which is unique only on its own connection."""
+    return "%s %s" % (_connection_key(ctx), json.dumps(rid))
+
+
 def _modern(ctx: ServerRequestContext[Any, Any]) -> bool:
     return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
 
@@ -105,12 +117,8 @@ class Binding:
     def _listen(self, ctx: ServerRequestContext[Any, Any]) -> None:
         if _modern(ctx):
             return
-        req = ctx.request
-        sid = None
-        if req is not None and hasattr(req, "headers"):
-            sid = req.headers.get("mcp-session-id")
         with self.lock:
-            self.listeners[sid or "stdio"] = ctx.session
+            self.listeners[_connection_key(ctx)] = ctx.session
 
     def notify_threadsafe(self, method: str) -> None:
         """From any thread: tell every listening connection."""
@@ -143,7 +151,7 @@ class Binding:
             with self.lock:
                 if len(self.cancel_reasons) > 1000:
                     self.cancel_reasons.clear()
-                self.cancel_reasons[json.dumps(rid)] = describe.one_line(why or "no reason given", 300)
+                self.cancel_reasons[_request_key(ctx, rid)] = describe.one_line(why or "no reason given", 300)
         return await call_next(ctx)
 
     # ---- handlers ----
@@ -217,7 +225,7 @@ class Binding:
             with anyio.CancelScope(shield=True):
                 await anyio.sleep(0.05)  # the cancellation's reason arrives just after it
                 with self.lock:
-                    why = self.cancel_reasons.pop(json.dumps(ctx.request_id), None)
+                    why = self.cancel_reasons.pop(_request_key(ctx, ctx.request_id), None)
                 why = self.core.closing_reason or why or "the request was cancelled"
                 await anyio.to_thread.run_sync(
                     self.core.cancel_run, run, "cancelled by the MCP client %s: %s" % (caller.who, why))
