@@ -6,8 +6,10 @@
 # elicitation) and 2026-07-28 (no handshake; approvals by input_required).
 # Each: tools/list, a program whose governed calls run, two parked calls
 # put to the person (one approved, one denied), a running program cancelled
-# (its later call never runs).  Under the first backend only: the protocol
-# is the same for both, and test_mcp.sh runs both backends.
+# (its later call never runs); at 2026-07-28 also the tasks extension (a
+# run as a task polled to completion, another cancelled by tasks/cancel).
+# Under the first backend only: the protocol is the same for both, and
+# test_mcp.sh runs both backends.
 . "$(dirname "$0")/lib.sh"
 top=$(cd "$(dirname "$0")/../.." && pwd)
 here=$top/tests/mcp

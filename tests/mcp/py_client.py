@@ -151,6 +151,53 @@ async def main():
         check("cancel: the call before it ran, the one after never did",
               marker + "-before" in log and marker + "-after" not in log, log[-800:])
 
+    if revision == "2026-07-28":
+        await tasks_extension(server)
+
+
+class TaskRequest(types.Request):
+    method: str
+    params: dict
+
+
+async def tasks_extension(server):
+    """A client that declares io.modelcontextprotocol/tasks gets a task
+    handle for run_python, polls it to completion, and cancels another."""
+    from mcp.client.extension import advertise
+    from pydantic import TypeAdapter
+
+    async with Client(server, mode=revision, extensions=[advertise("io.modelcontextprotocol/tasks")],
+                      client_info=types.Implementation(name="tollgate-py-test", version="1")) as c:
+        async def send(method, **params):
+            return await c.session.send_request(TaskRequest(method=method, params=params), TypeAdapter(dict))
+
+        seed = await send("tools/call", name="run_python", arguments={
+            "code": "from tollgate import echo\nprint(echo(word='%s-task')['word'])" % label})
+        check("tasks: run_python answers a task handle", seed.get("resultType") == "task"
+              and seed.get("status") == "working" and seed.get("taskId"), seed)
+        t = seed
+        for _ in range(120):
+            t = await send("tasks/get", taskId=seed.get("taskId"))
+            if t.get("status") not in ("working", "input_required"):
+                break
+            await anyio.sleep(0.25)
+        res = t.get("result") or {}
+        check("tasks: polled to completed, with the run's result", t.get("status") == "completed"
+              and (res.get("structuredContent") or {}).get("stdout", "").strip() == "%s-task" % label, t)
+
+        marker = "%s-taskcancel" % label
+        seed = await send("tools/call", name="run_python", arguments={"code": (
+            "import time\nfrom tollgate import echo\necho(word='%s-before')\ntime.sleep(5)\n"
+            "echo(word='%s-after')\n" % (marker, marker))})
+        await anyio.to_thread.run_sync(audit_text, marker + "-before", False)
+        await send("tasks/cancel", taskId=seed.get("taskId"))
+        t = await send("tasks/get", taskId=seed.get("taskId"))
+        check("tasks: tasks/cancel stops it", t.get("status") == "cancelled", t)
+        await anyio.sleep(3)
+        log = await anyio.to_thread.run_sync(audit_text, marker + "-before", True)
+        check("tasks: the cancelled task's later call never ran",
+              "tasks/cancel" in log and marker + "-after" not in log, log[-800:])
+
 
 anyio.run(main)
 sys.exit(1 if failed else 0)
