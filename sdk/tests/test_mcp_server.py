@@ -445,10 +445,12 @@ def test_a_changed_policy_file_regenerates_the_descriptions(tmp_path: Any) -> No
 
 
 @pytest.mark.parametrize("mode", REVISIONS)
-def test_progress_while_a_program_runs(mode: str) -> None:
+def test_progress_while_a_program_runs(mode: str, monkeypatch: Any) -> None:
+    from tollgate_sdk.mcp import _server
+    monkeypatch.setattr(_server, "PROGRESS_EVERY", 0.25)
     b = binding()
     with_fake_job(b, request())
-    b.core.sb.approval = lambda req: time.sleep(2.5) or (False, "slow")
+    b.core.sb.approval = lambda req: time.sleep(1.0) or (False, "slow")
     seen: list[str | None] = []
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
