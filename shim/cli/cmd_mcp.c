@@ -1,9 +1,10 @@
 /* tollgate mcp [--policy FILE] [--rootfs DIR] [--tools FILE.py]...: an MCP
- * server on stdio (JSON-RPC 2.0) offering governed code execution
- * (docs/mcp.md).
+ * server on stdio or Streamable HTTP (--http HOST:PORT) offering governed
+ * code execution (docs/mcp.md).
  *
- * The server itself is the host SDK's tollgate_sdk.mcp (Python, standard
- * library): this verb only finds the SDK beside the binary, and execs it
+ * The server itself is the host SDK's tollgate_sdk.mcp (Python, on the
+ * official `mcp` package): this verb only finds the SDK beside the binary
+ * and the Python that has its dependencies, and execs it
  * with the global flags the caller gave (--root, --config, --runtime) and
  * this binary's own path, so every container it starts goes through the
  * same tollgate.  Whether the client may approve parked calls is the host
@@ -14,6 +15,7 @@
  * (mcp_max_sessions, --host-max-sessions, which a user's --max-sessions
  * may lower, never raise). */
 #include <errno.h>
+#include <stdbool.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,11 +51,23 @@ int cmd_mcp(struct cli *cli, int argc, char **argv, tg_error **err) {
     return tg_error_set(err, errno, "mcp: cannot find tollgate's own binary");
   self[n] = '\0';
 
-  /* TOLLGATE_PYTHON picks the interpreter (3.11 or newer); the default is
-   * the distribution's, never whatever a PATH happens to put first. */
+  /* The interpreter: TOLLGATE_PYTHON (3.11 or newer, with the pinned `mcp`
+   * package), else the project's virtual environment beside the SDK that
+   * `make deps` made (.venv in the source tree, lib/tollgate/venv in an
+   * install), else the distribution's; never whatever a PATH happens to put
+   * first.  The server itself names `make deps` when `mcp` is missing. */
   const char *python = getenv("TOLLGATE_PYTHON");
-  if (python == NULL || *python == '\0')
-    python = access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
+  cleanup_free char *venv = NULL;
+  if (python == NULL || *python == '\0') {
+    static const char lib[] = "/lib/tollgate";
+    size_t len = strlen(pkg_parent);
+    bool installed = len >= sizeof lib - 1 && strcmp(pkg_parent + len - (sizeof lib - 1), lib) == 0;
+    venv = xasprintf(installed ? "%s/venv/bin/python3" : "%s/../.venv/bin/python3", pkg_parent);
+    if (access(venv, X_OK) == 0)
+      python = venv;
+    else
+      python = access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
+  }
   const char *runtime = cli->runtime_override ? cli->runtime_override : cli->config.runtime;
   size_t max = (size_t)argc + 16;
   char **args = xmalloc(max * sizeof *args);

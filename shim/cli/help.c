@@ -58,8 +58,8 @@ static const struct verb verbs[] = {
      "verify or show the audit log"},
     {"mcp", cmd_mcp, true,
      "mcp [--policy FILE] [--rootfs DIR] [--tools FILE.py]... [--audit-dir DIR] [--timeout S] "
-     "[--max-sessions N]",
-     "serve governed code execution to an MCP client on stdio (docs/mcp.md)"},
+     "[--max-sessions N] [--http HOST:PORT]",
+     "serve governed code execution to an MCP client on stdio or HTTP (docs/mcp.md)"},
     {"version", cmd_version, false, "version", "print the version"},
     {"help", NULL, false, "help [COMMAND]", "print this help"},
 };

@@ -71,15 +71,14 @@ check_eq "$backend: the MCP client exits 0 (shell rootfs)" 0 "$?"
 
 # The Inspector's CLI: one process per request, so what it shows is one
 # request's worth (a fresh server has no runs yet to list as resources).
-# The server's command line is a script: the Inspector would read
-# tollgate's own --config as its own.
-python3 -c 'import shlex, sys; print("#!/bin/sh\nexec " + " ".join(map(shlex.quote, sys.argv[1:])))' \
-  "$TG" --root "$TG_ROOT" --config "$TG_CONFIG" --runtime "$backend" mcp --policy "$stage/policy.json" \
-  --tools "$here/tools.py" --rootfs "$BUILD/rootfs/python" > "$stage/tollgate-mcp"
-chmod 755 "$stage/tollgate-mcp"
+# The server's command line follows `--`, as docs/mcp.md writes it: before
+# it, the Inspector would read tollgate's own --config as its own; and
+# `--method` comes last before it, since an option of several values
+# (--tool-arg) right before `--` would take the server's words as its own.
 inspect() { # inspect METHOD [ARGS...] -> the Inspector's JSON output
-  (cd "$here" && timeout 120 npx --no-install mcp-inspector --cli "$stage/tollgate-mcp" \
-     --method "$@" 2>"$stage/inspector.err")
+  (cd "$here" && timeout 120 npx --no-install mcp-inspector --cli "${@:2}" --method "$1" -- \
+     "$TG" --root "$TG_ROOT" --config "$TG_CONFIG" --runtime "$backend" mcp --policy "$stage/policy.json" \
+     --tools "$here/tools.py" --rootfs "$BUILD/rootfs/python" 2>"$stage/inspector.err")
 }
 out=$(inspect tools/list)
 check_match "inspector: run_python's description names get_order and refund" \

@@ -1,5 +1,5 @@
 import sys
 
-from ._server import main
+from . import main
 
 sys.exit(main())

@@ -7,10 +7,15 @@ input and output schemas, and their annotations (docs/mcp.md).
 Everything here is computed from a policy document; nothing starts a
 container, so a client can list the tools before the sandbox is usable.
 """
+from __future__ import annotations
+
 import json
 import re
+from typing import Any
 
-from .._text import LINE_MAX, escape_json, one_line  # noqa: F401  (mcp's API)
+from ._sdk import escape_json, one_line
+
+__all__ = ["escape_json", "one_line"]
 
 # What a session keeps between calls, unless the SDK's Session class says
 # itself (a KEEPS attribute).  Sessions are Sandbox.session() (sandbox.py):
@@ -19,22 +24,25 @@ SESSION_KEEPS = ("files in /tmp and the budgets carry over from call to call; Py
                  "variables and imports do not (each call is a new process)")
 
 
-def session_keeps():
-    from .. import _sandbox as sandbox
-    return getattr(getattr(sandbox, "Session", None), "KEEPS", None) or SESSION_KEEPS
+def session_keeps() -> str:
+    from .. import Session
+    keeps = getattr(Session, "KEEPS", None)
+    return keeps if isinstance(keeps, str) else SESSION_KEEPS
+
+
 TOOLS_IN_DESCRIPTION = 60   # more than this: the rest are named, see list_tools
 
 _PY_TYPES = {"string": "str", "integer": "int", "number": "float", "boolean": "bool",
              "array": "list", "object": "dict", "null": "None"}
 
 
-def effective_policy(sb):
+def effective_policy(sb: Any) -> dict[str, Any]:
     """The policy the sandbox's programs run under: sb.policy once it has
     started, else the policy file merged with the Python tools the way
     Sandbox does it (the policy file's word on governance wins)."""
     if getattr(sb, "policy", None):
-        return sb.policy
-    p = json.loads(json.dumps(getattr(sb, "base_policy", None) or {"version": 1, "tools": {}}))
+        return dict(sb.policy)
+    p: dict[str, Any] = json.loads(json.dumps(getattr(sb, "base_policy", None) or {"version": 1, "tools": {}}))
     tools = p.setdefault("tools", {})
     for t in getattr(sb, "tools", []):
         entry = t.policy_entry("/nonexistent")
@@ -49,47 +57,79 @@ def effective_policy(sb):
 
 
 
-def _py_type(schema):
+def _py_type(schema: Any) -> str:
     if not isinstance(schema, dict):
         return "Any"
     if isinstance(schema.get("enum"), list) and schema["enum"]:
-        return "Literal[%s]" % ", ".join(json.dumps(v) for v in schema["enum"][:8])
+        return "Literal[%s]" % ", ".join(_py_literal(v) for v in schema["enum"][:8])
     t = schema.get("type")
     if isinstance(t, list):
         return " | ".join(_PY_TYPES.get(x, "Any") for x in t if isinstance(x, str)) or "Any"
     if t == "array" and isinstance(schema.get("items"), dict):
         return "list[%s]" % _py_type(schema["items"])
-    return _PY_TYPES.get(t, "Any")
+    return _PY_TYPES.get(t, "Any") if isinstance(t, str) else "Any"
 
 
-def signature(name, spec):
+def _allows_null(schema: Any) -> bool:
+    if not isinstance(schema, dict):
+        return True
+    t = schema.get("type")
+    if t is None:
+        return "enum" not in schema or None in (schema.get("enum") or [])
+    return t == "null" or (isinstance(t, list) and "null" in t)
+
+
+def _py_literal(v: Any) -> str:
+    """A JSON default as the Python value the program would write."""
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return repr(v)
+    return one_line(json.dumps(v), 80)
+
+
+def _optional(k: str, schema: Any) -> str:
+    """An argument the program may leave out, shown as what it may pass:
+    its default when the schema has one, `= None` only when null is
+    allowed (a program that passes None where the schema wants a string
+    is refused), else `= <omit>`: leave it out or pass the type."""
+    t = _py_type(schema)
+    if isinstance(schema, dict) and "default" in schema:
+        return "%s: %s = %s" % (k, t, _py_literal(schema["default"]))
+    if _allows_null(schema):
+        has_none = "None" in t.split(" | ") or t == "Any" or t.startswith("Literal[") and "None" in t
+        return "%s: %s = None" % (k, t if has_none else t + " | None")
+    return "%s: %s = <omit>" % (k, t)
+
+
+def signature(name: str, spec: dict[str, Any]) -> str:
     """name(*, a: str, b: int | None = None): the tool as the program
     calls it (keyword arguments only, bridge/client/tollgate.py)."""
-    args = spec.get("args") if isinstance(spec.get("args"), dict) else {}
-    props = args.get("properties") if isinstance(args.get("properties"), dict) else {}
+    given, args, props = spec.get("args"), {}, {}
+    if isinstance(given, dict):
+        args = given
+    if isinstance(args.get("properties"), dict):
+        props = args["properties"]
     required = [r for r in (args.get("required") or []) if isinstance(r, str)]
     parts = []
     for k in sorted(props, key=lambda k: (k not in required, k)):
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k):
             continue  # not a Python keyword argument; list_tools shows it
-        parts.append("%s: %s" % (k, _py_type(props[k])) if k in required
-                     else "%s: %s | None = None" % (k, _py_type(props[k])))
+        parts.append("%s: %s" % (k, _py_type(props[k])) if k in required else _optional(k, props[k]))
     if parts:
         return "%s(*, %s)" % (name, ", ".join(parts))
     return "%s(**args)" % name if not props and args.get("additionalProperties", True) is not False \
         else "%s()" % name
 
 
-def _effects(spec):
+def _effects(spec: dict[str, Any]) -> set[Any]:
     return {r.get("effect") for r in spec.get("rules") or [] if isinstance(r, dict)}
 
 
-def reachable(spec):
+def reachable(spec: dict[str, Any]) -> bool:
     """Can a call of this tool ever run: some rule allows or approves."""
     return bool(_effects(spec) & {"allow", "approve"})
 
 
-def tool_facts(name, spec):
+def tool_facts(name: str, spec: dict[str, Any]) -> dict[str, Any]:
     return {"name": name, "signature": signature(name, spec),
             "description": one_line(spec.get("description", "")),
             "irreversible": bool(spec.get("irreversible")),
@@ -98,7 +138,7 @@ def tool_facts(name, spec):
             "cost": spec.get("cost", 0), "max_calls": spec.get("max_calls")}
 
 
-def budget_lines(policy):
+def budget_lines(policy: dict[str, Any]) -> list[str]:
     b = policy.get("budgets") or {}
     out = ["at most %s tool calls (every attempt counts, denied ones too)" % b.get("max_tool_calls", 50)]
     if "max_cost" in b:
@@ -110,7 +150,7 @@ def budget_lines(policy):
     return out
 
 
-def tools_text(policy, approvals_by):
+def tools_text(policy: dict[str, Any], approvals_by: str) -> str:
     """The governed tools, one per line, and the budgets."""
     tools = policy.get("tools") or {}
     facts = [tool_facts(n, s) for n, s in sorted(tools.items()) if isinstance(s, dict)]
@@ -145,7 +185,7 @@ REFUSALS = ("A refused call raises an exception in the program (tollgate.ToolDen
             "catch it to carry on.")
 
 
-def run_description(policy, shell, approvals_by, timeout):
+def run_description(policy: dict[str, Any], shell: bool, approvals_by: str, timeout: float) -> str:
     what = ("Run a sh command line" if shell else "Run a Python 3 program")
     head = ("%s in a fresh hardened sandbox (gVisor, no network, killed after %g s unless "
             "`timeout` says otherwise). Its only way out is the governed host tools below; every "
@@ -160,7 +200,7 @@ def run_description(policy, shell, approvals_by, timeout):
                       "decision, the budget used and the audit log (also a resource)."])
 
 
-def instructions(policy, approvals_by, timeout, shell):
+def instructions(policy: dict[str, Any], approvals_by: str, timeout: float, shell: bool) -> str:
     return "\n".join([
         "tollgate runs code you write in a hardened gVisor sandbox with no network: "
         "run_python%s. Write the whole task as one program that calls the tools directly; "
@@ -171,7 +211,7 @@ def instructions(policy, approvals_by, timeout, shell):
         " Programs run at most %g s by default." % timeout])
 
 
-def annotations(policy):
+def tool_annotations(policy: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Hints per tool name, from what the policy lets a program reach."""
     tools = [s for s in (policy.get("tools") or {}).values() if isinstance(s, dict)]
     irreversible = any(s.get("irreversible") and reachable(s) for s in tools)
@@ -198,7 +238,8 @@ def annotations(policy):
 
 # ---- schemas ------------------------------------------------------------------
 
-def obj(props, required=(), additional=False):
+def obj(props: dict[str, Any], required: tuple[str, ...] | list[str] = (),
+        additional: bool = False) -> dict[str, Any]:
     return {"type": "object", "properties": props, "required": list(required),
             "additionalProperties": additional}
 

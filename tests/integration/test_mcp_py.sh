@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# `tollgate mcp` (docs/mcp.md) driven by the official MCP Python SDK (the
+# pinned `mcp` package of the project's .venv, tests/mcp/py_client.py), over
+# stdio and over Streamable HTTP (`tollgate mcp --http`), for each protocol
+# revision the server speaks: 2025-11-25 (initialize; approvals by
+# elicitation) and 2026-07-28 (no handshake; approvals by input_required).
+# Each: tools/list, a program whose governed calls run, two parked calls
+# put to the person (one approved, one denied), a running program cancelled
+# (its later call never runs); at 2026-07-28 also the tasks extension (a
+# run as a task polled to completion, another cancelled by tasks/cancel).
+# Under the first backend only: the protocol is the same for both, and
+# test_mcp.sh runs both backends.
+. "$(dirname "$0")/lib.sh"
+top=$(cd "$(dirname "$0")/../.." && pwd)
+here=$top/tests/mcp
+py=$top/.venv/bin/python3
+if ! "$py" -c 'import mcp' 2>/dev/null; then
+  echo "FAIL - the project's .venv has no mcp package: run 'make deps'"
+  exit 0
+fi
+bash "$top/bundles/rootfs/python.sh" "$BUILD/rootfs/python"
+# The policy's exec tool must be reachable by the tools' user (65534).
+stage=$(mktemp -d /tmp/tollgate-mcp-py.XXXXXX)
+on_exit "rm -rf $stage"
+chmod 755 "$stage"
+cp "$here/policy.json" "$stage/policy.json"
+cp -r "$top/bundles/examples/orders/tools" "$stage/tools"
+chmod -R go+rX "$stage"
+write_config mcp_elicit_approvals=true
+backend=${BACKENDS%% *}
+server=("$TG" --root "$TG_ROOT" --config "$TG_CONFIG" --runtime "$backend" mcp --policy "$stage/policy.json"
+        --tools "$here/py_tools.py" --rootfs "$BUILD/rootfs/python")
+argv=$(python3 -c 'import json, sys; print(json.dumps(sys.argv[1:]))' "${server[@]}")
+
+for rev in 2025-11-25 2026-07-28; do
+  timeout 180 "$py" "$here/py_client.py" "stdio $rev" "$rev" "$TG_ROOT/audit" stdio "$argv"
+  check_eq "stdio $rev: the Python client exits 0" 0 "$?"
+done
+
+# Streamable HTTP on loopback: one server for both revisions.
+port=$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"${server[@]}" --http "127.0.0.1:$port" 2>"$stage/http.err" &
+http_pid=$!
+on_exit "kill $http_pid; wait $http_pid"
+port_open() { "$py" -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)' "$port" 2>/dev/null; }
+check "http: the server listens on 127.0.0.1:$port" wait_for 30 port_open
+for rev in 2025-11-25 2026-07-28; do
+  timeout 180 "$py" "$here/py_client.py" "http $rev" "$rev" "$TG_ROOT/audit" http "http://127.0.0.1:$port/mcp"
+  check_eq "http $rev: the Python client exits 0" 0 "$?"
+done
+if [ -d "$here/node_modules/@modelcontextprotocol/inspector" ]; then
+  # The Inspector's CLI over Streamable HTTP, as docs/mcp.md writes it.
+  out=$(cd "$here" && timeout 120 npx --no-install mcp-inspector --cli "http://127.0.0.1:$port/mcp" \
+        --method tools/list 2>"$stage/inspector.err")
+  check_match "http: the Inspector's CLI lists the tools" '"name": "run_python"' "$out"
+fi
+check_fails "http: a non-loopback address is refused without --http-any-host" \
+  "${server[@]}" --http 198.18.0.1:9
+kill -TERM "$http_pid"
+wait_for 60 pid_gone "$http_pid"
+check "http: SIGTERM ends the server" pid_gone "$http_pid"
+check_eq "no container of the MCP servers is left" "" "$(tg list -q 2>/dev/null | tr '\n' ' ')"
+check_eq "the MCP servers' audit logs verify" "ok " \
+  "$(for l in "$TG_ROOT"/audit/sdk-*.jsonl; do "$TG" audit verify "$l" >/dev/null && echo ok || echo "bad $l"; done | sort -u | tr '\n' ' ')"
+
+# The server's unit tests (pytest, no containers: sdk/tests/test_mcp_*.py)
+# and its types (mypy --strict on tollgate_sdk.mcp; the core it imports is
+# checked where it is typed), until `make check` runs them itself.
+(cd "$top/sdk" && "$py" -m pytest -q -p no:cacheprovider tests/test_mcp_server.py >"$stage/pytest.out" 2>&1)
+check_eq "the MCP server's unit tests pass ($(tail -1 "$stage/pytest.out"))" 0 "$?"
+(cd "$top/sdk" && "$py" -m mypy --strict --follow-imports=silent --cache-dir "$stage/mypy-cache" tollgate_sdk/mcp >"$stage/mypy.out" 2>&1)
+check_eq "mypy --strict reports nothing in tollgate_sdk.mcp ($(tail -1 "$stage/mypy.out"))" 0 "$?"
+
+# A Python without the `mcp` package: refused at once, naming the fix.  (The
+# runs above used the project's .venv, which `tollgate mcp` picks itself.)
+nomcp=$(mktemp -d /tmp/tollgate-nomcp.XXXXXX)
+on_exit "rm -rf $nomcp"
+python3 -m venv --without-pip "$nomcp"
+out=$(TOLLGATE_PYTHON=$nomcp/bin/python3 "${server[@]}" </dev/null 2>&1)
+check_eq "a Python without mcp: tollgate mcp fails" 1 "$?"
+check_match "a Python without mcp: the error names make deps" 'package `mcp` is missing.*make deps' "$out"
