@@ -195,6 +195,12 @@ int create_join_pod(struct create_context *cx, tg_error **err) {
       }
       if (jn->share_pid && !jn->pod)
         oci_cri_join_root_pid(config);
+      /* Docker's network hook would move the joiner's veth into the
+       * owner's sandbox, which has its eth0 already, and fail the create
+       * ("renaming interface ... to eth0: file exists").  The joiner has
+       * no network of its own to set up: it has the sandbox's (lo only). */
+      if (!jn->pod)
+        oci_cri_drop_network_hooks(config);
       joined = true;
     }
   } else if (runsc && oci_cri_is_pod_member(&cri)) {

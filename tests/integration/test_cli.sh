@@ -85,6 +85,22 @@ for rt in $BACKENDS; do
   check_match "$rt: ... naming the argument and the fix" 'argument 3 .*not valid UTF-8.*pass' "$out"
   check_fails "$rt: ... and runs nothing" grep -q '^a b$' <<<"$out"
 
+  # A process from the caller (containerd's exec, crictl/kubectl exec)
+  # carries the image's environment, not the bridge's: exec gives it
+  # TOLLGATE_DIR and PYTHONPATH (appended), unless it sets its own.
+  python3 - "$b/config.json.orig" "$work/penv-$rt.json" "$work/penv-own-$rt.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))["process"]
+p["args"] = ["sh", "-c", 'echo "$TOLLGATE_DIR;$PYTHONPATH"']
+p["env"] = [e for e in p.get("env", []) if not e.startswith(("TOLLGATE_DIR=", "PYTHONPATH="))]
+json.dump(p, open(sys.argv[2], "w"))
+p["env"] += ["TOLLGATE_DIR=/mine", "PYTHONPATH=/lib/mine"]
+json.dump(p, open(sys.argv[3], "w"))
+PY
+  check_eq "$rt: exec --process without the bridge's environment gets it" "/run/tollgate;/run/tollgate" \
+    "$(tg exec --process "$work/penv-$rt.json" "$id" 2>&1)"
+  check_eq "$rt: ... a process's own TOLLGATE_DIR is kept, PYTHONPATH extended" "/mine;/lib/mine:/run/tollgate" \
+    "$(tg exec --process "$work/penv-own-$rt.json" "$id" 2>&1)"
   python3 - "$b/config.json" "$work/proc-$rt.json" <<'PY'
 import json, sys
 p = json.load(open(sys.argv[1]))["process"]

@@ -385,6 +385,11 @@ time.sleep(300)')
   out=$(cri ExecSync '{"container_id": "'$ccli_id'", "cmd": ["python3", "-c", "import os; print(os.getuid(), open(\"/etc/debian_version\").read().split(\".\")[0])"], "timeout": 30}' 2>&1)
   check_eq "$b: CNI pod: ExecSync runs python3 in the Debian container, hardened" "65534 12" \
     "$(json_get stdout <<<"$out" | base64 -d 2>&1)"
+  # crictl exec (ExecSync) hands tollgate the image's environment: the
+  # exec'd python3 still finds the bridge client.
+  out=$(cri ExecSync '{"container_id": "'$ccli_id'", "cmd": ["python3", "-c", "from tollgate import call; print(call(\"lookup_order\", order_id=\"X-5\"))"], "timeout": 30}' 2>&1)
+  check_eq "$b: CNI pod: an exec'd python3 imports tollgate and makes a governed call" "{'order_id': 'X-5'}" \
+    "$(json_get stdout <<<"$out" | base64 -d 2>&1)"
   check_eq "$b: CNI pod: the member's join is proven by the same containerd shim" "$cpod/the same containerd shim" \
     "$(python3 -c 'import json,sys; j=json.load(open(sys.argv[1]+"/state.json")).get("join") or {}; print("%s/%s" % (j.get("owner"), j.get("proof")))' "$K8S_ROOT/$csrv_id" 2>&1)"
   if [ "$b" = runc ]; then
