@@ -250,8 +250,8 @@ size_t oci_cri_drop_network_hooks(json_t *config) {
   for (size_t k = 0; k < sizeof stages / sizeof stages[0]; k++) {
     json_t *list = json_object_get(hooks, stages[k]);
     for (size_t i = json_array_len(list); i-- > 0;) {
-      const char *arg1 = json_string_value(json_array_get(json_object_get(json_array_get(list, i), "args"), 1));
-      if (arg1 != NULL && strcmp(arg1, "libnetwork-setkey") == 0) {
+      const char *argv0 = json_string_value(json_array_get(json_object_get(json_array_get(list, i), "args"), 0));
+      if (argv0 != NULL && strcmp(argv0, "libnetwork-setkey") == 0) {
         json_array_remove(list, i);
         dropped++;
       }

@@ -84,7 +84,7 @@ void oci_cri_mark_sandbox(json_t *config);
  * own: the hooks a container manager added to set one up would act on the
  * owner's sandbox process, whose namespace already holds the owner's
  * interface.  Removes Docker's (a prestart or createRuntime hook whose
- * first argument is libnetwork-setkey: the one that moves the endpoint's
+ * argv[0] is libnetwork-setkey, dockerd itself: the one that moves the endpoint's
  * veth in and renames it eth0); every other hook stays.  Returns how many
  * were removed. */
 size_t oci_cri_drop_network_hooks(json_t *config);
