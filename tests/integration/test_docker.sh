@@ -110,6 +110,17 @@ for be in $BACKENDS; do
     check_match "$be: default network: one warning in the runtime log names what was removed" \
       '"level":"warning","msg":"container [0-9a-f]+: the hardened profile gives no network: removed eth0 .*--network none' "$(runtime_log "$cid")"
   fi
+  if [ "$be" = runc ]; then
+    # docs/containerd.md ("Docker"): dockerd drops the whole stats sample
+    # when the interface it moved in is gone; with --network none the
+    # container's memory is there.
+    check_eq "$be: default network: docker stats shows 0B" "0B / 0B" \
+      "$(dk stats --no-stream --format '{{.MemUsage}}' "$cid" 2>&1)"
+    nid=$(dko run -d --runtime tollgate --network none tollgate/busybox:test sleep 300)
+    check_match "$be: --network none: docker stats shows the container's memory" '^[1-9][0-9.]*[KM]iB / ' \
+      "$(dk stats --no-stream --format '{{.MemUsage}}' "$nid" 2>&1)"
+    dko rm -f "$nid" >/dev/null
+  fi
   dko rm -f "$cid" >/dev/null
   check_eq "$be: default network: no veth left on the bridge" "" "$(ip -o link show master "$BR" 2>&1)"
   out=$(dko run --rm --runtime tollgate --network none tollgate/busybox:test sh -c "$NETDEVS")
