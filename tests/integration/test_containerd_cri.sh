@@ -512,11 +512,19 @@ time.sleep(300)' | own_pid)
   [ -n "$(pn_said tcp-out)" ] || sed 's/^/# /' "$CTRD_DIR/pods/podnet-$b/srv.log"
   check_eq "$b: pod network: the egress refusal is recorded for the pause" yes \
     "$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]+"/state.json")).get("pod_network") or {}; print("yes" if "-P OUTPUT DROP" in r.get("refusal","") else "no")' "$K8S_ROOT/$cpod" 2>&1)"
+  if [ "$b" = runc ]; then
+    pn_pid=$(tgk state "$pn_id" | json_get pid)
+    check_eq "$b: pod network: the server is in the CNI namespace" "$(readlink "$cnetns_mnt" 2>/dev/null || stat -L -c 'net:[%i]' "$cnetns")" \
+      "$(readlink /proc/$pn_pid/ns/net)"
+    check_eq "$b: pod network: ... and, under runc, in the host's user namespace (docs/kubernetes.md)" \
+      "$(readlink /proc/self/ns/user)" "$(readlink /proc/$pn_pid/ns/user)"
+  fi
   check_match "$b: pod network: the pod's namespace drops every packet out but replies from 8080" \
     '-P OUTPUT DROP.*-A OUTPUT -p tcp -m conntrack --ctstate ESTABLISHED -m multiport --sports 8080 -j ACCEPT' \
     "$(nsenter --net="$cnetns" iptables -S 2>&1 | tr '\n' ' ')"
-  # The refusal is checked before a start: a member created after it was
-  # loosened (here by the host, standing in for anything) is refused.
+  # The refusal is checked before every create (which containerd runs at
+  # StartContainer) and start: once it was loosened (here by the host,
+  # standing in for anything), a new member does not run.
   nsenter --net="$cnetns" iptables -P OUTPUT ACCEPT
   : >"$CTRD_DIR/outside.log"
   # The control: with the table loosened, the same connection from inside
