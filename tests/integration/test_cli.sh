@@ -252,6 +252,27 @@ wait_status rec stopped >/dev/null
 check "recorded backend: delete" tg delete rec
 write_config
 
+# --- start checks a recorded pod network (docs/kubernetes.md) ------------
+# create records the namespace and the filter tables it loaded; here the
+# record names a namespace whose tables are not those (a test namespace
+# with none loaded): start refuses, and the container never runs.
+PNS=tgcli$$
+ip netns add "$PNS" && on_exit "ip netns del $PNS"
+b=$work/pn
+make_bundle "$b" sh -c 'echo ran'
+check "pod network record: create" tg create --bundle "$b" pn-1
+python3 - "$TG_ROOT/pn-1/state.json" "/run/netns/$PNS" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+s["pod_network"] = {"netns": sys.argv[2], "refusal": "-P INPUT ACCEPT\n-P FORWARD DROP\n-P OUTPUT DROP\n"}
+json.dump(s, open(sys.argv[1], "w"))
+PY
+out=$(tg start pn-1 2>&1)
+check_match "pod network record: start refuses a namespace that does not refuse egress as recorded" \
+  'start pn-1: the pod network: .*does not refuse egress as tollgate set it' "$out"
+check_eq "pod network record: ... and the container did not start" created "$(tg state pn-1 | json_get status)"
+check "pod network record: delete" tg delete --force pn-1
+
 # --- containerd's exact argv (runsc: the default backend, no --config) ----
 b=$work/ctrd id=ctrd-1
 make_bundle "$b" sleep 60
