@@ -66,7 +66,7 @@ static const struct field fields[] = {
     FIELD(sidecar_on_death, F_STRING), FIELD(sidecar_max_restarts, F_INT),
     FIELD(policy_bindings, F_JSON),  FIELD(namespace_policies, F_JSON),
     FIELD(policy_ceiling, F_STRING), FIELD(namespace_ceilings, F_JSON),
-    FIELD(trusted_join_callers, F_STRV),
+    FIELD(trusted_join_callers, F_STRV), FIELD(pod_network_roots, F_STRV),
     FIELD(runc_version_floor, F_STRING),
     FIELD(id_range_base, F_LL),      FIELD(id_range_size, F_LL),
     FIELD(id_range_count, F_LL),     FIELD(id_range_dir, F_STRING),
@@ -210,6 +210,20 @@ static int check_join_callers(const char *path, const struct host_config *cfg, t
   return 0;
 }
 
+/* pod_network_roots: compared with --root as given (containerd: the
+ * handler's Root and its namespace, e.g. /run/tollgate/cri-net/k8s.io). */
+static int check_pod_network_roots(const char *path, const struct host_config *cfg, tg_error **err) {
+  for (size_t i = 0; cfg->pod_network_roots && cfg->pod_network_roots[i]; i++) {
+    const char *e = cfg->pod_network_roots[i];
+    if (e[0] != '/' || strstr(e, "/./") || strstr(e, "/../") || strstr(e, "//") || (e[1] != '\0' && e[strlen(e) - 1] == '/'))
+      return tg_error_set(err, 0,
+                          "host config %s: pod_network_roots[%zu] \"%s\" is not an absolute, normal path: name a "
+                          "tollgate runtime root as --root gets it (containerd: the handler's Root, then /k8s.io)",
+                          path, i, e);
+  }
+  return 0;
+}
+
 int host_config_load(const char *path, struct host_config *cfg,
                      tg_error **err) {
   bool explicit_path = path != NULL;
@@ -326,7 +340,8 @@ int host_config_load(const char *path, struct host_config *cfg,
     return tg_error_set(err, 0, "host config %s: \"checkpoint_key\" must be an absolute path (the default is "
                         "/var/lib/tollgate/checkpoint.key)", path);
   }
-  if (check_id_pool(path, cfg, err) < 0 || check_join_callers(path, cfg, err) < 0) {
+  if (check_id_pool(path, cfg, err) < 0 || check_join_callers(path, cfg, err) < 0 ||
+      check_pod_network_roots(path, cfg, err) < 0) {
     host_config_free(cfg);
     return -1;
   }
@@ -350,6 +365,7 @@ void host_config_free(struct host_config *cfg) {
   free(cfg->policy_ceiling);
   json_free(cfg->namespace_ceilings);
   free_strv(cfg->trusted_join_callers);
+  free_strv(cfg->pod_network_roots);
   free(cfg->approval_hook);
   free(cfg->approver_group);
   free(cfg->id_range_dir);

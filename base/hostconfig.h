@@ -71,6 +71,11 @@ struct host_config {
   char **trusted_join_callers; /* absolute executable paths whose word a
                                   join is taken on (shim/lifecycle/join.h, proof 3);
                                   NULL-terminated, NULL (the default): none */
+  char **pod_network_roots; /* runtime roots (--root, absolute) whose CRI
+                               pods run in the pod's network namespace with
+                               egress refused (oci/podnet.h); NULL-terminated,
+                               NULL (the default): none, each container gets
+                               a loopback-only namespace */
   char *runc_version_floor;  /* "warn" (default: once per root and binary)
                                 or "refuse": what create does with a runc
                                 older than data file backend-floor.json */

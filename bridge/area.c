@@ -265,9 +265,8 @@ static json_t *bind_mount(const char *dest, const char *src, bool ro, bool exec)
   return m;
 }
 
-static void set_env(json_t *config, const char *key, const char *value,
+static void set_env(json_t *process, const char *key, const char *value,
                     bool append) {
-  json_t *process = json_object_ensure_object(config, "process");
   json_t *env = json_object_ensure_array(process, "env");
   size_t k = strlen(key);
   for (size_t i = 0; i < json_array_len(env); i++) {
@@ -318,7 +317,11 @@ int bridge_add_mounts(json_t *config, const char *state_dir,
   if (call_client)
     json_array_append(mounts, bind_mount(BRIDGE_CONTAINER_CLIENT,
                                          call_client, true, true));
-  set_env(config, "TOLLGATE_DIR", BRIDGE_CONTAINER_DIR, false);
-  set_env(config, "PYTHONPATH", BRIDGE_CONTAINER_DIR, true);
+  bridge_process_env(json_object_ensure_object(config, "process"));
   return 0;
+}
+
+void bridge_process_env(json_t *process) {
+  set_env(process, "TOLLGATE_DIR", BRIDGE_CONTAINER_DIR, false);
+  set_env(process, "PYTHONPATH", BRIDGE_CONTAINER_DIR, true);
 }

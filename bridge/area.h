@@ -80,4 +80,9 @@ char *bridge_client_path(const struct host_config *host, const char *name,
 int bridge_add_mounts(json_t *config, const char *state_dir,
                       const char *call_client, tg_error **err);
 
+/* Point a process (create's, or one exec'd into a bridged container) at
+ * the client: TOLLGATE_DIR unless the process sets its own, and the
+ * client's directory appended to PYTHONPATH (added when unset). */
+void bridge_process_env(json_t *process);
+
 #endif

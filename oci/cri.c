@@ -242,3 +242,22 @@ void cri_record_free(struct cri_record *rec) {
   free(rec->pod);
   rec->role = rec->pod = NULL;
 }
+
+size_t oci_cri_drop_network_hooks(json_t *config) {
+  static const char *const stages[] = {"prestart", "createRuntime"};
+  json_t *hooks = json_object_get(config, "hooks");
+  size_t dropped = 0;
+  for (size_t k = 0; k < sizeof stages / sizeof stages[0]; k++) {
+    json_t *list = json_object_get(hooks, stages[k]);
+    for (size_t i = json_array_len(list); i-- > 0;) {
+      const char *argv0 = json_string_value(json_array_get(json_object_get(json_array_get(list, i), "args"), 0));
+      if (argv0 != NULL && strcmp(argv0, "libnetwork-setkey") == 0) {
+        json_array_remove(list, i);
+        dropped++;
+      }
+    }
+    if (list != NULL && json_array_len(list) == 0)
+      json_object_del(hooks, stages[k]);
+  }
+  return dropped;
+}

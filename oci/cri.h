@@ -79,6 +79,16 @@ void oci_cri_join_root_pid(json_t *config);
  * io.kubernetes.cri.container-type=sandbox (and no sandbox id). */
 void oci_cri_mark_sandbox(json_t *config);
 
+/* runsc: a container started inside another's sandbox (a Docker
+ * `--pid=container:` or `--ipc=container:` joiner) has no network of its
+ * own: the hooks a container manager added to set one up would act on the
+ * owner's sandbox process, whose namespace already holds the owner's
+ * interface.  Removes Docker's (a prestart or createRuntime hook whose
+ * argv[0] is libnetwork-setkey, dockerd itself: the one that moves the endpoint's
+ * veth in and renames it eth0); every other hook stays.  Returns how many
+ * were removed. */
+size_t oci_cri_drop_network_hooks(json_t *config);
+
 void cri_record_free(struct cri_record *rec);
 
 #endif

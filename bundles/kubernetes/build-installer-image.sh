@@ -28,9 +28,10 @@ obj=$build/installer
 stage=$build/installer-rootfs
 P=$stage/opt/tollgate
 
-# tollgate finds its libraries next to itself wherever the tree is copied.
-make -s -C "$top" BUILD="$obj" LDLIBS='-Wl,-rpath,\$$ORIGIN/../lib' \
-  "$obj/tollgate" "$obj/tollgate-call" >&2
+# tollgate (bin/) and tollgate-http (lib/tollgate/) find their libraries
+# in the tree's lib/ wherever the tree is copied.
+make -s -C "$top" BUILD="$obj" LDLIBS='-Wl,-rpath,\$$ORIGIN/../lib:\$$ORIGIN/..' \
+  "$obj/tollgate" "$obj/tollgate-call" "$obj/tollgate-http" >&2
 runsc=$(command -v runsc) || { echo "build-installer-image.sh: runsc is missing; run 'make deps'" >&2; exit 1; }
 bash "$top/bundles/rootfs/busybox.sh" "$build/rootfs/busybox" 2>/dev/null
 
@@ -40,6 +41,9 @@ rm -f "$stage/.tollgate-rootfs"
 install -D -m 0755 "$obj/tollgate" "$P/bin/tollgate"
 install -D -m 0755 "$runsc" "$P/bin/runsc"
 install -D -m 0755 "$obj/tollgate-call" "$P/lib/tollgate/tollgate-call"
+# The http tool's request maker (docs/egress.md), where an installed
+# tollgate looks for it: without it every http tool on the node fails.
+install -D -m 0755 "$obj/tollgate-http" "$P/lib/tollgate/tollgate-http"
 install -D -m 0644 "$top/bridge/client/tollgate.py" "$P/lib/tollgate/tollgate.py"
 mkdir -p "$P/share/tollgate"
 cp -r "$top/bundles/profiles" "$top/bundles/seccomp" "$P/share/tollgate/"
@@ -50,7 +54,7 @@ install -D -m 0755 "$here/installer/sync.sh" "$stage/opt/tollgate-installer/sync
 # Libraries: glibc stays the node's own (it must match the node's loader);
 # everything else travels with tollgate.  The image itself gets glibc and
 # the loader at their usual paths so tollgate runs inside the installer.
-ldd "$obj/tollgate" | awk '/=>/ {print $3} /ld-linux/ {print $1}' | while read -r lib; do
+ldd "$obj/tollgate" "$obj/tollgate-http" | awk '/=>/ {print $3} /ld-linux/ {print $1}' | while read -r lib; do
   [ -f "$lib" ] || continue
   case $(basename "$lib") in
     libc.so.*|libm.so.*|libpthread.so.*|libdl.so.*|librt.so.*|ld-linux*)

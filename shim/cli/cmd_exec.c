@@ -170,6 +170,12 @@ int cmd_exec(struct cli *cli, int argc, char **argv, tg_error **err) {
   json_t *proc = effective ? build_process(&req, effective, err) : NULL;
   if (proc == NULL)
     goto out;
+  /* A process from the caller (containerd's exec, `crictl exec`,
+   * `kubectl exec`) carries the image's environment, not the one create
+   * gave the container: without this `from tollgate import ...` fails in
+   * it.  Only names, paths inside the container; nothing is loosened. */
+  if (json_is_true(json_object_get(c.state, "bridge")))
+    bridge_process_env(proc);
   if (oci_harden_process(proc, effective, passthrough, err) < 0) {
     tg_error_wrap(err, "exec");
     goto out;

@@ -16,6 +16,7 @@
 #include "shim/lifecycle/runsc_leftovers.h"
 #include "shim/lifecycle/state.h"
 #include "base/util.h"
+#include "oci/podnet.h"
 #include "shim/lifecycle/waiter.h"
 
 #define BACKEND_LOG "backend.log"
@@ -476,7 +477,23 @@ int container_simple_verb(struct cli *cli, const char *verb, int argc,
   return r;
 }
 
+/* A container given the pod network (oci/podnet.h) starts only while its
+ * namespace still refuses egress as create recorded it. */
+static int check_pod_network(const struct container *c, tg_error **err) {
+  const char *netns = json_string_value(json_get_path(c->state, "pod_network.netns"));
+  const char *refusal = json_string_value(json_get_path(c->state, "pod_network.refusal"));
+  if (netns == NULL && refusal == NULL)
+    return 0;
+  cleanup_close int nsfd = -1;
+  if (netns == NULL || refusal == NULL || oci_podnet_open(netns, &nsfd, err) < 0 ||
+      oci_podnet_check(nsfd, refusal, err) < 0)
+    return tg_error_wrap(err, "start %s: the pod network", c->id);
+  return 0;
+}
+
 int container_start(const struct cli *cli, const struct container *c, tg_error **err) {
+  if (check_pod_network(c, err) < 0)
+    return -1;
   if (waiter_recorded(c->state))
     return waiter_start(c->id, c->dir, c->state, err);
   struct proc_opts quiet = {.capture_stdout = true, .capture_stderr = true};

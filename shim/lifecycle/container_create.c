@@ -118,11 +118,13 @@ static create_step *const up_to_the_backend[] = {
     create_check_ceiling,      /* within the host config's ceilings */
     create_begin_gate,         /* run: the gate opens on its own thread */
     create_harden_options,
+    create_read_pod_network,   /* the pod network's path, before hardening */
     create_claim_id_range,
     create_harden,             /* oci_harden() */
     create_settle_id_range,
     create_check_kept_network,
     create_join_pod,           /* the pod's policy, its sandbox */
+    create_pod_network,        /* its namespace, egress refused (opt-in) */
     create_pin_mounts,
     create_prepare_bridge,     /* the bridge area and its mounts */
     create_make_mount_points,
@@ -172,6 +174,7 @@ static int do_create(struct cli *cli, const struct create_request *req,
   free(cx.profiles);
   free(cx.seccomp);
   free(cx.profile);
+  free(cx.podnet_asked);
   return r;
 }
 

@@ -215,6 +215,10 @@ int create_check_network(struct create_context *cx, tg_error **err) {
   struct created *out = cx->out;
   /* runc: the new network namespace must hold nothing but lo before the
    * process starts (runsc runs with --network=none and has no netns). */
+  /* The pod network: its namespace holds the pod's interface, and must
+   * refuse egress as recorded. */
+  if (cx->podnet)
+    return create_check_pod_network(cx, err);
   if (out->container.backend.kind == BACKEND_RUNC && !cx->passthrough) {
     /* A pod's namespace is shared: checked, never changed.  The
      * container's own fresh namespace may have gained a client's veth

@@ -125,6 +125,14 @@ static int claim_id_range(struct cli *cli, const json_t *config, const char *dir
 }
 
 int create_claim_id_range(struct create_context *cx, tg_error **err) {
+  /* runc, the pause of a pod given the pod network: the host's user
+   * namespace owns that network namespace, and runc joins a container's
+   * user namespace before its other namespaces (exec does too), after
+   * which a namespace the host owns is out of reach.  So the pod keeps
+   * the host's user namespace, as a joiner of a container without one
+   * does; its members then claim none either (docs/kubernetes.md). */
+  if (cx->podnet_pause && strcmp(json_string_value(json_object_get(cx->state, "backend")) ?: "", "runc") == 0)
+    return 0;
   if (claim_id_range(cx->cli, cx->config, cx->u->dir, cx->state, &cx->ho, cx->jn.owner, cx->jn.owner_pid,
                      &cx->share, err) < 0)
     return tg_error_wrap(err, "bundle %s: config.json", cx->bundle);
@@ -195,6 +203,12 @@ int create_join_pod(struct create_context *cx, tg_error **err) {
       }
       if (jn->share_pid && !jn->pod)
         oci_cri_join_root_pid(config);
+      /* Docker's network hook would move the joiner's veth into the
+       * owner's sandbox, which has its eth0 already, and fail the create
+       * ("renaming interface ... to eth0: file exists").  The joiner has
+       * no network of its own to set up: it has the sandbox's (lo only). */
+      if (!jn->pod)
+        oci_cri_drop_network_hooks(config);
       joined = true;
     }
   } else if (runsc && oci_cri_is_pod_member(&cri)) {

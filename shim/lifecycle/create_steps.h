@@ -12,6 +12,7 @@
  *                     pod's (CRI's) policy
  *   create_harden.c   the policy (within the host config's ceilings),
  *                     then oci_harden()
+ *   create_podnet.c   the pod network: its namespace, egress refused
  *   create_mounts.c   the mount pins and mount points
  *   create_bridge.c   the gate, the bridge area, the sidecar
  *
@@ -28,6 +29,7 @@
 #include "base/error.h"
 #include "base/json.h"
 #include "oci/harden.h"
+#include "oci/podnet.h"
 #include "shim/context.h"
 #include "shim/lifecycle/backend.h"
 #include "shim/lifecycle/container.h"
@@ -97,6 +99,12 @@ struct create_context {
   char *profile;                /* the profile applied */
   bool passthrough;
   bool joined;                  /* runsc: started inside its owner's sandbox */
+  /* the pod network (create_podnet.c) */
+  char *podnet_asked;           /* the network namespace path the config
+                                   named, when this root gives pods theirs */
+  struct podnet_ports podnet_ports;
+  bool podnet_pause;            /* a proven CRI pause under a listed root */
+  bool podnet;                  /* runs in its pod's namespace, egress refused */
   /* the backend's create */
   long pid;                     /* what the caller's pid file gets */
   pid_t sidecar;
@@ -118,6 +126,11 @@ int create_decide_join(struct create_context *cx, tg_error **err);
 int create_claim_id_range(struct create_context *cx, tg_error **err);
 int create_settle_id_range(struct create_context *cx, tg_error **err);
 int create_join_pod(struct create_context *cx, tg_error **err);
+
+/* create_podnet.c */
+int create_read_pod_network(struct create_context *cx, tg_error **err);
+int create_pod_network(struct create_context *cx, tg_error **err);
+int create_check_pod_network(struct create_context *cx, tg_error **err);
 
 /* create_harden.c */
 int create_resolve_policy(struct create_context *cx, tg_error **err);

@@ -85,6 +85,22 @@ for rt in $BACKENDS; do
   check_match "$rt: ... naming the argument and the fix" 'argument 3 .*not valid UTF-8.*pass' "$out"
   check_fails "$rt: ... and runs nothing" grep -q '^a b$' <<<"$out"
 
+  # A process from the caller (containerd's exec, crictl/kubectl exec)
+  # carries the image's environment, not the bridge's: exec gives it
+  # TOLLGATE_DIR and PYTHONPATH (appended), unless it sets its own.
+  python3 - "$b/config.json.orig" "$work/penv-$rt.json" "$work/penv-own-$rt.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))["process"]
+p["args"] = ["sh", "-c", 'echo "$TOLLGATE_DIR;$PYTHONPATH"']
+p["env"] = [e for e in p.get("env", []) if not e.startswith(("TOLLGATE_DIR=", "PYTHONPATH="))]
+json.dump(p, open(sys.argv[2], "w"))
+p["env"] += ["TOLLGATE_DIR=/mine", "PYTHONPATH=/lib/mine"]
+json.dump(p, open(sys.argv[3], "w"))
+PY
+  check_eq "$rt: exec --process without the bridge's environment gets it" "/run/tollgate;/run/tollgate" \
+    "$(tg exec --process "$work/penv-$rt.json" "$id" 2>&1)"
+  check_eq "$rt: ... a process's own TOLLGATE_DIR is kept, PYTHONPATH extended" "/mine;/lib/mine:/run/tollgate" \
+    "$(tg exec --process "$work/penv-own-$rt.json" "$id" 2>&1)"
   python3 - "$b/config.json" "$work/proc-$rt.json" <<'PY'
 import json, sys
 p = json.load(open(sys.argv[1]))["process"]
@@ -235,6 +251,27 @@ check "recorded backend: kill" tg kill rec KILL
 wait_status rec stopped >/dev/null
 check "recorded backend: delete" tg delete rec
 write_config
+
+# --- start checks a recorded pod network (docs/kubernetes.md) ------------
+# create records the namespace and the filter tables it loaded; here the
+# record names a namespace whose tables are not those (a test namespace
+# with none loaded): start refuses, and the container never runs.
+PNS=tgcli$$
+ip netns add "$PNS" && on_exit "ip netns del $PNS"
+b=$work/pn
+make_bundle "$b" sh -c 'echo ran'
+check "pod network record: create" tg create --bundle "$b" pn-1
+python3 - "$TG_ROOT/pn-1/state.json" "/run/netns/$PNS" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+s["pod_network"] = {"netns": sys.argv[2], "refusal": "-P INPUT ACCEPT\n-P FORWARD DROP\n-P OUTPUT DROP\n"}
+json.dump(s, open(sys.argv[1], "w"))
+PY
+out=$(tg start pn-1 2>&1)
+check_match "pod network record: start refuses a namespace that does not refuse egress as recorded" \
+  'start pn-1: the pod network: .*does not refuse egress as tollgate set it' "$out"
+check_eq "pod network record: ... and the container did not start" created "$(tg state pn-1 | json_get status)"
+check "pod network record: delete" tg delete --force pn-1
 
 # --- containerd's exact argv (runsc: the default backend, no --config) ----
 b=$work/ctrd id=ctrd-1

@@ -51,6 +51,28 @@ cat >"$CTRD_DIR/cni/net.d/10-tollgate-test.conflist" <<CNI
                        "ranges": [[{"subnet": "198.18.0.0/24"}]]}}]}
 CNI
 on_exit "ip link del $CNI_BR"
+# The pod network (issue 40.3): the host's side of the bridge has an
+# address (connections from the host to a pod), and a test namespace on
+# the bridge stands for everything outside the pod: it counts every TCP
+# connection and UDP datagram (a DNS query) that reaches it.
+OUT_NS=tgcrio$$
+ip link add "$CNI_BR" type bridge && ip link set "$CNI_BR" up && ip addr add 198.18.0.251/24 dev "$CNI_BR"
+ip netns add "$OUT_NS" && on_exit "ip netns del $OUT_NS"
+ip link add "${OUT_NS}h" type veth peer name eth0 netns "$OUT_NS" &&
+  ip link set "${OUT_NS}h" master "$CNI_BR" up &&
+  ip -n "$OUT_NS" addr add 198.18.0.250/24 dev eth0 && ip -n "$OUT_NS" link set eth0 up && ip -n "$OUT_NS" link set lo up
+ip netns exec "$OUT_NS" python3 -c 'import socket, threading, sys
+log = open(sys.argv[1], "a", buffering=1)
+t = socket.socket(); t.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); t.bind(("0.0.0.0", 9000)); t.listen(8)
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(("0.0.0.0", 53))
+def udp():
+    while True:
+        d, a = u.recvfrom(2048); log.write("udp from %s\n" % a[0]); u.sendto(d[:2] + b"\x81\x80" + d[4:], a)
+threading.Thread(target=udp, daemon=True).start()
+while True:
+    c, a = t.accept(); log.write("tcp from %s\n" % a[0]); c.sendall(b"outside"); c.close()' "$CTRD_DIR/outside.log" &
+OUT_PID=$!
+on_exit "kill $OUT_PID"
 
 ctrd_start || exit 1
 ctrd_import pause
@@ -82,6 +104,20 @@ print(json.dumps({"metadata": {"name": name}, "image": {"image": "localhost/toll
                   "linux": {"security_context": {"namespace_options": {"network": "POD", "pid": "POD", "ipc": "POD"}}}}))' "$@"
 }
 
+# host_connect ADDR PORT: what the host gets connecting to ADDR:PORT (the
+# first line it is sent, or "refused": refused, unreachable or silent for 3 s).
+host_connect() {
+  python3 -c 'import socket, sys
+try:
+    with socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=3) as c:
+        print(c.recv(64).decode() or "refused")
+except OSError:
+    print("refused")' "$@"
+}
+# own_pid: a container config on stdin, with a PID namespace of its own
+# (under runc a pod on the pod network cannot share the pod's).
+own_pid() { python3 -c 'import json, sys
+c = json.load(sys.stdin); c["linux"]["security_context"]["namespace_options"]["pid"] = "CONTAINER"; print(json.dumps(c))'; }
 # cri_exited ID: ContainerStatus of container ID once it has exited
 # (polled for 200 x 0.1 s: generous on a loaded machine, nothing timed);
 # nothing when it has not.
@@ -97,8 +133,9 @@ cri_exited() {
   done
   return 1
 }
-# cni_pod_start WHAT NAME POLICY: a pod NAME on the CNI bridge network
-# whose annotation selects POLICY; sets cpod (its id), cp_config (its
+# cni_pod_start WHAT NAME POLICY [ANNOTATIONS]: a pod NAME on the CNI
+# bridge network whose annotation selects POLICY (and the JSON members
+# ANNOTATIONS adds); sets cpod (its id), cp_config (its
 # config), cpod_ip (the address containerd reports), cnetns (the network
 # namespace path containerd handed the pause) and cnetns_mnt (that path
 # resolved: the nsfs mount).
@@ -107,7 +144,7 @@ cni_pod_start() {
   local cni_ns='"namespace_options": {"network": "POD", "pid": "POD", "ipc": "POD"}'
   mkdir -p "$CTRD_DIR/pods/$name"
   cp_config='{"metadata": {"name": "'$name'", "uid": "'$name'", "namespace": "default"},
-    "log_directory": "'$CTRD_DIR'/pods/'$name'", "annotations": {"dev.tollgate.policy": "'$3'"},
+    "log_directory": "'$CTRD_DIR'/pods/'$name'", "annotations": {"dev.tollgate.policy": "'$3'"'"${4:+, $4}"'},
     "linux": {"security_context": {'"$cni_ns"'}}}'
   out=$(cri RunPodSandbox '{"config": '"$cp_config"', "runtime_handler": "tollgate"}' 2>&1)
   cpod=$(json_get pod_sandbox_id <<<"$out")
@@ -134,7 +171,7 @@ cni_pod_gone() {
   local what=$1
   check_eq "$what: nothing left" "" "$(tgk list -q 2>&1)$(grep -E " ($TG_CTR_ROOT|$CTRD_DIR/state)/" /proc/self/mounts)"
   check_eq "$what: no id range claim left" 0 "$(claims)"
-  check_eq "$what: no veth left on the bridge" "" "$(ip -o link show master "$CNI_BR" 2>/dev/null)"
+  check_eq "$what: no veth left on the bridge" "" "$(ip -o link show master "$CNI_BR" 2>/dev/null | grep -v " ${OUT_NS}h@")"
   check_eq "$what: its network namespace is gone (file and mount)" "" \
     "$(ls -d "$cnetns" "$cnetns_mnt" 2>/dev/null)$(grep -F " $cnetns_mnt " /proc/self/mounts)"
   check_eq "$what: no IPAM lease left" "" "$(ls "$CTRD_DIR/ipam/tollgate-test" 2>/dev/null | grep '^198\.')"
@@ -334,7 +371,7 @@ for backend in runsc runc; do
   csrv=$(deb_ctr srv 'import socket, sys
 s = socket.socket()
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("127.0.0.1", 8080))
+s.bind(("0.0.0.0", 8080))
 s.listen(8)
 print("listening as", sys.argv[1])
 while True:
@@ -378,12 +415,19 @@ time.sleep(300)')
   # CRI log lines are "<time> stdout F <text>": the client's KEY=VALUE lines.
   cli_said() { sed -n "s/^[^ ]* std[a-z]* [FP] $1=//p" "$CTRD_DIR/pods/cni-$b/cli.log" 2>/dev/null; }
   check_eq "$b: CNI pod: two Debian containers talk over 127.0.0.1" pong-from-debian "$(cli_said got)"
+  check_eq "$b: CNI pod: without the pod network nothing reaches the server from the host" refused \
+    "$(host_connect "$cpod_ip" 8080)"
   check_eq "$b: CNI pod: the containers see lo only, not the CNI interface" lo "$(cli_said ifaces)"
   check_eq "$b: CNI pod: one PID namespace: the client sees the server's python3" True "$(cli_said server-seen)"
   check_eq "$b: CNI pod: the governed call from python3 returns" "{'order_id': 'D-12'}" "$(cli_said call)"
   [ -n "$(cli_said call)" ] || sed 's/^/# /' "$CTRD_DIR/pods/cni-$b/cli.log"
   out=$(cri ExecSync '{"container_id": "'$ccli_id'", "cmd": ["python3", "-c", "import os; print(os.getuid(), open(\"/etc/debian_version\").read().split(\".\")[0])"], "timeout": 30}' 2>&1)
   check_eq "$b: CNI pod: ExecSync runs python3 in the Debian container, hardened" "65534 12" \
+    "$(json_get stdout <<<"$out" | base64 -d 2>&1)"
+  # crictl exec (ExecSync) hands tollgate the image's environment: the
+  # exec'd python3 still finds the bridge client.
+  out=$(cri ExecSync '{"container_id": "'$ccli_id'", "cmd": ["python3", "-c", "from tollgate import call; print(call(\"lookup_order\", order_id=\"X-5\"))"], "timeout": 30}' 2>&1)
+  check_eq "$b: CNI pod: an exec'd python3 imports tollgate and makes a governed call" "{'order_id': 'X-5'}" \
     "$(json_get stdout <<<"$out" | base64 -d 2>&1)"
   check_eq "$b: CNI pod: the member's join is proven by the same containerd shim" "$cpod/the same containerd shim" \
     "$(python3 -c 'import json,sys; j=json.load(open(sys.argv[1]+"/state.json")).get("join") or {}; print("%s/%s" % (j.get("owner"), j.get("proof")))' "$K8S_ROOT/$csrv_id" 2>&1)"
@@ -408,6 +452,97 @@ time.sleep(300)')
   check_match "$b: CNI pod: the client's audit log records the call" '"tool":"lookup_order"' "$(cat "$audit" 2>&1)"
   check "$b: CNI pod: ... and verifies" tg audit verify "$audit"
   cni_pod_gone "$b: CNI pod"
+
+  # --- the pod network, opted in (issue 40.3) -----------------------------
+  # This root is in the host config's pod_network_roots: the pod runs in
+  # the CNI namespace, which tollgate made refuse egress (iptables, checked
+  # before each start).  The host reaches the declared port; from inside,
+  # a connection to the outside namespace and a DNS query reach nothing.
+  write_config "runtime=\"$backend\"" id_range_dir="\"$IDS\"" "pod_network_roots=[\"$K8S_ROOT\"]"
+  : >"$CTRD_DIR/outside.log"
+  cni_pod_start "$b: pod network" "podnet-$b" orders '"dev.tollgate.ports": "8080"'
+  pnsrv=$(deb_ctr srv 'import socket, threading, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", 8080))
+s.listen(8)
+def serve():
+    while True:
+        c, _ = s.accept()
+        c.sendall(b"pong-podnet")
+        c.close()
+threading.Thread(target=serve, daemon=True).start()
+def tcp_out():
+    try:
+        with socket.create_connection(("198.18.0.250", 9000), timeout=3) as c:
+            return "connected:" + c.recv(16).decode()
+    except OSError as e:
+        return "failed"
+def dns_out():
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    u.settimeout(3)
+    try:
+        u.sendto(b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x07example\x03com\x00\x00\x01\x00\x01", ("198.18.0.250", 53))
+        u.recvfrom(512)
+        return "answered"
+    except OSError:
+        return "failed"
+def resolve():
+    try:
+        socket.getaddrinfo("pypi.org", 443)
+        return "resolved"
+    except OSError:
+        return "failed"
+print("tcp-out=" + tcp_out())
+print("dns-out=" + dns_out())
+print("resolve=" + resolve())
+print("done")
+time.sleep(300)' | own_pid)
+  out=$(cri CreateContainer '{"pod_sandbox_id": "'$cpod'", "config": '"$pnsrv"', "sandbox_config": '"$cp_config"'}' 2>&1)
+  pn_id=$(json_get container_id <<<"$out")
+  [ -n "$pn_id" ] || echo "# $out"
+  check "$b: pod network: the server starts in the pod's namespace" cri StartContainer '{"container_id": "'$pn_id'"}'
+  wait_for 60 grep -qsE ' (done|Traceback .*)$' "$CTRD_DIR/pods/podnet-$b/srv.log"
+  pn_said() { sed -n "s/^[^ ]* std[a-z]* [FP] $1=//p" "$CTRD_DIR/pods/podnet-$b/srv.log" 2>/dev/null; }
+  check_eq "$b: pod network: the host reaches the declared port" pong-podnet "$(host_connect "$cpod_ip" 8080)"
+  check_eq "$b: pod network: a connection from inside to the outside namespace fails" failed "$(pn_said tcp-out)"
+  check_eq "$b: pod network: a DNS query from inside gets no answer" failed "$(pn_said dns-out)"
+  check_eq "$b: pod network: a name lookup fails" failed "$(pn_said resolve)"
+  check_eq "$b: pod network: ... and nothing reached the outside namespace" "" "$(cat "$CTRD_DIR/outside.log")"
+  [ -n "$(pn_said tcp-out)" ] || sed 's/^/# /' "$CTRD_DIR/pods/podnet-$b/srv.log"
+  check_eq "$b: pod network: the egress refusal is recorded for the pause" yes \
+    "$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]+"/state.json")).get("pod_network") or {}; print("yes" if "-P OUTPUT DROP" in r.get("refusal","") else "no")' "$K8S_ROOT/$cpod" 2>&1)"
+  if [ "$b" = runc ]; then
+    pn_pid=$(tgk state "$pn_id" | json_get pid)
+    check_eq "$b: pod network: the server is in the CNI namespace" "$(readlink "$cnetns_mnt" 2>/dev/null || stat -L -c 'net:[%i]' "$cnetns")" \
+      "$(readlink /proc/$pn_pid/ns/net)"
+    check_eq "$b: pod network: ... and, under runc, in the host's user namespace (docs/kubernetes.md)" \
+      "$(readlink /proc/self/ns/user)" "$(readlink /proc/$pn_pid/ns/user)"
+  fi
+  check_match "$b: pod network: the pod's namespace drops every packet out but replies from 8080" \
+    '-P OUTPUT DROP.*-A OUTPUT -p tcp -m conntrack --ctstate ESTABLISHED -m multiport --sports 8080 -j ACCEPT' \
+    "$(nsenter --net="$cnetns" iptables -S 2>&1 | tr '\n' ' ')"
+  # The refusal is checked before every create (which containerd runs at
+  # StartContainer) and start: once it was loosened (here by the host,
+  # standing in for anything), a new member does not run.
+  nsenter --net="$cnetns" iptables -P OUTPUT ACCEPT
+  : >"$CTRD_DIR/outside.log"
+  # The control: with the table loosened, the same connection from inside
+  # gets through (so the refusal above was the table's doing).
+  out=$(cri ExecSync '{"container_id": "'$pn_id'", "cmd": ["python3", "-c", "import socket; c = socket.create_connection((\"198.18.0.250\", 9000), timeout=3); print(c.recv(16).decode())"], "timeout": 30}' 2>&1)
+  check_eq "$b: pod network: control: with OUTPUT accepted, the outside namespace answers" outside \
+    "$(json_get stdout <<<"$out" | base64 -d 2>&1)"
+  out=$(cri CreateContainer '{"pod_sandbox_id": "'$cpod'", "config": '"$(deb_ctr late 'print(1)' | own_pid)"', "sandbox_config": '"$cp_config"'}' 2>&1)
+  late_id=$(json_get container_id <<<"$out")
+  [ -n "$late_id" ] && out=$(cri StartContainer '{"container_id": "'$late_id'"}' 2>&1)
+  check_match "$b: pod network: a member is refused once the namespace no longer refuses egress" \
+    'does not refuse egress as tollgate set it' "$out"
+  [ -n "$late_id" ] && cri RemoveContainer '{"container_id": "'$late_id'"}' >/dev/null 2>&1
+  cri StopContainer '{"container_id": "'$pn_id'", "timeout": 1}' >/dev/null 2>&1
+  cri RemoveContainer '{"container_id": "'$pn_id'"}' >/dev/null 2>&1
+  check "$b: pod network: StopPodSandbox" cri StopPodSandbox '{"pod_sandbox_id": "'$cpod'"}'
+  check "$b: pod network: RemovePodSandbox" cri RemovePodSandbox '{"pod_sandbox_id": "'$cpod'"}'
+  cni_pod_gone "$b: pod network"
 
   # --- the same under passthrough: the CNI interface inside ---------------
   # A host config that chooses passthrough hands on the config as

@@ -3,13 +3,14 @@
 # docker.io) started here with its own data root, exec root, socket and
 # pid file, tollgate registered as the runtime "tollgate", stopped by pid.
 # It touches no host iptables (--iptables=false, --ip-masq=false,
-# --ip-forward=false) and uses a private bridge made here and removed at
+# --ip-forward=false) and uses a bridge made here (198.19.x.1/24) and removed at
 # the end, so Docker's default network really is set up.  Per backend:
 #   - docker run prints the container's output and exits 0;
 #   - docker run -d, docker exec (as the hardened user), docker stop;
 #   - the default network: the container runs with lo only (runc: the
 #     veth Docker moved in is removed, with one warning line in the runtime
-#     log; runsc: --network=none), and the host keeps no veth behind.
+#     log; runsc: --network=none), and the host keeps no veth behind;
+#   - --pid=container: and --ipc=container: joins on the default network.
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 DOCKERD=/usr/sbin/dockerd
@@ -22,6 +23,10 @@ fi
 D=$(mktemp -d /tmp/tgd.XXXXXX)
 BR=tgd$$
 BR=${BR:0:15}
+# The registration docs/containerd.md ("Docker") gives for a host config
+# elsewhere than /etc/tollgate/config.json: a wrapper that `exec`s
+# tollgate, so that the join rule sees the containerd shim as tollgate's
+# caller (Docker's own runtimeArgs wrapper runs it as a child of sh).
 cat >"$D/tollgate-runtime" <<EOF
 #!/bin/sh
 exec $TG --config $TG_CONFIG "\$@"
@@ -30,7 +35,8 @@ chmod 0755 "$D/tollgate-runtime"
 cat >"$D/daemon.json" <<EOF
 {"runtimes": {"tollgate": {"path": "$D/tollgate-runtime"}}}
 EOF
-ip link add "$BR" type bridge && ip addr add 10.217.$(( $$ % 200 + 10 )).1/24 dev "$BR" && ip link set "$BR" up
+# A test range (198.18.0.0/15, RFC 2544): never a private one.
+ip link add "$BR" type bridge && ip addr add 198.19.$(( $$ % 200 + 20 )).1/24 dev "$BR" && ip link set "$BR" up
 on_exit "ip link del $BR"
 on_exit "rm -rf $D"
 on_exit 'grep " '$D'/" /proc/self/mounts | cut -d" " -f2 | sort -r | xargs -r -n1 umount -l'
@@ -104,6 +110,17 @@ for be in $BACKENDS; do
     check_match "$be: default network: one warning in the runtime log names what was removed" \
       '"level":"warning","msg":"container [0-9a-f]+: the hardened profile gives no network: removed eth0 .*--network none' "$(runtime_log "$cid")"
   fi
+  if [ "$be" = runc ]; then
+    # docs/containerd.md ("Docker"): dockerd drops the whole stats sample
+    # when the interface it moved in is gone; with --network none the
+    # container's memory is there.
+    check_eq "$be: default network: docker stats shows 0B" "0B / 0B" \
+      "$(dk stats --no-stream --format '{{.MemUsage}}' "$cid" 2>&1)"
+    nid=$(dko run -d --runtime tollgate --network none tollgate/busybox:test sleep 300)
+    check_match "$be: --network none: docker stats shows the container's memory" '^[1-9][0-9.]*[KM]iB / ' \
+      "$(dk stats --no-stream --format '{{.MemUsage}}' "$nid" 2>&1)"
+    dko rm -f "$nid" >/dev/null
+  fi
   dko rm -f "$cid" >/dev/null
   check_eq "$be: default network: no veth left on the bridge" "" "$(ip -o link show master "$BR" 2>&1)"
   out=$(dko run --rm --runtime tollgate --network none tollgate/busybox:test sh -c "$NETDEVS")
@@ -126,6 +143,27 @@ for be in $BACKENDS; do
   check_match "$be: the runtime log warns about --pid host and --network host" \
     "--pid host.*--network host" "$(runtime_log "$cid")"
   dko rm -f "$cid" >/dev/null
+  # --pid=container: and --ipc=container: on the default network (issue
+  # 40.4): Docker's containers each have a shim of their own, so the join
+  # is proven by trusted_join_callers naming it (docs/hardening.md
+  # "Joins"); under runsc the joiner starts in its owner's sandbox, where
+  # Docker's network hook must not run.
+  write_config "runtime=\"$be\"" id_range_dir="\"$IDS\"" \
+    'trusted_join_callers=["/usr/bin/containerd-shim-runc-v2"]'
+  cid=$(dko run -d --runtime tollgate --ipc shareable --name "own-$be" tollgate/busybox:test sleep 303)
+  check_match "$be: join owner runs on the default network" '^[0-9a-f]{64}$' "$cid"
+  out=$(dko run --rm --runtime tollgate --pid "container:own-$be" tollgate/busybox:test ps -o args)
+  [ -n "$out" ] || { sed 's/^/# /' "$D/client.err"; }
+  check_match "$be: --pid=container: on the default network sees the owner's process" 'sleep 303' "$out"
+  out=$(dko run --rm --runtime tollgate --ipc "container:own-$be" tollgate/busybox:test sh -c "$NETDEVS; echo ipc-ok")
+  [ -n "$out" ] || { sed 's/^/# /' "$D/client.err"; }
+  check_eq "$be: --ipc=container: on the default network runs, lo only" "lo ipc-ok" "$(echo $out)"
+  if [ "$be" = runsc ]; then
+    check_eq "$be: ... the owner's sandbox still serves it" "" "$(dk exec "own-$be" true 2>&1)"
+  fi
+  dko rm -f "own-$be" >/dev/null
+  write_config "runtime=\"$be\"" id_range_dir="\"$IDS\""
+  check_eq "$be: joins: no veth left on the bridge" "" "$(ip -o link show master "$BR" 2>&1)"
   check_eq "$be: nothing left in docker" "" "$(dk ps -aq 2>&1)"
   check_eq "$be: no reach view left" "" "$(grep ' /run/tollgate-reach/' /proc/self/mounts)"
   check_eq "$be: no id range claim left" 0 "$(ls "$IDS" 2>/dev/null | grep -cE '^[0-9]+$')"

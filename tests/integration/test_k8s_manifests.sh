@@ -102,6 +102,13 @@ check_eq "containerd loads the handler's own Root" /run/tollgate/cri "$(echo "$d
 check_eq "containerd passes dev.tollgate.* pod annotations" "['dev.tollgate.*']" "$(echo "$d" | rt tollgate pod_annotations)"
 check_match "containerd keeps the node's sandbox image" 'sandbox_image = "registry.example.com/pause:9"' "$d"
 check_eq "containerd keeps the node's runc settings" True "$(echo "$d" | rt runc options SystemdCgroup)"
+check_eq "the handler follows the node's runc cgroup driver (systemd)" True "$(echo "$d" | rt tollgate options SystemdCgroup)"
+check "the image brings tollgate-http where tollgate looks for it" test -x "$host/opt/tollgate/lib/tollgate/tollgate-http"
+check_match "... with its libraries from the tree" "libcurl.so.4 => $host/opt/tollgate/lib/tollgate/../libcurl" \
+  "$(ldd "$host/opt/tollgate/lib/tollgate/tollgate-http" 2>&1)"
+check_eq "... none missing" "" "$(ldd "$host/opt/tollgate/lib/tollgate/tollgate-http" 2>&1 | grep 'not found')"
+check_match "... and it runs (a malformed request is its own error)" 'tollgate-http: the request on stdin is not JSON' \
+  "$(echo nonsense | "$host/opt/tollgate/lib/tollgate/tollgate-http" 2>&1)"
 before=$(cat "$host/etc/containerd/config.toml")
 out=$(install)
 check_eq "a second install changes nothing" "$before" "$(cat "$host/etc/containerd/config.toml")"
@@ -114,12 +121,14 @@ out=$(install)
 d=$(dump)
 check_eq "from defaults: the handler" /opt/tollgate/bin/tollgate "$(echo "$d" | rt tollgate options BinaryName)"
 check_eq "from defaults: runc still there" io.containerd.runc.v2 "$(echo "$d" | rt runc runtime_type)"
+check_eq "from defaults: the handler's cgroup driver is runc's (cgroupfs)" False "$(echo "$d" | rt tollgate options SystemdCgroup)"
 # A config.toml that relies on the built-in runtimes: runc is restated.
 printf 'version = 2\nroot = "/var/lib/containerd"\n' > "$host/etc/containerd/config.toml"
 out=$(install)
 d=$(dump)
 check_eq "built-in runc restated next to the handler" io.containerd.runc.v2 "$(echo "$d" | rt runc runtime_type)"
 check_eq "and the handler loads" /opt/tollgate/bin/tollgate "$(echo "$d" | rt tollgate options BinaryName)"
+check_eq "and its cgroup driver is containerd's default (cgroupfs)" False "$(echo "$d" | rt tollgate options SystemdCgroup)"
 # A handler defined by hand outside the block is left to the operator.
 printf 'version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.tollgate]\n' > "$host/etc/containerd/config.toml"
 out=$(install)

@@ -34,8 +34,12 @@ cat >"$P/net/$NET.conflist" <<EOF
               "ipam": {"type": "host-local", "dataDir": "$P/ipam", "routes": [{"dst": "0.0.0.0/0"}],
                        "ranges": [[{"subnet": "$sub.0/24", "gateway": "$sub.1"}]]}}]}
 EOF
+# tollgate is Podman's runtime as docs/containerd.md ("Podman") registers
+# it: containers.conf names it, through a wrapper that execs tollgate with
+# this test's host config.
 cat >"$P/containers.conf" <<EOF
 [engine]
+runtime = "tollgate"
 events_logger = "file"
 events_logfile_path = "$P/events.log"
 cgroup_manager = "cgroupfs"
@@ -45,9 +49,11 @@ network_backend = "cni"
 network_config_dir = "$P/net"
 default_network = "$NET"
 cni_plugin_dirs = ["/usr/lib/cni"]
+[engine.runtimes]
+tollgate = ["$P/tollgate-runtime"]
 EOF
 export CONTAINERS_CONF=$P/containers.conf
-pm() { "$PODMAN" --root "$P/storage" --runroot "$P/run" --runtime "$P/tollgate-runtime" \
+pm() { "$PODMAN" --root "$P/storage" --runroot "$P/run" \
   --storage-driver vfs --cgroup-manager cgroupfs --tmpdir "$P/tmp" "$@"; }
 pmo() { pm "$@" 2>"$P/client.err"; }
 on_exit "rm -rf $P"
@@ -57,6 +63,8 @@ on_exit "pm rm -af -t 1"
 
 tar -C "$BUSYBOX_ROOTFS" -c . | pm import - localhost/tollgate/busybox:test >/dev/null 2>"$P/client.err"
 check "busybox image imported" eval "pm image exists localhost/tollgate/busybox:test"
+check_eq "podman's runtime is tollgate, from containers.conf" "tollgate $P/tollgate-runtime" \
+  "$(pm info --format '{{.Host.OCIRuntime.Name}} {{.Host.OCIRuntime.Path}}' 2>&1)"
 # The pods' infra image: busybox that sleeps (podman's own pause image
 # would be pulled from a registry).
 tar -C "$BUSYBOX_ROOTFS" -c . | pm import --change 'ENTRYPOINT ["/bin/sleep", "2147483647"]' - \

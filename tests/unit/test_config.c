@@ -110,6 +110,19 @@ Test(config, errors_name_the_key_and_file) {
   expect_error("{\"trusted_join_callers\":\"/usr/bin/conmon\"}", "trusted_join_callers");
   expect_error("{\"trusted_join_callers\":[\"conmon\"]}", "trusted_join_callers[0] \"conmon\" is not an absolute");
   expect_error("{\"trusted_join_callers\":[\"/usr/bin/../bin/conmon\"]}", "not an absolute, normal path");
+  expect_error("{\"pod_network_roots\":[\"run/tollgate/net\"]}", "pod_network_roots[0] \"run/tollgate/net\" is not an absolute, normal path");
+  expect_error("{\"pod_network_roots\":[\"/run/tollgate/net/\"]}", "as --root gets it");
+}
+
+Test(config, pod_network_roots_loads) {
+  char *p = write_cfg("{\"pod_network_roots\":[\"/run/tollgate/net/k8s.io\"]}");
+  struct host_config c;
+  tg_error *err = NULL;
+  cr_assert_eq(host_config_load(p, &c, &err), 0, "%s", err ? err->msg : "");
+  cr_assert_str_eq(c.pod_network_roots[0], "/run/tollgate/net/k8s.io");
+  cr_assert_null(c.pod_network_roots[1]);
+  host_config_free(&c);
+  free(p);
 }
 
 Test(config, sidecar_supervision_defaults_and_loads) {

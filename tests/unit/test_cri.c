@@ -237,3 +237,24 @@ Test(cri, shares_pod_pid_only_for_the_sandbox_pid_path) {
   cr_expect(!oci_cri_shares_pod_pid(c, 4243), "another process's pid namespace is not the pod's");
   cr_expect(!oci_cri_shares_pod_pid(c, 0));
 }
+
+/* A runsc joiner has no network of its own: Docker's libnetwork-setkey
+ * hook goes, every other hook stays (issue 40.4). */
+Test(cri, drop_network_hooks_removes_only_dockers) {
+  const char *text =
+      "{\"hooks\":{\"prestart\":[{\"path\":\"/proc/77/exe\",\"args\":[\"libnetwork-setkey\",\"-exec-root=/x\",\"id\",\"n\"]},"
+      "{\"path\":\"/usr/bin/other-hook\",\"args\":[\"other-hook\",\"libnetwork-setkey\"]}],"
+      "\"createRuntime\":[{\"path\":\"/proc/77/exe\",\"args\":[\"libnetwork-setkey\"]}],"
+      "\"poststop\":[{\"path\":\"/usr/bin/p\"}]}}";
+  cleanup_error tg_error *err = NULL;
+  json_t *c = json_parse(text, strlen(text), NULL, &err);
+  cr_assert_not_null(c);
+  cr_expect_eq(oci_cri_drop_network_hooks(c), 2);
+  const json_t *pre = json_get_path(c, "hooks.prestart");
+  cr_expect_eq(json_array_len(pre), 1);
+  cr_expect_str_eq(json_string_value(json_object_get(json_array_get(pre, 0), "path")), "/usr/bin/other-hook");
+  cr_expect_null(json_get_path(c, "hooks.createRuntime"), "an emptied stage goes");
+  cr_expect_not_null(json_get_path(c, "hooks.poststop"));
+  cr_expect_eq(oci_cri_drop_network_hooks(c), 0);
+  json_free(c);
+}

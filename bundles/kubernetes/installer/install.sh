@@ -8,7 +8,9 @@
 #      the policy and audit directories;
 #   3. adds the containerd runtime handler to /etc/containerd/config.toml,
 #      between marker lines, and restarts containerd when that changed
-#      (running containers keep running: their shims outlive the daemon).
+#      (running containers keep running: their shims outlive the daemon),
+#      with the node's runc SystemdCgroup setting (the kubelet's cgroup
+#      driver) in place of the block's.
 #      Not a drop-in under `imports`: containerd 1.x replaces a whole plugin
 #      section with the imported one, which would wipe the node's own CRI
 #      settings.  A runtimes table in config.toml replaces containerd's
@@ -83,6 +85,18 @@ if grep -q 'containerd\.runtimes\.tollgate\]' "$main.rest.$$"; then
   rm -f "$main.rest.$$"
   die "$main already defines runtimes.tollgate outside the installer's block; remove that section and restart this pod"
 fi
+# The node's cgroup driver, as its runc runtime says it (kubeadm nodes:
+# systemd): the handler must use the same one as the kubelet, or pods fail
+# to start.  The block's own value is containerd's default (false) for a
+# node that says nothing.
+runc_systemd=$(awk '
+  /^[[:space:]]*\[/ { inrunc = ($0 ~ /containerd\.runtimes\.runc\.options\][[:space:]]*$/) }
+  inrunc && /^[[:space:]]*SystemdCgroup[[:space:]]*=/ { sub(/^[^=]*=[[:space:]]*/, ""); sub(/[[:space:]#].*$/, ""); print; exit }
+' "$main.rest.$$")
+case ${runc_systemd:-} in
+  true|false|'') ;;
+  *) rm -f "$main.rest.$$"; die "$main: the runc runtime's SystemdCgroup is '$runc_systemd', not true or false; fix it and restart this pod" ;;
+esac
 default_runtime=$(sed -n 's/^[[:space:]]*default_runtime_name[[:space:]]*=[[:space:]]*"\(.*\)".*/\1/p' "$main.rest.$$" | head -n1)
 {
   cat "$main.rest.$$"
@@ -92,7 +106,12 @@ default_runtime=$(sed -n 's/^[[:space:]]*default_runtime_name[[:space:]]*=[[:spa
     echo '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]'
     echo '  runtime_type = "io.containerd.runc.v2"'
   fi
-  grep -v '^[[:space:]]*version[[:space:]]*=' "$CONFIG/tollgate.toml"
+  if [ -n "$runc_systemd" ]; then
+    grep -v '^[[:space:]]*version[[:space:]]*=' "$CONFIG/tollgate.toml" |
+      sed "s/^\([[:space:]]*SystemdCgroup[[:space:]]*=\).*/\1 $runc_systemd/"
+  else
+    grep -v '^[[:space:]]*version[[:space:]]*=' "$CONFIG/tollgate.toml"
+  fi
   echo "$end_mark"
 } > "$main.new.$$"
 rm -f "$main.rest.$$"
