@@ -170,8 +170,21 @@ async def execute_lines(box: Box, contexts: Contexts, body: dict[str, Any]) -> A
         j = buf.rfind("\n")
         if j < 0:
             return
-        out = "".join(l for l in buf[:j + 1].splitlines(keepends=True) if not CELL_TRAILER.match(l))
-        err_pending[0] = buf[j + 1:]
+        lines = buf[:j + 1].splitlines(keepends=True)
+        # The session writes its line as "\n" + the trailer: a lone
+        # newline is held back until the next line shows what it was.
+        hold = lines and lines[-1] == "\n"
+        if hold:
+            lines.pop()
+        keep = []
+        for i, l in enumerate(lines):
+            if CELL_TRAILER.match(l):
+                if keep and keep[-1] == "\n":
+                    keep.pop()
+                continue
+            keep.append(l)
+        out = "".join(keep)
+        err_pending[0] = ("\n" if hold else "") + buf[j + 1:]
         if out:
             push(_line("stderr", text=out, timestamp=stamp()))
 
