@@ -63,7 +63,7 @@ client pause | grep -E '^(ok|FAIL) - '
 client governed | grep -E '^(ok|FAIL) - '
 for f in "$S"/audit-acme/*.jsonl; do check "audit verify $(basename "$f")" "$TG" audit verify "$f"; done
 client refusals | grep -E '^(ok|FAIL) - '
-client crowd 10 2 | grep -E '^(ok|FAIL) - '
+client crowd 10 5 | grep -E '^(ok|FAIL) - '
 check "after the crowd no container is left" wait_for 10 no_containers
 
 # kill -9 of the service with 5 sandboxes running; the restart deletes
