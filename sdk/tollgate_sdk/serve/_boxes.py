@@ -98,7 +98,7 @@ class Box:
         s = self.session
         if s is None or s.cid is None:
             raise ServiceError(409, "sandbox %s is paused: connect to resume it" % self.record.sandbox_id)
-        return s.cid
+        return str(s.cid)
 
 
 class Boxes:

@@ -86,7 +86,7 @@ def resolve(path: Any) -> str:
         path = HOME + path[1:]
     if not path.startswith("/"):
         path = posixpath.join(HOME, path)
-    return posixpath.normpath(path)
+    return str(posixpath.normpath(path))
 
 
 def fs_call(box: Box, op: str, *args: str) -> dict[str, Any]:

@@ -176,7 +176,7 @@ async def execute_lines(box: Box, contexts: Contexts, body: dict[str, Any]) -> A
         hold = lines and lines[-1] == "\n"
         if hold:
             lines.pop()
-        keep = []
+        keep: list[str] = []
         for i, l in enumerate(lines):
             if CELL_TRAILER.match(l):
                 if keep and keep[-1] == "\n":
