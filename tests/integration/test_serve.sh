@@ -22,7 +22,11 @@ cat > "$S/pol/policy.json" <<'P'
  "tools": {"echo":    {"backend": {"type": "builtin", "name": "echo"}, "rules": [{"effect": "allow"}]},
            "shout":   {"backend": {"type": "builtin", "name": "echo"}, "rules": [{"effect": "deny", "reason": "never"}]},
            "careful": {"backend": {"type": "builtin", "name": "echo"},
-                       "rules": [{"effect": "approve", "reason": "a person decides"}]}},
+                       "rules": [{"effect": "approve", "reason": "a person decides"}]},
+           "lookup":  {"backend": {"type": "client"}, "description": "an order, from the client's host",
+                       "args": {"type": "object", "properties": {"order_id": {"type": "string"}},
+                                "required": ["order_id"], "additionalProperties": false},
+                       "rules": [{"effect": "allow"}]}},
  "approval": {"timeout": 60},
  "budgets": {"max_tool_calls": 100}}
 P
@@ -42,7 +46,8 @@ export E2B_API_KEY=$KEY OTHER_KEY=$OTHER TENANT_AUDIT=$S/audit-acme E2B_DOMAIN=e
 serve_pid=""
 start_serve() {
   "$PY" -m tollgate_sdk.serve --listen 127.0.0.1:$port --tenants "$S/tenants.json" --state "$S/state" \
-    --template "base=$BUILD/rootfs/debian" --tollgate "$TG" --log "$S/events.log" >>"$S/serve.out" 2>&1 &
+    --template "base=$BUILD/rootfs/debian" --tollgate "$TG" --log "$S/events.log" \
+    --socket "$S/serve.sock" --socket-group nogroup >>"$S/serve.out" 2>&1 &
   serve_pid=$!
   wait_for 30 curl -s -o /dev/null "http://127.0.0.1:$port/v2/sandboxes"
 }
@@ -63,6 +68,16 @@ client pause | grep -E '^(ok|FAIL) - '
 client governed | grep -E '^(ok|FAIL) - '
 for f in "$S"/audit-acme/*.jsonl; do check "audit verify $(basename "$f")" "$TG" audit verify "$f"; done
 client refusals | grep -E '^(ok|FAIL) - '
+# The SDK's client mode, as an unprivileged user (nobody) through the
+# unix socket (0660, group nogroup), with Debian's python3 (the SDK's client
+# mode needs nothing but the standard library): host functions as governed tools.
+chmod 755 "$S"
+out=$(setpriv --reuid=65534 --regid=65534 --clear-groups \
+      timeout 300 /usr/bin/python3 "$repo/tests/serve/remote_client.py" "unix:$S/serve.sock" "$KEY" orphan 2>&1)
+echo "$out" | grep -E '^(ok|FAIL) - '
+orphan=$(echo "$out" | sed -n 's/^ORPHAN //p')
+check "the client mode made a sandbox whose client then died" test -n "$orphan"
+[ -n "$orphan" ] && client orphan "$orphan" | grep -E '^(ok|FAIL) - '
 client crowd 10 5 | grep -E '^(ok|FAIL) - '
 check "after the crowd no container is left" wait_for 10 no_containers
 

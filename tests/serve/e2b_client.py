@@ -258,6 +258,18 @@ def crowd(clients, each):
     check("none left in the list", Sandbox.list().next_items() == [])
 
 
+def orphan(sid):
+    time.sleep(4)   # past the service's grace for a client between two polls
+    c = Sandbox.connect(sid)
+    t = time.time()
+    e = c.run_code("from tollgate import lookup\ntry:\n    lookup(order_id='B')\nexcept Exception as e:\n"
+                   "    print('failed:', type(e).__name__, e)")
+    took = time.time() - t
+    check("a call whose client is gone fails at once (no hang)", "failed" in "".join(e.logs.stdout) and took < 10,
+          (e.logs, took))
+    c.kill()
+
+
 def make(n):
     for _ in range(n):
         s = Sandbox.create(timeout=600)
@@ -269,4 +281,4 @@ if __name__ == "__main__":
     what = sys.argv[1]
     {"basics": lambda: basics(), "connect": lambda: connect(sys.argv[2]), "gone": lambda: gone(None),
      "pause": lambda: pause(), "governed": lambda: governed(), "refusals": lambda: refusals(),
-     "crowd": lambda: crowd(int(sys.argv[2]), int(sys.argv[3])), "make": lambda: make(int(sys.argv[2]))}[what]()
+     "orphan": lambda: orphan(sys.argv[2]), "crowd": lambda: crowd(int(sys.argv[2]), int(sys.argv[3])), "make": lambda: make(int(sys.argv[2]))}[what]()

@@ -12,7 +12,8 @@ from typing import Any, AsyncIterator, Awaitable, Callable, MutableMapping
 import anyio
 import anyio.to_thread
 
-from ._boxes import Box, Boxes, ServiceError
+from ._boxes import Box, Boxes
+from ._service_error import ServiceError
 from ._connect import ConnectError, end_of_stream, read_envelope, read_unary
 from ._envd import check_token, stream, unary
 from ._fs import FILE_MAX, read_file, resolve, write_file

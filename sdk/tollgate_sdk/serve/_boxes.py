@@ -18,6 +18,8 @@ from .._errors import TollgateSDKError
 from .._sandbox import Sandbox
 from .._session import Session, set_max_sessions
 from ._procs import Proc
+from ._service_error import ServiceError
+from ._relay import Relay, relay_tools, without_client_tools
 from ._tenants import Tenant, Tenants
 
 __all__ = ["Box", "Boxes", "ServiceError", "Record"]
@@ -26,15 +28,6 @@ ID_CHARS = string.ascii_lowercase + string.digits
 REAP_EVERY = 0.5    # seconds between deadline checks: a sandbox dies within 2 s of its deadline
 ENVD_VERSION = "0.5.7"
 _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
-
-
-class ServiceError(TollgateSDKError):
-    """A request the service refuses: an HTTP status and a message."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
 
 
 @dataclasses.dataclass
@@ -85,6 +78,8 @@ class Box:
         self.session = session
         self.lock = threading.RLock()
         self.procs: dict[int, Proc] = {}
+        self.relay: Relay | None = None        # the client's tools, when it serves some
+        self.own_sandbox: Sandbox | None = None  # a Sandbox of its own (with the client's tools)
         self._next_pid = 1000
         self.gone = False
 
@@ -185,24 +180,60 @@ class Boxes:
 
     # ---- create ----------------------------------------------------------------
 
-    def _sandbox(self, tenant: Tenant, template: str) -> Sandbox:
-        rootfs = self.templates.get(template) or self.templates.get("base")
+    def _policy(self, tenant: Tenant) -> dict[str, Any]:
+        if tenant.policy is None:
+            return {"version": 1, "tools": {}}
+        try:
+            with open(tenant.policy, encoding="utf-8") as f:
+                p = json.load(f)
+        except (OSError, ValueError) as e:
+            raise ServiceError(500, "tenant %s: its policy %s cannot be read: %s" % (tenant.name, tenant.policy, e))
+        if not isinstance(p, dict):
+            raise ServiceError(500, "tenant %s: its policy %s is not a JSON object" % (tenant.name, tenant.policy))
+        return p
+
+    def _rootfs(self, template: str) -> str:
+        rootfs = self.templates.get(template)
         if rootfs is None:
             raise ServiceError(400, "template %r is not served here (known: %s)"
                                % (template, ", ".join(sorted(self.templates))))
+        return rootfs
+
+    def _new_sandbox(self, tenant: Tenant, rootfs: str, policy: dict[str, Any], tools: list[Any]) -> Sandbox:
+        os.makedirs(tenant.audit_dir, mode=0o750, exist_ok=True)
+        return Sandbox(tools, policy=policy, runtime=tenant.runtime, image=rootfs,
+                       audit_dir=tenant.audit_dir, root=os.path.join(self.state_dir, "root"),
+                       tollgate=self.tollgate, memory=tenant.memory, cpus=tenant.cpus)
+
+    def _sandbox(self, tenant: Tenant, template: str) -> Sandbox:
+        """The tenant's shared Sandbox for a template: its policy without
+        the tools only a client serves."""
+        rootfs = self._rootfs(template)
         key = (tenant.name, rootfs)
         with self._lock:
             sb = self._sandboxes.get(key)
-            if sb is None:
-                os.makedirs(tenant.audit_dir, mode=0o750, exist_ok=True)
-                sb = Sandbox(policy=tenant.policy, runtime=tenant.runtime, image=rootfs,
-                             audit_dir=tenant.audit_dir, root=os.path.join(self.state_dir, "root"),
-                             tollgate=self.tollgate, memory=tenant.memory, cpus=tenant.cpus)
-                self._sandboxes[key] = sb
+        if sb is None:
+            sb = self._new_sandbox(tenant, rootfs, without_client_tools(self._policy(tenant)), [])
+            with self._lock:
+                sb = self._sandboxes.setdefault(key, sb)
         return sb
 
+    def _client_sandbox(self, tenant: Tenant, template: str, box: Box, asked: Any) -> Sandbox:
+        """A Sandbox of the box's own whose policy keeps the tenant's entries
+        of the client tools asked for (their rules govern), served by the
+        box's relay."""
+        policy = self._policy(tenant)
+        relay = Relay()
+        tools = relay_tools(relay, policy, asked)
+        names = {t.name for t in tools}
+        kept = without_client_tools(policy)
+        kept["tools"] = dict(kept["tools"], **{n: policy["tools"][n] for n in names})
+        box.relay = relay
+        box.own_sandbox = self._new_sandbox(tenant, self._rootfs(template), kept, tools)
+        return box.own_sandbox
+
     def create(self, tenant: Tenant, *, template: str, timeout: int, metadata: dict[str, str],
-               env_vars: dict[str, str], on_timeout: str) -> Box:
+               env_vars: dict[str, str], on_timeout: str, client_tools: Any = None) -> Box:
         timeout = min(timeout, tenant.max_timeout)
         now = time.time()
         rec = Record(sandbox_id="".join(secrets.choice(ID_CHARS) for _ in range(20)), tenant=tenant.name,
@@ -219,7 +250,8 @@ class Boxes:
                                    "first" % (tenant.name, n, tenant.max_sandboxes))
             self._boxes[rec.sandbox_id] = box
         try:
-            sb = self._sandbox(tenant, template)
+            sb = (self._client_sandbox(tenant, template, box, client_tools) if client_tools
+                  else self._sandbox(tenant, template))
             session = sb.session()
             if session.closed:
                 session.open()
@@ -229,6 +261,7 @@ class Boxes:
         except BaseException as e:
             with self._lock:
                 self._boxes.pop(rec.sandbox_id, None)
+            self._close_own(box)
             if isinstance(e, ServiceError):
                 raise
             if isinstance(e, TollgateSDKError):
@@ -261,6 +294,7 @@ class Boxes:
                 box.session.close()
             if box.record.pause_id:
                 self._drop_pause(box)
+            self._close_own(box)
         with self._lock:
             self._boxes.pop(box.record.sandbox_id, None)
         try:
@@ -269,6 +303,13 @@ class Boxes:
             pass
         self.log({"event": "sandbox_removed", "sandbox": box.record.sandbox_id,
                   "tenant": box.record.tenant, "container": box.record.container_id, "reason": why})
+
+    def _close_own(self, box: Box) -> None:
+        if box.relay is not None:
+            box.relay.close()
+        if box.own_sandbox is not None:
+            box.own_sandbox.close()
+            box.own_sandbox = None
 
     def pause(self, box: Box) -> bool:
         """False when it is paused already (the API's 409)."""
@@ -295,7 +336,7 @@ class Boxes:
         with box.lock:
             if box.record.state != "paused":
                 return
-            sb = self._sandbox(self.tenants.by_name[box.record.tenant], box.record.template)
+            sb = box.own_sandbox or self._sandbox(self.tenants.by_name[box.record.tenant], box.record.template)
             try:
                 session = sb.resume(box.record.pause_id)
             except TollgateSDKError as e:

@@ -14,7 +14,8 @@ from typing import Any, AsyncIterator
 import anyio
 import anyio.to_thread
 
-from ._boxes import Box, ServiceError
+from ._boxes import Box
+from ._service_error import ServiceError
 from ._connect import ConnectError, end_of_stream, envelope
 from ._fs import fs_call, resolve
 from ._procs import Proc

@@ -9,7 +9,8 @@ import posixpath
 import subprocess
 from typing import Any
 
-from ._boxes import Box, ServiceError
+from ._boxes import Box
+from ._service_error import ServiceError
 from ._connect import ConnectError
 
 __all__ = ["HOME", "resolve", "fs_call", "read_file", "write_file", "FILE_MAX"]

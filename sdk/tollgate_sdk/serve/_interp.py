@@ -14,7 +14,8 @@ import anyio
 import anyio.to_thread
 
 from .._errors import TollgateSDKError
-from ._boxes import Box, ServiceError
+from ._boxes import Box
+from ._service_error import ServiceError
 
 __all__ = ["Contexts", "execute_lines"]
 

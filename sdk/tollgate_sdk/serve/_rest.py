@@ -11,13 +11,15 @@ import urllib.parse
 from typing import Any
 
 from .._audit import budget_used, calls_of_last_run, read_records
-from ._boxes import Box, Boxes, ServiceError
+from ._boxes import Box, Boxes
+from ._service_error import ServiceError
 from ._tenants import Tenant
 
 __all__ = ["route"]
 
 SANDBOX = re.compile(r"^/sandboxes/([a-z0-9]{1,64})(?:/(timeout|pause|connect|resume|metrics))?$")
-EXT = re.compile(r"^/tollgate/sandboxes/([a-z0-9]{1,64})/(pending|audit|budget|calls/([0-9a-f]{1,64})/(approve|deny))$")
+EXT = re.compile(r"^/tollgate/sandboxes/([a-z0-9]{1,64})/(pending|audit|budget|calls/([0-9a-f]{1,64})/(approve|deny)"
+                 r"|tool-calls(?:/([0-9a-f]{1,64}))?)$")
 DEFAULT_TIMEOUT = 300
 META_MAX = 64
 
@@ -47,9 +49,13 @@ def _create(boxes: Boxes, tenant: Tenant, body: dict[str, Any]) -> tuple[int, An
     lifecycle = body.get("lifecycle") or {}
     on_timeout = "pause" if (isinstance(lifecycle, dict) and lifecycle.get("onTimeout") == "pause") or \
         body.get("autoPause") is True else "kill"
+    ext = body.get("tollgate") or {}
+    if not isinstance(ext, dict):
+        raise ServiceError(400, "tollgate must be an object")
     box = boxes.create(tenant, template=template, timeout=_int(body.get("timeout"), "timeout", DEFAULT_TIMEOUT),
                        metadata=_strings(body.get("metadata"), "metadata"),
-                       env_vars=_strings(body.get("envVars"), "envVars"), on_timeout=on_timeout)
+                       env_vars=_strings(body.get("envVars"), "envVars"), on_timeout=on_timeout,
+                       client_tools=ext.get("tools"))
     return 201, box.record.created()
 
 
@@ -82,7 +88,22 @@ def _log_path(box: Box) -> str:
 
 
 def _extension(boxes: Boxes, box: Box, what: str, call: str | None, method: str,
-               body: dict[str, Any]) -> tuple[int, Any]:
+               body: dict[str, Any], query: dict[str, str]) -> tuple[int, Any]:
+    if what.startswith("tool-calls"):
+        if box.relay is None:
+            raise ServiceError(404, "this sandbox has no client tools")
+        answer_id = what[len("tool-calls/"):] if what.startswith("tool-calls/") else None
+        if answer_id is None and method == "GET":
+            try:
+                wait = float(query.get("wait", "10"))
+            except ValueError:
+                raise ServiceError(400, "wait is seconds") from None
+            nxt = box.relay.next_call(wait)
+            return (200, nxt) if nxt is not None else (204, None)
+        if answer_id is not None and method == "POST":
+            if not box.relay.answer(answer_id, body):
+                raise ServiceError(404, "no call %s is waiting for an answer" % answer_id)
+            return 204, None
     if what == "pending" and method == "GET":
         if box.session is None:
             return 200, []
@@ -149,7 +170,7 @@ def route(boxes: Boxes, tenant: Tenant, method: str, path: str, query: dict[str,
     m = EXT.match(path)
     if m:
         box = boxes.get(m.group(1), tenant)
-        return _extension(boxes, box, m.group(2), m.group(3), method, body)
+        return _extension(boxes, box, m.group(2), m.group(3), method, body, query)
     return None
 
 
