@@ -1,0 +1,390 @@
+"""The service's sandboxes: each is one SDK session (a hardened tollgate
+container with its bridge, policy, budgets and audit log, made by the C
+runtime), owned by a tenant, with a deadline the reaper enforces."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import subprocess
+import secrets
+import string
+import threading
+import time
+from typing import Any, Callable
+
+from .._errors import TollgateSDKError
+from .._sandbox import Sandbox
+from .._session import Session, set_max_sessions
+from ._procs import Proc
+from ._service_error import ServiceError
+from ._relay import Relay, relay_tools, without_client_tools
+from ._tenants import Tenant, Tenants
+
+__all__ = ["Box", "Boxes", "ServiceError", "Record"]
+
+ID_CHARS = string.ascii_lowercase + string.digits
+REAP_EVERY = 0.5    # seconds between deadline checks: a sandbox dies within 2 s of its deadline
+ENVD_VERSION = "0.5.7"
+_SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+
+
+@dataclasses.dataclass
+class Record:
+    """What the service knows of one sandbox; kept in STATE/sandboxes/ID.json
+    (0600: it holds the access tokens)."""
+    sandbox_id: str
+    tenant: str
+    template: str
+    metadata: dict[str, str]
+    env_vars: dict[str, str]
+    started_at: float
+    end_at: float
+    envd_token: str
+    traffic_token: str
+    state: str = "running"        # running | paused
+    container_id: str = ""
+    pause_id: str = ""
+    on_timeout: str = "kill"      # kill | pause
+
+    def listed(self) -> dict[str, Any]:
+        return {"templateID": self.template, "sandboxID": self.sandbox_id, "clientID": "tollgate",
+                "startedAt": _rfc3339(self.started_at), "endAt": _rfc3339(self.end_at),
+                "cpuCount": 1, "memoryMB": 512, "diskSizeMB": 0, "state": self.state,
+                "envdVersion": ENVD_VERSION, "metadata": dict(self.metadata)}
+
+    def detail(self) -> dict[str, Any]:
+        d = self.listed()
+        d.update({"envdAccessToken": self.envd_token, "domain": None, "allowInternetAccess": False,
+                  "lifecycle": {"autoResume": False, "onTimeout": self.on_timeout}})
+        return d
+
+    def created(self) -> dict[str, Any]:
+        return {"templateID": self.template, "sandboxID": self.sandbox_id, "clientID": "tollgate",
+                "envdVersion": ENVD_VERSION, "envdAccessToken": self.envd_token,
+                "trafficAccessToken": self.traffic_token, "domain": None}
+
+
+def _rfc3339(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+class Box:
+    """A running (or paused) sandbox: its record, its session, its processes."""
+
+    def __init__(self, record: Record, session: Session | None) -> None:
+        self.record = record
+        self.session = session
+        self.lock = threading.RLock()
+        self.procs: dict[int, Proc] = {}
+        self.relay: Relay | None = None        # the client's tools, when it serves some
+        self.own_sandbox: Sandbox | None = None  # a Sandbox of its own (with the client's tools)
+        self._next_pid = 1000
+        self.gone = False
+
+    def new_pid(self) -> int:
+        with self.lock:
+            self._next_pid += 1
+            return self._next_pid
+
+    @property
+    def container_id(self) -> str:
+        s = self.session
+        if s is None or s.cid is None:
+            raise ServiceError(409, "sandbox %s is paused: connect to resume it" % self.record.sandbox_id)
+        return str(s.cid)
+
+
+class Boxes:
+    """Every sandbox of the service, by id; create, find, kill, pause,
+    resume, and the reaper that enforces deadlines."""
+
+    def __init__(self, tenants: Tenants, *, state_dir: str, templates: dict[str, str],
+                 tollgate: str | None, log: Callable[[dict[str, Any]], None]) -> None:
+        self.tenants = tenants
+        self.state_dir = state_dir
+        self.templates = templates
+        self.tollgate = tollgate
+        self.log = log
+        self._lock = threading.Lock()
+        self._boxes: dict[str, Box] = {}
+        self._sandboxes: dict[tuple[str, str], Sandbox] = {}
+        self._stop = threading.Event()
+        os.makedirs(os.path.join(state_dir, "sandboxes"), mode=0o700, exist_ok=True)
+        set_max_sessions(sum(t.max_sandboxes for t in tenants.by_name.values()) + 4)
+        self._reaper = threading.Thread(target=self._reap_loop, name="tollgate-serve-reaper", daemon=True)
+
+    # ---- lifecycle of the service ------------------------------------------
+
+    def start(self) -> None:
+        self._forget_leftovers()
+        self._reaper.start()
+
+    def close(self) -> None:
+        self._stop.set()
+        for box in self.all():
+            self._remove(box, "the service stopped")
+        with self._lock:
+            sandboxes = list(self._sandboxes.values())
+            self._sandboxes.clear()
+        for sb in sandboxes:
+            sb.close()
+
+    def _forget_leftovers(self) -> None:
+        """Records a previous run of the service left: their containers
+        belonged to a process that is gone, so they are deleted (and the
+        record says why) rather than served unowned."""
+        d = os.path.join(self.state_dir, "sandboxes")
+        for name in sorted(os.listdir(d)):
+            if not name.endswith(".json"):
+                continue
+            path = os.path.join(d, name)
+            try:
+                with open(path, encoding="utf-8") as f:
+                    rec = json.load(f)
+            except (OSError, ValueError):
+                rec = {}
+            cid = rec.get("container_id")
+            deleted = False
+            if isinstance(cid, str) and cid and self.tollgate and _SAFE_ID.match(cid):
+                root = os.path.join(self.state_dir, "root")
+                subprocess.run([self.tollgate, "--root", root, "kill", cid, "KILL"], capture_output=True)
+                deleted = subprocess.run([self.tollgate, "--root", root, "delete", "--force", cid],
+                                         capture_output=True).returncode == 0
+            self.log({"event": "sandbox_dropped", "sandbox": name[:-5], "tenant": rec.get("tenant"),
+                      "container": cid, "container_deleted": deleted,
+                      "reason": "left by a previous run of the service (it was not stopped cleanly): "
+                                "its container is deleted rather than served unowned"})
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+    # ---- lookups ---------------------------------------------------------------
+
+    def all(self) -> list[Box]:
+        with self._lock:
+            return list(self._boxes.values())
+
+    def get(self, sandbox_id: str, tenant: Tenant | None = None) -> Box:
+        with self._lock:
+            box = self._boxes.get(sandbox_id)
+        # Another tenant's sandbox is indistinguishable from none at all.
+        if box is None or box.gone or (tenant is not None and box.record.tenant != tenant.name):
+            raise ServiceError(404, "sandbox %s not found" % sandbox_id)
+        return box
+
+    def of_tenant(self, tenant: Tenant) -> list[Box]:
+        return [b for b in self.all() if b.record.tenant == tenant.name and not b.gone]
+
+    # ---- create ----------------------------------------------------------------
+
+    def _policy(self, tenant: Tenant) -> dict[str, Any]:
+        if tenant.policy is None:
+            return {"version": 1, "tools": {}}
+        try:
+            with open(tenant.policy, encoding="utf-8") as f:
+                p = json.load(f)
+        except (OSError, ValueError) as e:
+            raise ServiceError(500, "tenant %s: its policy %s cannot be read: %s" % (tenant.name, tenant.policy, e))
+        if not isinstance(p, dict):
+            raise ServiceError(500, "tenant %s: its policy %s is not a JSON object" % (tenant.name, tenant.policy))
+        return p
+
+    def _rootfs(self, template: str) -> str:
+        rootfs = self.templates.get(template)
+        if rootfs is None:
+            raise ServiceError(400, "template %r is not served here (known: %s)"
+                               % (template, ", ".join(sorted(self.templates))))
+        return rootfs
+
+    def _new_sandbox(self, tenant: Tenant, rootfs: str, policy: dict[str, Any], tools: list[Any]) -> Sandbox:
+        os.makedirs(tenant.audit_dir, mode=0o750, exist_ok=True)
+        return Sandbox(tools, policy=policy, runtime=tenant.runtime, image=rootfs,
+                       audit_dir=tenant.audit_dir, root=os.path.join(self.state_dir, "root"),
+                       tollgate=self.tollgate, memory=tenant.memory, cpus=tenant.cpus)
+
+    def _sandbox(self, tenant: Tenant, template: str) -> Sandbox:
+        """The tenant's shared Sandbox for a template: its policy without
+        the tools only a client serves."""
+        rootfs = self._rootfs(template)
+        key = (tenant.name, rootfs)
+        with self._lock:
+            sb = self._sandboxes.get(key)
+        if sb is None:
+            sb = self._new_sandbox(tenant, rootfs, without_client_tools(self._policy(tenant)), [])
+            with self._lock:
+                sb = self._sandboxes.setdefault(key, sb)
+        return sb
+
+    def _client_sandbox(self, tenant: Tenant, template: str, box: Box, asked: Any) -> Sandbox:
+        """A Sandbox of the box's own whose policy keeps the tenant's entries
+        of the client tools asked for (their rules govern), served by the
+        box's relay."""
+        policy = self._policy(tenant)
+        relay = Relay()
+        tools = relay_tools(relay, policy, asked)
+        names = {t.name for t in tools}
+        kept = without_client_tools(policy)
+        kept["tools"] = dict(kept["tools"], **{n: policy["tools"][n] for n in names})
+        box.relay = relay
+        box.own_sandbox = self._new_sandbox(tenant, self._rootfs(template), kept, tools)
+        return box.own_sandbox
+
+    def create(self, tenant: Tenant, *, template: str, timeout: int, metadata: dict[str, str],
+               env_vars: dict[str, str], on_timeout: str, client_tools: Any = None) -> Box:
+        timeout = min(timeout, tenant.max_timeout)
+        now = time.time()
+        rec = Record(sandbox_id="".join(secrets.choice(ID_CHARS) for _ in range(20)), tenant=tenant.name,
+                     template=template, metadata=metadata, env_vars=env_vars, started_at=now,
+                     end_at=now + timeout, envd_token=secrets.token_hex(16),
+                     traffic_token=secrets.token_hex(16), on_timeout=on_timeout)
+        box = Box(rec, None)
+        with self._lock:
+            # The quota counts the sandbox being made: two creates at once
+            # cannot both take the last place.
+            n = sum(1 for b in self._boxes.values() if b.record.tenant == tenant.name and not b.gone)
+            if n >= tenant.max_sandboxes:
+                raise ServiceError(429, "tenant %s has %d sandboxes, its quota (max_sandboxes %d): kill one "
+                                   "first" % (tenant.name, n, tenant.max_sandboxes))
+            self._boxes[rec.sandbox_id] = box
+        try:
+            sb = (self._client_sandbox(tenant, template, box, client_tools) if client_tools
+                  else self._sandbox(tenant, template))
+            session = sb.session()
+            if session.closed:
+                session.open()
+            box.session = session
+            rec.container_id = session.cid or ""
+            self._save(rec)
+        except BaseException as e:
+            with self._lock:
+                self._boxes.pop(rec.sandbox_id, None)
+            self._close_own(box)
+            if isinstance(e, ServiceError):
+                raise
+            if isinstance(e, TollgateSDKError):
+                raise ServiceError(503, "the sandbox could not be made: %s" % e) from None
+            raise
+        self.log({"event": "sandbox_created", "sandbox": rec.sandbox_id, "tenant": tenant.name,
+                  "container": rec.container_id, "end_at": rec.end_at})
+        return box
+
+    # ---- deadlines, kill, pause --------------------------------------------------
+
+    def set_timeout(self, box: Box, seconds: int, *, only_extend: bool = False) -> None:
+        tenant = self.tenants.by_name[box.record.tenant]
+        end = time.time() + min(max(seconds, 0), tenant.max_timeout)
+        with box.lock:
+            if not only_extend or end > box.record.end_at:
+                box.record.end_at = end
+            self._save(box.record)
+
+    def kill(self, box: Box, why: str) -> None:
+        self._remove(box, why)
+
+    def _remove(self, box: Box, why: str) -> None:
+        with box.lock:
+            if box.gone:
+                return
+            box.gone = True
+            # Deleting the container ends its processes and their execs.
+            if box.session is not None:
+                box.session.close()
+            if box.record.pause_id:
+                self._drop_pause(box)
+            self._close_own(box)
+        with self._lock:
+            self._boxes.pop(box.record.sandbox_id, None)
+        try:
+            os.unlink(self._record_path(box.record.sandbox_id))
+        except OSError:
+            pass
+        self.log({"event": "sandbox_removed", "sandbox": box.record.sandbox_id,
+                  "tenant": box.record.tenant, "container": box.record.container_id, "reason": why})
+
+    def _close_own(self, box: Box) -> None:
+        if box.relay is not None:
+            box.relay.close()
+        if box.own_sandbox is not None:
+            box.own_sandbox.close()
+            box.own_sandbox = None
+
+    def pause(self, box: Box) -> bool:
+        """False when it is paused already (the API's 409)."""
+        with box.lock:
+            if box.record.state == "paused":
+                return False
+            if box.session is None:
+                raise ServiceError(409, "sandbox %s is not running" % box.record.sandbox_id)
+            for p in list(box.procs.values()):
+                p.signal(9)
+            box.procs.clear()
+            try:
+                pause_id = box.session.pause()
+            except TollgateSDKError as e:
+                raise ServiceError(500, "pause: %s" % e) from None
+            box.session = None
+            box.record.pause_id = str(pause_id)
+            box.record.state = "paused"
+            self._save(box.record)
+        self.log({"event": "sandbox_paused", "sandbox": box.record.sandbox_id, "tenant": box.record.tenant})
+        return True
+
+    def resume(self, box: Box) -> None:
+        with box.lock:
+            if box.record.state != "paused":
+                return
+            sb = box.own_sandbox or self._sandbox(self.tenants.by_name[box.record.tenant], box.record.template)
+            try:
+                session = sb.resume(box.record.pause_id)
+            except TollgateSDKError as e:
+                raise ServiceError(500, "resume: %s" % e) from None
+            box.session = session
+            box.record.container_id = session.cid or ""
+            box.record.pause_id = ""
+            box.record.state = "running"
+            self._save(box.record)
+        self.log({"event": "sandbox_resumed", "sandbox": box.record.sandbox_id, "tenant": box.record.tenant})
+
+    def _drop_pause(self, box: Box) -> None:
+        sb = self._sandboxes.get((box.record.tenant, self.templates.get(box.record.template, "")))
+        pause_dir = getattr(sb, "pause_dir", None) or ""
+        if pause_dir and box.record.pause_id:
+            import shutil
+            shutil.rmtree(os.path.join(pause_dir, box.record.pause_id), ignore_errors=True)
+
+    def _reap_loop(self) -> None:
+        while not self._stop.wait(REAP_EVERY):
+            now = time.time()
+            for box in self.all():
+                if box.gone or box.record.end_at > now:
+                    continue
+                try:
+                    if box.record.on_timeout == "pause" and box.record.state == "running":
+                        self.pause(box)
+                        # Paused past the deadline: kept until killed.
+                        box.record.end_at = float("inf")
+                        self._save(box.record)
+                    elif box.record.state == "running" or box.record.on_timeout != "pause":
+                        self._remove(box, "its deadline passed")
+                except Exception as e:  # the reaper never dies of one sandbox
+                    self.log({"event": "reap_failed", "sandbox": box.record.sandbox_id, "error": str(e)})
+                    self._remove(box, "its deadline passed (pause failed: %s)" % e)
+
+    # ---- records -------------------------------------------------------------------
+
+    def _record_path(self, sandbox_id: str) -> str:
+        return os.path.join(self.state_dir, "sandboxes", sandbox_id + ".json")
+
+    def _save(self, rec: Record) -> None:
+        path = self._record_path(rec.sandbox_id)
+        tmp = path + ".tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            d = dataclasses.asdict(rec)
+            if d["end_at"] == float("inf"):
+                d["end_at"] = None
+            json.dump(d, f)
+        os.replace(tmp, path)

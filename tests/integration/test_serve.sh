@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# `tollgate serve` driven by the unmodified e2b and e2b-code-interpreter
+# SDKs from PyPI (pinned in sdk/requirements.lock), over loopback, under
+# runsc (docs/serve.md): create, cells that keep state, commands (one in
+# the background, fed stdin and killed), 1 MiB files, set_timeout,
+# connect from a second process, list by metadata, a deadline kept within
+# 2 s, kill, pause and resume; a governed call decided by the tenant's
+# policy and approved through /tollgate/; the refusals (keys, another
+# tenant, envd tokens, the quota); 10 clients at once; kill -9 of the
+# service and a restart that deletes what it left, with a record.
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/lib.sh"
+repo=$(cd "$here/../.." && pwd)
+PY=$repo/.venv/bin/python
+[ -x "$PY" ] || { echo "FAIL - the project venv $PY is missing: make deps"; exit 1; }
+bash "$repo/bundles/rootfs/debian.sh" "$BUILD/rootfs/debian" 2>/dev/null || echo "FAIL - debian rootfs build"
+
+S=$TG_ROOT/serve
+mkdir -p "$S/pol"
+cat > "$S/pol/policy.json" <<'P'
+{"version": 1,
+ "tools": {"echo":    {"backend": {"type": "builtin", "name": "echo"}, "rules": [{"effect": "allow"}]},
+           "shout":   {"backend": {"type": "builtin", "name": "echo"}, "rules": [{"effect": "deny", "reason": "never"}]},
+           "careful": {"backend": {"type": "builtin", "name": "echo"},
+                       "rules": [{"effect": "approve", "reason": "a person decides"}]},
+           "lookup":  {"backend": {"type": "client"}, "description": "an order, from the client's host",
+                       "args": {"type": "object", "properties": {"order_id": {"type": "string"}},
+                                "required": ["order_id"], "additionalProperties": false},
+                       "rules": [{"effect": "allow"}]}},
+ "approval": {"timeout": 60},
+ "budgets": {"max_tool_calls": 100}}
+P
+chmod -R a+rX "$S/pol"
+KEY=e2b_$(head -c 20 /dev/urandom | od -An -tx1 | tr -d ' \n')
+OTHER=e2b_$(head -c 20 /dev/urandom | od -An -tx1 | tr -d ' \n')
+cat > "$S/tenants.json" <<J
+{"tenants": {"acme":  {"api_keys": ["$KEY"], "policy": "$S/pol/policy.json", "max_sandboxes": 12,
+                       "audit_dir": "$S/audit-acme"},
+             "other": {"api_keys": ["$OTHER"], "max_sandboxes": 2, "audit_dir": "$S/audit-other"}}}
+J
+chmod 600 "$S/tenants.json"
+port=$(( 20000 + RANDOM % 20000 ))
+export E2B_API_KEY=$KEY OTHER_KEY=$OTHER TENANT_AUDIT=$S/audit-acme E2B_DOMAIN=e2b.invalid \
+       E2B_API_URL=http://127.0.0.1:$port E2B_SANDBOX_URL=http://127.0.0.1:$port
+
+serve_pid=""
+start_serve() {
+  "$PY" -m tollgate_sdk.serve --listen 127.0.0.1:$port --tenants "$S/tenants.json" --state "$S/state" \
+    --template "base=$BUILD/rootfs/debian" --tollgate "$TG" --log "$S/events.log" \
+    --socket "$S/serve.sock" --socket-group nogroup >>"$S/serve.out" 2>&1 &
+  serve_pid=$!
+  wait_for 30 curl -s -o /dev/null "http://127.0.0.1:$port/v2/sandboxes"
+}
+stop_serve() { [ -n "$serve_pid" ] && kill "$serve_pid" 2>/dev/null; wait "$serve_pid" 2>/dev/null; serve_pid=""; }
+# Whatever the service left is this script's to remove.
+on_exit 'stop_serve; for c in $("$TG" --root "$S/state/root" list -q 2>/dev/null); do "$TG" --root "$S/state/root" delete --force "$c"; done; grep " $S/" /proc/self/mounts | cut -d" " -f2 | xargs -r -n1 umount -l'
+client() { timeout 600 "$PY" "$repo/tests/serve/e2b_client.py" "$@"; }
+containers() { "$TG" --root "$S/state/root" list -q 2>/dev/null | grep -c .; }
+no_containers() { [ "$(containers)" = 0 ]; }
+
+check "the service starts and answers" start_serve
+out=$(client basics); echo "$out" | grep -E '^(ok|FAIL) - '
+sid=$(echo "$out" | sed -n 's/^SANDBOX //p')
+client connect "$sid" | grep -E '^(ok|FAIL) - '
+client gone | grep -E '^(ok|FAIL) - '
+check "a killed or expired sandbox leaves no container" wait_for 10 no_containers
+client pause | grep -E '^(ok|FAIL) - '
+client governed | grep -E '^(ok|FAIL) - '
+for f in "$S"/audit-acme/*.jsonl; do check "audit verify $(basename "$f")" "$TG" audit verify "$f"; done
+client refusals | grep -E '^(ok|FAIL) - '
+# The SDK's client mode, as an unprivileged user (nobody) through the
+# unix socket (0660, group nogroup), with Debian's python3 (the SDK's client
+# mode needs nothing but the standard library): host functions as governed tools.
+chmod 755 "$S"
+out=$(setpriv --reuid=65534 --regid=65534 --clear-groups \
+      timeout 300 /usr/bin/python3 "$repo/tests/serve/remote_client.py" "unix:$S/serve.sock" "$KEY" orphan 2>&1)
+echo "$out" | grep -E '^(ok|FAIL) - '
+orphan=$(echo "$out" | sed -n 's/^ORPHAN //p')
+check "the client mode made a sandbox whose client then died" test -n "$orphan"
+[ -n "$orphan" ] && client orphan "$orphan" | grep -E '^(ok|FAIL) - '
+client crowd 10 5 | grep -E '^(ok|FAIL) - '
+check "after the crowd no container is left" wait_for 10 no_containers
+
+# kill -9 of the service with 5 sandboxes running; the restart deletes
+# them (their owner is gone) and records why, so nothing is left unowned.
+made=$(client make 5 | sed -n 's/^SANDBOX //p')
+check_eq "5 sandboxes running before the kill" 5 "$(containers)"
+kill -9 "$serve_pid"; wait "$serve_pid" 2>/dev/null; serve_pid=""
+check "the service starts again" start_serve
+check_eq "the restart deleted the 5 containers the killed service left" 0 "$(containers)"
+check_eq "and recorded each, with the reason" 5 "$(grep -c '"sandbox_dropped"' "$S/events.log")"
+for id in $made; do
+  st=$(curl -s -o /dev/null -w '%{http_code}' -H "X-API-Key: $KEY" "$E2B_API_URL/sandboxes/$id")
+  check_eq "sandbox $id is 404 after the restart" 404 "$st"
+done
+stop_serve
+check_eq "nothing left under the service's root" 0 "$(containers)"
+check_eq "no sandbox records left" "" "$(ls "$S/state/sandboxes" 2>/dev/null)"

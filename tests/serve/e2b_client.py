@@ -1,0 +1,284 @@
+"""Drive `tollgate serve` with the unmodified e2b and e2b-code-interpreter
+SDKs (tests/integration/test_serve.sh).  Each step prints "ok - NAME" or
+"FAIL - NAME: why"; the environment names the service (E2B_API_URL,
+E2B_SANDBOX_URL, E2B_API_KEY, E2B_DOMAIN=e2b.invalid).
+
+    e2b_client.py basics|connect ID|gone ID|pause|governed|refusals|crowd N M|make N
+"""
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+
+from e2b import CommandExitException, SandboxQuery
+from e2b.exceptions import AuthenticationException, NotFoundException
+from e2b_code_interpreter import Sandbox
+
+API = os.environ["E2B_API_URL"]
+
+
+def check(name, cond, why=""):
+    print("ok - %s" % name if cond else "FAIL - %s: %s" % (name, why), flush=True)
+    return cond
+
+
+def http(method, path, key=None, body=None, headers=None):
+    h = dict(headers or {})
+    if key is not None:
+        h["X-API-Key"] = key
+    data = json.dumps(body).encode() if body is not None else None
+    if data is not None:
+        h["Content-Type"] = "application/json"
+    req = urllib.request.Request(API + path, data=data, method=method, headers=h)
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            raw = r.read()
+            return r.status, (json.loads(raw) if raw else None)
+    except urllib.error.HTTPError as e:
+        raw = e.read()
+        try:
+            return e.code, json.loads(raw)
+        except ValueError:
+            return e.code, raw.decode("utf-8", "replace")
+
+
+def basics():
+    sbx = Sandbox.create(metadata={"suite": "basics"}, timeout=120)
+    check("create answers a sandbox id of 20 characters", len(sbx.sandbox_id) == 20, sbx.sandbox_id)
+    check("is_running", sbx.is_running())
+    sbx.run_code("x = 41")
+    e = sbx.run_code("print(x + 1)")
+    check("run_code keeps x between cells (prints 42)", e.logs.stdout == ["42\n"], e.logs)
+    check("a cell's own stderr carries no tollgate trailer", sbx.run_code("x").logs.stderr == [],
+          sbx.run_code("x").logs.stderr)
+    check("the main result is the last expression's repr", sbx.run_code("x + 1").text == "42")
+    err = sbx.run_code("1/0").error
+    check("an exception is the execution's error", err is not None and err.name == "ZeroDivisionError", err)
+    r = sbx.commands.run("echo hi")
+    check("commands.run echo hi", (r.stdout, r.exit_code) == ("hi\n", 0), r)
+    try:
+        sbx.commands.run("exit 3")
+        check("a failing command raises CommandExitException", False, "no exception")
+    except CommandExitException as ex:
+        check("a failing command raises CommandExitException with its status", ex.exit_code == 3, ex.exit_code)
+    h = sbx.commands.run("read line; echo got:$line; sleep 100", background=True, stdin=True)
+    check("a background command is listed", h.pid in [p.pid for p in sbx.commands.list()])
+    sbx.commands.send_stdin(h.pid, "hello\n")
+    time.sleep(1)
+    check("kill of a background command", sbx.commands.kill(h.pid))
+    try:
+        res = h.wait()
+        out = res.stdout
+    except CommandExitException as ex:
+        out = ex.stdout
+    check("its stdin was fed (it printed got:hello)", "got:hello" in out, out)
+    check("a killed command is no longer listed", h.pid not in [p.pid for p in sbx.commands.list()])
+    try:
+        sbx.commands.run("sleep 30", timeout=2)
+        check("a command past its timeout fails", False, "no exception")
+    except Exception as ex:  # the SDK's TimeoutException
+        check("a command past its timeout fails", "imeout" in type(ex).__name__ or "deadline" in str(ex), ex)
+    listing = "for p in /proc/[0-9]*; do cat $p/cmdline 2>/dev/null | tr '\\0' ' '; echo; done"
+    for _ in range(30):
+        left = sbx.commands.run(listing)
+        if "sleep 30" not in left.stdout and "sleep 100" not in left.stdout:
+            break
+        time.sleep(0.1)
+    check("and its process is gone in the sandbox", "sleep 30" not in left.stdout and "sleep 100" not in
+          left.stdout, left.stdout.replace("\n", " | "))
+    data = os.urandom(1 << 20)
+    sbx.files.write("/tmp/blob.bin", data)
+    check("files.write then files.read of 1 MiB are byte-identical",
+          bytes(sbx.files.read("/tmp/blob.bin", format="bytes")) == data)
+    check("files.exists", sbx.files.exists("/tmp/blob.bin") and not sbx.files.exists("/tmp/nope"))
+    check("files.make_dir", sbx.files.make_dir("/tmp/d1") and sbx.files.get_info("/tmp/d1").type.value == "dir")
+    sbx.files.rename("/tmp/blob.bin", "/tmp/d1/blob.bin")
+    check("files.list after a rename", [e.name for e in sbx.files.list("/tmp/d1")] == ["blob.bin"])
+    sbx.files.remove("/tmp/d1")
+    check("files.remove", not sbx.files.exists("/tmp/d1"))
+    try:
+        sbx.files.read("/tmp/absent")
+        check("reading a missing file is NotFound", False, "no exception")
+    except Exception as ex:
+        check("reading a missing file is NotFound", "NotFound" in type(ex).__name__, type(ex).__name__)
+    sbx.set_timeout(200)
+    info = sbx.get_info()
+    check("set_timeout moves endAt", info.end_at.timestamp() - time.time() > 150, info.end_at)
+    page = Sandbox.list(query=SandboxQuery(metadata={"suite": "basics"})).next_items()
+    check("Sandbox.list by metadata finds it", [s.sandbox_id for s in page] == [sbx.sandbox_id], page)
+    page = Sandbox.list(query=SandboxQuery(metadata={"suite": "nothing"})).next_items()
+    check("Sandbox.list with other metadata finds nothing", page == [], page)
+    print("SANDBOX", sbx.sandbox_id, flush=True)
+
+
+def connect(sid):
+    c = Sandbox.connect(sid)
+    check("a second process connects and sees x", c.run_code("print(x)").logs.stdout == ["41\n"])
+    check("commands run through a connected sandbox", c.commands.run("echo ok").stdout == "ok\n")
+    check("kill answers True", c.kill() is True)
+    check("a second kill answers False (404)", Sandbox.kill(sid) is False)
+
+
+def gone(_):
+    sbx = Sandbox.create(timeout=5)
+    end = sbx.get_info().end_at.timestamp()
+    while sbx.sandbox_id in [s.sandbox_id for s in Sandbox.list().next_items()] and time.time() < end + 10:
+        time.sleep(0.1)
+    late = time.time() - end
+    check("a sandbox with timeout=5 is gone from the list within 2 s of its deadline", late < 2.0,
+          "%.2f s late" % late)
+    print("CONTAINER", sbx.sandbox_id, flush=True)
+
+
+def pause():
+    sbx = Sandbox.create(timeout=120)
+    sbx.run_code("y = 'kept'")
+    check("pause answers True", sbx.pause() is True)
+    check("a second pause answers False (409)", sbx.pause() is False)
+    listed = {s.sandbox_id: s.state for s in Sandbox.list().next_items()}
+    check("the list says paused", str(listed.get(sbx.sandbox_id)).endswith("paused"), listed)
+    b = Sandbox.connect(sbx.sandbox_id)
+    check("connect resumes it, and y is kept", b.run_code("print(y)").logs.stdout == ["kept\n"])
+    b.kill()
+
+
+def governed():
+    key = os.environ["E2B_API_KEY"]
+    sbx = Sandbox.create(timeout=120)
+    e = sbx.run_code("from tollgate import echo\nprint(echo(text='hi'))")
+    check("a governed call from inside a service sandbox is allowed by the tenant's policy",
+          "hi" in "".join(e.logs.stdout), (e.logs, e.error))
+    e = sbx.run_code("from tollgate import shout, ToolDenied\ntry:\n    shout(text='x')\nexcept ToolDenied as d:"
+                     "\n    print('denied', d)")
+    check("a call the policy denies is denied", "denied" in "".join(e.logs.stdout), e.logs)
+    out = {}
+
+    def parked():
+        out["e"] = sbx.run_code("from tollgate import careful\nprint('answer', careful(text='ok'))")
+    t = threading.Thread(target=parked)
+    t.start()
+    call = None
+    for _ in range(200):
+        st, pend = http("GET", "/tollgate/sandboxes/%s/pending" % sbx.sandbox_id, key)
+        if st == 200 and pend:
+            call = pend[0]["call"]
+            break
+        time.sleep(0.1)
+    check("the parked call is listed by the extension API", call is not None, pend)
+    st, r = http("POST", "/tollgate/sandboxes/%s/calls/%s/approve" % (sbx.sandbox_id, call), key, {})
+    check("and approved through it", st == 200, (st, r))
+    t.join(60)
+    check("the approved call ran", "answer" in "".join(out["e"].logs.stdout), out["e"].logs)
+    st, a = http("GET", "/tollgate/sandboxes/%s/audit" % sbx.sandbox_id, key)
+    check("the tenant's audit log verifies", st == 200 and a["verify"]["ok"], a and a.get("verify"))
+    check("and records the calls", sum(1 for r in a["records"] if r.get("tool") == "careful") >= 1)
+    check("the audit log is in the tenant's audit directory",
+          a["log"].startswith(os.environ["TENANT_AUDIT"] + "/"), a["log"])
+    st, b = http("GET", "/tollgate/sandboxes/%s/budget" % sbx.sandbox_id, key)
+    check("the budget use is served", st == 200 and b["calls"] >= 3, b)
+    sbx.kill()
+
+
+def refusals():
+    key, other = os.environ["E2B_API_KEY"], os.environ["OTHER_KEY"]
+    st, _ = http("GET", "/v2/sandboxes")
+    check("no API key: 401", st == 401, st)
+    st, body = http("GET", "/v2/sandboxes", "e2b_" + "0" * 40)
+    check("a wrong API key: 401 with e2b's error shape", st == 401 and body.get("code") == 401, (st, body))
+    try:
+        Sandbox.create(api_key="e2b_" + "1" * 40)
+        check("the SDK with a wrong key raises AuthenticationException", False, "created")
+    except AuthenticationException:
+        check("the SDK with a wrong key raises AuthenticationException", True)
+    sbx = Sandbox.create(timeout=60)
+    st, _ = http("GET", "/sandboxes/" + sbx.sandbox_id, other)
+    check("another tenant's sandbox id: 404", st == 404, st)
+    st, _ = http("DELETE", "/sandboxes/" + sbx.sandbox_id, other)
+    check("another tenant cannot kill it: 404", st == 404, st)
+    try:
+        Sandbox.connect(sbx.sandbox_id, api_key=other)
+        check("another tenant's SDK cannot connect", False, "connected")
+    except NotFoundException:
+        check("another tenant's SDK cannot connect", True)
+    base = os.environ["E2B_SANDBOX_URL"]
+    req = urllib.request.Request(base + "/process.Process/List", data=b"{}", method="POST",
+                                 headers={"Content-Type": "application/json", "E2b-Sandbox-Id": sbx.sandbox_id,
+                                          "E2b-Sandbox-Port": "49983", "Connect-Protocol-Version": "1"})
+    try:
+        urllib.request.urlopen(req, timeout=30)
+        st = 200
+    except urllib.error.HTTPError as e:
+        st = e.code
+    check("an envd call without the sandbox's access token: 401", st == 401, st)
+    req = urllib.request.Request(base + "/files?path=/tmp/x", method="GET",
+                                 headers={"E2b-Sandbox-Id": sbx.sandbox_id, "E2b-Sandbox-Port": "49983"})
+    try:
+        urllib.request.urlopen(req, timeout=30)
+        st = 200
+    except urllib.error.HTTPError as e:
+        st = e.code
+    check("/files without token or signature: 401", st == 401, st)
+    made = [sbx]
+    try:
+        while len(made) < 13:
+            made.append(Sandbox.create(timeout=60))
+        check("the quota refuses a create", False, "made %d" % len(made))
+    except Exception as ex:
+        check("over the quota: e2b's error shape naming the quota", "max_sandboxes" in str(ex), ex)
+    for s in made:
+        s.kill()
+
+
+def crowd(clients, each):
+    errors, done = [], []
+
+    def one(i):
+        for j in range(each):
+            try:
+                s = Sandbox.create(timeout=120, metadata={"crowd": str(i)})
+                r = s.run_code("print(%d * %d)" % (i, j))
+                if r.logs.stdout != ["%d\n" % (i * j)]:
+                    errors.append("client %d run %d: %s" % (i, j, r.logs))
+                if s.kill() is not True:
+                    errors.append("client %d kill %d answered False" % (i, j))
+                done.append(1)
+            except Exception as ex:
+                errors.append("client %d run %d: %s: %s" % (i, j, type(ex).__name__, ex))
+    ts = [threading.Thread(target=one, args=(i,)) for i in range(clients)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(900)
+    check("%d clients x %d sandboxes: every request answered" % (clients, each),
+          not errors and len(done) == clients * each, errors[:3])
+    check("none left in the list", Sandbox.list().next_items() == [])
+
+
+def orphan(sid):
+    time.sleep(4)   # past the service's grace for a client between two polls
+    c = Sandbox.connect(sid)
+    t = time.time()
+    e = c.run_code("from tollgate import lookup\ntry:\n    lookup(order_id='B')\nexcept Exception as e:\n"
+                   "    print('failed:', type(e).__name__, e)")
+    took = time.time() - t
+    check("a call whose client is gone fails at once (no hang)", "failed" in "".join(e.logs.stdout) and took < 10,
+          (e.logs, took))
+    c.kill()
+
+
+def make(n):
+    for _ in range(n):
+        s = Sandbox.create(timeout=600)
+        s.run_code("z = 1")
+        print("SANDBOX", s.sandbox_id, flush=True)
+
+
+if __name__ == "__main__":
+    what = sys.argv[1]
+    {"basics": lambda: basics(), "connect": lambda: connect(sys.argv[2]), "gone": lambda: gone(None),
+     "pause": lambda: pause(), "governed": lambda: governed(), "refusals": lambda: refusals(),
+     "orphan": lambda: orphan(sys.argv[2]), "crowd": lambda: crowd(int(sys.argv[2]), int(sys.argv[3])), "make": lambda: make(int(sys.argv[2]))}[what]()
