@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "shim/cli/commands.h"
+#include "shim/cli/host_python.h"
 #include "base/util.h"
 
 int cmd_mcp(struct cli *cli, int argc, char **argv, tg_error **err) {
@@ -38,45 +39,10 @@ int cmd_mcp(struct cli *cli, int argc, char **argv, tg_error **err) {
                           "mcp: %s is not a flag: the host's session cap is \"mcp_max_sessions\" in "
                           "the host config (--max-sessions N may only lower it)",
                           argv[i]);
-  cleanup_free char *pkg = host_config_data_path(&cli->config, "sdk/tollgate_sdk", err);
-  if (pkg == NULL)
-    return tg_error_wrap(err, "mcp: the host SDK (tollgate_sdk) is needed");
-  cleanup_free char *pkg_parent = xstrdup(pkg);
-  char *slash = strrchr(pkg_parent, '/');
-  if (slash != NULL)
-    *slash = '\0';
-  char self[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n < 0)
-    return tg_error_set(err, errno, "mcp: cannot find tollgate's own binary");
-  self[n] = '\0';
-
-  /* The interpreter: TOLLGATE_PYTHON (3.11 or newer, with the pinned `mcp`
-   * package), else the project's virtual environment beside the SDK that
-   * `make deps` made (.venv in the source tree, lib/tollgate/venv in an
-   * install), else the distribution's; never whatever a PATH happens to put
-   * first.  The server itself names `make deps` when `mcp` is missing. */
-  const char *python = getenv("TOLLGATE_PYTHON");
-  cleanup_free char *venv = NULL;
-  if (python == NULL || *python == '\0') {
-    static const char lib[] = "/lib/tollgate";
-    size_t len = strlen(pkg_parent);
-    bool installed = len >= sizeof lib - 1 && strcmp(pkg_parent + len - (sizeof lib - 1), lib) == 0;
-    venv = xasprintf(installed ? "%s/venv/bin/python3" : "%s/../.venv/bin/python3", pkg_parent);
-    if (access(venv, X_OK) == 0)
-      python = venv;
-    else
-      python = access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
-  }
   const char *runtime = cli->runtime_override ? cli->runtime_override : cli->config.runtime;
   size_t max = (size_t)argc + 16;
   char **args = xmalloc(max * sizeof *args);
   size_t k = 0;
-  args[k++] = (char *)python;
-  args[k++] = "-m";
-  args[k++] = "tollgate_sdk.mcp";
-  args[k++] = "--tollgate";
-  args[k++] = self;
   args[k++] = "--root";
   args[k++] = (char *)cli->root;
   if (cli->config_path) {
@@ -98,16 +64,7 @@ int cmd_mcp(struct cli *cli, int argc, char **argv, tg_error **err) {
   for (int i = 1; i < argc; i++)
     args[k++] = argv[i];
   args[k] = NULL;
-  const char *old = getenv("PYTHONPATH");
-  cleanup_free char *pp = old && *old ? xasprintf("%s:%s", pkg_parent, old) : xstrdup(pkg_parent);
-  if (setenv("PYTHONPATH", pp, 1) < 0) {
-    free(args);
-    return tg_error_set(err, errno, "mcp: setenv PYTHONPATH");
-  }
-  fflush(NULL);
-  execvp(python, args);
-  int e = errno;
+  int r = host_python_exec(cli, "mcp", "tollgate_sdk.mcp", args, k, err);
   free(args);
-  return tg_error_set(err, e, "mcp: cannot run %s (set TOLLGATE_PYTHON to a Python 3.11 or newer)",
-                      python);
+  return r;
 }

@@ -46,6 +46,7 @@ int cmd_deny(struct cli *, int, char **, tg_error **);    /* deny ID CALL */
 int cmd_audit(struct cli *, int, char **, tg_error **);   /* audit verify|show */
 
 /* agents (shim/cli/cmd_mcp.c): exec the host SDK's MCP server */
-int cmd_mcp(struct cli *, int, char **, tg_error **);     /* mcp [FLAGS] */
+int cmd_mcp(struct cli *, int, char **, tg_error **);
+int cmd_serve(struct cli *, int, char **, tg_error **);   /* serve [FLAGS]: the e2b-compatible service */
 
 #endif

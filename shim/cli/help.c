@@ -60,6 +60,9 @@ static const struct verb verbs[] = {
      "mcp [--policy FILE] [--rootfs DIR] [--tools FILE.py]... [--audit-dir DIR] [--timeout S] "
      "[--max-sessions N] [--http HOST:PORT]",
      "serve governed code execution to an MCP client on stdio or HTTP (docs/mcp.md)"},
+    {"serve", cmd_serve, true,
+     "serve --tenants FILE [--listen HOST:PORT] [--socket PATH] [--state DIR] [--template NAME=ROOTFS]...",
+     "a sandbox service that the e2b SDKs use, with tenants, lifetimes and governance (docs/serve.md)"},
     {"version", cmd_version, false, "version", "print the version"},
     {"help", NULL, false, "help [COMMAND]", "print this help"},
 };

@@ -45,8 +45,8 @@ export E2B_API_KEY=$KEY OTHER_KEY=$OTHER TENANT_AUDIT=$S/audit-acme E2B_DOMAIN=e
 
 serve_pid=""
 start_serve() {
-  "$PY" -m tollgate_sdk.serve --listen 127.0.0.1:$port --tenants "$S/tenants.json" --state "$S/state" \
-    --template "base=$BUILD/rootfs/debian" --tollgate "$TG" --log "$S/events.log" \
+  "$TG" serve --listen 127.0.0.1:$port --tenants "$S/tenants.json" --state "$S/state" \
+    --template "base=$BUILD/rootfs/debian" --log "$S/events.log" \
     --socket "$S/serve.sock" --socket-group nogroup >>"$S/serve.out" 2>&1 &
   serve_pid=$!
   wait_for 30 curl -s -o /dev/null "http://127.0.0.1:$port/v2/sandboxes"
