@@ -80,6 +80,27 @@ check_refused "policy check refuses a bad http backend" 'spelled another way' tg
 msg=$(tg policy check "$POL/bad.json" 2>&1)
 check_match "policy check names every problem of it" 'uppercase.*variable name|variable name.*uppercase' "$(tr '\n' ' ' <<<"$msg")"
 
+# A policy ceiling compares the canonical forms: another spelling of the
+# ceiling's path is within it, a path the canonical form refuses is a
+# policy error, not a way around the ceiling.
+ceil_policy() { # FILE ALLOW-URL
+  cat > "$1" <<P
+{"version": 1, "tools": {"api": {"backend": {"type": "http",
+  "allow": [{"url": "$2", "methods": ["GET"]}]}, "rules": [{"effect": "allow"}]}}}
+P
+}
+ceil_policy "$POL/ceil.json" "https://api.example.com/v1/"
+ceil_policy "$POL/ceil-spelled.json" "https://api.example.com/v%31/invoices/"
+ceil_policy "$POL/ceil-params.json" "https://api.example.com/v1/..;/admin/"
+ceil_policy "$POL/ceil-out.json" "https://api.example.com/%61dmin/"
+check "--within: another spelling of the ceiling's path is within it" \
+  tg policy check --within "$POL/ceil.json" "$POL/ceil-spelled.json"
+check_refused "--within: an allow entry with ..; is a policy error" "';'" \
+  tg policy check --within "$POL/ceil.json" "$POL/ceil-params.json"
+out=$(tg policy check --within "$POL/ceil.json" "$POL/ceil-out.json" 2>&1)
+check_match "--within: an encoded path outside the ceiling is refused, named canonically" \
+  'GET https://api.example.com/admin/ in the policy, within no allow entry' "$out"
+
 # v KEY: the value at KEY (case.path, see egress/flatten.py) of this run;
 # has KEY: it is there at all.
 v() { awk -F'\t' -v k="$1" '$1 == k {print $2; found = 1; exit} END {exit !found}' "$flat"; }
