@@ -15,6 +15,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 
+#include "base/utf8.h"
 #include "base/util.h"
 
 static bool fail(char **why, char *msg) {
@@ -196,57 +197,141 @@ static bool parse_host(const char *s, size_t n, bool allow_wildcard, struct egre
   return true;
 }
 
-static bool unreserved_or_sub(unsigned char c) {
-  return isalnum(c) || strchr("-._~!$&'()*+,;=:@", c) != NULL;
+static bool unreserved(unsigned char c) {
+  return isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~';
 }
 
-/* The path or query [s, s+n): RFC 3986 bytes only, well-formed %HH with
- * no encoded control, '/' or '\'; in a path no "." or ".." segment,
- * however encoded. */
-static bool check_part(const char *s, size_t n, bool is_path, char **why) {
+/* Bytes a path holds plainly besides the unreserved ones and '/': RFC
+ * 3986's sub-delims, ':' and '@', but not ';' (path parameters, refused). */
+static bool path_plain(unsigned char c) {
+  return c != '\0' && strchr("!$&'()*+,=:@", c) != NULL;
+}
+
+static bool query_plain(unsigned char c) {
+  return c != '\0' && strchr("!$&'()*+,;=:@/?", c) != NULL;
+}
+
+/* The byte "%HH" at s[i] encodes, or -1 when two hex digits do not follow. */
+static int pct_at(const char *s, size_t i, size_t n) {
+  if (n - i < 3)
+    return -1;
+  int hi = hexval((unsigned char)s[i + 1]), lo = hexval((unsigned char)s[i + 2]);
+  return hi < 0 || lo < 0 ? -1 : hi * 16 + lo;
+}
+
+static const char path_param_msg[] =
+    "the path holds a ';' (also as %3B): servers strip \"path parameters\" differently (\"/v1/..;/admin\" reaches /admin on some), so it is refused";
+
+/* An encoded byte of the path or query that is refused, or NULL. */
+static char *refused_encoded(int v, bool is_path) {
   const char *what = is_path ? "path" : "query";
+  if (v < 0x20 || v == 0x7f)
+    return xasprintf("the %s encodes the byte 0x%02x (%%%02X), which is refused", what, v, v);
+  if (!is_path)
+    return NULL;
+  if (v == '/' || v == '\\')
+    return xasprintf("the path encodes the byte 0x%02x (%%%02X), which is refused: a server may read it as a separator",
+                     v, v);
+  if (v == ';')
+    return xstrdup(path_param_msg);
+  return NULL;
+}
+
+/* "%25HH" in the canonical path p[0..n) (checked on the canonical form:
+ * "%25%36%31" becomes "%2561" only there): a '%' sent encoded before two
+ * hex digits reads as another byte to a server that decodes twice. */
+static bool double_encoded(const char *p, size_t n, char **why) {
+  for (size_t i = 0; i + 5 <= n; i++)
+    if (memcmp(p + i, "%25", 3) == 0 && hexval((unsigned char)p[i + 3]) >= 0 &&
+        hexval((unsigned char)p[i + 4]) >= 0)
+      return fail(why, xasprintf("the path encodes a '%%' before two hex digits (%%25%c%c, double encoding), which is refused: a server that decodes twice reads another path",
+                                 p[i + 3], p[i + 4]));
+  return true;
+}
+
+/* The percent-encoded bytes of the canonical path p[0..n) decoded must be
+ * UTF-8: an overlong form (%C0%AE for '.') or a stray byte is read as
+ * another character by some servers. */
+static bool decoded_utf8(const char *p, size_t n) {
+  cleanup_free char *d = xmalloc(n + 1);
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    int v = p[i] == '%' ? pct_at(p, i, n) : -1;
+    d[k++] = v >= 0 ? (char)v : p[i];
+    if (v >= 0)
+      i += 2;
+  }
+  return utf8_check(d, k) == k;
+}
+
+/* The path's segments, canonical: none empty ("//"), none "." or "..". */
+static bool check_segments(const char *p, size_t n, char **why) {
+  for (size_t i = 0; i < n;) {
+    size_t j = i + 1;
+    while (j < n && p[j] != '/')
+      j++;
+    size_t len = j - i - 1;
+    const char *seg = p + i + 1;
+    if (len == 0 && j < n)
+      return fail(why, xstrdup("the path has an empty segment (\"//\"), which is refused: servers merge it or keep it, so a rule could not know which path is meant"));
+    if ((len == 1 && seg[0] == '.') || (len == 2 && seg[0] == '.' && seg[1] == '.'))
+      return fail(why, xstrdup("the path has a \".\" or \"..\" segment (also refused as %2e): write the path it means"));
+    i = j;
+  }
+  return true;
+}
+
+/* The path or query [s, s+n) in its one canonical spelling (*out, owned),
+ * RFC 3986 section 6.2.2 and stricter (docs/egress.md "The canonical
+ * URL"): an encoded unreserved byte decoded (in a path also an encoded
+ * sub-delim, ':' or '@': servers route on the decoded path, so two
+ * spellings would let one pass a rule the other meets), the hex of every
+ * other %HH uppercase.  Refused: bytes outside RFC 3986's sets, a '%'
+ * without two hex digits, an encoded control; in a path also an encoded
+ * '/' or '\', a ';' plain or encoded, "%25HH", an empty, "." or ".."
+ * segment however encoded, and encoded bytes that are not UTF-8. */
+static bool canon_part(const char *s, size_t n, bool is_path, char **out, char **why) {
+  static const char hex[] = "0123456789ABCDEF";
+  const char *what = is_path ? "path" : "query";
+  cleanup_free char *o = xmalloc(n + 1); /* the canonical form is never longer */
+  size_t k = 0;
   for (size_t i = 0; i < n; i++) {
     unsigned char c = (unsigned char)s[i];
     if (c == '%') {
-      int hi = i + 2 < n ? hexval((unsigned char)s[i + 1]) : -1;
-      int lo = i + 2 < n ? hexval((unsigned char)s[i + 2]) : -1;
-      if (hi < 0 || lo < 0)
+      int v = pct_at(s, i, n);
+      if (v < 0)
         return fail(why, xasprintf("the %s has a '%%' that is not followed by two hex digits", what));
-      int v = hi * 16 + lo;
-      if (v < 0x20 || v == 0x7f || (is_path && (v == '/' || v == '\\')))
-        return fail(why, xasprintf("the %s encodes the byte 0x%02x (%%%02X), which is refused", what, v, v));
+      char *bad = refused_encoded(v, is_path);
+      if (bad)
+        return fail(why, bad);
       i += 2;
+      if (unreserved((unsigned char)v) || (is_path && path_plain((unsigned char)v))) {
+        o[k++] = (char)v;
+      } else {
+        o[k++] = '%';
+        o[k++] = hex[v >> 4];
+        o[k++] = hex[v & 15];
+      }
       continue;
     }
-    if (unreserved_or_sub(c) || c == '/' || (!is_path && c == '?'))
+    if (unreserved(c) || c == '/' || (is_path ? path_plain(c) : query_plain(c))) {
+      o[k++] = (char)c;
       continue;
+    }
+    if (is_path && c == ';')
+      return fail(why, xstrdup(path_param_msg));
     if (c < 0x20 || c == 0x7f)
       return fail(why, xasprintf("the %s has the control byte 0x%02x (CR, LF and other controls are refused)",
                                  what, c));
     return fail(why, xasprintf("the %s has the byte 0x%02x, which a URL must percent-encode", what, c));
   }
-  if (!is_path)
-    return true;
-  /* Dot segments, decoding %2e: "/v1/../admin" would pass a "/v1/" prefix
-   * and then be resolved by the server (or curl) to "/admin". */
-  for (size_t i = 0; i < n;) {
-    size_t j = i;
-    while (j < n && s[j] != '/')
-      j++;
-    size_t dots = 0, other = 0;
-    for (size_t k = i; k < j; k++) {
-      if (s[k] == '.')
-        dots++;
-      else if (s[k] == '%' && k + 2 < j && s[k + 1] == '2' && (s[k + 2] == 'e' || s[k + 2] == 'E')) {
-        dots++;
-        k += 2;
-      } else
-        other++;
-    }
-    if (other == 0 && (dots == 1 || dots == 2))
-      return fail(why, xstrdup("the path has a \".\" or \"..\" segment (also refused as %2e): write the path it means"));
-    i = j + 1;
-  }
+  o[k] = '\0';
+  if (is_path && (!check_segments(o, k, why) || !double_encoded(o, k, why)))
+    return false;
+  if (is_path && !decoded_utf8(o, k))
+    return fail(why, xstrdup("the path encodes bytes that are not UTF-8 (an overlong form such as %C0%AE, a stray byte), which are refused: servers read them differently"));
+  *out = o;
+  o = NULL;
   return true;
 }
 
@@ -282,7 +367,10 @@ static bool parse_url(const char *url, bool allow_wildcard, struct egress_url *u
   else if (sl == 5 && strncasecmp(url, "https", 5) == 0)
     u->scheme = xstrdup("https");
   else
-    return fail(why, xasprintf("the scheme \"%.*s\" is not allowed: only http and https", (int)(sl > 16 ? 16 : sl), url));
+    /* Shown whole or not at all: a cut piece of a redirect's text could
+     * be part of a secret the scrubbing no longer recognises. */
+    return fail(why, sl <= 16 ? xasprintf("the scheme \"%.*s\" is not allowed: only http and https", (int)sl, url)
+                              : xstrdup("the scheme is not allowed: only http and https"));
   const char *auth = sep + 3;
   size_t an = strcspn(auth, "/?");
   if (memchr(auth, '@', an))
@@ -308,14 +396,12 @@ static bool parse_url(const char *url, bool allow_wildcard, struct egress_url *u
     return false;
   const char *rest = auth + an;
   size_t pn = strcspn(rest, "?");
-  if (!check_part(rest, pn, true, why))
+  if (pn == 0)
+    u->path = xstrdup("/");
+  else if (!canon_part(rest, pn, true, &u->path, why))
     return false;
-  u->path = pn ? xstrndup(rest, pn) : xstrdup("/");
-  if (rest[pn] == '?') {
-    if (!check_part(rest + pn + 1, strlen(rest + pn + 1), false, why))
-      return false;
-    u->query = xstrdup(rest + pn + 1);
-  }
+  if (rest[pn] == '?' && !canon_part(rest + pn + 1, strlen(rest + pn + 1), false, &u->query, why))
+    return false;
   return true;
 }
 

@@ -11,10 +11,13 @@
 
 #define EGRESS_URL_MAX 8192
 
-/* A parsed URL in its one normalised spelling: scheme lowercase, host
+/* A parsed URL in its one canonical spelling: scheme lowercase, host
  * lowercase (a name), a dotted quad (IPv4) or inet_ntop's text (IPv6,
- * without brackets), the port always set (80/443 by default).  Every
- * string is owned (egress_url_clear). */
+ * without brackets), the port always set (80/443 by default), the path
+ * and query percent-encoding normalised (egress_url_parse).  The allow
+ * list, the rules, the ceilings, the audit log and the request sent all
+ * use this form, so that what was checked is what is sent.  Every string
+ * is owned (egress_url_clear). */
 struct egress_url {
   char *scheme; /* "http" or "https" */
   char *host;
@@ -26,15 +29,22 @@ struct egress_url {
   char *query; /* without the '?'; NULL when the URL has none */
 };
 
-/* Parse url strictly.  Refused (false, *why an owned message naming the
- * problem and the fix): another scheme, userinfo (user@host), a
- * backslash, a fragment, a percent-encoded, non-ASCII or empty host
- * label, a trailing dot, an IPv4 address not written as a plain dotted
- * quad (2130706433, 0x7f.1, 0177.0.0.1, 127.1), an IPv6 zone, a bad
- * port, a byte outside RFC 3986's sets in the path or query (spaces,
- * CR, LF, controls, non-ASCII), a percent-encoded control, '/' or '\',
- * and a "." or ".." path segment (also as %2e).  allow_wildcard admits a
- * leading "*." label (allow entries only). */
+/* Parse url strictly into its canonical form.  The path and query: an
+ * encoded unreserved byte (ALPHA DIGIT - . _ ~) is decoded, in the path
+ * also an encoded sub-delim, ':' or '@' (servers route on the decoded
+ * path); every other %HH keeps its byte with uppercase hex.  Refused
+ * (false, *why an owned message naming the problem and the fix): another
+ * scheme, userinfo (user@host), a backslash, a fragment, a
+ * percent-encoded, non-ASCII or empty host label, a trailing dot, an IPv4
+ * address not written as a plain dotted quad (2130706433, 0x7f.1,
+ * 0177.0.0.1, 127.1), an IPv6 zone, a bad port, a byte outside RFC
+ * 3986's sets in the path or query (spaces, CR, LF, controls, non-ASCII),
+ * a '%' without two hex digits, a percent-encoded control; in the path
+ * also an encoded '/' or '\', a ';' (plain or %3B: path parameters),
+ * "%25HH" (double encoding), an empty segment ("//"), a "." or ".."
+ * segment (also as %2e), and encoded bytes that are not UTF-8 (%C0%AE).
+ * Parsing the formatted result again gives the same URL.  allow_wildcard
+ * admits a leading "*." label (allow entries only). */
 bool egress_url_parse(const char *url, bool allow_wildcard, struct egress_url *out, char **why);
 void egress_url_clear(struct egress_url *u);
 

@@ -264,27 +264,54 @@ static void secret_add(struct egress_secrets *s, const char *v) {
 }
 
 char *egress_scrub(const char *buf, size_t len, const struct egress_secrets *s, size_t *outlen) {
+  /* Every byte inside an occurrence of any secret is covered, and each
+   * run of covered bytes becomes one "[redacted]".  Replacing the first
+   * match and going on after it would leave the rest of another secret
+   * that overlaps it (two values sharing bytes, a value inside the header
+   * made of it). */
+  cleanup_free unsigned char *cover = xcalloc(len + 1, 1);
+  for (size_t k = 0; k < s->n; k++) {
+    size_t n = strlen(s->v[k]);
+    if (n < EGRESS_SECRET_MIN || n > len)
+      continue;
+    for (const char *p = buf; (p = memmem(p, len - (size_t)(p - buf), s->v[k], n)) != NULL; p++)
+      memset(cover + (p - buf), 1, n);
+  }
   struct json_buf out = {0};
   json_buf_reserve(&out, len);
   for (size_t i = 0; i < len;) {
-    size_t hit = 0;
-    for (size_t k = 0; k < s->n && hit == 0; k++) {
-      size_t n = strlen(s->v[k]);
-      if (n >= 4 && n <= len - i && memcmp(buf + i, s->v[k], n) == 0)
-        hit = n;
-    }
-    if (hit) {
+    size_t j = i;
+    while (j < len && cover[j] == cover[i])
+      j++;
+    if (cover[i])
       json_buf_lit(&out, "[redacted]");
-      i += hit;
-    } else {
-      json_buf_raw(&out, buf + i, 1);
-      i++;
-    }
+    else
+      json_buf_raw(&out, buf + i, j - i);
+    i = j;
   }
   if (out.s == NULL)
     out.s = xstrdup("");
   *outlen = out.len;
   return out.s;
+}
+
+char *egress_scrub_message(const char *msg, const struct egress_secrets *s) {
+  size_t n;
+  char *clean = egress_scrub(msg, strlen(msg), s, &n);
+  if (n <= EGRESS_MESSAGE_MAX)
+    return clean;
+  /* Cut only now, after the scrubbing: a secret the cut would have split
+   * was replaced whole before it, so no piece of one is left at the end.
+   * (Cutting first left 26 of a 27-byte token that a server had echoed
+   * into a redirect.)  Nothing is guessed at the cut either: dropping a
+   * tail that looks like a secret's start would tell a program that can
+   * place text there, byte by byte, whether its guess is right. */
+  size_t cut = EGRESS_MESSAGE_MAX;
+  while (cut > 0 && ((unsigned char)clean[cut] & 0xc0) == 0x80)
+    cut--;
+  char *m = xasprintf("%.*s...", (int)cut, clean);
+  free(clean);
+  return m;
 }
 
 char *egress_inject_value(const struct egress_inject *h, struct egress_secrets *s, char **why) {

@@ -70,8 +70,22 @@ void egress_secrets_free(struct egress_secrets *s);
  * NULL with *why (owned), which never holds the secret. */
 char *egress_inject_value(const struct egress_inject *h, struct egress_secrets *s, char **why);
 
-/* buf[0..len) with every secret of s (4 bytes or longer) replaced by
- * "[redacted]" (owned, NUL-terminated, *outlen its length). */
+/* Secrets shorter than this are not scrubbed (they would match by chance). */
+#define EGRESS_SECRET_MIN 4
+/* The longest message an http call's failure carries (bytes, before "..."). */
+#define EGRESS_MESSAGE_MAX 1024
+
+/* buf[0..len) with every occurrence of every secret of s (4 bytes or
+ * longer) replaced by "[redacted]", overlapping ones as one run (owned,
+ * NUL-terminated, *outlen its length). */
 char *egress_scrub(const char *buf, size_t len, const struct egress_secrets *s, size_t *outlen);
+
+/* A failure message for the program and the audit log (owned): msg
+ * scrubbed as above, then cut to EGRESS_MESSAGE_MAX bytes on a UTF-8
+ * boundary with "..." appended.  Scrubbing comes first so that the cut
+ * can never leave part of a secret.  Text that reaches msg already cut
+ * elsewhere must not carry response bytes (tollgate-http sends curl's
+ * own text only for errors before the request left). */
+char *egress_scrub_message(const char *msg, const struct egress_secrets *s);
 
 #endif

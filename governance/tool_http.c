@@ -341,10 +341,12 @@ struct http_run {
   int hops;
 };
 
+/* Every failure message goes through here: it may hold response bytes (a
+ * redirect's Location, a host name), so it is scrubbed whole and only
+ * then cut (egress_scrub_message). */
 static void run_fail(struct http_run *h, struct tool_result *r, const char *code, char *msg) {
-  size_t n;
   r->code = code;
-  r->message = egress_scrub(msg, strlen(msg), &h->secrets, &n);
+  r->message = egress_scrub_message(msg, &h->secrets);
   free(msg);
 }
 
@@ -426,7 +428,8 @@ static bool follow(struct http_run *h, const json_t *out, struct tool_result *r)
   struct egress_url next;
   char *why = NULL;
   if (!egress_url_parse(next_url, false, &next, &why)) {
-    run_fail(h, r, GATE_TOOL_FAILED, xasprintf("the redirect to %.512s is refused: %s", next_url, why));
+    /* The reason first: a long Location is what run_fail cuts. */
+    run_fail(h, r, GATE_TOOL_FAILED, xasprintf("the redirect is refused: %s; it pointed to %s", why, next_url));
     free(why);
     return false;
   }

@@ -145,6 +145,17 @@ static void emit_result(CURL *h, struct fetch *f, size_t sent) {
   free(b.s);
 }
 
+/* Did r end the transfer before any request byte left?  Only then is
+ * curl's own text (errbuf) passed on: after it, that text may quote what
+ * the server answered, and curl cuts it at CURL_ERROR_SIZE, where a piece
+ * of an echoed credential would no longer be recognised and scrubbed by
+ * the gate.  Later errors get curl's fixed text for the code. */
+static bool before_request(CURLcode r) {
+  return r == CURLE_COULDNT_RESOLVE_HOST || r == CURLE_COULDNT_CONNECT ||
+         r == CURLE_SSL_CONNECT_ERROR || r == CURLE_PEER_FAILED_VERIFICATION ||
+         r == CURLE_SSL_CACERT_BADFILE || r == CURLE_SSL_CERTPROBLEM;
+}
+
 static int run(const json_t *in) {
   const char *method = json_string_value(json_object_get(in, "method"));
   const char *url = json_string_value(json_object_get(in, "url"));
@@ -237,7 +248,7 @@ static int run(const json_t *in) {
     } else if (r == CURLE_OPERATION_TIMEDOUT) {
       emit_error("timeout", errbuf[0] ? errbuf : curl_easy_strerror(r));
     } else if (r != CURLE_OK) {
-      emit_error("failed", errbuf[0] ? errbuf : curl_easy_strerror(r));
+      emit_error("failed", before_request(r) && errbuf[0] ? errbuf : curl_easy_strerror(r));
     } else {
       emit_result(h, &f, body_len);
     }

@@ -13,8 +13,13 @@
 # CR/LF in a header and in the URL; the program setting the credential or
 # Host itself; a request body and a response over their size limits; the
 # time limit; binary bodies; a per-tool call budget; the request made as
-# the tools' uid in namespaces of its own; and the audit records (method,
-# URL with the query redacted, status, bytes each way, time).
+# the tools' uid in namespaces of its own; the audit records (method,
+# URL with the query redacted, status, bytes each way, time); other
+# spellings of a denied path (percent-encoded, double-encoded, ";", dot
+# segments, "//", backslash, overlong UTF-8, case), each canonicalised
+# before the rules or refused, with no request the most lenient server
+# would route there arriving; and a credential a server copies into a
+# refused redirect at every offset around the message's cut.
 if [ -z "${EGRESS_NETNS:-}" ]; then
   exec unshare --net env EGRESS_NETNS=1 bash "$0" "$@"
 fi
@@ -49,7 +54,9 @@ cat > "$POL/egress.json" <<P
                "inject_headers": {"Authorization": "Bearer \${env:EGRESS_TOKEN}"},
                "redact_query": true, "max_redirects": 3},
              "timeout": 20,
-             "rules": [{"if": {"arg": "path", "op": "prefix", "value": "/prefix/forbidden"},
+             "rules": [{"if": {"arg": "path", "op": "prefix", "value": "/prefix/admin/"},
+                        "effect": "deny", "reason": "the admin area"},
+                       {"if": {"arg": "path", "op": "prefix", "value": "/prefix/forbidden"},
                         "effect": "deny", "reason": "the forbidden page"},
                        {"if": {"arg": "method", "op": "==", "value": "PUT"},
                         "effect": "approve", "reason": "writes need a person"},
@@ -61,7 +68,7 @@ cat > "$POL/egress.json" <<P
                      "allow": [{"url": "http://127.0.0.1:$PORT/prefix/", "methods": ["GET"]}]},
                    "timeout": 2, "rules": [{"effect": "allow"}]}},
  "approval": {"timeout": 1},
- "budgets": {"max_tool_calls": 100}}
+ "budgets": {"max_tool_calls": 300}}
 P
 check "policy check accepts the http tool" tg policy check "$POL/egress.json"
 cat > "$POL/bad.json" <<P
@@ -72,6 +79,27 @@ P
 check_refused "policy check refuses a bad http backend" 'spelled another way' tg policy check "$POL/bad.json"
 msg=$(tg policy check "$POL/bad.json" 2>&1)
 check_match "policy check names every problem of it" 'uppercase.*variable name|variable name.*uppercase' "$(tr '\n' ' ' <<<"$msg")"
+
+# A policy ceiling compares the canonical forms: another spelling of the
+# ceiling's path is within it, a path the canonical form refuses is a
+# policy error, not a way around the ceiling.
+ceil_policy() { # FILE ALLOW-URL
+  cat > "$1" <<P
+{"version": 1, "tools": {"api": {"backend": {"type": "http",
+  "allow": [{"url": "$2", "methods": ["GET"]}]}, "rules": [{"effect": "allow"}]}}}
+P
+}
+ceil_policy "$POL/ceil.json" "https://api.example.com/v1/"
+ceil_policy "$POL/ceil-spelled.json" "https://api.example.com/v%31/invoices/"
+ceil_policy "$POL/ceil-params.json" "https://api.example.com/v1/..;/admin/"
+ceil_policy "$POL/ceil-out.json" "https://api.example.com/%61dmin/"
+check "--within: another spelling of the ceiling's path is within it" \
+  tg policy check --within "$POL/ceil.json" "$POL/ceil-spelled.json"
+check_refused "--within: an allow entry with ..; is a policy error" "';'" \
+  tg policy check --within "$POL/ceil.json" "$POL/ceil-params.json"
+out=$(tg policy check --within "$POL/ceil.json" "$POL/ceil-out.json" 2>&1)
+check_match "--within: an encoded path outside the ceiling is refused, named canonically" \
+  'GET https://api.example.com/admin/ in the policy, within no allow entry' "$out"
 
 # v KEY: the value at KEY (case.path, see egress/flatten.py) of this run;
 # has KEY: it is there at all.
@@ -185,6 +213,37 @@ for rt in $BACKENDS; do
   check_eq "$rt: a per-tool budget: the first call runs" "200" "$(v once_1.result.status)"
   refused once_2 budget_exhausted 'fetch_once'
   check_eq "$rt: the call over the per-tool budget was never sent" 1 "$(seen /prefix/echo-once)"
+
+  # --- one canonical URL (issue 38.6): other spellings of /prefix/admin/ ---
+  refused admin_0 denied 'the admin area'
+  refused admin_1 denied 'the admin area'
+  refused admin_2 denied 'the admin area'
+  refused admin_3 bad_request 'double encoding'
+  refused admin_4 bad_request 'double encoding'
+  refused admin_5 bad_request "';'"
+  refused admin_6 bad_request "';'"
+  refused admin_7 bad_request "';'"
+  refused admin_8 bad_request '"\.\." segment'
+  refused admin_9 bad_request '"\.\." segment'
+  refused admin_10 bad_request 'empty segment'
+  refused admin_11 bad_request 'backslash'
+  refused admin_12 bad_request '0x5c'
+  refused admin_13 bad_request 'not UTF-8'
+  check_eq "$rt: /prefix/ADMIN/ is another path (paths keep their case): the server has none" \
+    "true 404" "$(v admin_14.ok) $(v admin_14.result.status)"
+  check_eq "$rt: no spelling of the admin area reached the server, even read leniently" 0 \
+    "$(grep -c '"resolved": "/prefix/admin/' "$srv_log")"
+  check_eq "$rt: the canonical request is the one sent" 1 \
+    "$(grep -c '"path": "/prefix/echo-canon/caf%C3%A9?k=v%2F"' "$srv_log")"
+  check_eq "$rt: the program's result names the canonical URL" \
+    "200 http://127.0.0.1:$PORT/prefix/echo-canon/caf%C3%A9?k=v%2F" \
+    "$(v canon_sent.result.status) $(v canon_sent.result.url)"
+  check_eq "$rt: the audit log records the canonical URL" \
+    "http://127.0.0.1:$PORT/prefix/echo-canon/caf%C3%A9?[redacted]" "$(v audit_canon.args.url)"
+
+  # --- a secret echoed into a message at every offset around its cut (issue 38.7) ---
+  check "$rt: no message, audit record or calls line holds 8 bytes of the token" \
+    python3 "$here/egress/pieces.py" "$TOKEN" "$TG_ROOT/$id.out" "$log" <(tg calls "$id" --format json)
 
   # --- the audit log and calls ---
   check "$rt: the audit log verifies" tg audit verify "$log"

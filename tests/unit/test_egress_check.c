@@ -13,6 +13,7 @@
 #include "governance/egress_config.h"
 #include "governance/policy.h"
 #include "governance/policy_lint.h"
+#include "governance/tools.h"
 #include "base/util.h"
 
 static void refused(const char *url, const char *want) {
@@ -345,4 +346,153 @@ Test(egress_policy, http_tool_in_a_policy) {
   cleanup_error tg_error *err2 = NULL;
   cr_assert_eq(policy_parse("/x/policy.json", with_args, strlen(with_args), &p, &err2), -1);
   cr_assert(strstr(err2->msg, "arguments are fixed") != NULL, "%s", err2->msg);
+}
+
+/* Issue 38.6: one canonical form of the path and query, so that a rule on
+ * "/admin/" cannot be passed by another spelling of the same path. */
+Test(egress_url, canonical_form) {
+  static const struct { const char *in, *out; } cases[] = {
+      {"http://h/%61dmin/secret", "http://h/admin/secret"},
+      {"http://h/adm%69n/", "http://h/admin/"},
+      {"http://h/%41DMIN", "http://h/ADMIN"}, /* paths keep their case */
+      {"http://h/a%7e%2D%5f%2e", "http://h/a~-_."},
+      {"http://h/x%3a%40%2b%3D%21%24%26%27%28%29%2a%2c", "http://h/x:@+=!$&'()*,"},
+      {"http://h/caf%c3%a9", "http://h/caf%C3%A9"},
+      {"http://h/a%20b%3f%23%5b%25", "http://h/a%20b%3F%23%5B%25"},
+      {"http://h/100%25/%25zz", "http://h/100%25/%25zz"},
+      {"http://h/q?a=%2f%61%3d%3b&b=%7E", "http://h/q?a=%2Fa%3D%3B&b=~"},
+      {"http://h/q?x=%2561", "http://h/q?x=%2561"}, /* a query is not a path */
+      {"http://h/v1/", "http://h/v1/"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    cleanup_free char *s = normalised(cases[i].in);
+    cr_assert_str_eq(s, cases[i].out, "%s", cases[i].in);
+    cleanup_free char *again = normalised(s);
+    cr_assert_str_eq(again, s, "the canonical form of %s is not stable", cases[i].in);
+  }
+}
+
+Test(egress_url, ambiguous_paths_are_refused) {
+  refused("http://h/%2561dmin/secret", "double encoding");
+  refused("http://h/v1/%252e%252e/admin", "double encoding");
+  refused("http://h/%25%36%31dmin/", "double encoding"); /* "%2561" only once decoded */
+  refused("http://h/.%256%656", "double encoding");
+  refused("http://h/v1/..;/admin", "';'");
+  refused("http://h/admin;x/secret", "';'");
+  refused("http://h/admin%3bx/secret", "';'");
+  refused("http://h/admin%3B/secret", "';'");
+  refused("http://h/v1/%2e%2e/admin", "\"..\" segment");
+  refused("http://h/v1/%2E%2e/admin", "\"..\" segment");
+  refused("http://h/v1/%2e/admin", "\"..\" segment");
+  refused("http://h//admin/secret", "empty segment");
+  refused("http://h/v1//admin", "empty segment");
+  refused("http://h/v1/%2F/admin", "0x2f");
+  refused("http://h/v1\\admin", "backslash");
+  refused("http://h/v1/%5Cadmin", "0x5c");
+  refused("http://h/v1/%c0%ae%c0%ae/admin", "not UTF-8");
+  refused("http://h/v1/%ff", "not UTF-8");
+  refused("http://h/v1/%e2%82", "not UTF-8");
+  refused("http://h/v1/%00", "0x00");
+  refused("http://h/v1/?q=%7f", "0x7f");
+}
+
+Test(egress_allow, canonical_paths_meet_the_allow_list_and_the_ceiling) {
+  size_t n;
+  struct egress_config *c = config(
+      "{\"type\": \"http\", \"allow\": [{\"url\": \"http://h/%61pi/\", \"methods\": [\"GET\"]}]}", &n);
+  cr_assert_eq(n, 0);
+  cr_assert_str_eq(c->allow[0].url.path, "/api/");
+  cr_assert_eq(match(c, "GET", "http://h/ap%69/x"), 0);
+  cr_assert_eq(match(c, "GET", "http://h/api/x"), 0);
+  cr_assert_eq(match(c, "GET", "http://h/API/x"), -1);
+  egress_config_free(c);
+  c = config("{\"type\": \"http\", \"allow\": [{\"url\": \"http://h/a;b/\", \"methods\": [\"GET\"]}]}", &n);
+  cr_assert_eq(n, 1, "an allow entry with a ';' is a policy error");
+  egress_config_free(c);
+  struct egress_url p, ceil;
+  char *why = NULL;
+  cr_assert(egress_url_parse("http://h/%61dmin/x/", true, &p, &why));
+  cr_assert(egress_url_parse("http://h/admin/", true, &ceil, &why));
+  cr_assert(egress_url_within(&p, &ceil), "the same path spelled twice is within");
+  egress_url_clear(&p);
+  cr_assert(egress_url_parse("http://h/other/", true, &p, &why));
+  cr_assert(!egress_url_within(&p, &ceil));
+  egress_url_clear(&p);
+  egress_url_clear(&ceil);
+}
+
+/* What the rules see and what the audit log records is the canonical
+ * form, never the program's spelling. */
+Test(egress_policy, rules_and_audit_see_the_canonical_url) {
+  const char *text =
+      "{\"version\": 1, \"tools\": {\"fetch\": {\"backend\": {\"type\": \"http\", \"allow\": "
+      "[{\"url\": \"http://127.0.0.1:8080/p/\", \"methods\": [\"GET\"]}]},"
+      " \"rules\": [{\"effect\": \"allow\"}]}}}";
+  struct policy *p = NULL;
+  cleanup_error tg_error *err = NULL;
+  cr_assert_eq(policy_parse("/x/policy.json", text, strlen(text), &p, &err), 0, "%s",
+               err ? err->msg : "");
+  const struct tool *t = policy_find(p, "fetch");
+  const char *args_text = "{\"method\": \"GET\", \"url\": \"http://127.0.0.1:8080/p/%61dmin/x?k=%76%2f\"}";
+  cleanup_json json_t *args = json_parse(args_text, strlen(args_text), NULL, NULL);
+  json_t *view = NULL, *audit = NULL;
+  char *why = NULL;
+  cr_assert_null(tool_http_prepare(t, args, &view, &audit, &why), "%s", why ? why : "");
+  cr_assert_str_eq(json_string_value(json_object_get(view, "path")), "/p/admin/x");
+  cr_assert_str_eq(json_string_value(json_object_get(view, "query")), "k=v%2F");
+  cr_assert_str_eq(json_string_value(json_object_get(view, "url")),
+                   "http://127.0.0.1:8080/p/admin/x?k=v%2F");
+  cr_assert_str_eq(json_string_value(json_object_get(audit, "url")),
+                   "http://127.0.0.1:8080/p/admin/x?k=v%2F");
+  json_free(view);
+  json_free(audit);
+  policy_free(p);
+}
+
+static struct egress_secrets two_secrets(const char *a, const char *b) {
+  struct egress_secrets s = {.v = xcalloc(2, sizeof(char *)), .n = 2};
+  s.v[0] = xstrdup(a);
+  s.v[1] = xstrdup(b);
+  return s;
+}
+
+Test(egress_scrub, overlapping_secrets_leave_nothing) {
+  struct egress_secrets s = two_secrets("abcdefgh", "efghijkl");
+  size_t len;
+  cleanup_free char *clean = egress_scrub("xxabcdefghijklyy efghijkl abcd", 30, &s, &len);
+  cr_assert_str_eq(clean, "xx[redacted]yy [redacted] abcd");
+  egress_secrets_free(&s);
+}
+
+/* Does text hold any 8-byte piece of secret? */
+static bool holds_piece(const char *text, const char *secret) {
+  for (size_t i = 0; i + 8 <= strlen(secret); i++) {
+    char piece[9];
+    memcpy(piece, secret + i, 8);
+    piece[8] = '\0';
+    if (strstr(text, piece))
+      return true;
+  }
+  return false;
+}
+
+/* Issue 38.7: a secret at every offset around the cut never leaves a
+ * piece of itself in the message. */
+Test(egress_scrub, the_cut_never_splits_a_secret) {
+  const char *token = "tok-0123456789abcdef0123456789abcdef";
+  cleanup_free char *header = xasprintf("Bearer %s", token);
+  struct egress_secrets s = two_secrets(token, header);
+  for (size_t pad = EGRESS_MESSAGE_MAX - 60; pad <= EGRESS_MESSAGE_MAX + 4; pad++) {
+    cleanup_free char *padding = xmalloc(pad + 1);
+    memset(padding, 'p', pad);
+    padding[pad] = '\0';
+    cleanup_free char *msg = xasprintf("the redirect is refused: x; it pointed to http://h/%s/%s/tail",
+                                       padding, header);
+    cleanup_free char *m = egress_scrub_message(msg, &s);
+    cr_assert_leq(strlen(m), EGRESS_MESSAGE_MAX + 3);
+    cr_assert(!holds_piece(m, token), "pad %zu: %s", pad, m + EGRESS_MESSAGE_MAX - 60);
+  }
+  cleanup_free char *shorter = egress_scrub_message("short Bearer tok-0123456789abcdef0123456789abcdef", &s);
+  cr_assert_str_eq(shorter, "short [redacted]");
+  egress_secrets_free(&s);
 }

@@ -3,7 +3,8 @@
 # test reads every field with awk instead of one python3 start each.  A
 # string holding a JSON object is flattened too, under KEY~.  The audit
 # log's http call records are added as audit_get.* (the first GET with a
-# redacted query) and audit_post.* (the first POST).
+# redacted query), audit_canon.* (the canonical-URL case) and
+# audit_post.* (the first POST).
 import json
 import sys
 
@@ -41,6 +42,9 @@ for line in open(sys.argv[2]):
     if "audit_get" not in seen and "echo?[redacted]" in args.get("url", ""):
         seen.add("audit_get")
         walk("audit_get", rec, out)
+    if "audit_canon" not in seen and "echo-canon" in args.get("url", ""):
+        seen.add("audit_canon")
+        walk("audit_canon", rec, out)
     if "audit_post" not in seen and args.get("method") == "POST":
         seen.add("audit_post")
         walk("audit_post", rec, out)

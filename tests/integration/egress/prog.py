@@ -3,6 +3,7 @@
 # message).  The host-side script judges them.
 import json
 import os
+import re
 import sys
 
 import tollgate
@@ -65,3 +66,30 @@ attempt("body_too_big", lambda: tollgate.call("fetch_quick", method="GET",
                                                body="x" * 17))
 attempt("once_1", lambda: tollgate.call("fetch_once", method="GET", url=base + "/prefix/echo-once"))
 attempt("once_2", lambda: tollgate.call("fetch_once", method="GET", url=base + "/prefix/echo-once"))
+
+# Issue 38.6: other spellings of /prefix/admin/ against the rule that
+# denies it.  Each is canonicalised so that the rule fires, or refused.
+spellings = ["/prefix/admin/secret", "/prefix/%61dmin/secret", "/prefix/adm%69n/secret",
+             "/prefix/%2561dmin/secret", "/prefix/%25%36%31dmin/secret",
+             "/prefix/x/..;/admin/secret", "/prefix/admin;x/secret", "/prefix/admin%3bx/secret",
+             "/prefix/x/%2e%2e/admin/secret", "/prefix/x/%2E./admin/secret",
+             "/prefix//admin/secret", "/prefix\\admin/secret", "/prefix/x%5c..%5cadmin/secret",
+             "/prefix/x/%c0%ae%c0%ae/admin/secret", "/prefix/ADMIN/secret"]
+for i, p in enumerate(spellings):
+    attempt("admin_%d" % i, lambda: fetch(method="GET", url=base + p))
+attempt("canon_sent", lambda: fetch(method="GET", url=base + "/prefix/%65cho-canon/caf%c3%a9?k=%76%2f"))
+# Issue 38.7: the credential echoed into a refused redirect at offsets
+# around the message's cut.  The padding a message shows at most is
+# where the cut falls (found with a probe that is cut for sure); the sweep
+# puts the credential from 50 bytes before that to 3 after, where a cut
+# made before scrubbing would split it, whatever the message's wording.
+def leak(n):
+    try:
+        fetch(method="GET", url=base + "/prefix/leak?n=%d" % n)
+        return ""
+    except tollgate.TollgateError as e:
+        return e.message
+shown = max((len(r) for r in re.findall("p+", leak(4000))), default=0)
+print(json.dumps({"case": "leak_probe", "ok": True, "result": shown}), flush=True)
+for n in range(shown - 50, shown + 4):
+    attempt("leak_%d" % n, lambda: fetch(method="GET", url=base + "/prefix/leak?n=%d" % n))

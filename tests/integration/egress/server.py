@@ -3,13 +3,29 @@
 # so that "refused before any connect" is checked as "the log did not
 # grow".  Routes under /prefix/: echo (the request back, and the
 # Authorization header it got in a response header too), big (300000
-# bytes), binary, redirect-out/-in/-localhost/-loop, slow.
+# bytes), binary, redirect-out/-in/-localhost/-loop, slow, leak?n=N (the
+# credential in a Location after N bytes), and admin/ as the most lenient
+# server would resolve the path (lenient below).
 import http.server
 import json
+import posixpath
 import sys
 import time
+import urllib.parse
 
 port, log = int(sys.argv[1]), sys.argv[2]
+
+
+def lenient(raw):
+    """The path the most lenient server would route on: decoded twice,
+    backslashes as slashes, ";params" stripped, "//" merged, dot segments
+    resolved.  A request tollgate let through must not reach /prefix/admin/
+    under this reading either."""
+    p = urllib.parse.unquote(urllib.parse.unquote(raw.split("?")[0])).replace("\\", "/")
+    p = "/".join(seg.split(";")[0] for seg in p.split("/"))
+    trail = p.endswith("/")
+    p = posixpath.normpath("/" + p.lstrip("/"))
+    return p + "/" if trail and p != "/" else p
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -32,11 +48,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
         body = self.rfile.read(n) if n else b""
         with open(log, "a") as f:
             f.write(json.dumps({"method": self.command, "path": self.path,
+                                "resolved": lenient(self.path),
                                 "headers": dict(self.headers.items()),
                                 "body": body.decode("utf-8", "replace")}) + "\n")
         path = self.path.split("?")[0]
         auth = self.headers.get("Authorization", "")
-        if path.startswith("/prefix/echo"):
+        if lenient(self.path).startswith("/prefix/admin/"):
+            self.send(200, b"the admin area")
+        elif path == "/prefix/leak":
+            # The injected credential copied into a Location after N bytes
+            # of padding: the refused redirect's message is cut near it.
+            n = int(urllib.parse.parse_qs(self.path.split("?", 1)[1])["n"][0])
+            self.send(302, b"", [("Location", "/prefix/" + "p" * n + "/" + auth)])
+        elif path.startswith("/prefix/echo"):
             out = json.dumps({"method": self.command, "path": self.path,
                               "headers": dict(self.headers.items()),
                               "body": body.decode("utf-8", "replace")}).encode()
