@@ -31,6 +31,7 @@
 
 #include "governance/gate.h"
 #include "shim/lifecycle/backend.h"
+#include "shim/lifecycle/backend_bundle.h"
 #include "shim/lifecycle/bundle_snapshot.h"
 #include "shim/cli/cli_parse.h"
 #include "shim/cli/commands.h"
@@ -153,8 +154,12 @@ static int run_runsc(struct cli *cli, struct created *c,
                      const struct create_request *req, int sfd,
                      tg_error **err) {
   cleanup_free char *pid_file = xasprintf("%s/backend.pid", c->dir);
+  /* The private bundle create wrote: `runsc run` reads its config after
+   * create released the user's bundle, which another create from it may
+   * have rewritten by then (shim/lifecycle/backend_bundle.h). */
+  cleanup_free char *bundle = backend_bundle_path(c->dir);
   struct create_flags cf = {
-      .bundle = json_string_value(json_object_get(c->container.state, "bundle")),
+      .bundle = bundle,
       .pid_file = pid_file,
       .console_socket = req->console_socket,
       .preserve_fds = -1};
