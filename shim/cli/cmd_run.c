@@ -37,6 +37,7 @@
 #include "shim/cli/commands.h"
 #include "shim/lifecycle/console.h"
 #include "shim/lifecycle/container.h"
+#include "shim/lifecycle/run_guard.h"
 #include "shim/lifecycle/state.h"
 #include "base/util.h"
 
@@ -130,11 +131,19 @@ static int run_runc(struct cli *cli, struct created *c, int sfd,
   if (pidfd < 0)
     return tg_error_set(err, errno, "run: watch the container's init %d",
                         (int)c->init_pid);
+  /* The init is our child and no parent-death signal reaches it: the
+   * guard stops it if tollgate dies, so that it never runs on without
+   * its gate (shim/lifecycle/run_guard.h).  Before start: nothing of the
+   * user's runs unguarded. */
+  struct run_guard guard;
+  if (run_guard_start(cli, &c->container, c->init_pid, &guard, err) < 0)
+    return -1;
   int r = container_call_ok(cli, &c->container, "start", NULL, &quiet, &res, err);
   proc_result_free(&res);
+  if (r == 0)
+    r = forward_until_exit(cli, NULL, pidfd, sfd, NULL, err);
+  run_guard_release(&guard);
   if (r < 0)
-    return -1;
-  if (forward_until_exit(cli, NULL, pidfd, sfd, NULL, err) < 0)
     return -1;
   int ws = 0;
   pid_t w;

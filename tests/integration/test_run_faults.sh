@@ -86,3 +86,44 @@ PY
     "$(python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); print(sys.argv[2] if c["process"]["args"][-1].startswith("t=") else "changed")' "$B/config.json.orig" "$N" 2>&1)"
   check_eq "$rt: no container left" "" "$(tg list -q 2>/dev/null)"
 done
+
+# --- kill -9 of `tollgate run` while a call waits ---------------------------
+cat >"$POL/hold.json" <<'JSON'
+{"version": 1,
+ "tools": {"hold": {"backend": {"type": "builtin", "name": "echo"},
+                    "description": "Waits for a person's approval.",
+                    "args": {"type": "object"}, "timeout": 5,
+                    "rules": [{"effect": "approve", "reason": "held for the test"}]}},
+ "approval": {"timeout": 120}}
+JSON
+chmod a+r "$POL/hold.json"
+# caller_pids: host pids of the held caller (runc: the container's
+# processes are host processes).
+caller_pids() { grep -l 'hold-marker' /proc/[0-9]*/cmdline 2>/dev/null | cut -d/ -f3; }
+for rt in $BACKENDS; do
+  K=$TG_ROOT/bundles/kill-$rt
+  make_bundle "$K" sh -c 'echo calling; /run/tollgate/tollgate-call --timeout 100 hold "{\"m\":\"hold-marker\"}"; echo "answered rc=$?"; sleep 100'
+  # tollgate itself, not a subshell running tg: its pid is the one killed.
+  "$TG" --root "$TG_ROOT" --config "$TG_CONFIG" --runtime "$rt" run --policy "$POL/hold.json" \
+    --bundle "$K" "rk-$rt" >"$TG_ROOT/rk-$rt.out" 2>&1 &
+  runpid=$!
+  on_exit "kill -9 $runpid"
+  call=$(wait_pending "rk-$rt")
+  check "$rt: kill -9: the call waits for approval" test -n "$call"
+  init=$(state_of "rk-$rt" pid)
+  callers=$(caller_pids)
+  [ "$rt" = runc ] && check "$rt: kill -9: the waiting caller is a host process" test -n "$callers"
+  kill -9 "$runpid"
+  wait "$runpid" 2>/dev/null
+  # Stopped: its init (runsc: the sandbox) gone, and the backend says so.
+  check "$rt: kill -9 of tollgate run: the container's init $init is gone" wait_for 20 pid_gone "$init"
+  all_gone() { local p; for p in $callers; do pid_gone "$p" || return 1; done; }
+  check "$rt: kill -9 of tollgate run: the waiting caller is not left waiting" wait_for 20 all_gone
+  check_eq "$rt: kill -9: the caller never ran on to an answer from nowhere" "" \
+    "$(grep -o 'answered rc=0' "$TG_ROOT/rk-$rt.out")"
+  st=$(state_of "rk-$rt" status)
+  check_match "$rt: kill -9: the container is stopped or gone (status: $st)" '^(stopped|)$' "$st"
+  check "$rt: kill -9: delete removes what is left" tg delete --force "rk-$rt"
+  check_eq "$rt: kill -9: nothing left after delete" "" "$(tg list -q 2>/dev/null)"
+  check_eq "$rt: kill -9: no mount left under the root" "" "$(grep " $TG_ROOT/rk-" /proc/self/mounts)"
+done
