@@ -46,6 +46,7 @@ struct supervisor {
   int worker_pidfd;
   bool stopping;      /* told to stop: no restart */
   bool init_gone;     /* the container's init exited */
+  int log_closed;     /* at the end: 1 the log closed whole, 0 records lost, -1 not yet */
   bool restart;       /* sidecar_on_death: restart (else stop) */
   unsigned max_restarts;
   unsigned restarts;  /* in this run */
@@ -74,6 +75,8 @@ static void write_status(struct supervisor *s, const char *status) {
   json_object_set(o, "on_death", json_new_string(s->restart ? "restart" : "stop"));
   json_object_set(o, "last_death",
                   s->last_death[0] ? json_new_string(s->last_death) : json_new_null());
+  if (s->log_closed >= 0)
+    json_object_set(o, "log_closed", json_new_bool(s->log_closed == 1));
   size_t len = 0;
   cleanup_free char *text = json_dump(o, false, &len);
   json_free(o);
@@ -147,8 +150,8 @@ static bool start_worker(struct supervisor *s, const struct gate_resume *resume,
 }
 
 /* The worker is gone: reap it, forget its pidfd.  *how describes the end.
- * true when it exited 0: it closed its gate (the log's "closed" record). */
-static bool reap_worker(struct supervisor *s, char *how, size_t howlen) {
+ * Its exit status, or -1 when it did not exit (killed, or unknown). */
+static int reap_worker(struct supervisor *s, char *how, size_t howlen) {
   int status = 0;
   pid_t r;
   do
@@ -164,7 +167,7 @@ static bool reap_worker(struct supervisor *s, char *how, size_t howlen) {
   epoll_ctl(s->epfd, EPOLL_CTL_DEL, s->worker_pidfd, NULL);
   close(s->worker_pidfd);
   s->worker_pidfd = -1;
-  return r == s->worker && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  return r == s->worker && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 /* May another restart happen now?  At most max_restarts within a minute:
@@ -239,8 +242,8 @@ static void record_death(struct supervisor *s, const char *reason) {
   bridge_gate_config(s->setup, &cfg, &control);
   cfg.resume = &r;
   s->worker = 0;
+  s->log_closed = gate_record_death(&cfg, NULL) == 0 ? 1 : 0;
   write_status(s, "dead");
-  gate_record_death(&cfg, NULL);
   forget_unknown(s);
 }
 
@@ -263,8 +266,12 @@ __attribute__((noreturn)) static void stop_container(struct supervisor *s, const
 static void worker_ended_at_stop(struct supervisor *s) {
   char how[160];
   pid_t dead = s->worker;
-  if (reap_worker(s, how, sizeof how))
+  int st = reap_worker(s, how, sizeof how);
+  if (st == 0 || st == BRIDGE_SIDECAR_EXIT_LOG_LOST) {
+    /* It closed its gate: whole, or with records lost to the disk. */
+    s->log_closed = st == 0;
     return;
+  }
   char death[256];
   snprintf(death, sizeof death, "(pid %d) %s", (int)dead, how);
   answer_in_flight(s, death, "the container is stopping");
@@ -356,7 +363,7 @@ static void configure(struct supervisor *s) {
 
 void bridge_supervise(const struct bridge_setup *setup, pid_t init_pid, int ready) {
   struct supervisor sv = {.setup = setup, .worker_pidfd = -1, .area_fd = -1, .req_fd = -1,
-                          .resp_fd = -1};
+                          .resp_fd = -1, .log_closed = -1};
   struct supervisor *s = &sv;
   tg_error *err = NULL;
   prctl(PR_SET_NAME, "tollgate-superv");
