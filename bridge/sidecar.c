@@ -144,6 +144,9 @@ json_t *bridge_sidecar_status(const char *state_dir) {
   json_object_set(o, "restarts", json_new_integer(restarts));
   const json_t *death = json_object_get(rec, "last_death");
   json_object_set(o, "last_death", death ? json_copy(death) : json_new_null());
+  const json_t *closed = json_object_get(rec, "log_closed");
+  if (closed != NULL)
+    json_object_set(o, "log_closed", json_copy(closed));
   json_free(rec);
   return o;
 }
@@ -290,9 +293,11 @@ __attribute__((noreturn)) static void worker_main(const struct bridge_setup *set
   close(ready);
   bridge_service_wait(svc);
   bridge_service_stop(svc);
-  gate_close(gate);
+  /* A log that lost its closing records is said to the supervisor, which
+   * records it for whoever waits on the container's end (checkpoint). */
+  int closed = gate_close(gate);
   close(lock);
-  _exit(0);
+  _exit(closed < 0 ? BRIDGE_SIDECAR_EXIT_LOG_LOST : 0);
 }
 
 pid_t bridge_worker_fork(const struct bridge_setup *setup, int init_pidfd,

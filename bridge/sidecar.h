@@ -8,6 +8,11 @@
 
 #define BRIDGE_SIDECAR_LOCK "sidecar.lock" /* in the state dir */
 
+/* A sidecar worker's exit status when it closed its gate but the audit
+ * log lost records (its closing ones among them: a full audit disk).
+ * 0 is a whole log; anything else is a death. */
+#define BRIDGE_SIDECAR_EXIT_LOG_LOST 3
+
 /* Fill a gate config for setup; strings point into setup or into
  * *control_socket, which the caller frees. */
 void bridge_gate_config(const struct bridge_setup *setup,
@@ -23,7 +28,8 @@ pid_t bridge_supervisor_pid(const char *state_dir);
 
 /* What `tollgate state` shows of the sidecar: {"status": "running" |
  * "restarting" | "unsupervised" | "stopped" | "dead", "pid", "supervisor_pid",
- * "restarts", "last_death"}, from the locks and the supervisor's
+ * "restarts", "last_death", "log_closed" (once stopped: false when the
+ * audit log's closing records were lost)}, from the locks and the supervisor's
  * <state_dir>/sidecar.json.  NULL when no sidecar was ever started there.
  * Owned by the caller. */
 json_t *bridge_sidecar_status(const char *state_dir);

@@ -46,6 +46,7 @@ struct supervisor {
   int worker_pidfd;
   bool stopping;      /* told to stop: no restart */
   bool init_gone;     /* the container's init exited */
+  int log_closed;     /* at the end: 1 the log closed whole, 0 records lost, -1 not yet */
   bool restart;       /* sidecar_on_death: restart (else stop) */
   unsigned max_restarts;
   unsigned restarts;  /* in this run */
@@ -74,6 +75,8 @@ static void write_status(struct supervisor *s, const char *status) {
   json_object_set(o, "on_death", json_new_string(s->restart ? "restart" : "stop"));
   json_object_set(o, "last_death",
                   s->last_death[0] ? json_new_string(s->last_death) : json_new_null());
+  if (s->log_closed >= 0)
+    json_object_set(o, "log_closed", json_new_bool(s->log_closed == 1));
   size_t len = 0;
   cleanup_free char *text = json_dump(o, false, &len);
   json_free(o);
@@ -146,8 +149,9 @@ static bool start_worker(struct supervisor *s, const struct gate_resume *resume,
   return ok;
 }
 
-/* The worker is gone: reap it, forget its pidfd.  *how describes the end. */
-static void reap_worker(struct supervisor *s, char *how, size_t howlen) {
+/* The worker is gone: reap it, forget its pidfd.  *how describes the end.
+ * Its exit status, or -1 when it did not exit (killed, or unknown). */
+static int reap_worker(struct supervisor *s, char *how, size_t howlen) {
   int status = 0;
   pid_t r;
   do
@@ -163,6 +167,7 @@ static void reap_worker(struct supervisor *s, char *how, size_t howlen) {
   epoll_ctl(s->epfd, EPOLL_CTL_DEL, s->worker_pidfd, NULL);
   close(s->worker_pidfd);
   s->worker_pidfd = -1;
+  return r == s->worker && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 /* May another restart happen now?  At most max_restarts within a minute:
@@ -226,12 +231,10 @@ static struct gate_resume resume_for(const struct supervisor *s, const char *rea
                               .nunknown = s->nunknown, .unlisted = s->unlisted};
 }
 
-/* sidecar_on_death "stop", or too many restarts: kill the container
- * (through the pidfd: exactly its init) and record why in its log. */
-__attribute__((noreturn)) static void stop_container(struct supervisor *s, const char *why) {
-  if (!s->init_gone)
-    pidfd_signal(s->init_pidfd, SIGKILL);
-  cleanup_free char *reason = xasprintf("%s; the container was killed", why);
+/* The dead worker (s->worker) closed nothing: continue its log with
+ * its death and the calls it left (answered outcome_unknown by now),
+ * then close it, so no intent stays unresolved. */
+static void record_death(struct supervisor *s, const char *reason) {
   snprintf(s->last_death, sizeof s->last_death, "%s", reason);
   struct gate_resume r = resume_for(s, reason, "stop");
   cleanup_free char *control = NULL;
@@ -239,10 +242,42 @@ __attribute__((noreturn)) static void stop_container(struct supervisor *s, const
   bridge_gate_config(s->setup, &cfg, &control);
   cfg.resume = &r;
   s->worker = 0;
+  s->log_closed = gate_record_death(&cfg, NULL) == 0 ? 1 : 0;
   write_status(s, "dead");
-  gate_record_death(&cfg, NULL);
   forget_unknown(s);
+}
+
+/* sidecar_on_death "stop", or too many restarts: kill the container
+ * (through the pidfd: exactly its init) and record why in its log. */
+__attribute__((noreturn)) static void stop_container(struct supervisor *s, const char *why) {
+  if (!s->init_gone)
+    pidfd_signal(s->init_pidfd, SIGKILL);
+  cleanup_free char *reason = xasprintf("%s; the container was killed", why);
+  record_death(s, reason);
   _exit(1);
+}
+
+/* The worker ended while the container stops (delete, or its init
+ * exited).  A worker that exited 0 closed its gate; one killed just then
+ * (kill -9 as the container exits) wrote neither its callers' outcomes
+ * nor "closed": the log would end on unresolved intents, and `audit
+ * verify` fail.  Its death is recorded as any other's, restarting
+ * nothing. */
+static void worker_ended_at_stop(struct supervisor *s) {
+  char how[160];
+  pid_t dead = s->worker;
+  int st = reap_worker(s, how, sizeof how);
+  if (st == 0 || st == BRIDGE_SIDECAR_EXIT_LOG_LOST) {
+    /* It closed its gate: whole, or with records lost to the disk. */
+    s->log_closed = st == 0;
+    return;
+  }
+  char death[256];
+  snprintf(death, sizeof death, "(pid %d) %s", (int)dead, how);
+  answer_in_flight(s, death, "the container is stopping");
+  cleanup_free char *why =
+      xasprintf("the bridge sidecar %s as the container stopped; nothing restarted", death);
+  record_death(s, why);
 }
 
 /* The worker died while the container runs. */
@@ -328,7 +363,7 @@ static void configure(struct supervisor *s) {
 
 void bridge_supervise(const struct bridge_setup *setup, pid_t init_pid, int ready) {
   struct supervisor sv = {.setup = setup, .worker_pidfd = -1, .area_fd = -1, .req_fd = -1,
-                          .resp_fd = -1};
+                          .resp_fd = -1, .log_closed = -1};
   struct supervisor *s = &sv;
   tg_error *err = NULL;
   prctl(PR_SET_NAME, "tollgate-superv");
@@ -384,8 +419,7 @@ void bridge_supervise(const struct bridge_setup *setup, pid_t init_pid, int read
         if (!s->init_gone && readable(s->init_pidfd))
           s->init_gone = true;
         if (s->stopping || s->init_gone) {
-          char how[160];
-          reap_worker(s, how, sizeof how);
+          worker_ended_at_stop(s);
           break;
         }
         on_death(s);

@@ -624,9 +624,13 @@ bool audit_healthy(struct audit *a) {
 
 const char *audit_path(const struct audit *a) { return a->path; }
 
-void audit_close(struct audit *a) {
+int audit_close(struct audit *a) {
   if (a == NULL)
-    return;
+    return 0;
+  /* Lost before the close: a failed append leaves the log unhealthy
+   * until a later one succeeds; the "closed" record's own append below
+   * would clear that, so it is read first. */
+  bool lost = !audit_healthy(a);
   struct audit_record closed = {.event = "closed", .duration_ms = -1};
   cleanup_error tg_error *err = NULL;
   int closed_synced = audit_append(a, &closed, true, &err);
@@ -658,4 +662,5 @@ void audit_close(struct audit *a) {
   free(a->path);
   free(a->container_id);
   free(a);
+  return lost || closed_synced < 0 ? -1 : 0;
 }

@@ -101,8 +101,11 @@ bool audit_healthy(struct audit *a);
 /* The log's path (borrowed). */
 const char *audit_path(const struct audit *a);
 
-/* Append the "closed" record, sync and free.  NULL is fine. */
-void audit_close(struct audit *a);
+/* Append the "closed" record, sync and free.  NULL is fine (0).  0 when
+ * the log is whole: the "closed" record reached the disk and no append
+ * before it failed unrecovered; -1 when records were lost (a full or
+ * failing audit disk), for the caller to say so. */
+int audit_close(struct audit *a);
 
 /* Compute the chain hash of body (the record without its hash field, as
  * bytes) after prev_hex, into out (65 bytes).  key may be NULL. */

@@ -312,9 +312,9 @@ void gate_stop_control(struct gate *g) {
   g->control = NULL;
 }
 
-void gate_close(struct gate *g) {
+int gate_close(struct gate *g) {
   if (g == NULL)
-    return;
+    return 0;
   gate_container_stopped(g);
   gate_stop_control(g);
   if (g->policy)
@@ -324,7 +324,7 @@ void gate_close(struct gate *g) {
   if (g->refusals) /* the counts that are left, before the closing record */
     refusals_flush(g->refusals, true);
   refusals_free(g->refusals);
-  audit_close(g->audit);
+  int closed = audit_close(g->audit);
   budget_free(g->budget);
   anomalies_free(g->anomalies);
   approvals_free(g->approvals);
@@ -334,4 +334,5 @@ void gate_close(struct gate *g) {
   pthread_mutex_destroy(&g->mu);
   free(g->container_id);
   free(g);
+  return closed;
 }

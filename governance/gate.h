@@ -158,9 +158,10 @@ void gate_set_park_hook(struct gate *g, void (*fn)(void *ctx, bool parked), void
  * all the same).  Set it only while no gate_handle runs. */
 void gate_set_stop_hook(struct gate *g, void (*fn)(void *ctx), void *ctx);
 
-/* Write the closing audit record and free everything.  No gate_handle may
- * be running or start once gate_close is called. */
-void gate_close(struct gate *g);
+/* Write the closing audit records and free everything.  No gate_handle may
+ * be running or start once gate_close is called.  0, or -1 when records
+ * (the closing ones included) could not be written (audit_close()). */
+int gate_close(struct gate *g);
 
 /* --- additions (governance issue) -------------------------------------- */
 

@@ -59,7 +59,8 @@ int gate_record_death(const struct gate_config *cfg, tg_error **err) {
   struct audit *a = NULL;
   if (gate_log_open(cfg, &a, err) < 0)
     return -1;
-  audit_close(a);
+  if (audit_close(a) < 0)
+    return tg_error_set(err, EIO, "gate: the audit log's closing records could not be written");
   return 0;
 }
 

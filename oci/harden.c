@@ -224,6 +224,12 @@ int oci_harden(json_t *config, const struct harden_options *opts, struct harden_
     return -1;
   int ret = 0;
   if (!p.passthrough) {
+    /* Refusals are on the config as it came in: a namespace path of the
+     * wrong type is refused here, before a path is dropped below. */
+    if (oci_check_namespace_kinds(config, err) < 0) {
+      profile_free(&p);
+      return -1;
+    }
     cleanup_json json_t *asked = json_copy(config);
     if (opts->pod_sandbox_pid > 0 && opts->backend != NULL && strcmp(opts->backend, "runsc") == 0)
       forget_pod_sandbox_paths(config, opts->pod_sandbox_pid);

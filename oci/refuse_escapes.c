@@ -143,28 +143,49 @@ const char *oci_namespace_kind(const char *path) {
   return NULL;
 }
 
+/* linux.namespaces[i]: a type the runtime spec knows, and a path (if
+ * any) that is a namespace of that very type. */
+static int check_namespace_kind(size_t i, const json_t *ns, tg_error **err) {
+  const char *type = json_string_value(json_object_get(ns, "type"));
+  const char *path = json_string_value(json_object_get(ns, "path"));
+  const char *kind = ns_proc_name(type);
+  if (kind == NULL)
+    return unknown_namespace_type(i, type, err);
+  if (path == NULL || path[0] == '\0')
+    return 0;
+  /* A path of another kind would fail in the backend's setns() (EINVAL),
+   * or be taken for a join of the wrong namespace by what follows. */
+  const char *is = oci_namespace_kind(path);
+  if (is != NULL && is[0] == '\0')
+    return tg_error_set(err, 0, "linux.namespaces[%zu]: %s is not a namespace file; give a %s namespace's path "
+                        "(/proc/<pid>/ns/%s) or remove \"path\" so the container gets a new namespace",
+                        i, path, type, kind);
+  if (is != NULL && strcmp(is, type) != 0)
+    return tg_error_set(err, 0, "linux.namespaces[%zu]: %s is a %s namespace, given as \"type\": \"%s\"; give a "
+                        "%s namespace's path (/proc/<pid>/ns/%s) or remove \"path\" so the container gets a new "
+                        "namespace", i, path, is, type, type, kind);
+  return 0;
+}
+
+int oci_check_namespace_kinds(const json_t *config, tg_error **err) {
+  const json_t *nss = json_get_path(config, "linux.namespaces");
+  for (size_t i = 0; i < json_array_len(nss); i++)
+    if (check_namespace_kind(i, json_array_get(nss, i), err) < 0)
+      return -1;
+  return 0;
+}
+
 static int check_namespaces(const json_t *config, tg_error **err) {
   const json_t *nss = json_get_path(config, "linux.namespaces");
   for (size_t i = 0; i < json_array_len(nss); i++) {
     const json_t *ns = json_array_get(nss, i);
     const char *type = json_string_value(json_object_get(ns, "type"));
     const char *path = json_string_value(json_object_get(ns, "path"));
-    const char *kind = ns_proc_name(type);
-    if (kind == NULL)
-      return unknown_namespace_type(i, type, err);
+    if (check_namespace_kind(i, ns, err) < 0)
+      return -1;
     if (path == NULL || path[0] == '\0')
       continue;
-    /* A path of another kind would fail in the backend's setns() (EINVAL),
-     * or be taken for a join of the wrong namespace by what follows. */
-    const char *is = oci_namespace_kind(path);
-    if (is != NULL && is[0] == '\0')
-      return tg_error_set(err, 0, "linux.namespaces[%zu]: %s is not a namespace file; give a %s namespace's path "
-                          "(/proc/<pid>/ns/%s) or remove \"path\" so the container gets a new namespace",
-                          i, path, type, kind);
-    if (is != NULL && strcmp(is, type) != 0)
-      return tg_error_set(err, 0, "linux.namespaces[%zu]: %s is a %s namespace, given as \"type\": \"%s\"; give a "
-                          "%s namespace's path (/proc/<pid>/ns/%s) or remove \"path\" so the container gets a new "
-                          "namespace", i, path, is, type, type, kind);
+    const char *kind = ns_proc_name(type);
     int e = 0;
     /* Joining the host's namespace is what "privileged" containers do to
      * see host processes, mounts or network; nothing a sandbox needs. */

@@ -31,6 +31,14 @@
 int oci_refuse_escapes(const json_t *config, const struct oci_profile *p,
                        const struct harden_options *o, tg_error **err);
 
+/* The namespace shapes of oci_refuse_escapes() that hold whatever the
+ * profile does next: every linux.namespaces type is the runtime spec's,
+ * and every path is a namespace of its entry's type.  oci_harden() runs
+ * it on the config as it came in, before a profile drops a path (a
+ * network path under "network": "none"), so a path of the wrong type is
+ * refused rather than dropped unseen.  0 or -1 with *err. */
+int oci_check_namespace_kinds(const json_t *config, tg_error **err);
+
 /* The process-level escape shapes, for create and exec alike: a cwd under
  * a /proc fd directory, an unknown capability name in any set.  field
  * names the object in errors ("process").  0 or -1 with *err. */

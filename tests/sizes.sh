@@ -14,26 +14,18 @@ for f in $files; do
     bad=1
   fi
 done
-# A function starts at a line at brace depth 0 that ends in "{" and is no
-# initializer or type; its name is on the last column-0 line with "(" before
-# it; it ends where the depth returns to 0.
-over=$(awk -v max=$max_fn '
-  FNR == 1 { depth = 0; sig = "" }
-  {
-    line = $0
-    if (depth == 0 && line ~ /^[A-Za-z_]/ && line ~ /\(/) sig = line
-    if (depth == 0 && line ~ /\{[ \t]*$/ && line !~ /=/ &&
-        line !~ /^(struct|enum|union|typedef)[ \t]/ && sig != "") { start = FNR; name = sig; infn = 1 }
-    opens = gsub(/\{/, "{", line); closes = gsub(/\}/, "}", line)
-    depth += opens - closes
-    if (infn && depth == 0) {
-      if (FNR - start + 1 > max) {
-        sub(/\(.*/, "", name)
-        printf "sizes: %s:%d: %s is %d lines (at most %d): split it into its steps\n", FILENAME, start, name, FNR - start + 1, max
-      }
-      infn = 0; sig = ""
-    }
-  }' $(echo "$files" | grep '\.c$'))
+# Functions come from universal-ctags, which parses C (comments, strings
+# and character literals included): a brace counter was fooled by them and
+# missed a 162-line function (issue 38).  %e is the line of the closing
+# brace.
+if ! ctags --version 2>/dev/null | grep -q 'Universal Ctags'; then
+  echo "sizes: universal-ctags is needed to find each function's extent (Debian: universal-ctags)" >&2
+  exit 1
+fi
+over=$(ctags -x --_xformat='%F %n %e %N' --kinds-C=f --languages=C --langmap=C:.c \
+         $(echo "$files" | grep '\.c$') |
+       awk -v max=$max_fn '$3 - $2 + 1 > max {
+         printf "sizes: %s:%d: %s is %d lines (at most %d): split it into its steps\n", $1, $2, $4, $3 - $2 + 1, max }')
 if [ -n "$over" ]; then echo "$over" >&2; bad=1; fi
 [ $bad = 0 ] && echo "sizes: no file over $max_file lines, no function over $max_fn"
 exit $bad

@@ -389,32 +389,30 @@ struct call_ctx {
   double timeout;
 };
 
-/* One call: write the request, wait for the answer, print it (unless
- * quiet).  Returns the exit status for its outcome.  Reentrant: the
- * benchmark runs it from several threads. */
-static int call_once(const struct call_ctx *c, bool quiet) {
-  unsigned char rnd[16];
-  if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
-    return fail_local("getrandom", errno);
-  char id[33];
-  for (int k = 0; k < 16; k++)
-    snprintf(id + 2 * k, 3, "%02x", rnd[k]);
+/* A call's file names in calls/req and calls/resp. */
+struct call_names {
+  char name[64], marker[64];
+};
 
+/* Write the request <id>.json, then its marker <id>.done.  0, or the exit
+ * status of a local failure (nothing left behind). */
+static int send_request(const struct call_ctx *c, const struct call_names *f) {
   /* The body: {"v":1,"tool":TOOL,"args":ARGS}.  The tool name needs no
    * escaping (checked above); ARGS is passed through as written. */
   size_t blen = strlen(c->tool) + c->args_len + 64;
   char *body = malloc(blen);
+  if (body == NULL)
+    return fail_local("build the request", ENOMEM);
   int n = snprintf(body, blen, "{\"v\":1,\"tool\":\"%s\",\"args\":%.*s}", c->tool,
                    (int)c->args_len, c->args);
   /* The body goes straight to <id>.json: the host reads it only once the
    * marker exists, and the marker is created after the body is closed, so
    * a temp file and rename would only add a (gofer) round trip. */
-  char name[64], marker[64];
-  snprintf(name, sizeof name, "%s.json", id);
-  snprintf(marker, sizeof marker, "%s.done", id);
-  int fd = openat(c->rq, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0)
+  int fd = openat(c->rq, f->name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    free(body);
     return fail_local("create the request", errno);
+  }
   ssize_t w = 0;
   for (size_t off = 0; off < (size_t)n; off += (size_t)w) {
     w = write(fd, body + off, (size_t)n - off);
@@ -425,69 +423,83 @@ static int call_once(const struct call_ctx *c, bool quiet) {
     if (w <= 0) {
       int e = w < 0 ? errno : EIO;
       close(fd);
-      unlinkat(c->rq, name, 0);
+      unlinkat(c->rq, f->name, 0);
       free(body);
       return fail_local("write the request", e);
     }
   }
   free(body);
-  body = NULL;
   if (close(fd) < 0) {
     int e = errno;
-    unlinkat(c->rq, name, 0);
+    unlinkat(c->rq, f->name, 0);
     return fail_local("write the request", e);
   }
-  fd = openat(c->rq, marker, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  fd = openat(c->rq, f->marker, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) {
     int e = errno;
-    unlinkat(c->rq, name, 0);
+    unlinkat(c->rq, f->name, 0);
     return fail_local("mark the request ready", e);
   }
   close(fd);
+  return 0;
+}
 
-  /* Poll for the response marker with adaptive back-off: inotify inside
-   * gVisor does not see the host's writes.  A few immediate checks catch
-   * the fast answers; then the wait grows by half from 5 us up to 2 ms,
-   * and is never shorter than twice what one check costs, so that polling
-   * takes at most a third of the time (a check is a system call under
-   * runc but a round trip to the gofer under gVisor). */
+/* The heartbeat, checked once a second: its mtime compared with the last
+ * one seen, on this client's own clock. */
+struct heartbeat_watch {
+  double next, changed;
+  struct timespec seen;
+  bool known;
+};
+
+/* Has the heartbeat stood still past HEARTBEAT_STALE_S at time now? */
+static bool heartbeat_stale(const struct call_ctx *c, struct heartbeat_watch *hb, double now) {
+  if (c->root < 0 || now < hb->next)
+    return false;
+  struct stat hs;
+  hb->next = now + 1.0;
+  if (fstatat(c->root, HEARTBEAT_NAME, &hs, AT_SYMLINK_NOFOLLOW) != 0)
+    return false;
+  if (!hb->known || hs.st_mtim.tv_sec != hb->seen.tv_sec ||
+      hs.st_mtim.tv_nsec != hb->seen.tv_nsec) {
+    hb->known = true;
+    hb->seen = hs.st_mtim;
+    hb->changed = now;
+    return false;
+  }
+  return now - hb->changed > HEARTBEAT_STALE_S;
+}
+
+/* Wait for the response marker: 0 once it is there, else EXIT_NO_ANSWER
+ * (the request withdrawn, the reason on stderr).
+ *
+ * Polled with adaptive back-off: inotify inside gVisor does not see the
+ * host's writes.  A few immediate checks catch the fast answers; then the
+ * wait grows by half from 5 us up to 2 ms, and is never shorter than
+ * twice what one check costs, so that polling takes at most a third of
+ * the time (a check is a system call under runc but a round trip to the
+ * gofer under gVisor). */
+static int wait_answer(const struct call_ctx *c, const struct call_names *f) {
   double deadline = now_s() + c->timeout;
   long wait_ns = 5000;
   struct stat st;
-  /* The heartbeat, checked once a second: its mtime compared with the last
-   * one seen, on this client's own clock. */
-  double hb_next = 0, hb_changed = 0;
-  struct timespec hb_seen = {0, 0};
-  bool hb_known = false, stale = false;
+  struct heartbeat_watch hb = {0};
   for (int k = 0;; k++) {
     double t0 = now_s();
-    if (fstatat(c->rs, marker, &st, AT_SYMLINK_NOFOLLOW) == 0)
-      break;
+    if (fstatat(c->rs, f->marker, &st, AT_SYMLINK_NOFOLLOW) == 0)
+      return 0;
     double t1 = now_s();
-    if (c->root >= 0 && t1 >= hb_next) {
-      struct stat hs;
-      hb_next = t1 + 1.0;
-      if (fstatat(c->root, HEARTBEAT_NAME, &hs, AT_SYMLINK_NOFOLLOW) == 0) {
-        if (!hb_known || hs.st_mtim.tv_sec != hb_seen.tv_sec ||
-            hs.st_mtim.tv_nsec != hb_seen.tv_nsec) {
-          hb_known = true;
-          hb_seen = hs.st_mtim;
-          hb_changed = t1;
-        } else if (t1 - hb_changed > HEARTBEAT_STALE_S) {
-          stale = fstatat(c->rs, marker, &st, AT_SYMLINK_NOFOLLOW) != 0;
-          if (!stale)
-            break; /* the answer came after all */
-        }
-      }
-    }
+    bool stale = heartbeat_stale(c, &hb, t1);
+    if (stale && fstatat(c->rs, f->marker, &st, AT_SYMLINK_NOFOLLOW) == 0)
+      return 0; /* the answer came after all */
     if (t1 > deadline || stale) {
-      unlinkat(c->rq, name, 0);
-      unlinkat(c->rq, marker, 0);
+      unlinkat(c->rq, f->name, 0);
+      unlinkat(c->rq, f->marker, 0);
       if (stale)
         fprintf(stderr, "tollgate-call: no answer from the tollgate bridge: its heartbeat "
                 "(%s/" HEARTBEAT_NAME ") stopped %.0f s ago, so neither the sidecar nor its "
                 "supervisor is running; the call may or may not have run\n",
-                c->dir, t1 - hb_changed);
+                c->dir, t1 - hb.changed);
       else
         fprintf(stderr, "tollgate-call: no answer from the tollgate bridge within "
                 "%.0f s: the host side is not running (container stopping, or "
@@ -507,13 +519,18 @@ static int call_once(const struct call_ctx *c, bool quiet) {
     nanosleep(&ts, NULL);
     wait_ns += wait_ns / 2;
   }
+}
+
+/* Read the response, remove it, print its result (unless quiet) or its
+ * error.  Returns the exit status for its outcome. */
+static int take_response(const struct call_ctx *c, const struct call_names *f, bool quiet) {
   size_t rlen = 0;
   char rpath[4200];
-  snprintf(rpath, sizeof rpath, "%s/%s", c->resp_dir, name);
+  snprintf(rpath, sizeof rpath, "%s/%s", c->resp_dir, f->name);
   char *resp = read_path(rpath, 1u << 30, &rlen);
   int e = errno;
-  unlinkat(c->rs, name, 0);
-  unlinkat(c->rs, marker, 0);
+  unlinkat(c->rs, f->name, 0);
+  unlinkat(c->rs, f->marker, 0);
   if (resp == NULL) {
     fprintf(stderr, "tollgate-call: read the response %s: %s\n", rpath, strerror(e));
     return EXIT_PROTOCOL;
@@ -530,7 +547,6 @@ static int call_once(const struct call_ctx *c, bool quiet) {
       fputc('\n', stdout);
     }
     free(resp);
-    free(body);
     return quiet || fflush(stdout) == 0 ? EXIT_OK : EXIT_USAGE;
   }
   const char *err = ok ? find_key(resp, end, "error") : NULL;
@@ -540,12 +556,13 @@ static int call_once(const struct call_ctx *c, bool quiet) {
   char *msg = m ? decode_string(m, end) : NULL;
   if (code == NULL) {
     fprintf(stderr, "tollgate-call: unreadable response: %.200s\n", resp);
+    free(resp);
+    free(msg);
     return EXIT_PROTOCOL;
   }
   if (!quiet)
     fprintf(stderr, "tollgate-call: %s: %s\n", code, msg ? msg : "");
   free(resp);
-  free(body);
   free(msg);
   int status = EXIT_PROTOCOL;
   for (size_t k = 0; k < sizeof codes / sizeof codes[0]; k++)
@@ -553,6 +570,25 @@ static int call_once(const struct call_ctx *c, bool quiet) {
       status = codes[k].status;
   free(code);
   return status;
+}
+
+/* One call: write the request, wait for the answer, print it (unless
+ * quiet).  Returns the exit status for its outcome.  Reentrant: the
+ * benchmark runs it from several threads. */
+static int call_once(const struct call_ctx *c, bool quiet) {
+  unsigned char rnd[16];
+  if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
+    return fail_local("getrandom", errno);
+  char id[33];
+  for (int k = 0; k < 16; k++)
+    snprintf(id + 2 * k, 3, "%02x", rnd[k]);
+  struct call_names f;
+  snprintf(f.name, sizeof f.name, "%s.json", id);
+  snprintf(f.marker, sizeof f.marker, "%s.done", id);
+  int r = send_request(c, &f);
+  if (r == 0)
+    r = wait_answer(c, &f);
+  return r == 0 ? take_response(c, &f, quiet) : r;
 }
 
 /* ---- --repeat N [--concurrency C]: measure the round trip ---- */

@@ -31,11 +31,13 @@
 
 #include "governance/gate.h"
 #include "shim/lifecycle/backend.h"
+#include "shim/lifecycle/backend_bundle.h"
 #include "shim/lifecycle/bundle_snapshot.h"
 #include "shim/cli/cli_parse.h"
 #include "shim/cli/commands.h"
 #include "shim/lifecycle/console.h"
 #include "shim/lifecycle/container.h"
+#include "shim/lifecycle/run_guard.h"
 #include "shim/lifecycle/state.h"
 #include "base/util.h"
 
@@ -129,11 +131,19 @@ static int run_runc(struct cli *cli, struct created *c, int sfd,
   if (pidfd < 0)
     return tg_error_set(err, errno, "run: watch the container's init %d",
                         (int)c->init_pid);
+  /* The init is our child and no parent-death signal reaches it: the
+   * guard stops it if tollgate dies, so that it never runs on without
+   * its gate (shim/lifecycle/run_guard.h).  Before start: nothing of the
+   * user's runs unguarded. */
+  struct run_guard guard;
+  if (run_guard_start(cli, &c->container, c->init_pid, &guard, err) < 0)
+    return -1;
   int r = container_call_ok(cli, &c->container, "start", NULL, &quiet, &res, err);
   proc_result_free(&res);
+  if (r == 0)
+    r = forward_until_exit(cli, NULL, pidfd, sfd, NULL, err);
+  run_guard_release(&guard);
   if (r < 0)
-    return -1;
-  if (forward_until_exit(cli, NULL, pidfd, sfd, NULL, err) < 0)
     return -1;
   int ws = 0;
   pid_t w;
@@ -153,8 +163,12 @@ static int run_runsc(struct cli *cli, struct created *c,
                      const struct create_request *req, int sfd,
                      tg_error **err) {
   cleanup_free char *pid_file = xasprintf("%s/backend.pid", c->dir);
+  /* The private bundle create wrote: `runsc run` reads its config after
+   * create released the user's bundle, which another create from it may
+   * have rewritten by then (shim/lifecycle/backend_bundle.h). */
+  cleanup_free char *bundle = backend_bundle_path(c->dir);
   struct create_flags cf = {
-      .bundle = json_string_value(json_object_get(c->container.state, "bundle")),
+      .bundle = bundle,
       .pid_file = pid_file,
       .console_socket = req->console_socket,
       .preserve_fds = -1};

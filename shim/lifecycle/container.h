@@ -74,7 +74,7 @@ struct create_request {
                                  caller runs the backend itself (run
                                  under runsc uses `runsc run`) and must
                                  container_delete() afterwards */
-  const struct argv *restore; /* restore (shim/cli/cmd_checkpoint.c): the
+  const struct argv *restore; /* restore (shim/lifecycle/checkpoint.h): the
                                  backend's restore flags (--image-path
                                  ...), run detached instead of its create;
                                  everything else is create's */

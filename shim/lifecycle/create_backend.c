@@ -13,6 +13,7 @@
 #include "base/log.h"
 #include "base/util.h"
 #include "oci/netcheck.h"
+#include "shim/lifecycle/backend_bundle.h"
 #include "shim/lifecycle/runc_floor.h"
 #include "shim/lifecycle/state.h"
 #include "shim/lifecycle/waiter.h"
@@ -165,7 +166,10 @@ int create_call_backend(struct create_context *cx, tg_error **err) {
   struct undo *u = cx->u;
   struct container *c = &out->container;
   cleanup_free char *backend_pid = xasprintf("%s/backend.pid", u->dir);
-  struct create_flags cf = {.bundle = cx->bundle,
+  /* The private bundle: the config decided here, which no other create
+   * nor the bundle's author can rewrite before the backend reads it. */
+  cleanup_free char *bundle = backend_bundle_path(u->dir);
+  struct create_flags cf = {.bundle = bundle,
                             .pid_file = backend_pid,
                             .console_socket = req->console_socket,
                             .no_pivot = req->no_pivot,

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "base/util.h"
+#include "shim/lifecycle/backend_bundle.h"
 #include "shim/lifecycle/effective_mark.h"
 
 #define CONFIG_MAX_BYTES (16u * 1024 * 1024)
@@ -255,5 +256,7 @@ int create_write_configs(struct create_context *cx, tg_error **err) {
       tg_error_set(err, errno, "open %s", u->dir);
     return -1;
   }
-  return 0;
+  /* The backend reads its own copy, never the bundle's shared file
+   * (shim/lifecycle/backend_bundle.h). */
+  return backend_bundle_write(u->dir, bundle, cx->config, eff, eff_len, err);
 }

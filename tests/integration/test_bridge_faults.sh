@@ -14,7 +14,10 @@
 #    of that sidecar: its caller gives up on the stopped heartbeat after
 #    10 s, not at its 60 s timeout; delete still stops everything;
 #  - the container killed mid-call: the sidecar notices through its pidfd
-#    and exits; after delete nothing is left (process, mount, state).
+#    and exits; after delete nothing is left (process, mount, state);
+#  - the sidecar killed just as its container exits, mid-call: the
+#    supervisor records its death and the call's unknown outcome, and the
+#    log verifies.
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 
@@ -37,6 +40,8 @@ PY
 tool_running() { pgrep -f "$POL/slow.py" >/dev/null; }
 tool_gone() { ! tool_running; }
 no_mounts() { ! grep -q " $TG_ROOT/$1" /proc/self/mounts; }
+# dead PID: gone, or a zombie its (stopped) parent has not reaped yet.
+dead() { pid_gone "$1" || [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" = Z ]; }
 
 # callers_report OUT KILL_TIME N: checks every caller's line in OUT.
 callers_report() {
@@ -174,5 +179,36 @@ for rt in $BACKENDS; do
   check "$rt: no mount left" no_mounts "$id"
   check "$rt: no state left" test ! -e "$TG_ROOT/$id"
   check_eq "$rt: audit log closed and verifies" 0 "$(tg audit verify "$TG_ROOT/audit/$id.jsonl" >/dev/null 2>&1; echo $?)"
+
+  # --- the sidecar killed just as its container exits, mid-call ---
+  # The supervisor is held (SIGSTOP) while both die, so it sees the
+  # worker's death with the init already gone: the path that used to
+  # write neither sidecar_died nor closed (issue 38).
+  id=ks-$rt
+  make_bundle "$TG_ROOT/bundles/$id" sh -c \
+    '/run/tollgate/tollgate-call slow "{\"s\":20}"; echo "rc=$?"; sleep 60'
+  tg --runtime "$rt" create --policy "$POL/policy.json" -b "$TG_ROOT/bundles/$id" "$id" >/dev/null 2>&1
+  on_exit "tg delete --force $id"
+  on_exit "kill -CONT $(state_of "$id" tollgate.sidecar.supervisor_pid)"
+  sc=$(state_of "$id" tollgate.sidecar.pid)
+  sup=$(state_of "$id" tollgate.sidecar.supervisor_pid)
+  init=$(state_of "$id" pid)
+  tg start "$id"
+  check "$rt: kill at exit: a tool call in flight" wait_for 10 tool_running
+  kill -STOP "$sup"
+  kill -9 "$sc"
+  tg kill "$id" KILL
+  check "$rt: kill at exit: the sidecar is dead" wait_for 10 dead "$sc"
+  check "$rt: kill at exit: the container's init is gone" wait_for 15 pid_gone "$init"
+  kill -CONT "$sup"
+  check "$rt: kill at exit: the supervisor ends" wait_for 10 pid_gone "$sup"
+  log=$TG_ROOT/audit/$id.jsonl
+  check_eq "$rt: kill at exit: the log records the sidecar's death" 1 "$(events "$log" sidecar_died)"
+  check_eq "$rt: kill at exit: ... and the call's unknown outcome" 1 "$(events "$log" unknown)"
+  check_eq "$rt: kill at exit: the audit log verifies (no unresolved intent)" 0 \
+    "$(tg audit verify "$log" >/dev/null 2>&1; echo $?)"
+  check "$rt: kill at exit: delete" tg delete --force "$id"
+  check "$rt: kill at exit: no tool process left" wait_for 5 tool_gone
+  check "$rt: kill at exit: no mount left" no_mounts "$id"
 done
 check_eq "no tollgate containers left" "" "$(tg list -q 2>/dev/null)"

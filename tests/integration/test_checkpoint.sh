@@ -5,6 +5,8 @@
 # restore the process carries on from its saved state, a governed tool call
 # from inside works, and the audit log (continued in the same file, the
 # chain unbroken) verifies once the container is deleted.  runc: criu.
+# A checkpoint whose container's audit log lost its closing records (a
+# full audit disk) fails, naming them.
 set -u
 . "$(dirname "$0")/lib.sh"
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
@@ -134,6 +136,44 @@ PY
   ;;
 esac
 echo "ok - # SKIP runc: allow_unsealed_restore's check of the restored processes (/proc/PID/status) needs a runc restore, and criu 3.17.1's own check fails on this kernel (docs/cli.md)"
+
+# A full audit disk as the container stops with its checkpoint: the gate's
+# closing records are lost, and checkpoint says so instead of exiting 0
+# (issue 38).  A tmpfs of a few KiB is the audit directory; once the gate
+# has opened, a filler takes the rest of it.
+case " $BACKENDS " in *" runsc "*)
+  FULL=$TG_ROOT/fullaudit
+  mkdir -p "$FULL"
+  if mount -t tmpfs -o size=64k tmpfs "$FULL"; then
+    on_exit "umount -l '$FULL'"
+    write_config 'runtime="runsc"' "audit_dir=\"$FULL\""
+    on_exit tg delete --force cfull
+    rm -rf "$TG_ROOT/fimg"
+    tg run -d --bundle "$B" --policy "$POLICY" cfull </dev/null >/dev/null 2>&1
+    check_eq "runsc: full audit disk: running" running "$(tg state cfull | json_get status)"
+    dd if=/dev/zero of="$FULL/filler" bs=1k count=1024 2>/dev/null
+    # tmpfs gives the log whole pages: calls fill the one it has, then
+    # every record fails and the gate refuses calls (fail closed).
+    for _ in $(seq 1 30); do
+      tg exec cfull /run/tollgate/tollgate-call lookup_order '{"order_id": "A-1001"}' >/dev/null 2>&1
+      crc=$?
+      [ "$crc" -eq 10 ] && break
+    done
+    check_eq "runsc: full audit disk: calls are refused once the log cannot grow (audit_unavailable)" 10 "$crc"
+    out=$(tg checkpoint --image-path "$TG_ROOT/fimg" cfull 2>&1); rc=$?
+    check_eq "runsc: full audit disk: checkpoint fails" 1 "$rc"
+    check_match "runsc: ... naming the lost closing records and the fix" \
+      "audit log in $FULL lost records as it closed.*free space there" "$out"
+    check "runsc: ... though the image is written and sealed" test -s "$TG_ROOT/fimg/tollgate.seal.json"
+    rm -f "$FULL/filler"
+    check "runsc: full audit disk: delete" tg delete --force cfull
+    rm -rf "$TG_ROOT/fimg"
+    write_config 'runtime="runsc"'
+  else
+    echo "FAIL - runsc: full audit disk: cannot mount a tmpfs at $FULL"
+  fi
+  ;;
+esac
 
 # Through a private containerd: `ctr task checkpoint` (containerd's runc v2
 # shim calls `tollgate checkpoint --image-path ... --work-path ...

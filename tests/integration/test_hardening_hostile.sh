@@ -72,6 +72,13 @@ for be in $BACKENDS; do
   check_match "$be: ro,rw resolves to read-only" 'Read-only file system' "$(cat "$TG_ROOT/out")"
   check "$be: nothing was written through it" test ! -e "$B/data/x"
 
+  # --- a network namespace path of the wrong type (issue 38) --------------
+  # The profile drops a network path (no network): the path's type is
+  # checked first, on the config as it came in.
+  with 'c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"] if n["type"] != "network"] + [{"type": "network", "path": "/proc/self/ns/pid"}]' true
+  refused "a network path that is a pid namespace" "$be" \
+    '/proc/self/ns/pid is a pid namespace, given as "type": "network"'
+
   # --- root.path --------------------------------------------------------
   with 'c["root"]["path"] = "/"' ls /
   refused "root.path /" "$be" 'root.path: / is the host.s root directory; use the container.s own root'

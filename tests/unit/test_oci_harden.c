@@ -463,6 +463,11 @@ static const struct hcase cases[] = {
      * profile without network gives a new one instead (and says so). */
     {"host network namespace path", NULL, "{\"linux\":{\"namespaces\":[{\"type\":\"network\",\"path\":\"/proc/self/ns/net\"}]}}", "runc", NULL, false, NULL, network_path_dropped, "hardened"},
     {"host network namespace path, relaxed", NULL, "{\"linux\":{\"namespaces\":[{\"type\":\"network\",\"path\":\"/proc/self/ns/net\"}]}}", "runc", "relaxed", false, NULL, network_path_dropped, "relaxed"},
+    /* ... but a network path of another type is refused first, on the
+     * config as it came in, not dropped unseen (issue 38). */
+    {"network path of a pid namespace (runc)", NULL, "{\"linux\":{\"namespaces\":[{\"type\":\"network\",\"path\":\"/proc/self/ns/pid\"}]}}", "runc", NULL, false, "/proc/self/ns/pid is a pid namespace, given as \"type\": \"network\"", NULL, NULL},
+    {"network path of a pid namespace (runsc)", NULL, "{\"linux\":{\"namespaces\":[{\"type\":\"network\",\"path\":\"/proc/self/ns/pid\"}]}}", "runsc", NULL, false, "/proc/self/ns/pid is a pid namespace, given as \"type\": \"network\"", NULL, NULL},
+    {"network path that is no namespace", NULL, "{\"linux\":{\"namespaces\":[{\"type\":\"network\",\"path\":\"/etc/hostname\"}]}}", "runsc", NULL, false, "/etc/hostname is not a namespace file", NULL, NULL},
     {"pid 1's namespace path", NULL, "{\"linux\":{\"namespaces\":[{\"type\":\"uts\",\"path\":\"/proc/1/ns/uts\"}]}}", "runsc", NULL, false, "linux.namespaces[0]", NULL, NULL},
     {"host pid namespace path", NULL, "{\"linux\":{\"namespaces\":[{\"type\":\"pid\",\"path\":\"/proc/self/ns/pid\"}]}}", "runc", NULL, false, "host's pid namespace", NULL, NULL},
     /* An unknown namespace type, with or without a path, is refused naming

@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# `tollgate run` under concurrency and when it is killed, both backends.
+#   - 30 concurrent `tollgate run` of one bundle, each with its own id:
+#     every container's call lands in its own gate's audit log, once,
+#     and in no other (issue 38: `runsc run` read the bundle's shared
+#     config.json after another create had rewritten it, and sent its
+#     calls to another container's gate).
+#   - kill -9 of `tollgate run` (the governing process, which serves the
+#     bridge in-process): the container does not run on ungoverned; a
+#     caller waiting inside gets an answer within seconds, and `delete`
+#     leaves nothing.
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/lib.sh"
+
+N=${RUN_RACE_N:-30}
+chmod 755 "$TG_ROOT"
+POL=$TG_ROOT/pol
+mkdir -p "$POL"
+cat >"$POL/policy.json" <<'JSON'
+{"version": 1,
+ "tools": {"echo": {"backend": {"type": "builtin", "name": "echo"},
+                    "description": "Return the arguments unchanged.",
+                    "args": {"type": "object"}, "timeout": 5,
+                    "rules": [{"effect": "allow"}]}},
+ "budgets": {"max_tool_calls": 100}}
+JSON
+chmod -R a+rX "$POL"
+
+# Each container draws a token of its own (the bundle is shared, so the
+# config cannot tell them apart), prints it and sends it through the gate.
+race_cmd='t=$(head -c 12 /dev/urandom | od -An -tx1 | tr -d " \n"); echo "token=$t"; /run/tollgate/tollgate-call --timeout 20 echo "{\"t\":\"$t\"}" >/dev/null; echo "rc=$?"'
+
+for rt in $BACKENDS; do
+  # --- N concurrent runs of one bundle ---------------------------------------
+  B=$TG_ROOT/bundles/race-$rt
+  make_bundle "$B" sh -c "$race_cmd"
+  out=$TG_ROOT/out-$rt
+  mkdir -p "$out"
+  pids=()
+  for i in $(seq 1 "$N"); do
+    tg --runtime "$rt" run --policy "$POL/policy.json" --bundle "$B" "rf-$rt-$i" >"$out/$i" 2>"$out/$i.err" &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p"; done
+  res=$(python3 - "$out" "$TG_ROOT/audit" "$rt" "$N" <<'PY'
+import json, os, re, sys
+out, audit, rt, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+tokens, answered, own, foreign, missing = {}, 0, 0, 0, []
+for i in range(1, n + 1):
+    text = open(os.path.join(out, str(i))).read()
+    m = re.search(r"token=(\S+)", text)
+    if m:
+        tokens[i] = m.group(1)
+    if "rc=0" in text:
+        answered += 1
+where = {}
+for i in range(1, n + 1):
+    path = os.path.join(audit, "rf-%s-%d.jsonl" % (rt, i))
+    if not os.path.exists(path):
+        continue
+    for line in open(path):
+        r = json.loads(line)
+        if r.get("event") == "call" and r.get("tool") == "echo":
+            where.setdefault((r.get("args") or {}).get("t"), []).append(i)
+for i, t in tokens.items():
+    got = where.get(t, [])
+    if got == [i]:
+        own += 1
+    elif got:
+        foreign += 1
+    else:
+        missing.append(i)
+print("tokens=%d answered=%d own=%d foreign=%d missing=%s" % (len(tokens), answered, own, foreign, missing[:5]))
+sys.exit(0 if len(tokens) == n and answered == n and own == n else 1)
+PY
+)
+  check "$rt: $N concurrent runs of one bundle: each call in its own gate's log, once ($res)" test $? -eq 0
+  fails=$(cat "$out"/*.err | grep -v -e '^$' -e 'predates the fixes' | head -3)
+  check_eq "$rt: $N concurrent runs: no errors" "" "$fails"
+  for i in $(seq 1 "$N"); do
+    check_fails_q=$(tg audit verify "$TG_ROOT/audit/rf-$rt-$i.jsonl" >/dev/null 2>&1 || echo "rf-$rt-$i")
+    [ -z "$check_fails_q" ] || bad_logs="${bad_logs:-} $check_fails_q"
+  done
+  check_eq "$rt: every gate's audit log verifies" "" "${bad_logs:-}"
+  check_eq "$rt: the user's bundle keeps the user's config as config.json.orig" "$N" \
+    "$(python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); print(sys.argv[2] if c["process"]["args"][-1].startswith("t=") else "changed")' "$B/config.json.orig" "$N" 2>&1)"
+  check_eq "$rt: no container left" "" "$(tg list -q 2>/dev/null)"
+done
+
+# --- kill -9 of `tollgate run` while a call waits ---------------------------
+cat >"$POL/hold.json" <<'JSON'
+{"version": 1,
+ "tools": {"hold": {"backend": {"type": "builtin", "name": "echo"},
+                    "description": "Waits for a person's approval.",
+                    "args": {"type": "object"}, "timeout": 5,
+                    "rules": [{"effect": "approve", "reason": "held for the test"}]}},
+ "approval": {"timeout": 120}}
+JSON
+chmod a+r "$POL/hold.json"
+# caller_pids: host pids of the held caller (runc: the container's
+# processes are host processes).
+caller_pids() { grep -l 'hold-marker' /proc/[0-9]*/cmdline 2>/dev/null | cut -d/ -f3; }
+for rt in $BACKENDS; do
+  K=$TG_ROOT/bundles/kill-$rt
+  make_bundle "$K" sh -c 'echo calling; /run/tollgate/tollgate-call --timeout 100 hold "{\"m\":\"hold-marker\"}"; echo "answered rc=$?"; sleep 100'
+  # tollgate itself, not a subshell running tg: its pid is the one killed.
+  "$TG" --root "$TG_ROOT" --config "$TG_CONFIG" --runtime "$rt" run --policy "$POL/hold.json" \
+    --bundle "$K" "rk-$rt" >"$TG_ROOT/rk-$rt.out" 2>&1 &
+  runpid=$!
+  on_exit "kill -9 $runpid"
+  call=$(wait_pending "rk-$rt")
+  check "$rt: kill -9: the call waits for approval" test -n "$call"
+  init=$(state_of "rk-$rt" pid)
+  callers=$(caller_pids)
+  [ "$rt" = runc ] && check "$rt: kill -9: the waiting caller is a host process" test -n "$callers"
+  kill -9 "$runpid"
+  wait "$runpid" 2>/dev/null
+  # Stopped: its init (runsc: the sandbox) gone, and the backend says so.
+  check "$rt: kill -9 of tollgate run: the container's init $init is gone" wait_for 20 pid_gone "$init"
+  all_gone() { local p; for p in $callers; do pid_gone "$p" || return 1; done; }
+  check "$rt: kill -9 of tollgate run: the waiting caller is not left waiting" wait_for 20 all_gone
+  check_eq "$rt: kill -9: the caller never ran on to an answer from nowhere" "" \
+    "$(grep -o 'answered rc=0' "$TG_ROOT/rk-$rt.out")"
+  st=$(state_of "rk-$rt" status)
+  check_match "$rt: kill -9: the container is stopped or gone (status: $st)" '^(stopped|)$' "$st"
+  check "$rt: kill -9: delete removes what is left" tg delete --force "rk-$rt"
+  check_eq "$rt: kill -9: nothing left after delete" "" "$(tg list -q 2>/dev/null)"
+  check_eq "$rt: kill -9: no mount left under the root" "" "$(grep " $TG_ROOT/rk-" /proc/self/mounts)"
+done
