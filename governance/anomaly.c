@@ -315,8 +315,10 @@ static int replay_record(void *ctx, const json_t *rec) {
     free(a->why);
     a->why = NULL;
   }
-  bool ran = allowed && (strcmp(outcome, "ok") == 0 || strcmp(outcome, GATE_ANOMALY) == 0 ||
-                         is_failure(outcome));
+  /* An allowed call's record is the tool's own outcome, whatever its code
+   * (an http tool may answer denied or bad_request itself): the live gate
+   * counted it as run (govern.c gives a call it did not run "deny"). */
+  bool ran = allowed;
   long long bytes = 0;
   json_integer_value(json_object_get(rec, "result_bytes"), &bytes);
   struct anomaly_hit unused[ANOMALY_KINDS];

@@ -380,16 +380,6 @@ static char *decide(struct call *c, const json_t *request, const char *bad_reaso
   if (resp != NULL)
     return resp;
   const struct tool *t = c->tool;
-  char *why = NULL;
-  /* The args as logged: a restarted sidecar replays the repeat counts
-   * from the log (budget_replay.c), and must count the same thing. */
-  pthread_mutex_lock(&g->mu);
-  bool fresh = budget_count_repeat(g->budget, t, logged_args(c), &why);
-  pthread_mutex_unlock(&g->mu);
-  if (!fresh) {
-    c->reason = why;
-    return finish_error(c, GATE_BUDGET_EXHAUSTED, why, len);
-  }
   const char *rule_reason = NULL;
   char *mistyped = NULL;
   enum effect e = rules_decide(t->rules, t->nrules, c->args, &rule_reason, &mistyped);
@@ -397,8 +387,21 @@ static char *decide(struct call *c, const json_t *request, const char *bad_reaso
     c->reason = mistyped;
     return finish_error(c, GATE_BAD_REQUEST, mistyped, len);
   }
-  c->reason = xstrdup(rule_reason);
+  /* From here on the record names an approver: a call with one counted
+   * toward the repeat limit, and a restarted sidecar replays exactly
+   * those (budget_replay.c). */
   c->approver = xstrdup("policy");
+  char *why = NULL;
+  /* The args as logged: a restarted sidecar replays the repeat counts
+   * from the log, and must count the same thing. */
+  pthread_mutex_lock(&g->mu);
+  bool fresh = budget_count_repeat(g->budget, t, logged_args(c), &why);
+  pthread_mutex_unlock(&g->mu);
+  if (!fresh) {
+    c->reason = why;
+    return finish_error(c, GATE_BUDGET_EXHAUSTED, why, len);
+  }
+  c->reason = xstrdup(rule_reason);
   if (e == EFFECT_DENY) {
     cleanup_free char *m = denied_message(rule_reason);
     return finish_error(c, GATE_DENIED, m, len);
@@ -497,14 +500,14 @@ static char *reserve_budget(struct call *c, size_t *len) {
     c->reason = why;
     return finish_error(c, GATE_BUDGET_EXHAUSTED, why, len);
   }
-  c->decision = "allow";
   if (stopped_now || !audit_ready(g)) {
+    /* Given back: the record says "deny", so a restarted sidecar does
+     * not count its share either (budget_replay.c). */
     pthread_mutex_lock(&g->mu);
     budget_release(g->budget, t);
     pthread_mutex_unlock(&g->mu);
     if (stopped_now)
       return finish_error(c, GATE_CONTAINER_STOPPED, "the container stopped", len);
-    c->decision = "deny";
     if (audit_full(g->audit)) {
       call_update(g, c->idx, "deny", GATE_AUDIT_FULL, elapsed_ms(c));
       return audit_error_response(g, NULL, "", len);
@@ -512,6 +515,7 @@ static char *reserve_budget(struct call *c, size_t *len) {
     return finish_error(c, GATE_AUDIT_UNAVAILABLE,
                         "the audit log cannot be written; calls are refused until it can", len);
   }
+  c->decision = "allow";
   return NULL;
 }
 
