@@ -105,7 +105,20 @@ static void anomalies(const struct policy *p, const struct policy *c, struct cei
     if (cl->limit == 0)
       continue;
     const char *kind = anomaly_kind_name((enum anomaly_kind)k);
-    if (pl->limit == 0 || pl->limit > cl->limit) {
+    if (k == ANOMALY_DENIALS_IN_WINDOW &&
+        (pl->limit == 0 || pl->limit > cl->limit || pl->calls < cl->calls)) {
+      /* No more denials among no fewer calls: whenever the ceiling's
+       * window holds its count since its last flag, the policy's (as long
+       * or longer) holds as many, so the policy flags at or before each
+       * flag of the ceiling's.  Fewer calls would let a prober spread its
+       * denials past the policy's window. */
+      cleanup_free char *pv = pl->limit == 0 ? xstrdup("not set")
+                                             : xasprintf("%lld of %lld calls", pl->limit, pl->calls);
+      ceiling_add_witness(r, NULL, NULL, EFFECT_DENY, EFFECT_DENY,
+                          "anomalies.%s: %s in the policy, at most %lld denials among at least "
+                          "%lld calls in the ceiling",
+                          kind, pv, cl->limit, cl->calls);
+    } else if (k != ANOMALY_DENIALS_IN_WINDOW && (pl->limit == 0 || pl->limit > cl->limit)) {
       cleanup_free char *pv = pl->limit == 0 ? xstrdup("not set") : xasprintf("%lld", pl->limit);
       ceiling_add_witness(r, NULL, NULL, EFFECT_DENY, EFFECT_DENY,
                           "anomalies.%s: %s in the policy, at most %lld in the ceiling", kind, pv,
