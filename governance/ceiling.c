@@ -129,6 +129,16 @@ static void anomalies(const struct policy *p, const struct policy *c, struct cei
                           kind, anomaly_action_name(pl->action), anomaly_action_name(cl->action));
     }
   }
+  /* A stop's grace is time the program runs on after its run was stopped:
+   * no longer than the ceiling's (each side's default when unset), when
+   * the policy stops at all. */
+  bool stops = false;
+  for (int k = 0; k < ANOMALY_KINDS; k++)
+    stops |= p->anomalies.of[k].limit > 0 && p->anomalies.of[k].action == ANOMALY_STOP;
+  if (stops && p->anomalies.stop_grace_ms > c->anomalies.stop_grace_ms)
+    ceiling_add_witness(r, NULL, NULL, EFFECT_DENY, EFFECT_DENY,
+                        "anomalies.stop_grace_ms: %lld in the policy, at most %lld in the ceiling",
+                        p->anomalies.stop_grace_ms, c->anomalies.stop_grace_ms);
   /* The alert hook is a program run on the host: only the ceiling's, or none. */
   char **ph = p->anomalies.alert_hook, **ch = c->anomalies.alert_hook;
   if (ph != NULL && !ceiling_same_argv(ph, ch))

@@ -32,6 +32,7 @@
 #include "governance/mcp.h"
 #include "governance/policy.h"
 #include "governance/refusals.h"
+#include "governance/stop_grace.h"
 #include "governance/tools.h"
 #include "base/util.h"
 
@@ -158,10 +159,17 @@ static void on_anomaly(struct call *c, const struct anomaly_hit *h) {
   if (h->action == ANOMALY_STOP) {
     pthread_mutex_lock(&g->mu);
     g->stopped = true;
+    if (g->stop_why == NULL) {
+      g->stop_why = xstrdup(why);
+      g->stop_call = c->id ? xstrdup(c->id) : NULL;
+    }
     pthread_mutex_unlock(&g->mu);
     approvals_stop(g->approvals); /* parked calls end too */
+    /* Every later call is refused from now on (anomaly.c); the container
+     * dies after the policy's grace, so a program that catches the
+     * refusal can still print what it has and exit. */
     if (g->stop_hook && !atomic_exchange(&g->stop_requested, true))
-      g->stop_hook(g->stop_ctx);
+      g->grace = stop_grace_start(g->policy->anomalies.stop_grace_ms, g->stop_hook, g->stop_ctx);
   }
   char **hook = g->policy ? g->policy->anomalies.alert_hook : NULL;
   if (hook == NULL)

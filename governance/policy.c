@@ -572,7 +572,7 @@ static void parse_anomalies(struct ctx *c, const json_t *v) {
   }
   static const char *const keys[] = {"denials_in_a_row", "calls_per_second", "failures_in_a_row",
                                      "result_bytes", "denials_in_window", "action",
-                                     "alert_hook", NULL};
+                                     "alert_hook", "stop_grace_ms", NULL};
   check_keys(c, v, "anomalies", keys);
   enum anomaly_action shared = ANOMALY_STOP; /* fail closed when none is named */
   const json_t *f;
@@ -593,6 +593,19 @@ static void parse_anomalies(struct ctx *c, const json_t *v) {
                      "failures_in_a_row or result_bytes (or leave \"anomalies\" out)");
   if ((f = json_object_get(v, "alert_hook")) != NULL)
     c->p->anomalies.alert_hook = parse_argv(c, f, "anomalies.alert_hook", true);
+  long long grace;
+  if ((f = json_object_get(v, "stop_grace_ms")) != NULL) {
+    /* Bounded: the program goes on for this long after its run was
+     * stopped (its calls refused), and a tenant's policy may not make
+     * that open-ended (the ceiling bounds it further). */
+    if (!json_integer_value(f, &grace) || grace < 0 || grace > ANOMALY_MAX_STOP_GRACE_MS)
+      policy_error_add(&c->errs, f, "anomalies.stop_grace_ms",
+                       "must be a whole number of milliseconds from 0 to %d (how long a stopped "
+                       "program may finish before it is killed; default %d)",
+                       ANOMALY_MAX_STOP_GRACE_MS, ANOMALY_DEFAULT_STOP_GRACE_MS);
+    else
+      c->p->anomalies.stop_grace_ms = grace;
+  }
 }
 
 static void parse_mcp(struct ctx *c, const json_t *v) {
@@ -650,6 +663,7 @@ int policy_parse(const char *path, const char *buf, size_t len, struct policy **
   p->budgets = (struct budgets){.max_tool_calls = 50, .max_cost = -1, .max_irreversible = -1,
                                 .repeat_limit = -1};
   p->max_pending = 10;
+  p->anomalies.stop_grace_ms = ANOMALY_DEFAULT_STOP_GRACE_MS;
   if (!json_is(root, JSON_OBJECT)) {
     policy_error_add(&c.errs, root, "", "a policy must be a JSON object with \"version\": 1 and \"tools\"");
   } else {

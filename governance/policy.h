@@ -75,9 +75,15 @@ struct anomaly_limit {
   enum anomaly_action action;
 };
 
+#define ANOMALY_DEFAULT_STOP_GRACE_MS 2000
+#define ANOMALY_MAX_STOP_GRACE_MS 30000
+
 struct anomaly_limits {
   struct anomaly_limit of[ANOMALY_KINDS];
   char **alert_hook; /* NULL-terminated argv, or NULL */
+  /* After a "stop": how long the program may go on (its calls refused)
+   * before the container is killed; 0 to ANOMALY_MAX_STOP_GRACE_MS. */
+  long long stop_grace_ms;
 };
 
 /* "denials_in_a_row", ... and "stop", "park", "log": the policy's words. */

@@ -141,6 +141,14 @@ char *policy_describe_anomalies(const struct policy *p) {
   }
   if (b.len == 0)
     return NULL;
+  bool stops = false;
+  for (int k = 0; k < ANOMALY_KINDS; k++)
+    stops |= l->of[k].limit > 0 && l->of[k].action == ANOMALY_STOP;
+  if (stops) {
+    char grace[64];
+    snprintf(grace, sizeof grace, "; stop grace %lld ms", l->stop_grace_ms);
+    json_buf_raw(&b, grace, strlen(grace));
+  }
   if (l->alert_hook) {
     json_buf_raw(&b, "; alert hook ", strlen("; alert hook "));
     json_buf_raw(&b, l->alert_hook[0], strlen(l->alert_hook[0]));

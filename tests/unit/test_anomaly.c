@@ -103,6 +103,9 @@ Test(anomaly, policy_errors_name_the_field_and_the_fix) {
       {"{\"denials_in_window\": {\"count\": 3, \"calls\": 10001}}", "anomalies.denials_in_window.calls: must be a whole number from 1 to 10000"},
       {"{\"denials_in_window\": {\"count\": 3, \"calls\": 10, \"limit\": 3}}", "anomalies.denials_in_window.limit: unknown key"},
       {"{\"denials_in_window\": {\"count\": 3, \"calls\": 10, \"action\": \"halt\"}}", "anomalies.denials_in_window.action: must be \"stop\""},
+      {"{\"denials_in_a_row\": 3, \"stop_grace_ms\": 30001}", "anomalies.stop_grace_ms: must be a whole number of milliseconds from 0 to 30000"},
+      {"{\"denials_in_a_row\": 3, \"stop_grace_ms\": -1}", "anomalies.stop_grace_ms: must be"},
+      {"{\"stop_grace_ms\": 100}", "anomalies: sets no limit"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     cleanup_free char *msg = parse_error(cases[i].anomalies);
@@ -373,7 +376,12 @@ static void count_stop(void *ctx) {
 }
 
 static struct gate *open_gate(const char *anomalies, const char *id, const struct gate_resume *r) {
-  cleanup_free char *text = xasprintf("{\"version\": 1, " TOOLS ", \"anomalies\": %s}", anomalies);
+  /* The stop hook at once (no grace) unless the test names a grace. */
+  cleanup_free char *text =
+      strstr(anomalies, "stop_grace_ms")
+          ? xasprintf("{\"version\": 1, " TOOLS ", \"anomalies\": %s}", anomalies)
+          : xasprintf("{\"version\": 1, " TOOLS ", \"anomalies\": {\"stop_grace_ms\": 0, %s}",
+                      anomalies + 1);
   write_text_in(dir, "policy.json", text, 0644);
   cleanup_free char *pp = xasprintf("%s/policy.json", dir);
   cleanup_free char *audit = xasprintf("%s/audit", dir);
@@ -721,5 +729,48 @@ Test(anomaly, window_replay_after_restart) {
   long long win = 0;
   json_integer_value(json_object_get(an, "calls"), &win);
   cr_assert_eq(win, 10);
+  gate_close(g);
+}
+
+static bool stopped_within(int ms) {
+  for (int i = 0; i < ms / 10 && atomic_load(&stops) == 0; i++)
+    usleep(10000);
+  return atomic_load(&stops) == 1;
+}
+
+/* A stop refuses every later call at once; the container is killed only
+ * after stop_grace_ms (the hook), and not at all when the run ends first. */
+Test(anomaly, stop_grace) {
+  const char *lim = "{\"denials_in_a_row\": 2, \"stop_grace_ms\": 300}";
+  struct gate *g = open_gate(lim, "grace1", NULL);
+  expect_call(g, "g1", "echo", "no", GATE_DENIED);
+  expect_call(g, "g2", "echo", "no", GATE_DENIED);
+  expect_call(g, "g3", "echo", "yes", GATE_ANOMALY); /* refused at once */
+  char *why = NULL, *call = NULL;
+  cr_assert(gate_anomaly_stop(g, &why, &call));
+  cr_assert_str_eq(why, "2 calls refused in a row (denials_in_a_row: 2, action stop)");
+  cr_assert_str_eq(call, "g2");
+  free(why);
+  free(call);
+  cr_assert(stopped_within(10000), "the hook ran after the grace");
+  gate_close(g);
+  /* the run ends within the grace: nothing is left to kill */
+  g = open_gate("{\"denials_in_a_row\": 1, \"stop_grace_ms\": 30000}", "grace2", NULL);
+  expect_call(g, "h1", "echo", "no", GATE_DENIED);
+  cr_assert_eq(atomic_load(&stops), 0);
+  gate_close(g); /* does not wait out the 30 s */
+  cr_assert_eq(atomic_load(&stops), 0);
+  /* a sidecar restarted within the grace kills the container all the same */
+  struct gate_resume r = {.reason = "the bridge sidecar (pid 1) was killed by signal 9",
+                          .action = "restart", .dead_pid = 1, .restarts = 1};
+  g = open_gate("{\"denials_in_a_row\": 1, \"stop_grace_ms\": 100}", "grace2", &r);
+  expect_call(g, "h2", "echo", "yes", GATE_ANOMALY);
+  cr_assert(stopped_within(10000), "the restarted gate stops the container too");
+  gate_close(g);
+  /* no gate without a stop starts one */
+  g = open_gate("{\"denials_in_a_row\": 1, \"stop_grace_ms\": 0}", "grace3", NULL);
+  cr_assert(gate_anomaly_stop(g, &why, &call) == false && why == NULL);
+  expect_call(g, "k1", "echo", "no", GATE_DENIED);
+  cr_assert_eq(atomic_load(&stops), 1, "grace 0: at once");
   gate_close(g);
 }

@@ -191,6 +191,13 @@ Test(ceiling, anomaly_limits) {
                   "\"result_bytes\": {\"limit\": 1000, \"action\": \"stop\"}, "
                   "\"alert_hook\": [\"/bin/true\"]}",
                   "anomalies.alert_hook: the policy names its own alert hook (/bin/true)");
+  /* a stop's grace: no longer than the ceiling's (its default, 2000 ms) */
+  anomaly_witness("{\"denials_in_a_row\": {\"limit\": 3, \"action\": \"stop\"}, "
+                  "\"result_bytes\": {\"limit\": 1000, \"action\": \"stop\"}, \"stop_grace_ms\": 500}",
+                  NULL);
+  anomaly_witness("{\"denials_in_a_row\": {\"limit\": 3, \"action\": \"stop\"}, "
+                  "\"result_bytes\": {\"limit\": 1000, \"action\": \"stop\"}, \"stop_grace_ms\": 30000}",
+                  "anomalies.stop_grace_ms: 30000 in the policy, at most 2000 in the ceiling");
 }
 
 /* denials_in_window: no more denials among no fewer calls, as strict an
