@@ -377,7 +377,7 @@ print("after")'
   check_eq "$rt window: an anomaly stopped the run (exit 15)" 15 "$rc"
   # denials 1-4, 6-9, 11-12: the 10th denial is call 12, so call 13 is refused
   check_match "$rt window: the probe loop was refused from its 13th call on" 'probes=13 last=15' "$out"
-  check_match "$rt window: never 5 in a row: the window flagged it" '^denials_in_window stop 10 10$' "$facts"
+  check_match "$rt window: never 5 in a row: the window flagged it" '^denials_in_window stop 10 10' "$facts"
   check_eq "$rt window: one anomaly record" 1 "$(grep -c '"event":"anomaly"' "$log")"
   check_match "$rt window: stderr names the limit" \
     'an anomaly limit stopped the run: 10 calls refused among the last 20 \(denials_in_window: 10 of 20 calls, action stop\)' "$out"
