@@ -358,6 +358,50 @@ print("after")'
     "$(grep "\"call\":\"$call\"" "$log" | grep '"event":"anomaly"' | python3 -c 'import json,sys; r=json.load(sys.stdin); print(r["event"], r["kind"], r["action"])')"
   check "$rt grace: the audit log verifies" tg audit verify "$log"
 
+  # --- the same through the host SDK: Result and ProgramFailed say it ---
+  out=$(TOLLGATE_ROOTFS=$PY_ROOTFS python3 - "$here/../../sdk" "$rt" "$TG_ROOT/sdk-audit" "$TG" <<'PY' 2>&1
+import sys
+sys.path.insert(0, sys.argv[1])
+from tollgate_sdk import ProgramFailed, Sandbox
+rt, audit_dir, tg = sys.argv[2:5]
+policy = {"version": 1,
+          "tools": {"echo": {"backend": {"type": "builtin", "name": "echo"},
+                             "rules": [{"if": {"arg": "x", "op": "==", "value": "no"}, "effect": "deny"},
+                                       {"effect": "allow"}]}},
+          "anomalies": {"denials_in_a_row": 3, "action": "stop"}}
+program = """
+import tollgate
+print("before")
+for i in range(3):
+    try:
+        tollgate.call("echo", x="no", i=i)
+    except tollgate.ToolDenied:
+        pass
+try:
+    tollgate.call("echo", x="later")
+except tollgate.AnomalyDetected as e:
+    print("refused")
+print("after")
+"""
+with Sandbox(policy=policy, runtime=rt, audit_dir=audit_dir, tollgate=tg) as sb:
+    r = sb.run(program, check=False)
+    print("status=%d stdout=%s" % (r.exit_status, r.stdout.split()))
+    print("stopped_by=" + r.stopped_by)
+    print("stderr_end=" + r.stderr.strip().splitlines()[-1])
+    try:
+        sb.run(program)
+    except ProgramFailed as e:
+        print("failed=" + str(e).splitlines()[0])
+PY
+)
+  check_match "$rt sdk: the program's output, exit 15" "status=15 stdout=\['before', 'refused', 'after'\]" "$out"
+  check_match "$rt sdk: Result.stopped_by names the limit and its record" \
+    'stopped_by=denials_in_a_row: 3 calls refused in a row \(denials_in_a_row: 3, action stop\) \(its record: call [^ ]+ in [^ ]+\.jsonl\)' "$out"
+  check_match "$rt sdk: stderr ends saying it (what tollgate mcp's result text shows)" \
+    'stderr_end=tollgate run: an anomaly limit stopped the run: 3 calls refused in a row' "$out"
+  check_match "$rt sdk: ProgramFailed leads with it" \
+    'failed=an anomaly limit stopped the run: denials_in_a_row: 3 calls refused in a row' "$out"
+
   # --- denials_in_window: the probe loop of the issue ---
   id=anom-window-$rt
   make_bundle "$TG_ROOT/bundles/$id" sh -c '
