@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # The call cap is exact across sidecar deaths (issue 38, item 3), under
-# runsc and runc: 8 in-container callers call until the cap (120) refuses
-# them, half an irreversible tool that takes 0.6 s (so each kill finds
-# intents on record and in flight), half a builtin one; the sidecar is
-# killed (-9) 5 times meanwhile.  Every call the container made is counted
-# once: the calls answered ok or outcome_unknown are exactly the cap, the
-# log holds exactly that many distinct call ids before the refusals, and
-# each caller's next call is refused with budget_exhausted.
+# runsc and runc: 8 in-container callers, half of them calling an
+# irreversible tool that runs until the sidecar is killed (so each kill
+# finds 4 intents on record and in flight), half a builtin one; the
+# sidecar is killed (-9) 5 times, then every caller calls the builtin tool
+# until the cap (120) refuses it.  Every call the container made is
+# counted once: the calls answered ok or outcome_unknown are exactly the
+# cap, the log holds exactly that many distinct call ids before the
+# refusals, and each caller's next call is refused with budget_exhausted.
+# The program waits for the test's "go" (a file in the bridge area) before
+# it may reach the cap, so the 5 kills come first however loaded the
+# machine is.
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 
@@ -17,7 +21,7 @@ cp "$here/bridge/slow.py" "$POL/"
 cat > "$POL/cap.json" <<P
 {"version": 1,
  "tools": {"slow": {"backend": {"type": "exec", "argv": ["slow.py"]}, "irreversible": true,
-                    "timeout": 30, "rules": [{"effect": "allow"}]},
+                    "timeout": 90, "rules": [{"effect": "allow"}]},
            "echo": {"backend": {"type": "builtin", "name": "echo"}, "rules": [{"effect": "allow"}]}},
  "budgets": {"max_tool_calls": $CAP, "max_irreversible": 1000}}
 P
@@ -27,14 +31,21 @@ write_config 'sidecar_max_restarts=20'
 tools_running() { [ "$(pgrep -fc "$POL/slow.py")" -ge "$1" ]; }
 
 # Each caller prints "r CALLER I RC" per call, and stops at its first
-# budget_exhausted (5); "done" when all have.
+# budget_exhausted (5); "done" when all have.  Before "go": the even
+# callers call slow (it runs until its sidecar is killed), the odd ones
+# make at most 8 builtin calls; after it, builtin calls until the cap.
 PROGRAM='C=/run/tollgate/tollgate-call
+go=/run/tollgate/calls/go
 caller() {
   i=0
   while [ $i -lt 1000 ]; do
     i=$((i + 1))
-    if [ $(($1 % 2)) = 0 ]; then $C slow "{\"s\":0.6,\"c\":$1,\"i\":$i}" >/dev/null 2>&1; rc=$?
-    else $C echo "{\"c\":$1,\"i\":$i}" >/dev/null 2>&1; rc=$?; sleep 0.6; fi
+    if [ -e $go ]; then $C echo "{\"c\":$1,\"i\":$i}" >/dev/null 2>&1; rc=$?
+    elif [ $(($1 % 2)) = 0 ]; then $C slow "{\"s\":60,\"c\":$1,\"i\":$i}" >/dev/null 2>&1; rc=$?
+    else
+      [ $i -gt 8 ] && while [ ! -e $go ]; do sleep 0.1; done
+      $C echo "{\"c\":$1,\"i\":$i}" >/dev/null 2>&1; rc=$?; sleep 0.3
+    fi
     echo "r $1 $i $rc"
     [ $rc = 5 ] && return
   done
@@ -72,7 +83,8 @@ for rt in $BACKENDS; do
   tg start "$id"
   killed=0
   for k in $(seq 1 $KILLS); do
-    wait_for 30 tools_running 3 || break
+    wait_for 60 tools_running 4 || break
+    [ "$k" = "$KILLS" ] && touch "$TG_ROOT/$id/bridge/calls/go"
     sc=$(state_of "$id" tollgate.sidecar.pid)
     kill -9 "$sc" || break
     wait_for 30 eval '[ "$(state_of "$id" tollgate.sidecar.restarts)" = '$k' ] &&
