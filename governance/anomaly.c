@@ -22,6 +22,12 @@ struct anomalies {
   unsigned long long *ring;
   size_t nring, head;
   unsigned long long quiet_until; /* flag the rate at most once a window */
+  /* denials_in_window: whether each of the last `calls` calls that ran
+   * or was denied was a denial, a ring whose oldest slot is win_head;
+   * win_len of them are filled, win_denials of those are denials. */
+  unsigned char *win;
+  size_t win_len, win_head;
+  long long win_denials;
   enum anomaly_state state;
   char *why;                      /* of the stop or park */
   unsigned long long count;
@@ -39,6 +45,8 @@ struct anomalies *anomalies_new(const struct anomaly_limits *limits) {
       a->l = limits;
   if (a->l && a->l->of[ANOMALY_CALLS_PER_SECOND].limit > 0)
     a->ring = xcalloc((size_t)a->l->of[ANOMALY_CALLS_PER_SECOND].limit, sizeof *a->ring);
+  if (a->l && a->l->of[ANOMALY_DENIALS_IN_WINDOW].limit > 0)
+    a->win = xcalloc((size_t)a->l->of[ANOMALY_DENIALS_IN_WINDOW].calls, 1);
   return a;
 }
 
@@ -47,6 +55,7 @@ void anomalies_free(struct anomalies *a) {
     return;
   pthread_mutex_destroy(&a->mu);
   free(a->ring);
+  free(a->win);
   free(a->why);
   json_free(a->list);
   free(a);
@@ -65,6 +74,9 @@ char *anomaly_describe(const struct anomaly_hit *h) {
   case ANOMALY_FAILURES_IN_A_ROW:
     return xasprintf("%lld failed calls in a row (%s: %lld, action %s)", h->observed, kind, h->limit,
                      action);
+  case ANOMALY_DENIALS_IN_WINDOW:
+    return xasprintf("%lld calls refused among the last %lld (%s: %lld of %lld calls, action %s)",
+                     h->observed, h->calls, kind, h->limit, h->calls, action);
   case ANOMALY_RESULT_BYTES:
   case ANOMALY_KINDS:
     break;
@@ -80,6 +92,8 @@ json_t *anomaly_hit_json(const struct anomaly_hit *h) {
   json_object_set(o, "observed", json_new_integer(h->observed));
   if (h->window_ms >= 0)
     json_object_set(o, "window_ms", json_new_integer(h->window_ms));
+  if (h->calls > 0)
+    json_object_set(o, "calls", json_new_integer(h->calls));
   json_object_set(o, "action", json_new_string(anomaly_action_name(h->action)));
   return o;
 }
@@ -123,7 +137,7 @@ enum anomaly_state anomaly_state(struct anomalies *a, char **why) {
 static struct anomaly_hit hit_of(const struct anomalies *a, enum anomaly_kind k,
                                  long long observed) {
   return (struct anomaly_hit){.kind = k, .action = a->l->of[k].action, .limit = a->l->of[k].limit,
-                              .observed = observed, .window_ms = -1};
+                              .observed = observed, .window_ms = -1, .calls = a->l->of[k].calls};
 }
 
 bool anomaly_count_attempt(struct anomalies *a, const char *call_id, unsigned long long now_ns,
@@ -163,6 +177,30 @@ static bool is_failure(const char *outcome) {
   return strcmp(outcome, GATE_TOOL_FAILED) == 0 || strcmp(outcome, GATE_TOOL_TIMEOUT) == 0;
 }
 
+/* denials_in_window: one more call that ran (denial false) or was
+ * denied; true when the window now holds the limit's count of denials.
+ * a->mu held. */
+static bool window_push(struct anomalies *a, bool denial) {
+  const struct anomaly_limit *l = &a->l->of[ANOMALY_DENIALS_IN_WINDOW];
+  if (a->win == NULL)
+    return false;
+  size_t n = (size_t)l->calls;
+  if (a->win_len < n) {
+    a->win[(a->win_head + a->win_len++) % n] = denial;
+  } else {
+    a->win_denials -= a->win[a->win_head]; /* the oldest leaves */
+    a->win[a->win_head] = denial;
+    a->win_head = (a->win_head + 1) % n;
+  }
+  a->win_denials += denial;
+  return a->win_denials >= l->limit;
+}
+
+static void window_clear(struct anomalies *a) {
+  a->win_len = a->win_head = 0;
+  a->win_denials = 0;
+}
+
 /* Count one outcome; a->mu held.  replay: rebuild the counters only (the
  * log's "anomaly" records say what was flagged). */
 static size_t count_outcome(struct anomalies *a, const char *call_id, const char *outcome, bool ran,
@@ -173,8 +211,10 @@ static size_t count_outcome(struct anomalies *a, const char *call_id, const char
   /* Stopped is for good: nothing more to flag, or to write. */
   replay |= a->state == ANOMALY_STATE_STOPPED;
   struct anomaly_hit h;
+  bool in_window = false;
   if (ran) {
     a->denials = 0;
+    in_window = window_push(a, false);
     /* A withheld result ("anomaly") was the tool's success all the same. */
     if (is_failure(outcome)) {
       a->failures++;
@@ -184,10 +224,18 @@ static size_t count_outcome(struct anomalies *a, const char *call_id, const char
     }
   } else if (is_denial(outcome)) {
     a->denials++;
+    in_window = window_push(a, true);
   }
   if (of[ANOMALY_DENIALS_IN_A_ROW].limit > 0 && a->denials >= of[ANOMALY_DENIALS_IN_A_ROW].limit) {
     h = hit_of(a, ANOMALY_DENIALS_IN_A_ROW, a->denials);
     a->denials = 0;
+    if (!replay)
+      hits[n++] = h;
+  }
+  if (in_window) {
+    /* Whatever the program interleaves, its denials fill the window. */
+    h = hit_of(a, ANOMALY_DENIALS_IN_WINDOW, a->win_denials);
+    window_clear(a);
     if (!replay)
       hits[n++] = h;
   }
@@ -279,6 +327,7 @@ static void replay_anomaly(struct anomalies *a, const json_t *rec) {
   json_integer_value(json_object_get(rec, "limit"), &h.limit);
   json_integer_value(json_object_get(rec, "observed"), &h.observed);
   json_integer_value(json_object_get(rec, "window_ms"), &h.window_ms);
+  json_integer_value(json_object_get(rec, "calls"), &h.calls);
   take(a, &h, json_string_value(json_object_get(rec, "call")),
        json_string_value(json_object_get(rec, "time")));
 }
@@ -292,6 +341,7 @@ static int replay_record(void *ctx, const json_t *rec) {
   if (strcmp(event, "open") == 0) { /* a new run of the same log */
     a->denials = a->failures = 0;
     a->bytes = a->count = 0;
+    window_clear(a);
     a->state = ANOMALY_STATE_CLEAR;
     json_free(a->list);
     a->list = json_new_array();
@@ -315,8 +365,10 @@ static int replay_record(void *ctx, const json_t *rec) {
     free(a->why);
     a->why = NULL;
   }
-  bool ran = allowed && (strcmp(outcome, "ok") == 0 || strcmp(outcome, GATE_ANOMALY) == 0 ||
-                         is_failure(outcome));
+  /* An allowed call's record is the tool's own outcome, whatever its code
+   * (an http tool may answer denied or bad_request itself): the live gate
+   * counted it as run (govern.c gives a call it did not run "deny"). */
+  bool ran = allowed;
   long long bytes = 0;
   json_integer_value(json_object_get(rec, "result_bytes"), &bytes);
   struct anomaly_hit unused[ANOMALY_KINDS];

@@ -10,7 +10,11 @@
  *                      number of calls); flagged at most once a second;
  *   failures_in_a_row  calls that ran and failed (tool_failed,
  *                      tool_timeout) one after another; a success resets;
- *   result_bytes       more than N bytes of results handed to the program.
+ *   result_bytes       more than N bytes of results handed to the program;
+ *   denials_in_window  C denials (as in a row) among the last N calls that
+ *                      ran or were denied, whatever is interleaved (a
+ *                      program probing between allowed calls); N slots of
+ *                      memory.
  *
  * Each limit flags once, then counts again from zero.  Its action takes
  * effect at once, under this module's lock, so concurrent calls agree:
@@ -38,6 +42,7 @@ struct anomaly_hit {
   long long limit;
   long long observed;  /* in a row, calls in the window, or bytes */
   long long window_ms; /* calls_per_second: how long those calls took; else -1 */
+  long long calls;     /* denials_in_window: the window's size in calls; else 0 */
 };
 
 enum anomaly_state {
@@ -78,7 +83,8 @@ void anomaly_acknowledge(struct anomalies *a);
 /* "3 denials in a row (denials_in_a_row: 3, action stop)" (owned). */
 char *anomaly_describe(const struct anomaly_hit *h);
 
-/* {"kind", "limit", "observed", "window_ms" (calls_per_second), "action"}:
+/* {"kind", "limit", "observed", "window_ms" (calls_per_second), "calls"
+ * (denials_in_window), "action"}:
  * the figures of the "anomaly" audit record and of the alert (owned). */
 json_t *anomaly_hit_json(const struct anomaly_hit *h);
 
@@ -91,7 +97,7 @@ json_t *anomalies_json(struct anomalies *a);
 
 /* A sidecar restarted in the middle of a run carries on its anomaly
  * state: read back from the log's current segment (after its last "open"
- * record) the counters in a row, the result bytes (from the call records'
+ * record) the counters in a row, the window of denials, the result bytes (from the call records'
  * "result_bytes"), and the stop or unacknowledged park of its "anomaly"
  * records.  calls_per_second is not replayed: its window is one second of
  * the dead process's clock, and the restart takes longer than that.

@@ -11,13 +11,19 @@
 #include "base/error.h"
 
 /* Replay the log at path into b (a new budget of policy p, which may be
- * NULL): every attempt counts toward max_tool_calls ("call", "intent",
- * "unanswerable", "withdrawn", "unknown", and the counted attempts of
- * "summary" records), allowed calls take their cost, irreversible and
- * per-tool share, and governed calls count toward the repeat limit.  An
- * "open" record starts the count again (a new run of a reused id).  It
- * errs toward spent: a call answered just before the crash may count
- * twice, never zero times.  0 or -1 with *err. */
+ * NULL), exactly as the gates that wrote it counted: one attempt toward
+ * max_tool_calls per "call", "intent", "unanswerable" and "withdrawn"
+ * record and per counted attempt of a "summary"; an "unknown" record
+ * (a call in flight when a sidecar died) only when that sidecar wrote no
+ * such record of the same call id, and once per id however often it is
+ * named; the calls a death left beyond the ones named one by one.
+ * Allowed calls take their cost, irreversible and per-tool share; calls
+ * the rules saw (an approver on record) count toward the repeat limit.
+ * Only the log's current segment counts: an "open" record starts a new
+ * run of a reused id.  What the log cannot show is not counted: the
+ * attempts a killed sidecar had counted into a summary not yet written
+ * (at most one summary window of refused attempts).  0 or -1 with
+ * *err. */
 int budget_replay_log(struct budget *b, const struct policy *p, const char *path, tg_error **err);
 
 #endif

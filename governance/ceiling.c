@@ -105,7 +105,20 @@ static void anomalies(const struct policy *p, const struct policy *c, struct cei
     if (cl->limit == 0)
       continue;
     const char *kind = anomaly_kind_name((enum anomaly_kind)k);
-    if (pl->limit == 0 || pl->limit > cl->limit) {
+    if (k == ANOMALY_DENIALS_IN_WINDOW &&
+        (pl->limit == 0 || pl->limit > cl->limit || pl->calls < cl->calls)) {
+      /* No more denials among no fewer calls: whenever the ceiling's
+       * window holds its count since its last flag, the policy's (as long
+       * or longer) holds as many, so the policy flags at or before each
+       * flag of the ceiling's.  Fewer calls would let a prober spread its
+       * denials past the policy's window. */
+      cleanup_free char *pv = pl->limit == 0 ? xstrdup("not set")
+                                             : xasprintf("%lld of %lld calls", pl->limit, pl->calls);
+      ceiling_add_witness(r, NULL, NULL, EFFECT_DENY, EFFECT_DENY,
+                          "anomalies.%s: %s in the policy, at most %lld denials among at least "
+                          "%lld calls in the ceiling",
+                          kind, pv, cl->limit, cl->calls);
+    } else if (k != ANOMALY_DENIALS_IN_WINDOW && (pl->limit == 0 || pl->limit > cl->limit)) {
       cleanup_free char *pv = pl->limit == 0 ? xstrdup("not set") : xasprintf("%lld", pl->limit);
       ceiling_add_witness(r, NULL, NULL, EFFECT_DENY, EFFECT_DENY,
                           "anomalies.%s: %s in the policy, at most %lld in the ceiling", kind, pv,
@@ -116,6 +129,16 @@ static void anomalies(const struct policy *p, const struct policy *c, struct cei
                           kind, anomaly_action_name(pl->action), anomaly_action_name(cl->action));
     }
   }
+  /* A stop's grace is time the program runs on after its run was stopped:
+   * no longer than the ceiling's (each side's default when unset), when
+   * the policy stops at all. */
+  bool stops = false;
+  for (int k = 0; k < ANOMALY_KINDS; k++)
+    stops |= p->anomalies.of[k].limit > 0 && p->anomalies.of[k].action == ANOMALY_STOP;
+  if (stops && p->anomalies.stop_grace_ms > c->anomalies.stop_grace_ms)
+    ceiling_add_witness(r, NULL, NULL, EFFECT_DENY, EFFECT_DENY,
+                        "anomalies.stop_grace_ms: %lld in the policy, at most %lld in the ceiling",
+                        p->anomalies.stop_grace_ms, c->anomalies.stop_grace_ms);
   /* The alert hook is a program run on the host: only the ceiling's, or none. */
   char **ph = p->anomalies.alert_hook, **ch = c->anomalies.alert_hook;
   if (ph != NULL && !ceiling_same_argv(ph, ch))

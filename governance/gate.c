@@ -25,6 +25,7 @@
 #include "governance/mcp.h"
 #include "governance/policy.h"
 #include "governance/refusals.h"
+#include "governance/stop_grace.h"
 #include "governance/tools.h"
 #include "base/util.h"
 
@@ -43,6 +44,21 @@ void gate_set_park_hook(struct gate *g, void (*fn)(void *ctx, bool parked), void
 void gate_set_stop_hook(struct gate *g, void (*fn)(void *ctx), void *ctx) {
   g->stop_hook = fn;
   g->stop_ctx = ctx;
+  /* A sidecar restarted within a stop's grace (its log says stopped):
+   * the container still gets killed, after a grace of its own. */
+  char *why = NULL;
+  if (fn && anomaly_state(g->anomalies, &why) == ANOMALY_STATE_STOPPED &&
+      !atomic_exchange(&g->stop_requested, true)) {
+    pthread_mutex_lock(&g->mu);
+    g->stopped = true;
+    if (g->stop_why == NULL) {
+      g->stop_why = why;
+      why = NULL;
+    }
+    pthread_mutex_unlock(&g->mu);
+    g->grace = stop_grace_start(g->policy->anomalies.stop_grace_ms, fn, ctx);
+  }
+  free(why);
 }
 
 /* --- open / tools.json ----------------------------------------------------- */
@@ -312,9 +328,26 @@ void gate_stop_control(struct gate *g) {
   g->control = NULL;
 }
 
+bool gate_anomaly_stop(struct gate *g, char **why, char **call_id) {
+  *why = *call_id = NULL;
+  if (g == NULL)
+    return false;
+  pthread_mutex_lock(&g->mu);
+  bool stopped = g->stop_why != NULL;
+  if (stopped) {
+    *why = xstrdup(g->stop_why);
+    *call_id = g->stop_call ? xstrdup(g->stop_call) : NULL;
+  }
+  pthread_mutex_unlock(&g->mu);
+  return stopped;
+}
+
 int gate_close(struct gate *g) {
   if (g == NULL)
     return 0;
+  /* The container is gone (or going): a grace still running has nothing
+   * left to stop. */
+  stop_grace_free(g->grace);
   gate_container_stopped(g);
   gate_stop_control(g);
   if (g->policy)
@@ -331,6 +364,8 @@ int gate_close(struct gate *g) {
   policy_free(g->policy);
   free(g->host_hook[0]);
   call_list_free(g->calls);
+  free(g->stop_why);
+  free(g->stop_call);
   pthread_mutex_destroy(&g->mu);
   free(g->container_id);
   free(g);

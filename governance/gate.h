@@ -151,12 +151,19 @@ void gate_set_block_hook(struct gate *g, void (*fn)(void *ctx), void *ctx);
 void gate_set_park_hook(struct gate *g, void (*fn)(void *ctx, bool parked), void *ctx);
 
 /* fn(ctx) is called, once, when an anomaly whose action is "stop" ends
- * the run (docs/policy.md, "Anomaly limits"): it must get the container
- * killed (the sidecar signals the container's init through its pidfd,
- * `tollgate run` kills it as it forwards signals).  The gate has already
- * refused every later call by then.  NULL: none (the calls are refused
- * all the same).  Set it only while no gate_handle runs. */
+ * the run (docs/policy.md, "Anomaly limits"), after the policy's
+ * anomalies.stop_grace_ms (on a thread of the gate's; not at all when
+ * gate_close comes first): it must get the container killed (the sidecar
+ * signals the container's init through its pidfd, `tollgate run` kills
+ * it as it forwards signals).  Every later call is refused from the stop
+ * on, grace or not.  NULL: none (the calls are refused all the same).
+ * Set it only while no gate_handle runs. */
 void gate_set_stop_hook(struct gate *g, void (*fn)(void *ctx), void *ctx);
+
+/* Did an anomaly stop the run?  true with *why (owned: "3 calls refused in
+ * a row (denials_in_a_row: 3, action stop)") and *call_id (owned, or
+ * NULL): the call whose "anomaly" record in the audit log says so. */
+bool gate_anomaly_stop(struct gate *g, char **why, char **call_id);
 
 /* Write the closing audit records and free everything.  No gate_handle may
  * be running or start once gate_close is called.  0, or -1 when records

@@ -50,6 +50,9 @@ struct gate {
   void (*stop_hook)(void *ctx); /* see gate_set_stop_hook */
   void *stop_ctx;
   atomic_bool stop_requested;   /* the stop hook is called once */
+  struct stop_grace *grace;     /* a stop's grace, until the hook is called */
+  char *stop_why;               /* the anomaly that stopped the run (mu) */
+  char *stop_call;              /* the call that reached it (mu) */
 };
 
 /* The control socket's handler (control.h's control_handler), ctx being

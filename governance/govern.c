@@ -32,6 +32,7 @@
 #include "governance/mcp.h"
 #include "governance/policy.h"
 #include "governance/refusals.h"
+#include "governance/stop_grace.h"
 #include "governance/tools.h"
 #include "base/util.h"
 
@@ -158,10 +159,17 @@ static void on_anomaly(struct call *c, const struct anomaly_hit *h) {
   if (h->action == ANOMALY_STOP) {
     pthread_mutex_lock(&g->mu);
     g->stopped = true;
+    if (g->stop_why == NULL) {
+      g->stop_why = xstrdup(why);
+      g->stop_call = c->id ? xstrdup(c->id) : NULL;
+    }
     pthread_mutex_unlock(&g->mu);
     approvals_stop(g->approvals); /* parked calls end too */
+    /* Every later call is refused from now on (anomaly.c); the container
+     * dies after the policy's grace, so a program that catches the
+     * refusal can still print what it has and exit. */
     if (g->stop_hook && !atomic_exchange(&g->stop_requested, true))
-      g->stop_hook(g->stop_ctx);
+      g->grace = stop_grace_start(g->policy->anomalies.stop_grace_ms, g->stop_hook, g->stop_ctx);
   }
   char **hook = g->policy ? g->policy->anomalies.alert_hook : NULL;
   if (hook == NULL)
@@ -380,16 +388,6 @@ static char *decide(struct call *c, const json_t *request, const char *bad_reaso
   if (resp != NULL)
     return resp;
   const struct tool *t = c->tool;
-  char *why = NULL;
-  /* The args as logged: a restarted sidecar replays the repeat counts
-   * from the log (budget_replay.c), and must count the same thing. */
-  pthread_mutex_lock(&g->mu);
-  bool fresh = budget_count_repeat(g->budget, t, logged_args(c), &why);
-  pthread_mutex_unlock(&g->mu);
-  if (!fresh) {
-    c->reason = why;
-    return finish_error(c, GATE_BUDGET_EXHAUSTED, why, len);
-  }
   const char *rule_reason = NULL;
   char *mistyped = NULL;
   enum effect e = rules_decide(t->rules, t->nrules, c->args, &rule_reason, &mistyped);
@@ -397,8 +395,21 @@ static char *decide(struct call *c, const json_t *request, const char *bad_reaso
     c->reason = mistyped;
     return finish_error(c, GATE_BAD_REQUEST, mistyped, len);
   }
-  c->reason = xstrdup(rule_reason);
+  /* From here on the record names an approver: a call with one counted
+   * toward the repeat limit, and a restarted sidecar replays exactly
+   * those (budget_replay.c). */
   c->approver = xstrdup("policy");
+  char *why = NULL;
+  /* The args as logged: a restarted sidecar replays the repeat counts
+   * from the log, and must count the same thing. */
+  pthread_mutex_lock(&g->mu);
+  bool fresh = budget_count_repeat(g->budget, t, logged_args(c), &why);
+  pthread_mutex_unlock(&g->mu);
+  if (!fresh) {
+    c->reason = why;
+    return finish_error(c, GATE_BUDGET_EXHAUSTED, why, len);
+  }
+  c->reason = xstrdup(rule_reason);
   if (e == EFFECT_DENY) {
     cleanup_free char *m = denied_message(rule_reason);
     return finish_error(c, GATE_DENIED, m, len);
@@ -497,14 +508,14 @@ static char *reserve_budget(struct call *c, size_t *len) {
     c->reason = why;
     return finish_error(c, GATE_BUDGET_EXHAUSTED, why, len);
   }
-  c->decision = "allow";
   if (stopped_now || !audit_ready(g)) {
+    /* Given back: the record says "deny", so a restarted sidecar does
+     * not count its share either (budget_replay.c). */
     pthread_mutex_lock(&g->mu);
     budget_release(g->budget, t);
     pthread_mutex_unlock(&g->mu);
     if (stopped_now)
       return finish_error(c, GATE_CONTAINER_STOPPED, "the container stopped", len);
-    c->decision = "deny";
     if (audit_full(g->audit)) {
       call_update(g, c->idx, "deny", GATE_AUDIT_FULL, elapsed_ms(c));
       return audit_error_response(g, NULL, "", len);
@@ -512,6 +523,7 @@ static char *reserve_budget(struct call *c, size_t *len) {
     return finish_error(c, GATE_AUDIT_UNAVAILABLE,
                         "the audit log cannot be written; calls are refused until it can", len);
   }
+  c->decision = "allow";
   return NULL;
 }
 

@@ -460,6 +460,7 @@ static const char *const anomaly_kinds[ANOMALY_KINDS] = {
     [ANOMALY_CALLS_PER_SECOND] = "calls_per_second",
     [ANOMALY_FAILURES_IN_A_ROW] = "failures_in_a_row",
     [ANOMALY_RESULT_BYTES] = "result_bytes",
+    [ANOMALY_DENIALS_IN_WINDOW] = "denials_in_window",
 };
 static const char *const anomaly_actions[] = {
     [ANOMALY_STOP] = "stop", [ANOMALY_PARK] = "park", [ANOMALY_LOG] = "log"};
@@ -519,6 +520,50 @@ static void parse_anomaly_limit(struct ctx *c, enum anomaly_kind k, const json_t
   l->limit = got;
 }
 
+/* denials_in_window: {"count": C, "calls": N} (and an "action"): C
+ * denials among the last N calls, 1 <= C <= N <= ANOMALY_MAX_WINDOW_CALLS. */
+static void parse_denial_window(struct ctx *c, const json_t *v, enum anomaly_action shared) {
+  static const char *const path = "anomalies.denials_in_window";
+  struct anomaly_limit *l = &c->p->anomalies.of[ANOMALY_DENIALS_IN_WINDOW];
+  l->action = shared;
+  if (!json_is(v, JSON_OBJECT)) {
+    policy_error_add(&c->errs, v, path,
+                     "must be an object: {\"count\": C, \"calls\": N} (C denials among the last "
+                     "N calls), optionally with \"action\"");
+    return;
+  }
+  static const char *const keys[] = {"count", "calls", "action", NULL};
+  check_keys(c, v, path, keys);
+  const json_t *a = json_object_get(v, "action");
+  if (a != NULL)
+    get_action(c, a, "anomalies.denials_in_window.action", &l->action);
+  const json_t *nv = json_object_get(v, "calls"), *cv = json_object_get(v, "count");
+  long long calls = 0, count = 0;
+  if (nv == NULL)
+    policy_error_add(&c->errs, v, "anomalies.denials_in_window.calls",
+                     "missing: add \"calls\": N, how many of the latest calls the window holds "
+                     "(1 to %d)", ANOMALY_MAX_WINDOW_CALLS);
+  else if (!json_integer_value(nv, &calls) || calls < 1 || calls > ANOMALY_MAX_WINDOW_CALLS)
+    policy_error_add(&c->errs, nv, "anomalies.denials_in_window.calls",
+                     "must be a whole number from 1 to %d", ANOMALY_MAX_WINDOW_CALLS);
+  else
+    l->calls = calls;
+  if (cv == NULL)
+    policy_error_add(&c->errs, v, "anomalies.denials_in_window.count",
+                     "missing: add \"count\": C, how many denials within the window flag it");
+  else if (!json_integer_value(cv, &count) || count < 1)
+    policy_error_add(&c->errs, cv, "anomalies.denials_in_window.count",
+                     "must be a whole number, 1 or more");
+  else if (l->calls > 0 && count > l->calls)
+    policy_error_add(&c->errs, cv, "anomalies.denials_in_window.count",
+                     "%lld denials cannot fit among %lld calls: count must be at most calls", count,
+                     l->calls);
+  else if (l->calls > 0)
+    l->limit = count;
+  if (l->limit == 0)
+    l->calls = 0; /* not set, whatever was valid of it */
+}
+
 static void parse_anomalies(struct ctx *c, const json_t *v) {
   if (!json_is(v, JSON_OBJECT)) {
     policy_error_add(&c->errs, v, "anomalies",
@@ -526,7 +571,8 @@ static void parse_anomalies(struct ctx *c, const json_t *v) {
     return;
   }
   static const char *const keys[] = {"denials_in_a_row", "calls_per_second", "failures_in_a_row",
-                                     "result_bytes", "action", "alert_hook", NULL};
+                                     "result_bytes", "denials_in_window", "action",
+                                     "alert_hook", "stop_grace_ms", NULL};
   check_keys(c, v, "anomalies", keys);
   enum anomaly_action shared = ANOMALY_STOP; /* fail closed when none is named */
   const json_t *f;
@@ -535,15 +581,31 @@ static void parse_anomalies(struct ctx *c, const json_t *v) {
   bool any = false;
   for (int k = 0; k < ANOMALY_KINDS; k++)
     if ((f = json_object_get(v, anomaly_kinds[k])) != NULL) {
-      parse_anomaly_limit(c, (enum anomaly_kind)k, f, shared);
+      if (k == ANOMALY_DENIALS_IN_WINDOW)
+        parse_denial_window(c, f, shared);
+      else
+        parse_anomaly_limit(c, (enum anomaly_kind)k, f, shared);
       any = true;
     }
   if (!any)
     policy_error_add(&c->errs, v, "anomalies",
-                     "sets no limit: add denials_in_a_row, calls_per_second, failures_in_a_row or "
-                     "result_bytes (or leave \"anomalies\" out)");
+                     "sets no limit: add denials_in_a_row, denials_in_window, calls_per_second, "
+                     "failures_in_a_row or result_bytes (or leave \"anomalies\" out)");
   if ((f = json_object_get(v, "alert_hook")) != NULL)
     c->p->anomalies.alert_hook = parse_argv(c, f, "anomalies.alert_hook", true);
+  long long grace;
+  if ((f = json_object_get(v, "stop_grace_ms")) != NULL) {
+    /* Bounded: the program goes on for this long after its run was
+     * stopped (its calls refused), and a tenant's policy may not make
+     * that open-ended (the ceiling bounds it further). */
+    if (!json_integer_value(f, &grace) || grace < 0 || grace > ANOMALY_MAX_STOP_GRACE_MS)
+      policy_error_add(&c->errs, f, "anomalies.stop_grace_ms",
+                       "must be a whole number of milliseconds from 0 to %d (how long a stopped "
+                       "program may finish before it is killed; default %d)",
+                       ANOMALY_MAX_STOP_GRACE_MS, ANOMALY_DEFAULT_STOP_GRACE_MS);
+    else
+      c->p->anomalies.stop_grace_ms = grace;
+  }
 }
 
 static void parse_mcp(struct ctx *c, const json_t *v) {
@@ -601,6 +663,7 @@ int policy_parse(const char *path, const char *buf, size_t len, struct policy **
   p->budgets = (struct budgets){.max_tool_calls = 50, .max_cost = -1, .max_irreversible = -1,
                                 .repeat_limit = -1};
   p->max_pending = 10;
+  p->anomalies.stop_grace_ms = ANOMALY_DEFAULT_STOP_GRACE_MS;
   if (!json_is(root, JSON_OBJECT)) {
     policy_error_add(&c.errs, root, "", "a policy must be a JSON object with \"version\": 1 and \"tools\"");
   } else {

@@ -56,6 +56,7 @@ enum anomaly_kind {
   ANOMALY_CALLS_PER_SECOND,  /* call attempts within any one-second window */
   ANOMALY_FAILURES_IN_A_ROW, /* calls that ran and failed (tool_failed, tool_timeout) in a row */
   ANOMALY_RESULT_BYTES,      /* total bytes of results handed to the program */
+  ANOMALY_DENIALS_IN_WINDOW, /* denials among the last N calls that ran or were denied */
   ANOMALY_KINDS
 };
 
@@ -66,15 +67,23 @@ enum anomaly_action {
 };
 
 #define ANOMALY_MAX_CALLS_PER_SECOND 10000 /* the window's memory is one slot per call */
+#define ANOMALY_MAX_WINDOW_CALLS 10000      /* denials_in_window: one slot per call too */
 
 struct anomaly_limit {
-  long long limit; /* 0: not set */
+  long long limit; /* 0: not set; denials_in_window: the count of denials */
+  long long calls; /* denials_in_window: among how many calls; else 0 */
   enum anomaly_action action;
 };
+
+#define ANOMALY_DEFAULT_STOP_GRACE_MS 2000
+#define ANOMALY_MAX_STOP_GRACE_MS 30000
 
 struct anomaly_limits {
   struct anomaly_limit of[ANOMALY_KINDS];
   char **alert_hook; /* NULL-terminated argv, or NULL */
+  /* After a "stop": how long the program may go on (its calls refused)
+   * before the container is killed; 0 to ANOMALY_MAX_STOP_GRACE_MS. */
+  long long stop_grace_ms;
 };
 
 /* "denials_in_a_row", ... and "stop", "park", "log": the policy's words. */

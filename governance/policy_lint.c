@@ -128,14 +128,27 @@ char *policy_describe_anomalies(const struct policy *p) {
   for (int k = 0; k < ANOMALY_KINDS; k++) {
     if (l->of[k].limit <= 0)
       continue;
-    char one[128];
-    snprintf(one, sizeof one, "%s%s %lld (%s)", b.len ? ", " : "",
-             anomaly_kind_name((enum anomaly_kind)k), l->of[k].limit,
-             anomaly_action_name(l->of[k].action));
+    char one[160];
+    if (k == ANOMALY_DENIALS_IN_WINDOW)
+      snprintf(one, sizeof one, "%s%s %lld of %lld calls (%s)", b.len ? ", " : "",
+               anomaly_kind_name((enum anomaly_kind)k), l->of[k].limit, l->of[k].calls,
+               anomaly_action_name(l->of[k].action));
+    else
+      snprintf(one, sizeof one, "%s%s %lld (%s)", b.len ? ", " : "",
+               anomaly_kind_name((enum anomaly_kind)k), l->of[k].limit,
+               anomaly_action_name(l->of[k].action));
     json_buf_raw(&b, one, strlen(one));
   }
   if (b.len == 0)
     return NULL;
+  bool stops = false;
+  for (int k = 0; k < ANOMALY_KINDS; k++)
+    stops |= l->of[k].limit > 0 && l->of[k].action == ANOMALY_STOP;
+  if (stops) {
+    char grace[64];
+    snprintf(grace, sizeof grace, "; stop grace %lld ms", l->stop_grace_ms);
+    json_buf_raw(&b, grace, strlen(grace));
+  }
   if (l->alert_hook) {
     json_buf_raw(&b, "; alert hook ", strlen("; alert hook "));
     json_buf_raw(&b, l->alert_hook[0], strlen(l->alert_hook[0]));

@@ -102,6 +102,15 @@ def anomalies_of_last_run(records):
     return [r for r in records[start:] if r.get("event") == "anomaly"]
 
 
+def anomaly_stop_of_last_run(records):
+    """The first "anomaly" record of the last run whose action is stop (the
+    one that stopped it), or None."""
+    for r in anomalies_of_last_run(records):
+        if r.get("action") == "stop":
+            return r
+    return None
+
+
 def budget_used(calls, policy, records=None):
     """What the calls spent of the policy's budgets: every attempt counts
     toward calls (as tollgate counts them); cost and irreversible count the

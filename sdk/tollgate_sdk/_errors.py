@@ -5,6 +5,8 @@ running anything on the host instead of in the sandbox: when no sandbox can
 be had, the answer is SandboxUnavailable, never a fallback.
 """
 
+import re
+
 
 class TollgateSDKError(Exception):
     """Base of every exception the SDK raises."""
@@ -42,6 +44,9 @@ class ProgramFailed(TollgateSDKError):
         self.exit_status = result.exit_status
         lines = (result.stderr or "").rstrip("\n").split("\n")
         self.stderr_tail = "\n".join(lines[-tail_lines:])
+        if what is None and getattr(result, "stopped_by", ""):
+            what = "an anomaly limit stopped the run: %s; the program's status %d" % (
+                result.stopped_by, self.exit_status)
         if what is None:
             what = "the program exited with status %d" % self.exit_status
             if getattr(result, "oom_killed", False):
@@ -127,7 +132,17 @@ class UnknownTool(ToolDenied):
 
 
 class AnomalyDetected(ToolDenied):
+    """An anomaly limit of the policy stopped (or parks) the run.  .limit
+    names it ("denials_in_a_row", "denials_in_window", ...), when the
+    message says; the message has its figures."""
+
     code = "anomaly"
+
+    @property
+    def limit(self):
+        m = re.search(r"\((denials_in_a_row|denials_in_window|calls_per_second|failures_in_a_row|"
+                      r"result_bytes): ", self.message or "")
+        return m.group(1) if m else None
 
 
 REFUSALS = {c.code: c for c in (ToolDenied, ApprovalTimeout, BudgetExhausted, BadRequest,

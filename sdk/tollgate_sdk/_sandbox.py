@@ -88,6 +88,7 @@ class Result:
     oom_killed: bool = False    # the kernel's OOM killer ended it
     memory_limit: str = ""
     warnings: list = dataclasses.field(default_factory=list)  # tollgate's own notices (not the program's stderr)
+    stopped_by: str = ""        # the anomaly limit that stopped the run, in words (docs/policy.md)
 
     @property
     def ok(self):
@@ -531,9 +532,19 @@ class Sandbox:
         records = audit.read_records(log)
         all_calls = audit.calls_of_last_run(records)
         calls = all_calls[first:]
-        return Result(stdout=out, stderr=err, exit_status=status, calls=calls,
-                      budget_used=audit.budget_used(all_calls, policy, records), audit_log=log,
-                      container_id=cid, timed_out=timed_out)
+        result = Result(stdout=out, stderr=err, exit_status=status, calls=calls,
+                        budget_used=audit.budget_used(all_calls, policy, records), audit_log=log,
+                        container_id=cid, timed_out=timed_out)
+        stop = audit.anomaly_stop_of_last_run(records)
+        if stop is not None:
+            # Which limit and where its record is; said once on stderr too
+            # (`tollgate run` says it itself; a warm run or a session cell
+            # does not), so whoever reads the output sees it.
+            result.stopped_by = "%s: %s (its record: call %s in %s)" % (
+                stop.get("kind"), stop.get("reason"), stop.get("call"), log)
+            if "an anomaly limit stopped the run" not in err:
+                result.stderr += "\ntollgate_sdk: an anomaly limit stopped the run: %s\n" % result.stopped_by
+        return result
 
     def run(self, code, *, check=True, timeout=None, shell=False, policy_path=None, _policy=None,
             on_stdout=None, on_stderr=None):

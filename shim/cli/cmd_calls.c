@@ -83,7 +83,7 @@ static json_t *calls_from_log(const char *path, const char *id, tg_error **err) 
     if (strcmp(ev, "anomaly") == 0) {
       /* the live gate's shape (anomaly.h's anomalies_json) */
       static const char *const keys[] = {"call", "time", "kind", "limit", "observed",
-                                         "window_ms", "action"};
+                                         "window_ms", "calls", "action"};
       json_t *a = json_new_object();
       for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
         if (json_object_get(r, keys[k]))
@@ -224,7 +224,13 @@ int cmd_calls(struct cli *cli, int argc, char **argv, tg_error **err) {
     cleanup_free char *cid = escape_for_terminal(call ? call : "-", false);
     cleanup_free char *kind = escape_for_terminal(json_string_value(json_object_get(a, "kind")) ?: "", false);
     cleanup_free char *action = escape_for_terminal(json_string_value(json_object_get(a, "action")) ?: "", false);
-    printf("  %-34s %-18s %lld (limit %lld)  action %s\n", cid, kind, observed, limit, action);
+    long long calls = 0; /* denials_in_window: the window's size */
+    json_integer_value(json_object_get(a, "calls"), &calls);
+    if (calls > 0)
+      printf("  %-34s %-18s %lld (limit %lld of %lld calls)  action %s\n", cid, kind, observed,
+             limit, calls, action);
+    else
+      printf("  %-34s %-18s %lld (limit %lld)  action %s\n", cid, kind, observed, limit, action);
   }
   const json_t *b = json_object_get(reply, "budget");
   printf("budget%s:\n", json_object_get(reply, "source") ? " (from the audit log)" : "");

@@ -203,6 +203,21 @@ static int run_runsc(struct cli *cli, struct created *c,
   return st;
 }
 
+/* An anomaly limit stopped the run (docs/policy.md, "Anomaly limits"):
+ * say which, and where its record is.  The status is then 15, as
+ * tollgate-call's for "anomaly", whatever the container's own. */
+#define RUN_EXIT_ANOMALY 15
+static int report_anomaly_stop(struct gate *gate, int status) {
+  cleanup_free char *why = NULL, *call = NULL;
+  if (status < 0 || !gate_anomaly_stop(gate, &why, &call))
+    return status;
+  fprintf(stderr,
+          "tollgate run: an anomaly limit stopped the run: %s; the container's own status was "
+          "%d; its record: call %s in %s\n",
+          why, status, call ? call : "-", gate_audit_path(gate));
+  return RUN_EXIT_ANOMALY;
+}
+
 static void reap_children(void) {
   while (waitpid(-1, NULL, WNOHANG) > 0)
     ;
@@ -312,6 +327,7 @@ int cmd_run(struct cli *cli, int argc, char **argv, tg_error **err) {
   if (!c.bridged || bridge_serve_in_process(&c.setup, gate, &server, err) == 0) {
     status = runc ? run_runc(cli, &c, sfd, err)
                   : run_runsc(cli, &c, &req.create, sfd, err);
+    status = report_anomaly_stop(gate, status);
     /* The gate closes (audit log synced) while the container is removed. */
     bridge_stop_in_process_begin(server);
   }

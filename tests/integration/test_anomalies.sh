@@ -13,9 +13,18 @@
 #     `tollgate approve`), stop (failures_in_a_row,
 #     result_bytes, whose crossing result is withheld, calls_per_second
 #     from a burst of the C client);
-#   - a sidecar killed mid-run: its successor carries on the count.
+#   - a sidecar killed mid-run: its successor carries on the count;
+#   - a stop's grace (issue 38, item 9): a Python program writing to a
+#     pipe prints, makes 3 denied calls, catches the anomaly error, prints
+#     again and exits: all its output arrives, `tollgate run` exits 15 and
+#     names the limit and the record on stderr;
+#   - denials_in_window (item 10): the issue's probe loop, an allowed call
+#     after every 4 denied ones, never makes denials_in_a_row: 5, and is
+#     stopped by 10 denials among the last 20 calls.
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
+
+bridge_fixtures # the Python rootfs (and $POL, which is ours below too)
 
 # Exec tools and the alert hook run as uid 65534: they must reach them.
 chmod 755 "$TG_ROOT"
@@ -55,10 +64,14 @@ policy all_park '{"denials_in_a_row": {"limit": 2, "action": "park"},
 policy failures '{"failures_in_a_row": 2, "action": "stop"}'
 policy bytes '{"result_bytes": 2000, "action": "stop"}'
 policy rate '{"calls_per_second": 5, "action": "stop"}'
+policy window '{"denials_in_a_row": 5, "denials_in_window": {"count": 10, "calls": 20}, "action": "stop",
+                "stop_grace_ms": 5000}'
 
-out=$(tg policy check "$POL/denials.json" "$POL/all_park.json" 2>&1)
+out=$(tg policy check "$POL/denials.json" "$POL/all_park.json" "$POL/window.json" 2>&1)
 check_match "policy check accepts and describes the anomaly limits" \
-  'denials.json: anomaly limits: denials_in_a_row 3 \(stop\)' "$out"
+  'denials.json: anomaly limits: denials_in_a_row 3 \(stop\); stop grace 2000 ms' "$out"
+check_match "... the window and a grace of its own" \
+  'window.json: anomaly limits: denials_in_a_row 5 \(stop\), denials_in_window 10 of 20 calls \(stop\); stop grace 5000 ms' "$out"
 check_match "... the per-limit form too" \
   'all_park.json: anomaly limits: denials_in_a_row 2 \(park\), calls_per_second 10 \(park\), failures_in_a_row 2 \(park\), result_bytes 2000 \(park\)' "$out"
 policy broken '{"denials_in_a_row": 0, "action": "halt"}'
@@ -101,11 +114,12 @@ must_show() {
   check_match "$rt $how: the denied calls exit 3" 'denied1=3.*denied2=3' "$(echo $out)"
   check_fails "$rt $how: no later call ran" grep -qE 'later[0-9]=0' <<<"$out"
   check_fails "$rt $how: the program was stopped before its end" grep -q survived <<<"$out"
-  local refused
-  refused=$(grep -oE 'later[0-9]=[0-9]+' <<<"$out" | sort -u | tr '\n' ' ')
-  echo "# $rt $how: later calls the program got to make before it was killed: ${refused:-none}"
-  check_eq "$rt $how: a later call the program made before it was killed was refused as an anomaly (exit 15)" \
-    "" "$(grep -oE 'later[0-9]=[0-9]+' <<<"$out" | grep -v '=15$')"
+  # Within the stop's grace (2 s) the program makes every later call,
+  # and each is refused at once as an anomaly.
+  check_eq "$rt $how: every later call was refused at once as an anomaly (exit 15)" \
+    "later1=15 later2=15 later3=15" "$(grep -oE 'later[0-9]=[0-9]+' <<<"$out" | tr '\n' ' ' | sed 's/ $//')"
+  check_match "$rt $how: ... saying which limit stopped the run" \
+    'an anomaly stopped the run: 3 calls refused in a row \(denials_in_a_row: 3, action stop\)' "$out"
   local facts
   facts=$(log_facts "$log")
   check_match "$rt $how: the log has the anomaly record (kind, figures, action)" \
@@ -128,7 +142,9 @@ for rt in $BACKENDS; do
   id=anom-run-$rt
   make_bundle "$TG_ROOT/bundles/$id" sh -c "$MUST_SHOW"
   out=$(tg --runtime "$rt" run --policy "$POL/denials.json" -b "$TG_ROOT/bundles/$id" "$id" 2>&1); rc=$?
-  check_eq "$rt run: the container was killed (137)" 137 "$rc"
+  check_eq "$rt run: an anomaly stopped the run (exit 15)" 15 "$rc"
+  check_match "$rt run: it says which limit and where the record is, after the grace killed the program" \
+    "tollgate run: an anomaly limit stopped the run: 3 calls refused in a row \\(denials_in_a_row: 3, action stop\\); the container's own status was 137; its record: call [^ ]+ in $TG_ROOT/audit/$id.jsonl" "$out"
   must_show "$rt" "$id" "$out" "$TG_ROOT/audit/$id.jsonl" run
 
   # --- the same through create/start: the sidecar stops the container ---
@@ -225,9 +241,10 @@ for rt in $BACKENDS; do
   out=$(tg --runtime "$rt" run --policy "$POL/failures.json" -b "$TG_ROOT/bundles/$id" "$id" 2>&1); rc=$?
   log=$TG_ROOT/audit/$id.jsonl
   facts=$(log_facts "$log")
-  check_eq "$rt stop failures: the container was killed (137)" 137 "$rc"
+  check_eq "$rt stop failures: an anomaly stopped the run (15)" 15 "$rc"
   check_match "$rt stop failures: the first failure exits 7" 'first=0 fail1=7' "$(echo $out)"
-  check_fails "$rt stop failures: the program was stopped" grep -qE 'survived|later=[0-9]*[^5]$' <<<"$out"
+  check_fails "$rt stop failures: the program was stopped" grep -q survived <<<"$out"
+  check_match "$rt stop failures: the later call was refused at once (exit 15)" 'later=15' "$out"
   check_match "$rt stop failures: the anomaly record" '^failures_in_a_row stop 2 2' "$facts"
   check_match "$rt stop failures: no allowed call ran after it" 'allowed_after=0' "$facts"
   check "$rt stop failures: the audit log verifies" tg audit verify "$log"
@@ -243,7 +260,7 @@ for rt in $BACKENDS; do
   out=$(tg --runtime "$rt" run --policy "$POL/bytes.json" -b "$TG_ROOT/bundles/$id" "$id" 2>&1); rc=$?
   log=$TG_ROOT/audit/$id.jsonl
   facts=$(log_facts "$log")
-  check_eq "$rt stop result_bytes: the container was killed (137)" 137 "$rc"
+  check_eq "$rt stop result_bytes: an anomaly stopped the run (15)" 15 "$rc"
   check_match "$rt stop result_bytes: the first result was handed over" 'big1=0' "$out"
   check_fails "$rt stop result_bytes: the second never reached the program" grep -q aaaa <<<"$out"
   check_fails "$rt stop result_bytes: the program was stopped" grep -q survived <<<"$out"
@@ -261,7 +278,7 @@ for rt in $BACKENDS; do
   out=$(tg --runtime "$rt" run --policy "$POL/rate.json" -b "$TG_ROOT/bundles/$id" "$id" 2>&1); rc=$?
   log=$TG_ROOT/audit/$id.jsonl
   facts=$(log_facts "$log")
-  check_eq "$rt stop calls_per_second: the container was killed (137)" 137 "$rc"
+  check_eq "$rt stop calls_per_second: an anomaly stopped the run (15)" 15 "$rc"
   check_fails "$rt stop calls_per_second: the program was stopped" grep -q survived <<<"$out"
   check_match "$rt stop calls_per_second: the anomaly record" '^calls_per_second stop 6 5' "$facts"
   check_eq "$rt stop calls_per_second: one anomaly record" 1 "$(grep -c '"event":"anomaly"' "$log")"
@@ -300,9 +317,118 @@ for rt in $BACKENDS; do
   check "$rt restart: delete" tg delete "$id"
   out=$(cat "$TG_ROOT/$id.out")
   facts=$(log_facts "$log")
-  check_fails "$rt restart: the program was stopped" grep -qE 'survived|later=[0-9]*[^5]$' <<<"$out"
+  check_fails "$rt restart: the program was stopped" grep -q survived <<<"$out"
+  check_match "$rt restart: the later call was refused at once (exit 15)" 'later=15' "$out"
   check_match "$rt restart: the anomaly counted the denials of both sidecars" '^denials_in_a_row stop 3 3' "$facts"
   check_eq "$rt restart: after the sidecar's death" "sidecar_died anomaly" \
     "$(grep -oE '"event":"(sidecar_died|anomaly)"' "$log" | cut -d'"' -f4 | tr '\n' ' ' | sed 's/ $//')"
   check "$rt restart: the audit log verifies" tg audit verify "$log"
+
+  # --- a stop's grace: the program's buffered output arrives ---
+  id=anom-py-$rt
+  py_bundle "$TG_ROOT/bundles/$id" python3 -c '
+import tollgate
+print("before", tollgate.call("echo", x="yes"))  # a pipe: block-buffered
+for i in range(3):
+    try:
+        tollgate.call("echo", x="no", i=i)
+    except tollgate.AnomalyDetected as e:
+        print("early anomaly", i)
+    except tollgate.ToolDenied:
+        print("denied", i)
+try:
+    tollgate.call("echo", x="later")
+    print("later ran")
+except tollgate.AnomalyDetected as e:
+    print("refused:", e.message)
+print("after")'
+  tg --runtime "$rt" run --policy "$POL/denials.json" -b "$TG_ROOT/bundles/$id" "$id" \
+    >"$TG_ROOT/$id.out" 2>"$TG_ROOT/$id.err"; rc=$?
+  out=$(cat "$TG_ROOT/$id.out"); err=$(cat "$TG_ROOT/$id.err")
+  check_eq "$rt grace: an anomaly stopped the run (exit 15)" 15 "$rc"
+  check_match "$rt grace: the program's output arrived, before and after the stop" \
+    "^before \{'x': 'yes'\} denied 0 denied 1 denied 2 refused: an anomaly stopped the run: 3 calls refused in a row \(denials_in_a_row: 3, action stop\) after$" \
+    "$(echo $out)"
+  check_match "$rt grace: stderr names the limit, the program's own status and the record" \
+    "tollgate run: an anomaly limit stopped the run: 3 calls refused in a row \(denials_in_a_row: 3, action stop\); the container's own status was 0; its record: call [^ ]+ in $TG_ROOT/audit/$id.jsonl" \
+    "$err"
+  log=$TG_ROOT/audit/$id.jsonl
+  call=$(sed -n 's/.*its record: call \([^ ]*\) in .*/\1/p' <<<"$err")
+  check_eq "$rt grace: that call's record is the anomaly's" "anomaly denials_in_a_row stop" \
+    "$(grep "\"call\":\"$call\"" "$log" | grep '"event":"anomaly"' | python3 -c 'import json,sys; r=json.load(sys.stdin); print(r["event"], r["kind"], r["action"])')"
+  check "$rt grace: the audit log verifies" tg audit verify "$log"
+
+  # --- the same through the host SDK: Result and ProgramFailed say it ---
+  out=$(TOLLGATE_ROOTFS=$PY_ROOTFS python3 - "$here/../../sdk" "$rt" "$TG_ROOT/sdk-audit" "$TG" <<'PY' 2>&1
+import sys
+sys.path.insert(0, sys.argv[1])
+from tollgate_sdk import ProgramFailed, Sandbox
+rt, audit_dir, tg = sys.argv[2:5]
+policy = {"version": 1,
+          "tools": {"echo": {"backend": {"type": "builtin", "name": "echo"},
+                             "rules": [{"if": {"arg": "x", "op": "==", "value": "no"}, "effect": "deny"},
+                                       {"effect": "allow"}]}},
+          "anomalies": {"denials_in_a_row": 3, "action": "stop"}}
+program = """
+import tollgate
+print("before")
+for i in range(3):
+    try:
+        tollgate.call("echo", x="no", i=i)
+    except tollgate.ToolDenied:
+        pass
+try:
+    tollgate.call("echo", x="later")
+except tollgate.AnomalyDetected as e:
+    print("refused")
+print("after")
+"""
+with Sandbox(policy=policy, runtime=rt, audit_dir=audit_dir, tollgate=tg) as sb:
+    r = sb.run(program, check=False)
+    print("status=%d stdout=%s" % (r.exit_status, r.stdout.split()))
+    print("stopped_by=" + r.stopped_by)
+    print("stderr_end=" + r.stderr.strip().splitlines()[-1])
+    try:
+        sb.run(program)
+    except ProgramFailed as e:
+        print("failed=" + str(e).splitlines()[0])
+PY
+)
+  check_match "$rt sdk: the program's output, exit 15" "status=15 stdout=\['before', 'refused', 'after'\]" "$out"
+  check_match "$rt sdk: Result.stopped_by names the limit and its record" \
+    'stopped_by=denials_in_a_row: 3 calls refused in a row \(denials_in_a_row: 3, action stop\) \(its record: call [^ ]+ in [^ ]+\.jsonl\)' "$out"
+  check_match "$rt sdk: stderr ends saying it (what tollgate mcp's result text shows)" \
+    'stderr_end=tollgate run: an anomaly limit stopped the run: 3 calls refused in a row' "$out"
+  check_match "$rt sdk: ProgramFailed leads with it" \
+    'failed=an anomaly limit stopped the run: denials_in_a_row: 3 calls refused in a row' "$out"
+
+  # --- denials_in_window: the probe loop of the issue ---
+  id=anom-window-$rt
+  make_bundle "$TG_ROOT/bundles/$id" sh -c '
+    C=/run/tollgate/tollgate-call
+    i=0
+    while [ $i -lt 300 ]; do
+      i=$((i + 1))
+      if [ $((i % 5)) = 0 ]; then $C echo "{\"x\":\"fine\",\"i\":$i}" >/dev/null 2>&1
+      else $C echo "{\"x\":\"no\",\"i\":$i}" >/dev/null 2>&1; fi
+      rc=$?
+      [ $rc = 15 ] && break
+    done
+    echo "probes=$i last=$rc"'
+  out=$(tg --runtime "$rt" run --policy "$POL/window.json" -b "$TG_ROOT/bundles/$id" "$id" 2>&1); rc=$?
+  log=$TG_ROOT/audit/$id.jsonl
+  facts=$(log_facts "$log")
+  check_eq "$rt window: an anomaly stopped the run (exit 15)" 15 "$rc"
+  # denials 1-4, 6-9, 11-12: the 10th denial is call 12, so call 13 is refused
+  check_match "$rt window: the probe loop was refused from its 13th call on" 'probes=13 last=15' "$out"
+  check_match "$rt window: never 5 in a row: the window flagged it" '^denials_in_window stop 10 10' "$facts"
+  check_eq "$rt window: one anomaly record" 1 "$(grep -c '"event":"anomaly"' "$log")"
+  check_match "$rt window: stderr names the limit" \
+    'an anomaly limit stopped the run: 10 calls refused among the last 20 \(denials_in_window: 10 of 20 calls, action stop\)' "$out"
+  check_match "$rt window: audit show lists it" \
+    'anomaly .* stop .*denials_in_window: 10 calls refused among the last 20 \(denials_in_window: 10 of 20 calls, action stop\)' \
+    "$(tg audit show "$log")"
+  check_match "$rt window: calls lists it with its window" \
+    'anomalies:.*denials_in_window +10 \(limit 10 of 20 calls\) +action stop' "$(echo $(tg calls "$id"))"
+  check "$rt window: the audit log verifies" tg audit verify "$log"
 done

@@ -109,6 +109,22 @@ out=$(tg policy check --within "$CEIL/anom-ceiling.json" "$CEIL/anom-log.json" 2
 check_eq "--within: an anomaly action looser than the ceiling's is refused (exit 1)" 1 "$rc"
 check_match "--within: the witness names the limit and both actions" \
   'anomalies.denials_in_a_row: action log in the policy, stop or stricter in the ceiling' "$out"
+# denials_in_window (issue 38, item 10) and a stop's grace (item 9): a
+# tenant may neither drop nor shorten the window, nor lengthen the grace
+anomaly_policy "$CEIL/win-ceiling.json" '{"denials_in_window": {"count": 5, "calls": 20}, "action": "stop"}'
+anomaly_policy "$CEIL/win-tighter.json" '{"denials_in_window": {"count": 3, "calls": 40}, "action": "stop", "stop_grace_ms": 500}'
+anomaly_policy "$CEIL/win-dropped.json" '{"denials_in_a_row": 5, "action": "stop"}'
+anomaly_policy "$CEIL/win-short.json" '{"denials_in_window": {"count": 5, "calls": 10}, "action": "stop"}'
+anomaly_policy "$CEIL/win-grace.json" '{"denials_in_window": {"count": 5, "calls": 20}, "action": "stop", "stop_grace_ms": 20000}'
+check "--within: fewer denials among more calls, a shorter grace: within" \
+  tg policy check --within "$CEIL/win-ceiling.json" "$CEIL/win-tighter.json"
+for bad in "win-dropped:anomalies.denials_in_window: not set in the policy, at most 5 denials among at least 20 calls in the ceiling" \
+           "win-short:anomalies.denials_in_window: 5 of 10 calls in the policy, at most 5 denials among at least 20 calls in the ceiling" \
+           "win-grace:anomalies.stop_grace_ms: 20000 in the policy, at most 2000 in the ceiling"; do
+  out=$(tg policy check --within "$CEIL/win-ceiling.json" "$CEIL/${bad%%:*}.json" 2>&1); rc=$?
+  check_eq "--within: ${bad%%:*} is refused (exit 1)" 1 "$rc"
+  check_match "--within: ${bad%%:*}: the witness says why" "${bad#*:}" "$out"
+done
 
 # --- the host config's keys are checked when it loads ---
 make_bundle "$TG_ROOT/bundles/cfg"

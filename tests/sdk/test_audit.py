@@ -25,6 +25,24 @@ class BudgetUsed(unittest.TestCase):
         self.assertEqual([c.outcome for c in calls], ["denied", "anomaly"])
         self.assertEqual(type(calls[1].error()).__name__, "AnomalyDetected")
 
+    def test_the_stop_names_its_limit(self):
+        records = [
+            {"event": "open"},
+            {"event": "anomaly", "call": "z", "kind": "result_bytes", "action": "stop"},  # earlier run
+            {"event": "open"},
+            {"event": "anomaly", "call": "a", "kind": "calls_per_second", "action": "log"},
+            {"event": "anomaly", "call": "b", "kind": "denials_in_window", "action": "stop",
+             "reason": "10 calls refused among the last 20 (denials_in_window: 10 of 20 calls, action stop)"},
+            {"event": "call", "call": "c", "tool": "echo", "decision": "deny", "outcome": "anomaly",
+             "message": "an anomaly stopped the run: 10 calls refused among the last 20 "
+                        "(denials_in_window: 10 of 20 calls, action stop)"},
+        ]
+        stop = audit.anomaly_stop_of_last_run(records)
+        self.assertEqual((stop["call"], stop["kind"]), ("b", "denials_in_window"))
+        self.assertIsNone(audit.anomaly_stop_of_last_run(records[:4]))
+        err = audit.calls_of_last_run(records)[0].error()
+        self.assertEqual(err.limit, "denials_in_window")
+
     def test_without_records_none(self):
         self.assertEqual(audit.budget_used([], {})["anomalies"], 0)
 

@@ -95,6 +95,17 @@ Test(anomaly, policy_errors_name_the_field_and_the_fix) {
       {"{\"denials_in_a_row\": {\"limit\": 3, \"when\": 1}}", "anomalies.denials_in_a_row.when: unknown key"},
       {"{\"denials\": 3}", "anomalies.denials: unknown key \"denials\"; allowed here: denials_in_a_row"},
       {"{\"denials_in_a_row\": 3, \"alert_hook\": \"/no/such/hook\"}", "anomalies.alert_hook: /no/such/hook is not an executable"},
+      {"{\"denials_in_window\": 3}", "anomalies.denials_in_window: must be an object: {\"count\": C, \"calls\": N}"},
+      {"{\"denials_in_window\": {\"count\": 3}}", "anomalies.denials_in_window.calls: missing: add \"calls\": N"},
+      {"{\"denials_in_window\": {\"calls\": 10}}", "anomalies.denials_in_window.count: missing: add \"count\": C"},
+      {"{\"denials_in_window\": {\"count\": 0, \"calls\": 10}}", "anomalies.denials_in_window.count: must be a whole number, 1 or more"},
+      {"{\"denials_in_window\": {\"count\": 11, \"calls\": 10}}", "anomalies.denials_in_window.count: 11 denials cannot fit among 10 calls: count must be at most calls"},
+      {"{\"denials_in_window\": {\"count\": 3, \"calls\": 10001}}", "anomalies.denials_in_window.calls: must be a whole number from 1 to 10000"},
+      {"{\"denials_in_window\": {\"count\": 3, \"calls\": 10, \"limit\": 3}}", "anomalies.denials_in_window.limit: unknown key"},
+      {"{\"denials_in_window\": {\"count\": 3, \"calls\": 10, \"action\": \"halt\"}}", "anomalies.denials_in_window.action: must be \"stop\""},
+      {"{\"denials_in_a_row\": 3, \"stop_grace_ms\": 30001}", "anomalies.stop_grace_ms: must be a whole number of milliseconds from 0 to 30000"},
+      {"{\"denials_in_a_row\": 3, \"stop_grace_ms\": -1}", "anomalies.stop_grace_ms: must be"},
+      {"{\"stop_grace_ms\": 100}", "anomalies: sets no limit"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     cleanup_free char *msg = parse_error(cases[i].anomalies);
@@ -139,6 +150,90 @@ Test(anomaly, denials_in_a_row_counts_refusals_and_a_run_call_resets) {
   cr_assert_str_eq(json_string_value(json_object_get(json_array_get(list, 0), "call")), "c7");
   anomalies_free(a);
   policy_free(p);
+}
+
+/* The issue's probe loop: one allowed call after every 4 denied ones
+ * never makes 5 in a row, but 5 denials among the last 10 calls flag it. */
+Test(anomaly, denials_in_window_bounds_interleaved_probing) {
+  struct policy *p = parse("{\"denials_in_a_row\": 5, \"denials_in_window\": {\"count\": 5, \"calls\": 10}, "
+                           "\"action\": \"log\"}");
+  cr_assert_eq(p->anomalies.of[ANOMALY_DENIALS_IN_WINDOW].limit, 5);
+  cr_assert_eq(p->anomalies.of[ANOMALY_DENIALS_IN_WINDOW].calls, 10);
+  struct anomalies *a = anomalies_new(&p->anomalies);
+  struct anomaly_hit h[ANOMALY_KINDS];
+  int flagged = 0, first = -1;
+  for (int i = 1; i <= 240; i++) {
+    bool allowed = i % 5 == 0;
+    size_t n = anomaly_count_outcome(a, "c", allowed ? "ok" : GATE_DENIED, allowed, 0, h);
+    for (size_t k = 0; k < n; k++) {
+      cr_assert_eq(h[k].kind, ANOMALY_DENIALS_IN_WINDOW, "only the window flags");
+      cr_assert_eq(h[k].observed, 5);
+      cr_assert_eq(h[k].calls, 10);
+      if (first < 0)
+        first = i;
+      flagged++;
+    }
+  }
+  /* 4 denials, 1 allowed, 1 denial: the 5th denial within 6 calls; then
+   * the window starts again from zero */
+  cr_assert_eq(first, 6, "first flag at call %d", first);
+  cr_assert_eq(flagged, 192 / 5, "%d flags for 192 denials", flagged);
+  cleanup_json json_t *list = anomalies_json(a);
+  long long win = 0;
+  json_integer_value(json_object_get(json_array_get(list, 0), "calls"), &win);
+  cr_assert_eq(win, 10);
+  struct anomaly_hit one = {.kind = ANOMALY_DENIALS_IN_WINDOW, .action = ANOMALY_STOP, .limit = 5,
+                            .observed = 5, .calls = 10, .window_ms = -1};
+  cleanup_free char *d = anomaly_describe(&one);
+  cr_assert_str_eq(d, "5 calls refused among the last 10 (denials_in_window: 5 of 10 calls, action stop)");
+  anomalies_free(a);
+  policy_free(p);
+  /* other outcomes neither enter the window nor push denials out */
+  p = parse("{\"denials_in_window\": {\"count\": 2, \"calls\": 2}}");
+  a = anomalies_new(&p->anomalies);
+  cr_assert_eq(anomaly_count_outcome(a, "c1", GATE_DENIED, false, 0, h), 0);
+  for (int i = 0; i < 5; i++)
+    cr_assert_eq(anomaly_count_outcome(a, "c", GATE_BUDGET_EXHAUSTED, false, 0, h), 0);
+  cr_assert_eq(anomaly_count_outcome(a, "c2", GATE_BAD_REQUEST, false, 0, h), 1);
+  char *why = NULL;
+  cr_assert_eq(anomaly_state(a, &why), ANOMALY_STATE_STOPPED);
+  free(why);
+  anomalies_free(a);
+  policy_free(p);
+}
+
+/* The ceiling's rule for the window (governance/ceiling.c): a policy with
+ * no more denials among no fewer calls flags at or before each flag of
+ * the ceiling's, after the one before, on any sequence. */
+Test(anomaly, a_window_within_the_ceiling_flags_no_later) {
+  unsigned seed = 38;
+  for (int round = 0; round < 300; round++) {
+    long long cn = 1 + rand_r(&seed) % 12, cc = 1 + rand_r(&seed) % cn;
+    long long pn = cn + rand_r(&seed) % 6, pc = 1 + rand_r(&seed) % cc;
+    cleanup_free char *ct = xasprintf("{\"denials_in_window\": {\"count\": %lld, \"calls\": %lld}, \"action\": \"log\"}", cc, cn);
+    cleanup_free char *pt = xasprintf("{\"denials_in_window\": {\"count\": %lld, \"calls\": %lld}, \"action\": \"log\"}", pc, pn);
+    struct policy *cp = parse(ct), *pp = parse(pt);
+    struct anomalies *ca = anomalies_new(&cp->anomalies), *pa = anomalies_new(&pp->anomalies);
+    struct anomaly_hit h[ANOMALY_KINDS];
+    int last_ceiling = 0, last_policy = 0;
+    unsigned pdenial = 20 + rand_r(&seed) % 70;
+    for (int i = 1; i <= 400; i++) {
+      bool denial = (unsigned)rand_r(&seed) % 100 < pdenial;
+      const char *o = denial ? GATE_DENIED : "ok";
+      if (anomaly_count_outcome(pa, "c", o, !denial, 0, h) > 0)
+        last_policy = i;
+      if (anomaly_count_outcome(ca, "c", o, !denial, 0, h) > 0) {
+        cr_assert_gt(last_policy, last_ceiling,
+                     "ceiling %lld of %lld flagged at call %d, policy %lld of %lld not since call %d",
+                     cc, cn, i, pc, pn, last_ceiling);
+        last_ceiling = i;
+      }
+    }
+    anomalies_free(ca);
+    anomalies_free(pa);
+    policy_free(cp);
+    policy_free(pp);
+  }
 }
 
 Test(anomaly, failures_in_a_row_park_then_acknowledge) {
@@ -281,7 +376,12 @@ static void count_stop(void *ctx) {
 }
 
 static struct gate *open_gate(const char *anomalies, const char *id, const struct gate_resume *r) {
-  cleanup_free char *text = xasprintf("{\"version\": 1, " TOOLS ", \"anomalies\": %s}", anomalies);
+  /* The stop hook at once (no grace) unless the test names a grace. */
+  cleanup_free char *text =
+      strstr(anomalies, "stop_grace_ms")
+          ? xasprintf("{\"version\": 1, " TOOLS ", \"anomalies\": %s}", anomalies)
+          : xasprintf("{\"version\": 1, " TOOLS ", \"anomalies\": {\"stop_grace_ms\": 0, %s}",
+                      anomalies + 1);
   write_text_in(dir, "policy.json", text, 0644);
   cleanup_free char *pp = xasprintf("%s/policy.json", dir);
   cleanup_free char *audit = xasprintf("%s/audit", dir);
@@ -604,4 +704,73 @@ Test(anomaly, replay_after_restart) {
     bytes_hits += k && strcmp(k, "result_bytes") == 0;
   }
   cr_assert_eq(bytes_hits, 1, "the bytes before the restart counted");
+}
+
+/* The window of denials is replayed too: what the dead sidecar's gate
+ * saw still counts, interleaved allowed calls and all. */
+Test(anomaly, window_replay_after_restart) {
+  struct gate_resume r = {.reason = "the bridge sidecar (pid 1) was killed by signal 9",
+                          .action = "restart", .dead_pid = 1, .restarts = 1};
+  const char *lim = "{\"denials_in_window\": {\"count\": 3, \"calls\": 10}}";
+  struct gate *g = open_gate(lim, "win1", NULL);
+  expect_call(g, "w1", "echo", "no", GATE_DENIED);
+  expect_call(g, "w2", "echo", "yes", "ok");
+  expect_call(g, "w3", "echo", "no", GATE_DENIED);
+  expect_call(g, "w4", "echo", "yes", "ok");
+  gate_close(g);
+  g = open_gate(lim, "win1", &r);
+  expect_call(g, "w5", "echo", "yes", "ok");
+  expect_call(g, "w6", "echo", "no", GATE_DENIED); /* the third among the last 6 */
+  cr_assert_eq(atomic_load(&stops), 1);
+  expect_call(g, "w7", "echo", "yes", GATE_ANOMALY);
+  cleanup_json json_t *calls = gate_calls_json(g);
+  const json_t *an = json_array_get(json_object_get(calls, "anomalies"), 0);
+  cr_assert_str_eq(json_string_value(json_object_get(an, "kind")), "denials_in_window");
+  long long win = 0;
+  json_integer_value(json_object_get(an, "calls"), &win);
+  cr_assert_eq(win, 10);
+  gate_close(g);
+}
+
+static bool stopped_within(int ms) {
+  for (int i = 0; i < ms / 10 && atomic_load(&stops) == 0; i++)
+    usleep(10000);
+  return atomic_load(&stops) == 1;
+}
+
+/* A stop refuses every later call at once; the container is killed only
+ * after stop_grace_ms (the hook), and not at all when the run ends first. */
+Test(anomaly, stop_grace) {
+  const char *lim = "{\"denials_in_a_row\": 2, \"stop_grace_ms\": 300}";
+  struct gate *g = open_gate(lim, "grace1", NULL);
+  expect_call(g, "g1", "echo", "no", GATE_DENIED);
+  expect_call(g, "g2", "echo", "no", GATE_DENIED);
+  expect_call(g, "g3", "echo", "yes", GATE_ANOMALY); /* refused at once */
+  char *why = NULL, *call = NULL;
+  cr_assert(gate_anomaly_stop(g, &why, &call));
+  cr_assert_str_eq(why, "2 calls refused in a row (denials_in_a_row: 2, action stop)");
+  cr_assert_str_eq(call, "g2");
+  free(why);
+  free(call);
+  cr_assert(stopped_within(10000), "the hook ran after the grace");
+  gate_close(g);
+  /* the run ends within the grace: nothing is left to kill */
+  g = open_gate("{\"denials_in_a_row\": 1, \"stop_grace_ms\": 30000}", "grace2", NULL);
+  expect_call(g, "h1", "echo", "no", GATE_DENIED);
+  cr_assert_eq(atomic_load(&stops), 0);
+  gate_close(g); /* does not wait out the 30 s */
+  cr_assert_eq(atomic_load(&stops), 0);
+  /* a sidecar restarted within the grace kills the container all the same */
+  struct gate_resume r = {.reason = "the bridge sidecar (pid 1) was killed by signal 9",
+                          .action = "restart", .dead_pid = 1, .restarts = 1};
+  g = open_gate("{\"denials_in_a_row\": 1, \"stop_grace_ms\": 100}", "grace2", &r);
+  expect_call(g, "h2", "echo", "yes", GATE_ANOMALY);
+  cr_assert(stopped_within(10000), "the restarted gate stops the container too");
+  gate_close(g);
+  /* no gate without a stop starts one */
+  g = open_gate("{\"denials_in_a_row\": 1, \"stop_grace_ms\": 0}", "grace3", NULL);
+  cr_assert(gate_anomaly_stop(g, &why, &call) == false && why == NULL);
+  expect_call(g, "k1", "echo", "no", GATE_DENIED);
+  cr_assert_eq(atomic_load(&stops), 1, "grace 0: at once");
+  gate_close(g);
 }

@@ -191,6 +191,45 @@ Test(ceiling, anomaly_limits) {
                   "\"result_bytes\": {\"limit\": 1000, \"action\": \"stop\"}, "
                   "\"alert_hook\": [\"/bin/true\"]}",
                   "anomalies.alert_hook: the policy names its own alert hook (/bin/true)");
+  /* a stop's grace: no longer than the ceiling's (its default, 2000 ms) */
+  anomaly_witness("{\"denials_in_a_row\": {\"limit\": 3, \"action\": \"stop\"}, "
+                  "\"result_bytes\": {\"limit\": 1000, \"action\": \"stop\"}, \"stop_grace_ms\": 500}",
+                  NULL);
+  anomaly_witness("{\"denials_in_a_row\": {\"limit\": 3, \"action\": \"stop\"}, "
+                  "\"result_bytes\": {\"limit\": 1000, \"action\": \"stop\"}, \"stop_grace_ms\": 30000}",
+                  "anomalies.stop_grace_ms: 30000 in the policy, at most 2000 in the ceiling");
+}
+
+/* denials_in_window: no more denials among no fewer calls, as strict an
+ * action; set whenever the ceiling sets it. */
+static void window_witness(const char *policy_anomalies, const char *want) {
+  cleanup_free char *policy = xasprintf(anomalies_policy, policy_anomalies);
+  cleanup_free char *ceiling = xasprintf(
+      anomalies_policy, "{\"denials_in_window\": {\"count\": 4, \"calls\": 20, \"action\": \"park\"}}");
+  struct ceiling_result r = check(policy, ceiling);
+  if (want == NULL) {
+    cr_assert_eq(r.verdict, CEILING_WITHIN, "%s", r.nwitnesses ? r.witnesses[0].what : "");
+  } else {
+    cr_assert_eq(r.verdict, CEILING_NOT_WITHIN, "within: %s", policy_anomalies);
+    cr_assert(strstr(r.witnesses[0].what, want), "witness: %s\nwanted: %s", r.witnesses[0].what, want);
+  }
+  ceiling_result_free(&r);
+}
+
+Test(ceiling, denials_in_window) {
+  window_witness("{\"denials_in_window\": {\"count\": 4, \"calls\": 20, \"action\": \"park\"}}", NULL);
+  window_witness("{\"denials_in_window\": {\"count\": 2, \"calls\": 50, \"action\": \"stop\"}}", NULL);
+  window_witness("{\"denials_in_a_row\": 1}",
+                 "anomalies.denials_in_window: not set in the policy, at most 4 denials among at "
+                 "least 20 calls in the ceiling");
+  window_witness("{\"denials_in_window\": {\"count\": 5, \"calls\": 20, \"action\": \"park\"}}",
+                 "anomalies.denials_in_window: 5 of 20 calls in the policy, at most 4 denials among "
+                 "at least 20 calls in the ceiling");
+  /* a shorter window lets denials spread out past it */
+  window_witness("{\"denials_in_window\": {\"count\": 4, \"calls\": 19, \"action\": \"park\"}}",
+                 "anomalies.denials_in_window: 4 of 19 calls in the policy");
+  window_witness("{\"denials_in_window\": {\"count\": 4, \"calls\": 20, \"action\": \"log\"}}",
+                 "anomalies.denials_in_window: action log in the policy, park or stricter in the ceiling");
 }
 
 Test(ceiling, schemas) {
