@@ -8,14 +8,14 @@
 . "$(dirname "$0")/lib.sh"
 sdk_tests=$(cd "$(dirname "$0")/../sdk" && pwd)
 
-python3 "$sdk_tests/run_unit.py" 2>"$TG_ROOT/unit.err"
+"$PY" "$sdk_tests/run_unit.py" 2>"$TG_ROOT/unit.err"
 [ -s "$TG_ROOT/unit.err" ] && grep -v '^$' "$TG_ROOT/unit.err" | grep -iv 'warning' | sed 's/^/   # /' | tail -n 40
 
 bash "$(dirname "$0")/../../bundles/rootfs/python.sh" "$BUILD/rootfs/python"
 # run_shell needs a shell in the rootfs (cached like the other).
 bash "$(dirname "$0")/../../bundles/rootfs/python.sh" "$BUILD/rootfs/python-shell" --shell
 for backend in $BACKENDS; do
-  TG=$TG TOLLGATE_ROOTFS=$BUILD/rootfs/python TOLLGATE_SHELL_ROOTFS=$BUILD/rootfs/python-shell timeout 600 python3 "$sdk_tests/integration.py" "$backend" "$TG_ROOT"
+  TG=$TG TOLLGATE_ROOTFS=$BUILD/rootfs/python TOLLGATE_SHELL_ROOTFS=$BUILD/rootfs/python-shell timeout 600 "$PY" "$sdk_tests/integration.py" "$backend" "$TG_ROOT"
   status=$?
   check_eq "$backend: the SDK integration driver exits 0" 0 "$status"
 done
