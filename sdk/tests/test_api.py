@@ -339,3 +339,15 @@ def test_the_rootfs_is_found_beside_tollgate(tmp_path: object, monkeypatch: pyte
     monkeypatch.setenv("TOLLGATE_ROOTFS", "/z")
     assert find_rootfs(None, tg) == "/z"
     assert Sandbox(tollgate=tg).image == "/z"
+
+
+def test_an_async_session_opens_on_await() -> None:
+    import asyncio
+
+    async def go() -> None:
+        asb = AsyncSandbox(tollgate="/nonexistent/tollgate")
+        with pytest.raises(SandboxUnavailable):
+            await asb.session()
+        with pytest.raises(SandboxUnavailable):
+            await asb.session().run("print(1)")
+    asyncio.run(go())
