@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from tollgate_sdk import Sandbox, ToolDefinitionError, ToolServer, as_tool
+from tollgate_sdk import InvalidArgument, Sandbox, ToolDefinitionError, ToolServer, as_tool
 
 
 class FakeModel:
@@ -142,6 +142,6 @@ class TestAdapter:
                                                                 {"type": "array", "items": {}}]}}}
         with pytest.raises(ToolDefinitionError):
             as_tool(StructuredLike("o", "", bad, func=lambda **k: k))
-        with pytest.raises(ValueError):
+        with pytest.raises(InvalidArgument):
             Sandbox(tools=[ArgsOnly(), ArgsOnly()])
 
