@@ -28,6 +28,8 @@ fi
 qs=$(mktemp -d /tmp/tg-sdk-qs.XXXXXX)
 on_exit "rm -rf '$qs'"
 check "make built the Python rootfs beside build/tollgate" test -x "$BUILD/rootfs/python/usr/bin/python3"
+check "make deps kept the build backend's wheel in $venv/wheels" \
+  sh -c 'ls "$1"/setuptools-*.whl >/dev/null 2>&1' sh "$venv/wheels"
 python3 -m venv "$qs/venv"
 check "pip install ./sdk in a fresh venv (offline)" "$qs/venv/bin/pip" install -q --disable-pip-version-check \
   --no-index --find-links "$venv/wheels" "$repo/sdk"
@@ -41,7 +43,7 @@ check_match "README quick start: prints the denied refund" "^not refunded: denie
 check_match "README quick start: get_order allowed, issue_refund denied by the callback" \
   "get_order \{'order_id': 'A-1004'\} allow policy.*issue_refund \{'order_id': 'A-1004', 'amount': 640(\.0)?\} deny uid:0" "$out"
 qs_log=$(printf '%s\n' "$out" | sed -n 's/^audit log: //p')
-check "README quick start: its audit log verifies" "$TG" audit verify "$qs_log"
+check "README quick start: its audit log verifies" sh -c '"$1" audit verify "$2" >/dev/null' sh "$TG" "$qs_log"
 [ -n "$qs_log" ] && rm -f "$qs_log"
 
 
