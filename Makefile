@@ -5,7 +5,9 @@
 #                 newest runsc the Debian archive offers (Debian 12: from
 #                 bookworm-backports, pinned to runsc alone; RUNSC_CHANNEL=stable
 #                 keeps the release's own 20221219; see bundles/apt/runsc.sh)
-# make check      every test: unit, integration (real runsc and runc), fuzz and bench smoke
+# make check      every test: unit, SDK unit and types, integration (real runsc and runc), fuzz and bench smoke
+# make sdk-unit   the host SDK's unit tests (pytest in .venv, no containers)
+# make typecheck  mypy --strict on the host SDK (.venv)
 # make demo       the main job end to end under gVisor
 # make asan       unit tests under AddressSanitizer and UBSan
 # make install PREFIX=/usr/local   (tollgate, clients, the host SDK in lib/tollgate/tollgate_sdk)
@@ -48,10 +50,19 @@ DEB_PACKAGES := build-essential pkg-config libyajl-dev libseccomp-dev libcap-ng-
                 python3-grpcio python3-grpc-tools docker.io \
                 podman containernetworking-plugins mmdebstrap libcurl4-openssl-dev python3-venv
 
-.PHONY: all deps check unit structure integration asan fuzz fuzz-smoke install clean \
+.PHONY: all deps check unit sdk-unit typecheck rootfs structure integration asan fuzz fuzz-smoke install clean \
         demo demo-interactive demo-agent bench bench-smoke
 
-all: $(BUILD)/tollgate $(BUILD)/tollgate-call $(BUILD)/tollgate-http $(BUILD)/tollgate-probe $(BUILD)/tollgate-flood
+all: $(BUILD)/tollgate $(BUILD)/tollgate-call $(BUILD)/tollgate-http $(BUILD)/tollgate-probe $(BUILD)/tollgate-flood \
+     rootfs
+
+# The Python rootfs the SDK and `tollgate mcp` run programs on, beside
+# build/tollgate where they look for it (docs/sdk.md).  Made from the
+# host's Debian python3.11 (no download); python.sh rebuilds it only when
+# the interpreter, its packages or the script changed, so a second make
+# costs a checksum.
+rootfs:
+	@bash bundles/rootfs/python.sh $(BUILD)/rootfs/python >/dev/null
 
 # Install only what is missing; apt-get update runs once, and only then.
 # runsc is not in DEB_PACKAGES: bundles/apt/runsc.sh chooses its suite and
@@ -121,6 +132,13 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libtollgate.a
 unit: $(UNIT_BINS)
 	@bash tests/run-unit.sh $(UNIT_BINS)
 
+# The host SDK (sdk/): its unit tests under pytest and mypy --strict, both
+# from the project's virtual environment (make deps).
+sdk-unit:
+	@bash tests/run-sdk-unit.sh $(abspath $(VENV))
+typecheck:
+	@cd sdk && $(abspath $(VENV))/bin/mypy
+
 # The floors point one way and no file or function does several jobs.
 structure:
 	@bash tests/layering.sh
@@ -136,6 +154,8 @@ check: deps
 	$(MAKE) all
 	$(MAKE) structure
 	COUNTS_FILE=$(abspath $(BUILD))/check-counts $(MAKE) unit
+	$(MAKE) typecheck
+	COUNTS_FILE=$(abspath $(BUILD))/check-counts $(MAKE) sdk-unit
 	COUNTS_FILE=$(abspath $(BUILD))/check-counts $(MAKE) integration
 	$(MAKE) fuzz-smoke
 	$(MAKE) bench-smoke
@@ -182,6 +202,11 @@ install: all
 	install -m 0644 sdk/tollgate_sdk/*.py sdk/tollgate_sdk/py.typed $(DESTDIR)$(PREFIX)/lib/tollgate/tollgate_sdk/
 	install -m 0644 sdk/tollgate_sdk/mcp/*.py $(DESTDIR)$(PREFIX)/lib/tollgate/tollgate_sdk/mcp/
 	install -m 0644 bridge/client/kernel.py $(DESTDIR)$(PREFIX)/lib/tollgate/tollgate_sdk/_container/kernel.py
+	@# The Python rootfs beside the binary, where the SDK looks for it
+	@# (PREFIX/lib/tollgate/rootfs/python beside PREFIX/bin/tollgate).
+	rm -rf $(DESTDIR)$(PREFIX)/lib/tollgate/rootfs/python
+	install -d $(DESTDIR)$(PREFIX)/lib/tollgate/rootfs
+	cp -a $(BUILD)/rootfs/python $(DESTDIR)$(PREFIX)/lib/tollgate/rootfs/python
 	install -d $(DESTDIR)$(PREFIX)/share/tollgate
 	cp -r bundles/profiles bundles/seccomp $(DESTDIR)$(PREFIX)/share/tollgate/
 	cp bundles/backend-floor.json $(DESTDIR)$(PREFIX)/share/tollgate/

@@ -9,7 +9,18 @@ venv=${1:-.venv}
 here=$(cd "$(dirname "$0")" && pwd)
 lock=$here/requirements.lock
 want=$(sha256sum "$lock" | cut -d' ' -f1)
+# The build backend's wheel (setuptools, pinned and hashed by the lock) in
+# DIR/wheels: `pip install --no-index --find-links DIR/wheels ./sdk` then
+# builds the SDK in a fresh virtual environment with nothing fetched
+# (tests/integration/test_sdk.sh does, as the README's quick start says).
+backend_wheel() {
+  ls "$venv"/wheels/setuptools-*.whl >/dev/null 2>&1 && return 0
+  awk '/^setuptools==/ {p = 1} p {print} p && !/\\$/ {exit}' "$lock" > "$venv/backend.req"
+  "$venv/bin/python" -m pip download -q --disable-pip-version-check --no-deps --require-hashes \
+    -r "$venv/backend.req" -d "$venv/wheels"
+}
 if [ -x "$venv/bin/python" ] && [ "$(cat "$venv/.lock-sha256" 2>/dev/null)" = "$want" ]; then
+  backend_wheel
   exit 0
 fi
 py=${PYTHON:-python3}
@@ -22,4 +33,5 @@ rm -rf "$venv"
 "$py" -m venv "$venv"
 "$venv/bin/python" -m pip install -q --disable-pip-version-check --require-hashes --no-deps -r "$lock"
 "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation --no-index -e "$here"
+backend_wheel
 echo "$want" > "$venv/.lock-sha256"

@@ -5,6 +5,9 @@
 # never one above: this fails on any include that points back up and
 # prints the offending line.  bridge/client/ runs inside the container and
 # includes nothing of the tree.
+# The Python floor above shim/cli (sdk/tollgate_sdk) is checked by
+# sdk/tests/test_api.py in make sdk-unit: no import cycle, none hidden in a
+# function, the core never importing tollgate_sdk.mcp or an integration.
 set -u
 cd "$(dirname "$0")/.."
 

@@ -1,6 +1,8 @@
 """Approval callbacks: the parked calls of a container, shown to the
 Sandbox's approval callback (or printed for a person) over its control
 socket (docs/policy.md, The control socket; docs/sdk.md, Approval)."""
+from __future__ import annotations
+
 import asyncio
 import dataclasses
 import inspect
@@ -9,8 +11,12 @@ import os
 import socket
 import sys
 import threading
+from typing import TYPE_CHECKING, Any, Awaitable
 
 from ._text import one_line
+
+if TYPE_CHECKING:
+    from ._sandbox import Sandbox
 
 
 @dataclasses.dataclass
@@ -18,14 +24,14 @@ class ApprovalRequest:
     """A call parked for approval, as the approval callback sees it."""
     call_id: str
     tool: str
-    args: dict
+    args: dict[str, Any]
     reason: str                 # the rule's reason ("refunds over 50 need a human")
     container: str
     waiting_ms: int = 0
     timeout_ms: int = 0
 
 
-def control_request(path, req, timeout=5.0):
+def control_request(path: str, req: dict[str, Any], timeout: float = 5.0) -> dict[str, Any]:
     """One request to a container's control socket (docs/policy.md, The
     control socket): one JSON line out, one back."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
@@ -40,10 +46,13 @@ def control_request(path, req, timeout=5.0):
             buf += chunk
             if len(buf) > (4 << 20):
                 raise OSError("control socket reply too large")
-    return json.loads(buf.split(b"\n", 1)[0] or b"{}")
+    reply = json.loads(buf.split(b"\n", 1)[0] or b"{}")
+    if not isinstance(reply, dict):
+        raise ValueError("the control socket's reply is not a JSON object")
+    return reply
 
 
-def _decision(answer):
+def _decision(answer: object) -> tuple[bool, str]:
     """The approval callback's answer -> (approve?, reason)."""
     reason = ""
     if isinstance(answer, tuple) and len(answer) == 2:
@@ -55,7 +64,7 @@ def _decision(answer):
     return approve, str(reason or "")
 
 
-class _ApprovalWatcher(threading.Thread):
+class ApprovalWatcher(threading.Thread):
     """Decides the parked calls of one container with the Sandbox's
     approval callback, over its control socket; or, with approval="cli",
     prints the command a person types.  The gate's timeout denies whatever
@@ -67,24 +76,25 @@ class _ApprovalWatcher(threading.Thread):
     coroutine function (or a callback that returns an awaitable) is run
     to completion on that thread's own event loop."""
 
-    def __init__(self, sandbox, container_id):
+    def __init__(self, sandbox: Sandbox, container_id: str) -> None:
         super().__init__(name="tollgate-sdk-approval", daemon=True)
         self.sb = sandbox
         self.cid = container_id
+        assert sandbox.root is not None, "the Sandbox has started"
         self.sock = os.path.join(sandbox.root, container_id, "control.sock")
         self.stopping = threading.Event()
-        self.seen = set()
-        self.decisions = []
-        self.deciders = []
+        self.seen: set[str] = set()
+        self.decisions: list[tuple[str, str, str, str]] = []
+        self.deciders: list[threading.Thread] = []
 
-    def stop(self):
+    def stop(self) -> None:
         self.stopping.set()
         if self.is_alive():
             self.join(timeout=10)
         for t in self.deciders:
             t.join(timeout=1)
 
-    def run(self):
+    def run(self) -> None:
         while not self.stopping.wait(0.05):
             try:
                 reply = control_request(self.sock, {"verb": "pending"}, timeout=2)
@@ -102,11 +112,13 @@ class _ApprovalWatcher(threading.Thread):
                 self.deciders = [d for d in self.deciders if d.is_alive()] + [t]
                 t.start()
 
-    def decide(self, p):
+    def decide(self, p: dict[str, Any]) -> None:
         req = ApprovalRequest(call_id=p["call"], tool=p.get("tool") or "", args=p.get("args") or {},
                               reason=p.get("reason") or "", container=self.cid,
                               waiting_ms=p.get("waiting_ms") or 0, timeout_ms=p.get("timeout_ms") or 0)
         cb = self.sb.approval
+        if cb is None:
+            return
         if cb == "cli":
             tg = self.sb.tollgate
             # the container's words, escaped for the person's terminal
@@ -132,5 +144,5 @@ class _ApprovalWatcher(threading.Thread):
             pass  # the call ended meanwhile (timeout, container stopped)
 
 
-async def _awaited(aw):
+async def _awaited(aw: Awaitable[Any]) -> Any:
     return await aw

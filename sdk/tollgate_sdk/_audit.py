@@ -5,8 +5,16 @@ the gate before each answer; the SDK reports from it rather than from what
 its own tool server saw, so calls that never reached Python (denied,
 over budget, malformed, exec or MCP tools) are in the result too.
 """
+from __future__ import annotations
+
 import dataclasses
 import json
+from typing import Any
+
+from ._errors import REFUSALS, ToolDenied
+
+# one audit record: a JSON object of the log (docs/audit.md)
+Record = dict[str, Any]
 
 # "unknown": a call the sidecar had in flight when it died (docs/audit.md)
 ATTEMPT_EVENTS = ("call", "intent", "unanswerable", "unknown")
@@ -17,7 +25,7 @@ class Call:
     """One governed call attempt, as the gate recorded it."""
     call_id: str
     tool: str
-    args: object
+    args: Any
     decision: str          # "allow" or "deny"
     reason: str
     approver: str          # "policy", "uid:0", "hook:NAME", "timeout", ...
@@ -26,26 +34,24 @@ class Call:
     seq: int = 0
     intent: bool = False   # an irreversible tool: its intent was on disk before it ran
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
     @property
-    def refused(self):
+    def refused(self) -> bool:
         """True when tollgate refused the call (it never ran)."""
-        from ._errors import REFUSALS
         return self.outcome in REFUSALS
 
-    def error(self):
+    def error(self) -> ToolDenied | None:
         """The refusal as the host-side ToolDenied subclass the program saw
         (its in-container twin), or None when the call was not refused."""
-        from ._errors import REFUSALS
         cls = REFUSALS.get(self.outcome)
         return cls(self.message, tool=self.tool, call_id=self.call_id) if cls else None
 
 
-def read_records(path):
+def read_records(path: str) -> list[Record]:
     """The audit log's records, [] when there is none yet."""
-    out = []
+    out: list[Record] = []
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             for line in f:
@@ -53,29 +59,32 @@ def read_records(path):
                 if not line:
                     continue
                 try:
-                    out.append(json.loads(line))
+                    r = json.loads(line)
                 except ValueError:
                     break  # a torn last line: what is before it still stands
+                if isinstance(r, dict):
+                    out.append(r)
     except FileNotFoundError:
         pass
     return out
 
 
-def calls_of_last_run(records):
+def calls_of_last_run(records: list[Record]) -> list[Call]:
     """The calls after the last `open` record (one container run)."""
     start = 0
     for i, r in enumerate(records):
         if r.get("event") == "open":
             start = i
-    calls, by_id = [], {}
+    calls: list[Call] = []
+    by_id: dict[str, Call] = {}
     for r in records[start:]:
         ev = r.get("event")
         if ev == "outcome" or (ev == "unknown" and r.get("call") in by_id):
             # an intent's outcome, or the sidecar died with it in flight
-            c = by_id.get(r.get("call"))
-            if c is not None:
-                c.outcome = r.get("outcome") or ""
-                c.message = r.get("message") or ""
+            known = by_id.get(str(r.get("call")))
+            if known is not None:
+                known.outcome = r.get("outcome") or ""
+                known.message = r.get("message") or ""
             continue
         if ev not in ATTEMPT_EVENTS:
             continue
@@ -92,7 +101,7 @@ def calls_of_last_run(records):
     return calls
 
 
-def anomalies_of_last_run(records):
+def anomalies_of_last_run(records: list[Record]) -> list[Record]:
     """The "anomaly" records after the last `open` record (docs/policy.md,
     "Anomaly limits")."""
     start = 0
@@ -102,7 +111,7 @@ def anomalies_of_last_run(records):
     return [r for r in records[start:] if r.get("event") == "anomaly"]
 
 
-def anomaly_stop_of_last_run(records):
+def anomaly_stop_of_last_run(records: list[Record]) -> Record | None:
     """The first "anomaly" record of the last run whose action is stop (the
     one that stopped it), or None."""
     for r in anomalies_of_last_run(records):
@@ -111,18 +120,19 @@ def anomaly_stop_of_last_run(records):
     return None
 
 
-def budget_used(calls, policy, records=None):
+def budget_used(calls: list[Call], policy: dict[str, Any], records: list[Record] | None = None) -> dict[str, Any]:
     """What the calls spent of the policy's budgets: every attempt counts
     toward calls (as tollgate counts them); cost and irreversible count the
     calls that were allowed to run; anomalies, the anomaly limits the run
     reached (from the log's records, when given)."""
     tools = policy.get("tools", {})
-    used = {"calls": 0, "cost": 0, "irreversible": 0, "tools": {},
+    tool_counts: dict[str, int] = {}
+    used: dict[str, Any] = {"calls": 0, "cost": 0, "irreversible": 0, "tools": tool_counts,
             "anomalies": len(anomalies_of_last_run(records or []))}
     for c in calls:
         used["calls"] += 1
         if c.tool:
-            used["tools"][c.tool] = used["tools"].get(c.tool, 0) + 1
+            tool_counts[c.tool] = tool_counts.get(c.tool, 0) + 1
         if c.decision == "allow":
             spec = tools.get(c.tool, {})
             used["cost"] += spec.get("cost", 0)
@@ -131,7 +141,7 @@ def budget_used(calls, policy, records=None):
     return used
 
 
-def may_have_run(call):
+def may_have_run(call: Call) -> bool:
     """Did an irreversible call (possibly) do its work?  After an intent
     record only "ok" and "tool_failed" are certain; no outcome, a timeout or
     a stopped container leave it possibly done, so it counts as done, and

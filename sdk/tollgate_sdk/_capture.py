@@ -8,9 +8,18 @@ bytes of it are kept, the rest is read, counted and dropped; a callback
 has exited the reader gives the pipe LINGER seconds to reach its end (a
 child the program left behind may hold it open) before it stops.
 """
+from __future__ import annotations
+
 import codecs
+import os
+import select
 import subprocess
 import threading
+import time
+from typing import IO, Any, Callable, Optional
+
+# a callable given the text of a stream as it arrives
+TextCallback = Callable[[str], object]
 
 LINGER = 2.0
 TAIL = 4096  # bytes of each stream's end always kept (the cell trailer lives there)
@@ -23,11 +32,12 @@ NOTICE = b"tollgate: warning: "
 
 
 class Stream:
-    def __init__(self, name, f, cap, callback, divert=None):
+    def __init__(self, name: str, f: IO[bytes], cap: int, callback: Optional[TextCallback],
+                 divert: bytes | None = None) -> None:
         self.name = name
         self.divert = divert      # a line prefix taken out while it leads the stream
         self.pending = b""
-        self.diverted = []
+        self.diverted: list[str] = []
         self.f = f
         self.cap = cap
         self.callback = callback
@@ -43,12 +53,10 @@ class Stream:
         self.thread = threading.Thread(target=self._drain, name="tollgate-sdk-" + name, daemon=True)
         self.thread.start()
 
-    def _drain(self):
+    def _drain(self) -> None:
         # Reads on the descriptor with select, not on the file object: a
         # thread blocked in read1() holds the file's lock, so closing it to
         # stop a drain whose pipe a sandbox keeps open would block too.
-        import os
-        import select
         fd = self.f.fileno()
         try:
             while True:
@@ -90,7 +98,7 @@ class Stream:
             if rest:
                 self._safe(rest)
 
-    def _take_notices(self, chunk):
+    def _take_notices(self, chunk: bytes) -> bytes:
         """While the stream starts with tollgate's notice lines, keep them
         apart; return what is the program's."""
         data = self.pending + chunk
@@ -113,22 +121,25 @@ class Stream:
             data = data[nl + 1:]
         return data
 
-    def _call(self, chunk):
+    def _call(self, chunk: bytes) -> None:
         text = self.decoder.decode(chunk)
         if text:
             self._safe(text)
 
-    def _safe(self, text):
+    def _safe(self, text: str) -> None:
+        cb = self.callback
+        if cb is None:
+            return
         try:
-            self.callback(text)
+            cb(text)
         except Exception:  # a broken callback must not stop the draining
             self.callback = None
 
     @property
-    def dropped(self):
+    def dropped(self) -> int:
         return max(0, self.total - len(self.buf))
 
-    def reset(self, cap, callback):
+    def reset(self, cap: int, callback: Optional[TextCallback]) -> None:
         """Forget what came so far (a warm container's wait) and start
         counting for one run."""
         with self.lock:
@@ -136,11 +147,10 @@ class Stream:
             self.cap, self.callback = cap, callback
             self.divert, self.pending = None, b""
 
-    def wait_for(self, mark, deadline_s, abort=None):
+    def wait_for(self, mark: bytes, deadline_s: float, abort: Optional[Callable[[], bool]] = None) -> bool:
         """Wait until the stream's end holds mark (or it ended, or the
         time passed, or abort(), asked twice a second, says so).  True
         when the mark came."""
-        import time
         end = time.monotonic() + deadline_s
         with self.lock:
             while mark not in self.tail:
@@ -160,12 +170,14 @@ class Stream:
 
 
 class Capture:
-    def __init__(self, proc, cap, on_stdout=None, on_stderr=None):
+    def __init__(self, proc: subprocess.Popen[bytes], cap: int, on_stdout: Optional[TextCallback] = None,
+                 on_stderr: Optional[TextCallback] = None) -> None:
+        assert proc.stdout is not None and proc.stderr is not None, "the process's output is piped"
         self.cap = cap
         self.out = Stream("stdout", proc.stdout, cap, on_stdout)
         self.err = Stream("stderr", proc.stderr, cap, on_stderr, divert=NOTICE)
 
-    def finish(self, linger=LINGER):
+    def finish(self, linger: float = LINGER) -> None:
         for s in (self.out, self.err):
             s.thread.join(linger)
         for s in (self.out, self.err):
@@ -177,11 +189,11 @@ class Capture:
             except OSError:
                 pass
 
-    def text(self, s, strip_tail=b""):
+    def text(self, s: Stream, strip_tail: bytes = b"") -> str:
         return stream_text(s, strip_tail)
 
 
-def stream_text(s, strip_tail=b""):
+def stream_text(s: Stream, strip_tail: bytes = b"") -> str:
     """(text, bytes cut) of a stream, without strip_tail (the SDK's own
     trailer) at its end; the trailer is not counted as cut either."""
     with s.lock:
@@ -200,13 +212,14 @@ def stream_text(s, strip_tail=b""):
     return t
 
 
-def wait_capture(proc, cap, timeout, on_timeout, on_stdout=None, on_stderr=None, abort=None):
+def wait_capture(proc: subprocess.Popen[bytes], cap: int, timeout: float, on_timeout: Callable[[], Any],
+                 on_stdout: Optional[TextCallback] = None, on_stderr: Optional[TextCallback] = None,
+                 abort: Optional[Callable[[], bool]] = None) -> tuple[Capture, bool]:
     """Wait for proc, capturing its output; on timeout call on_timeout()
     (which must make proc end) and wait again.  abort(), asked twice a
     second, may end the wait early the same way (an OOM kill under runsc
     can leave the exec waiting on a sandbox that will never answer).
     Returns (Capture, timed out?); the Capture is finished."""
-    import time
     c = Capture(proc, cap, on_stdout, on_stderr)
     timed_out = False
     end = time.monotonic() + timeout
@@ -218,7 +231,7 @@ def wait_capture(proc, cap, timeout, on_timeout, on_stdout=None, on_stderr=None,
             except subprocess.TimeoutExpired:
                 if time.monotonic() >= end:
                     raise
-                if abort():
+                if abort is not None and abort():
                     on_timeout()
                     break
     except subprocess.TimeoutExpired:

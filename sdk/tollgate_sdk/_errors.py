@@ -4,6 +4,12 @@ Every one of them is a TollgateSDKError.  None of them is ever raised after
 running anything on the host instead of in the sandbox: when no sandbox can
 be had, the answer is SandboxUnavailable, never a fallback.
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from ._sandbox import Result
 
 import re
 
@@ -18,6 +24,12 @@ class ToolDefinitionError(TollgateSDKError, ValueError):
     cannot say.  The message names the function, the parameter and the fix."""
 
 
+class InvalidArgument(TollgateSDKError, ValueError):
+    """An argument the SDK cannot take as given (a Sandbox option, a
+    session cell, a mount, a size).  The message names it and the fix.
+    A ValueError too, as such mistakes were before."""
+
+
 class SandboxUnavailable(TollgateSDKError):
     """No hardened sandbox can be started here (runsc or tollgate missing,
     not root, no rootfs).  The message names the fix.  Nothing ran."""
@@ -28,7 +40,7 @@ class PolicyError(TollgateSDKError):
     holds tollgate's positioned messages (FILE:LINE:COLUMN: FIELD: what is
     wrong), .policy_path the file they refer to."""
 
-    def __init__(self, messages, policy_path=None):
+    def __init__(self, messages: list[str], policy_path: str | None = None) -> None:
         self.messages = list(messages)
         self.policy_path = policy_path
         super().__init__("the policy was refused:\n" + "\n".join(self.messages))
@@ -39,17 +51,17 @@ class ProgramFailed(TollgateSDKError):
     .stderr_tail (its last lines, ready to feed back to a model) and .result
     (the whole Result: stdout, calls, budget used, audit log)."""
 
-    def __init__(self, result, tail_lines=15, what=None):
+    def __init__(self, result: Result, tail_lines: int = 15, what: str | None = None) -> None:
         self.result = result
         self.exit_status = result.exit_status
         lines = (result.stderr or "").rstrip("\n").split("\n")
         self.stderr_tail = "\n".join(lines[-tail_lines:])
-        if what is None and getattr(result, "stopped_by", ""):
+        if what is None and result.stopped_by:
             what = "an anomaly limit stopped the run: %s; the program's status %d" % (
                 result.stopped_by, self.exit_status)
         if what is None:
             what = "the program exited with status %d" % self.exit_status
-            if getattr(result, "oom_killed", False):
+            if result.oom_killed:
                 what += " (killed for running out of memory: its memory limit is %s)" % result.memory_limit
         super().__init__("%s; the end of its stderr:\n%s" % (what, self.stderr_tail))
 
@@ -62,7 +74,8 @@ class CellTimeout(ProgramFailed):
     the session, its variables and files live on.  A fresh run's container
     is killed.  .result holds what it printed before."""
 
-    def __init__(self, result, timeout, how):
+    def __init__(self, result: Result, timeout: float,
+                 how: Literal["interrupted", "abandoned", "killed", "lost"]) -> None:
         self.timeout = timeout
         self.how = how
         self.interrupted = how == "interrupted"
@@ -85,12 +98,28 @@ class SessionLimit(TollgateSDKError):
     """This process already holds as many live sessions as its cap allows."""
 
 
+class SessionClosed(TollgateSDKError):
+    """A run or a file operation on a session that is closed: by close(),
+    its with block, its Sandbox's close(), pause(), or an interpreter that
+    ended.  Open another with sandbox.session()."""
+
+
+class ContainerError(TollgateSDKError):
+    """tollgate could not make, start or describe a container (`tollgate
+    spec`, `create` or `start` failed, or did not answer in time).  The
+    message carries tollgate's own words; nothing of the program ran."""
+
+
+class PauseError(TollgateSDKError):
+    """A session could not be paused or resumed; the message says why."""
+
+
 class FileOperationError(TollgateSDKError):
     """session.files refused or failed an operation: a path outside the
     writable area, a link on the way, a missing file, a size over the cap.
     .path names the file."""
 
-    def __init__(self, message, path=None):
+    def __init__(self, message: str, path: object = None) -> None:
         self.path = path
         super().__init__(message)
 
@@ -103,7 +132,8 @@ class ToolDenied(TollgateSDKError):
 
     code = "denied"
 
-    def __init__(self, message, tool=None, call_id=None, code=None):
+    def __init__(self, message: str, tool: str | None = None, call_id: str | None = None,
+                 code: str | None = None) -> None:
         self.message = message
         self.tool = tool
         self.call_id = call_id
@@ -111,7 +141,7 @@ class ToolDenied(TollgateSDKError):
             self.code = code
         super().__init__(message)
 
-    def __str__(self):
+    def __str__(self) -> str:
         return refusal_text(self.code, self.message)
 
 
@@ -139,17 +169,17 @@ class AnomalyDetected(ToolDenied):
     code = "anomaly"
 
     @property
-    def limit(self):
+    def limit(self) -> str | None:
         m = re.search(r"\((denials_in_a_row|denials_in_window|calls_per_second|failures_in_a_row|"
                       r"result_bytes): ", self.message or "")
         return m.group(1) if m else None
 
 
-REFUSALS = {c.code: c for c in (ToolDenied, ApprovalTimeout, BudgetExhausted, BadRequest,
+REFUSALS: dict[str, type[ToolDenied]] = {c.code: c for c in (ToolDenied, ApprovalTimeout, BudgetExhausted, BadRequest,
                                 UnknownTool, AnomalyDetected)}
 
 
-def refusal_text(code, message):
+def refusal_text(code: str, message: str) -> str:
     """'code: message', without saying the code twice when the message
     already starts with it (the gate's denials read 'denied: why')."""
     m = message or ""

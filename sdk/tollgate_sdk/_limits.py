@@ -3,7 +3,12 @@ read-only host mounts (validated before the shim validates and pins them
 again) and lower resource limits (memory, cpus, pids, tmp), whose
 ceilings are the host config's profile (docs/sdk.md, Files and mounts,
 Resources)."""
+from __future__ import annotations
+
 import os
+from typing import Mapping, TypedDict, Union
+
+from ._errors import InvalidArgument
 
 
 # Where a mount may not go: the places the profile, the bridge and the SDK
@@ -14,52 +19,65 @@ _RESERVED = ("/app", "/tmp", "/run", "/proc", "/sys", "/dev", "/etc", "/usr", "/
 _HOST_SPECIAL = ("/proc", "/sys", "/dev", "/run", "/boot")
 
 
-def _check_mounts(mounts):
+def check_mounts(mounts: Mapping[str, str | os.PathLike[str]] | None) -> list[tuple[str, str]]:
     """[(destination, source)] from Sandbox(mounts=...), or ValueError
     naming the entry and the rule.  The shim validates and pins every bind
     again when the container is made (docs/hardening.md)."""
     if mounts is None:
         return []
-    if not isinstance(mounts, dict):
-        raise ValueError('mounts must be a dict such as {"/data": "/srv/datasets/x"}')
-    out = []
+    if not isinstance(mounts, Mapping):
+        raise InvalidArgument('mounts must be a dict such as {"/data": "/srv/datasets/x"}')
+    out: list[tuple[str, str]] = []
     for dest, src in mounts.items():
         if not isinstance(dest, str) or not dest.startswith("/") or os.path.normpath(dest) != dest \
                 or dest == "/" or "\0" in dest:
-            raise ValueError("mounts: the destination %r must be a normalised absolute path other than /"
+            raise InvalidArgument("mounts: the destination %r must be a normalised absolute path other than /"
                              % (dest,))
         for r in _RESERVED:
             if dest == r or dest.startswith(r + "/") or r.startswith(dest + "/"):
-                raise ValueError("mounts: %s is (or holds) %s, which the sandbox owns; mount it "
+                raise InvalidArgument("mounts: %s is (or holds) %s, which the sandbox owns; mount it "
                                  "elsewhere, e.g. /data" % (dest, r))
         if not isinstance(src, (str, os.PathLike)):
-            raise ValueError("mounts[%r]: the source must be a host path" % dest)
+            raise InvalidArgument("mounts[%r]: the source must be a host path" % dest)
         src = os.fspath(src)
         if not os.path.isabs(src) or "\0" in src:
-            raise ValueError("mounts[%r]: the source %r must be an absolute host path" % (dest, src))
+            raise InvalidArgument("mounts[%r]: the source %r must be an absolute host path" % (dest, src))
         norm = os.path.normpath(src)
         if norm == "/":
-            raise ValueError("mounts[%r]: the host's / is never mounted into a sandbox; name the "
+            raise InvalidArgument("mounts[%r]: the host's / is never mounted into a sandbox; name the "
                              "directory the program needs" % dest)
         if os.path.realpath(norm) != norm:
-            raise ValueError("mounts[%r]: %s goes through a symbolic link (to %s); name the real "
+            raise InvalidArgument("mounts[%r]: %s goes through a symbolic link (to %s); name the real "
                              "directory: links are not followed out" % (dest, src, os.path.realpath(norm)))
         for h in _HOST_SPECIAL:
             if norm == h or norm.startswith(h + "/"):
-                raise ValueError("mounts[%r]: %s is under the host's %s, which is never mounted into a "
+                raise InvalidArgument("mounts[%r]: %s is under the host's %s, which is never mounted into a "
                                  "sandbox" % (dest, src, h))
         if not (os.path.isdir(norm) or os.path.isfile(norm)):
-            raise ValueError("mounts[%r]: %s is not a directory or a regular file on the host" % (dest, src))
+            raise InvalidArgument("mounts[%r]: %s is not a directory or a regular file on the host" % (dest, src))
         out.append((dest, norm))
     return out
 
 
+# a size: bytes, or text such as "512m" or "1g"
+Size = Union[int, str]
+
+
+
+class Resources(TypedDict, total=False):
+    """A Sandbox's lower limits: bytes, CPUs, processes, bytes."""
+    memory: int
+    cpus: float
+    pids: int
+    tmp: int
+
+
 RUNSC_TASKS_PER_PID = 4  # oci/limits.c: RUNSC_GUEST_PIDS(p) * RUNSC_HOST_TASKS_PER_GUEST = p / 2 * 8
-_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
+_UNITS: dict[str, int] = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
           "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30}
 
 
-def _parse_size(v, what):
+def parse_size(v: Size, what: str) -> int:
     if isinstance(v, int) and not isinstance(v, bool) and v > 0:
         return v
     if isinstance(v, str):
@@ -72,30 +90,31 @@ def _parse_size(v, what):
             n = -1
         if n > 0 and unit in _UNITS:
             return int(n * _UNITS[unit])
-    raise ValueError("%s=%r: give a size such as \"512m\", \"1g\" or a number of bytes" % (what, v))
+    raise InvalidArgument("%s=%r: give a size such as \"512m\", \"1g\" or a number of bytes" % (what, v))
 
 
-def _size_text(n):
+def size_text(n: int) -> str:
     for unit, size in (("g", 1 << 30), ("m", 1 << 20), ("k", 1 << 10)):
         if n % size == 0:
             return "%d%s" % (n // size, unit)
     return "%d bytes" % n
 
 
-def _check_resources(memory, cpus, pids, tmp):
-    r = {}
+def check_resources(memory: Size | None, cpus: float | None, pids: int | None,
+                    tmp: Size | None) -> Resources:
+    r: Resources = {}
     if memory is not None:
-        r["memory"] = _parse_size(memory, "memory")
-        if r["memory"] < (16 << 20):
-            raise ValueError("memory=%r: at least 16m, or Python cannot start" % (memory,))
+        r["memory"] = memory_bytes = parse_size(memory, "memory")
+        if memory_bytes < (16 << 20):
+            raise InvalidArgument("memory=%r: at least 16m, or Python cannot start" % (memory,))
     if tmp is not None:
-        r["tmp"] = _parse_size(tmp, "tmp")
+        r["tmp"] = parse_size(tmp, "tmp")
     if cpus is not None:
         if isinstance(cpus, bool) or not isinstance(cpus, (int, float)) or not cpus > 0:
-            raise ValueError("cpus=%r: give a number of CPUs such as 0.5 or 2" % (cpus,))
+            raise InvalidArgument("cpus=%r: give a number of CPUs such as 0.5 or 2" % (cpus,))
         r["cpus"] = float(cpus)
     if pids is not None:
         if isinstance(pids, bool) or not isinstance(pids, int) or pids < 8:
-            raise ValueError("pids=%r: give a whole number of processes, at least 8" % (pids,))
+            raise InvalidArgument("pids=%r: give a whole number of processes, at least 8" % (pids,))
         r["pids"] = pids
     return r

@@ -11,12 +11,14 @@ id, or tg-<hex> for a prefix relative).  A Watch opens
 /dev/kmsg at its end before the run and reads what came after it.
 Root only; without /dev/kmsg it answers False (the doc says so).
 """
+from __future__ import annotations
+
 import errno
 import hashlib
 import os
 
 
-def backend_ids(cid, runtime):
+def backend_ids(cid: str, runtime: str) -> list[str]:
     # runsc knows a container by its own id unless another id of the root
     # is its prefix relative, then by tg-<32 hex of SHA-256> (docs/cli.md)
     if runtime == "runsc":
@@ -25,7 +27,7 @@ def backend_ids(cid, runtime):
 
 
 class Watch:
-    def __init__(self, cid, runtime):
+    def __init__(self, cid: str, runtime: str) -> None:
         self.ids = backend_ids(cid, runtime)
         self.found = False
         self.fd = -1
@@ -35,7 +37,7 @@ class Watch:
         except OSError:
             self.close()
 
-    def killed(self):
+    def killed(self) -> bool:
         """True when the kernel logged an OOM kill in this container's
         memory cgroup since the Watch began.  Reads at most 10000 records."""
         if self.fd < 0:
@@ -58,7 +60,7 @@ class Watch:
         self.found = found  # sticky: later calls read only what came since
         return found
 
-    def close(self):
+    def close(self) -> None:
         if self.fd >= 0:
             os.close(self.fd)
         self.fd = -1

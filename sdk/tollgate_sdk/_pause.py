@@ -11,43 +11,73 @@ Sandbox's), so budgets start again from it, and the audit log continues
 (<audit_dir>/<id>.jsonl, one hash chain).  Nothing governance-related is
 read from the image (docs/cli.md, checkpoint and restore).
 
+Where things live: with Sandbox(pause_dir=PD), the session's bundle is
+made in PD/bundles/<id> when the session opens and the image and record go
+to PD/<id>/, so a Sandbox closed after the pause, or another process, can
+resume it; without one, both live in the Sandbox's state directory and go
+with its close().
+
 runsc only here: runc's checkpoint needs criu, which cannot run on this
 project's machines (docs/cli.md).
+
+This module never imports _session at run time (Session imports it for
+pause(), Sandbox.resume hands it a fresh Session): no import cycle.
 """
+from __future__ import annotations
+
 import json
 import os
 import re
 import shutil
 import subprocess
+from typing import TYPE_CHECKING
 
-from ._errors import SandboxUnavailable, TollgateSDKError
+from ._errors import PauseError, SandboxUnavailable
+
+if TYPE_CHECKING:
+    from ._sandbox import Sandbox
+    from ._session import Session
 
 _ID = re.compile(r"^sdk-[0-9]+-[0-9]+-[0-9a-f]{6}$")
 
 
-class PauseError(TollgateSDKError):
-    """A session could not be paused or resumed; the message says why."""
-
-
-def pause_dir(sb):
-    d = sb.pause_dir or os.path.join(sb._state, "paused")
-    os.makedirs(d, mode=0o700, exist_ok=True)
+def pause_dir(sb: Sandbox) -> str:
+    """Where sb keeps paused sessions' images and records (made 0700 when
+    missing; 0711 when it also holds bundles, which the container reads)."""
+    d = sb.pause_dir or os.path.join(sb._state_dir(), "paused")
+    if not os.path.isdir(d):
+        os.makedirs(d, mode=0o700, exist_ok=True)
     return d
 
 
-def pause(session):
+def bundles_dir(sb: Sandbox) -> str:
+    """PD/bundles: the bundles of sb's sessions when it has a pause_dir.
+    The directories down to a bundle's app/ are searchable by all (the
+    container's uid reads /app); the images beside them stay 0700."""
+    d = os.path.join(pause_dir(sb), "bundles")
+    os.makedirs(d, exist_ok=True)
+    for p in (os.path.dirname(d), d):
+        mode = os.stat(p).st_mode & 0o777
+        if mode & 0o011 != 0o011:
+            os.chmod(p, mode | 0o011)
+    return d
+
+
+def pause(session: Session) -> str:
     sb = session.sb
-    session._need_open()
+    cid = session._need_open()
     if sb.runtime != "runsc":
         raise PauseError("pause needs runtime=\"runsc\": runc's checkpoint needs criu, which cannot run "
                          "on this machine's kernel (docs/cli.md); the session is still running")
-    cid = session.cid
     where = os.path.join(pause_dir(sb), cid)
     os.makedirs(where, mode=0o700, exist_ok=True)
     image = os.path.join(where, "image")
     with session._lock:
-        p = subprocess.run(sb._tg("checkpoint", "--image-path", image, cid), capture_output=True, text=True,
-                           timeout=300)
+        try:
+            p = subprocess.run(sb._tg("checkpoint", "--image-path", image, cid), capture_output=True,
+                               text=True, timeout=300)
+        except subprocess.TimeoutExpired:
+            p = subprocess.CompletedProcess([], 1, "", "did not finish within 300 s")
         if p.returncode != 0:
             shutil.rmtree(where, ignore_errors=True)
             raise PauseError("tollgate checkpoint %s: %s; the session is still running"
@@ -61,8 +91,10 @@ def pause(session):
     return cid
 
 
-def resume(sb, pause_id):
-    from ._session import Session
+def restore(s: Session, pause_id: str) -> None:
+    """Restore the paused session pause_id into s, a Session of its
+    Sandbox that was never opened."""
+    sb = s.sb
     if not isinstance(pause_id, str) or not _ID.match(pause_id):
         raise PauseError("%r is not a pause id (what session.pause() returned)" % (pause_id,))
     sb.start()
@@ -71,16 +103,18 @@ def resume(sb, pause_id):
         with open(os.path.join(where, "session.json"), encoding="utf-8") as f:
             rec = json.load(f)
     except (OSError, ValueError):
+        rec = None
+    bundle, token = (rec.get("bundle"), rec.get("token")) if isinstance(rec, dict) else (None, None)
+    if not isinstance(rec, dict) or not isinstance(bundle, str) or not isinstance(token, str):
         raise PauseError("no paused session %s in %s (pause ids live in the Sandbox's pause_dir)"
-                         % (pause_id, pause_dir(sb))) from None
+                         % (pause_id, pause_dir(sb)))
     if rec.get("runtime") != sb.runtime:
         raise PauseError("session %s was paused under %s; resume it with a runtime=%r Sandbox"
                          % (pause_id, rec.get("runtime"), rec.get("runtime")))
-    bundle = rec["bundle"]
     if not os.path.isfile(os.path.join(bundle, "config.json")):
-        raise PauseError("session %s's bundle %s is gone (its Sandbox was closed without a pause_dir "
-                         "kept apart): it cannot be resumed" % (pause_id, bundle))
-    s = Session(sb)
+        raise PauseError("session %s's bundle %s is gone (it was paused by a Sandbox without a "
+                         "pause_dir, which keeps it only until its close()): it cannot be resumed"
+                         % (pause_id, bundle))
     s._reserve()
     try:
         out_path = os.path.join(bundle, "restore.out")
@@ -94,9 +128,11 @@ def resume(sb, pause_id):
             if "(gVisor) not found" in msg:
                 raise SandboxUnavailable(msg)
             raise PauseError("tollgate restore %s: %s" % (pause_id, msg or "failed"))
-        s._adopt(pause_id, rec["token"], bundle)
+        s._adopt(pause_id, token, bundle)
+    except subprocess.TimeoutExpired:
+        s._unreserve()
+        raise PauseError("tollgate restore %s did not finish within 300 s" % pause_id) from None
     except BaseException:
         s._unreserve()
         raise
     shutil.rmtree(where, ignore_errors=True)
-    return s

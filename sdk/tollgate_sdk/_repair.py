@@ -14,12 +14,18 @@ timeout or a stopped container counts as made).  So a refund a failed
 attempt issued is refused on the host the second time, whatever the
 model's rewrite does, and the refusal lands in the new audit log.
 """
+from __future__ import annotations
+
 import copy
 import dataclasses
 import os
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from ._audit import may_have_run
 from ._errors import ProgramFailed
+
+if TYPE_CHECKING:
+    from ._sandbox import Result, Sandbox
 
 DEFAULT_MAX_TOOL_CALLS = 50  # tollgate's cap when a policy sets none
 
@@ -27,16 +33,17 @@ DEFAULT_MAX_TOOL_CALLS = 50  # tollgate's cap when a policy sets none
 class Usage:
     """What earlier attempts used, from their Results."""
 
-    def __init__(self, once=None):
+    def __init__(self, once: Mapping[str, Sequence[str]] | None = None) -> None:
         self.calls = 0
-        self.cost = 0
+        self.cost: float = 0
         self.irreversible = 0
-        self.per_tool = {}
-        self.done = []   # (tool, args, audit log, seq) of irreversible calls that (may have) run
+        self.per_tool: dict[str, int] = {}
+        # (tool, args, audit log, seq) of irreversible calls that (may have) run
+        self.done: list[tuple[str, Any, str, int]] = []
         self.once = dict(once or {})  # tool -> argument names that identify "the same" call
 
-    def add(self, result, policy):
-        tools = policy.get("tools", {})
+    def add(self, result: Result, policy: dict[str, Any] | None) -> None:
+        tools = (policy or {}).get("tools", {})
         for c in result.calls:
             self.calls += 1
             self.per_tool[c.tool] = self.per_tool.get(c.tool, 0) + 1
@@ -47,7 +54,7 @@ class Usage:
                 self.irreversible += 1
                 self.done.append((c.tool, c.args or {}, result.audit_log, c.seq))
 
-    def lowered(self, policy):
+    def lowered(self, policy: dict[str, Any]) -> dict[str, Any]:
         """policy with every budget lowered by what was used and the
         irreversible calls already made turned into denials."""
         p = copy.deepcopy(policy)
@@ -78,20 +85,23 @@ class Usage:
 @dataclasses.dataclass
 class RepairOutcome:
     succeeded: bool
-    attempts: list      # Result per attempt
-    feedback: list      # what was fed back to the model, per failed attempt
+    attempts: list[Result]  # one per attempt
+    feedback: list[str]     # what was fed back to the model, per failed attempt
     usage: Usage
 
 
-def repair(sandbox, write_program, retries=1, once=None, tail_lines=15, timeout=None):
+def repair(sandbox: Sandbox, write_program: Callable[[str | None], str], *, retries: int = 1,
+           once: Mapping[str, Sequence[str]] | None = None, tail_lines: int = 15,
+           timeout: float | None = None) -> RepairOutcome:
     """Run write_program(None)'s program; while it fails and retries are
     left, call write_program(feedback) with the failure's stderr tail and
     run that.  Budgets span the attempts (see the module's doc).  once maps
     a tool to the arguments that identify a repeat ({"issue_refund":
     ["order_id"]}); by default all of a call's arguments do."""
     usage = Usage(once)
-    attempts, feedback = [], []
-    fb = None
+    attempts: list[Result] = []
+    feedback: list[str] = []
+    fb: str | None = None
     for _ in range(retries + 1):
         code = write_program(fb)
         path = sandbox.policy_for(usage)
@@ -99,7 +109,7 @@ def repair(sandbox, write_program, retries=1, once=None, tail_lines=15, timeout=
         if policy["budgets"]["max_tool_calls"] <= 0:
             break
         try:
-            result = sandbox.run(code, check=True, timeout=timeout, policy_path=path, _policy=policy)
+            result = sandbox._run(code, check=True, timeout=timeout, policy_path=path, policy=policy)
         except ProgramFailed as e:
             result = e.result
             usage.add(result, sandbox.policy)

@@ -22,6 +22,8 @@ Nothing ever runs on the host in place of the sandbox: when runsc, the
 tollgate binary, root or the rootfs is missing, run() raises
 SandboxUnavailable naming the fix before anything starts.
 """
+from __future__ import annotations
+
 import atexit
 import dataclasses
 import json
@@ -32,16 +34,30 @@ import subprocess
 import tempfile
 import threading
 import weakref
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping, Optional, Union
 
-from . import _audit as audit, _oom as oom_watch
-from ._approvals import ApprovalRequest, _ApprovalWatcher, control_request  # noqa: F401  (API)
-from ._capture import wait_capture
-from ._errors import CellTimeout, PolicyError, ProgramFailed, SandboxUnavailable
+from . import _audit as audit, _oom as oom_watch, _pause
+from ._approvals import ApprovalRequest, ApprovalWatcher, control_request
+from ._audit import Call
+from ._capture import TextCallback, wait_capture
+from ._errors import (CellTimeout, ContainerError, InvalidArgument, PolicyError, ProgramFailed,
+                      SandboxUnavailable)
+from ._limits import RUNSC_TASKS_PER_PID, Size, check_mounts, check_resources, parse_size, size_text
 from ._server import ToolServer
-from ._session import CELL_MAX, Session  # noqa: F401  (part of this module's API)
-from ._limits import RUNSC_TASKS_PER_PID, _check_mounts, _check_resources, _parse_size, _size_text  # noqa: F401
-from ._tools import as_tool
+from ._session import Session
+from ._tools import Tool, as_tool
 from ._warm import WarmPool
+
+if TYPE_CHECKING:
+    from ._repair import Usage
+
+# What Sandbox(approval=...) takes: nobody (None), a person at a terminal
+# ("cli"), or a callback given the parked call that answers True/False,
+# "allow"/"deny" or (answer, reason), or an awaitable of one.
+ApprovalCallback = Callable[[ApprovalRequest], Any]
+Approval = Union[None, Literal["cli"], ApprovalCallback]
+Runtime = Literal["runsc", "runc"]
+Policy = dict[str, Any]
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_TREE = os.path.normpath(os.path.join(HERE, "..", ".."))
@@ -77,8 +93,8 @@ class Result:
     stdout: str
     stderr: str
     exit_status: int
-    calls: list                 # audit.Call, in order, denied ones too
-    budget_used: dict           # {"calls", "cost", "irreversible", "tools": {name: n}, "anomalies"}
+    calls: list[Call]           # in order, denied ones too
+    budget_used: dict[str, Any]  # {"calls", "cost", "irreversible", "tools": {name: n}, "anomalies"}
     audit_log: str              # the run's audit log (tollgate audit verify PATH)
     container_id: str = ""
     timed_out: bool = False
@@ -87,20 +103,20 @@ class Result:
     timeout_how: str = ""       # when timed_out: "killed", "interrupted" or "abandoned"
     oom_killed: bool = False    # the kernel's OOM killer ended it
     memory_limit: str = ""
-    warnings: list = dataclasses.field(default_factory=list)  # tollgate's own notices (not the program's stderr)
+    warnings: list[str] = dataclasses.field(default_factory=list)  # tollgate's own notices (not the program's stderr)
     stopped_by: str = ""        # the anomaly limit that stopped the run, in words (docs/policy.md)
 
     @property
-    def ok(self):
+    def ok(self) -> bool:
         return self.exit_status == 0
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d["calls"] = [c.as_dict() for c in self.calls]
         return d
 
 
-def find_tollgate(explicit=None):
+def find_tollgate(explicit: str | None = None) -> str | None:
     """The tollgate binary: explicit, $TOLLGATE, the source tree's build/,
     then PATH.  None when there is none."""
     for c in (explicit, os.environ.get("TOLLGATE"), os.path.join(SOURCE_TREE, "build", "tollgate")):
@@ -111,14 +127,24 @@ def find_tollgate(explicit=None):
     return shutil.which("tollgate")
 
 
-def find_rootfs(explicit=None):
-    """The Python rootfs: explicit, $TOLLGATE_ROOTFS, the source tree's
-    build/rootfs/python (made by bundles/rootfs/python.sh)."""
-    for c in (explicit, os.environ.get("TOLLGATE_ROOTFS"),
-              os.path.join(SOURCE_TREE, "build", "rootfs", "python")):
+def find_rootfs(explicit: str | None = None, tollgate: str | None = None) -> str:
+    """The Python rootfs: explicit, $TOLLGATE_ROOTFS, else the one `make`
+    builds beside the tollgate binary (tollgate, default find_tollgate()):
+    build/rootfs/python beside build/tollgate, PREFIX/lib/tollgate/rootfs/python
+    beside PREFIX/bin/tollgate after `make install`; then the source
+    tree's build/rootfs/python.  The first that holds usr/bin/python3, or
+    the first of them, for the error that names it."""
+    for c in (explicit, os.environ.get("TOLLGATE_ROOTFS")):
         if c:
             return os.path.abspath(c)
-    return None
+    tg = tollgate or find_tollgate()
+    here = [os.path.join(os.path.dirname(tg), "rootfs", "python"),
+            os.path.join(os.path.dirname(tg), "..", "lib", "tollgate", "rootfs", "python")] if tg else []
+    candidates = [os.path.normpath(c) for c in here + [os.path.join(SOURCE_TREE, "build", "rootfs", "python")]]
+    for c in candidates:
+        if os.path.exists(os.path.join(c, "usr", "bin", "python3")):
+            return c
+    return candidates[0]
 
 
 class Sandbox:
@@ -160,61 +186,69 @@ class Sandbox:
                 Sandbox's state directory, gone at close())
     """
 
-    def __init__(self, tools=(), policy=None, budgets=None, runtime="runsc", image=None,
-                 approval=None, approval_timeout=None, host_config=None, runtime_path=None,
-                 audit_dir=None, root=None, tollgate=None, timeout=300, env=None,
-                 output_max=8 << 20, mounts=None, on_stdout=None, on_stderr=None,
-                 memory=None, cpus=None, pids=None, tmp=None, warm=0, pause_dir=None):
-        self.tools = [as_tool(t) for t in tools]
+    def __init__(self, tools: Iterable[object] = (), *, policy: Policy | str | os.PathLike[str] | None = None,
+                 budgets: Mapping[str, Any] | None = None, runtime: Runtime = "runsc",
+                 image: str | None = None, approval: Approval = None,
+                 approval_timeout: float | None = None, host_config: str | None = None,
+                 runtime_path: str | None = None, audit_dir: str | None = None, root: str | None = None,
+                 tollgate: str | None = None, timeout: float = 300, env: Iterable[str] | None = None,
+                 output_max: int = 8 << 20, mounts: Mapping[str, str | os.PathLike[str]] | None = None,
+                 on_stdout: Optional[TextCallback] = None, on_stderr: Optional[TextCallback] = None,
+                 memory: Size | None = None, cpus: float | None = None, pids: int | None = None,
+                 tmp: Size | None = None, warm: int = 0,
+                 pause_dir: str | os.PathLike[str] | None = None) -> None:
+        self.tools: list[Tool] = [as_tool(t) for t in tools]
         names = [t.name for t in self.tools]
         dup = {n for n in names if names.count(n) > 1}
         if dup:
-            raise ValueError("two tools are named %s; names must be unique" % ", ".join(sorted(dup)))
+            raise InvalidArgument("two tools are named %s; names must be unique" % ", ".join(sorted(dup)))
         if runtime not in ("runsc", "runc"):
-            raise ValueError('runtime must be "runsc" or "runc", not %r' % (runtime,))
+            raise InvalidArgument('runtime must be "runsc" or "runc", not %r' % (runtime,))
         if not (approval is None or approval == "cli" or callable(approval)):
-            raise ValueError('approval must be None, "cli" or a callable')
+            raise InvalidArgument('approval must be None, "cli" or a callable')
         self.base_policy, self.policy_dir = _load_policy(policy)
         self.budgets = dict(budgets or {})
-        self.runtime = runtime
-        self.image = find_rootfs(image)
-        self.approval = approval
+        self.runtime: Runtime = runtime
+        self.tollgate = find_tollgate(tollgate)
+        self.image = find_rootfs(image, self.tollgate)
+        self.approval: Approval = approval
         self.approval_timeout = approval_timeout
         self.host_config_path = host_config
         self.runtime_path = runtime_path
         self.audit_dir_arg = audit_dir
         self.root_arg = root
-        self.tollgate = find_tollgate(tollgate)
         self._tollgate_arg = tollgate
         self.timeout = timeout
         self.output_max = output_max
         self.env = list(env or [])
-        self.mounts = _check_mounts(mounts)
-        self.resources = _check_resources(memory, cpus, pids, tmp)
+        self.mounts = check_mounts(mounts)
+        self.resources = check_resources(memory, cpus, pids, tmp)
         if isinstance(warm, bool) or not isinstance(warm, int) or not 0 <= warm <= 16:
-            raise ValueError("warm=%r: the number of containers kept started, 0 to 16" % (warm,))
+            raise InvalidArgument("warm=%r: the number of containers kept started, 0 to 16" % (warm,))
         self.warm = warm
-        self._pool = None
+        self._pool: WarmPool | None = None
         self.pause_dir = os.path.abspath(pause_dir) if pause_dir else None
         for name, cb in (("on_stdout", on_stdout), ("on_stderr", on_stderr)):
             if cb is not None and not callable(cb):
-                raise ValueError("%s must be a callable taking the text as it arrives" % name)
+                raise InvalidArgument("%s must be a callable taking the text as it arrives" % name)
         self.on_stdout, self.on_stderr = on_stdout, on_stderr
-        self._server = None
-        self._state = None
-        self._spec = None
+        self._server: ToolServer | None = None
+        self._state: str | None = None
+        self._spec: dict[str, Any] | None = None
         self._count = 0
         self._lock = threading.Lock()
-        self._sessions = set()
-        self.active = set()     # ids of the containers running now (for approvals)
-        self.root = None
-        self.audit_dir = None
-        self.config_path = None
-        self.policy = None
+        self._sessions: set[Session] = set()
+        self.active: set[str] = set()  # ids of the containers running now (for approvals)
+        # set by start():
+        self.root = ""
+        self.audit_dir = ""
+        self.config_path = ""
+        self.policy_path = ""
+        self.policy: Policy | None = None  # the policy document, once started
 
     # ---- set-up ------------------------------------------------------------
 
-    def check_available(self):
+    def check_available(self) -> None:
         """Raise SandboxUnavailable, naming the fix, unless a hardened
         sandbox can start here.  Runs nothing."""
         if self.tollgate is None:
@@ -238,12 +272,14 @@ class Sandbox:
         elif shutil.which(self.runtime) is None:
             raise SandboxUnavailable("%s (%s) not found in PATH: %s; nothing was run"
                                      % (self.runtime, "gVisor" if self.runtime == "runsc" else "runc", fix))
-        if self.image is None or not os.path.exists(os.path.join(self.image, "usr", "bin", "python3")):
-            raise SandboxUnavailable("no Python rootfs at %s: build one with 'bash "
-                                     "bundles/rootfs/python.sh DIR' and pass image=DIR (or set "
-                                     "TOLLGATE_ROOTFS); nothing was run" % self.image)
+        if not os.path.exists(os.path.join(self.image, "usr", "bin", "python3")):
+            raise SandboxUnavailable("no Python rootfs at %s: 'make' in the tollgate checkout builds "
+                                     "build/rootfs/python (and 'make install' installs it beside "
+                                     "tollgate), or build one with 'bash bundles/rootfs/python.sh DIR' "
+                                     "and pass image=DIR (or set TOLLGATE_ROOTFS); nothing was run"
+                                     % self.image)
 
-    def _user_host_config(self):
+    def _user_host_config(self) -> dict[str, Any]:
         if not self.host_config_path:
             return {}
         try:
@@ -254,7 +290,7 @@ class Sandbox:
                                      % (self.host_config_path, e)) from None
         return cfg if isinstance(cfg, dict) else {}
 
-    def start(self):
+    def start(self) -> None:
         """Check, serve the tools, write the host config and the policy.
         run() calls it on first use; calling it again does nothing."""
         with self._lock:
@@ -302,9 +338,15 @@ class Sandbox:
                 shutil.rmtree(state, ignore_errors=True)
                 raise
 
-    def close(self):
-        """Stop serving the tools and remove the SDK's state (bundles,
-        policies, sockets).  Audit logs stay in audit_dir."""
+    def _state_dir(self) -> str:
+        if self._state is None:
+            raise InvalidArgument("the Sandbox is not started (or closed): call start() or run() first")
+        return self._state
+
+    def close(self) -> None:
+        """Close its sessions, stop serving the tools and remove the SDK's
+        state (bundles, policies, sockets).  Audit logs stay in audit_dir;
+        paused sessions stay in pause_dir, when it has one."""
         for s in list(self._sessions):
             s.close()
         if self._pool is not None:
@@ -319,19 +361,19 @@ class Sandbox:
                     shutil.rmtree(self._state, ignore_errors=True)
                 self._state = None
 
-    def __enter__(self):
+    def __enter__(self) -> Sandbox:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __del__(self):
+    def __del__(self) -> None:
         try:
             self.close()
         except Exception:
             pass
 
-    def pending(self):
+    def pending(self) -> list[dict[str, Any]]:
         """The calls waiting for approval in this Sandbox's running
         containers, as the control sockets report them (each with its
         "container")."""
@@ -345,29 +387,30 @@ class Sandbox:
                 out.append(dict(p, container=cid))
         return out
 
-    def decide(self, call_id, approve, reason=""):
+    def decide(self, call_id: str, approve: bool, reason: str = "") -> dict[str, Any]:
         """Approve or deny a parked call of one of this Sandbox's
         containers, as `tollgate approve|deny` does.  Returns the control
         socket's reply ({"ok": true} or {"ok": false, "error": ...})."""
         for p in self.pending():
             if p.get("call") == call_id:
-                req = {"verb": "approve" if approve else "deny", "call": call_id}
+                req: dict[str, Any] = {"verb": "approve" if approve else "deny", "call": call_id}
                 if reason:
                     req["reason"] = reason
                 return control_request(os.path.join(self.root, p["container"], "control.sock"), req)
         return {"ok": False, "error": "no call %s is waiting for approval" % call_id}
 
     @property
-    def tool_server(self):
+    def tool_server(self) -> ToolServer | None:
         return self._server
 
     # ---- policy --------------------------------------------------------------
 
-    def _policy_document(self, usage=None):
-        p = json.loads(json.dumps(self.base_policy))
+    def _policy_document(self, usage: Usage | None = None) -> Policy:
+        p: Policy = json.loads(json.dumps(self.base_policy))
         p.setdefault("version", 1)
         tools = p.setdefault("tools", {})
         for t in self.tools:
+            assert self._server is not None, "a Sandbox with tools serves them once started"
             entry = t.policy_entry(self._server.path)
             given = tools.get(t.name)
             if isinstance(given, dict):
@@ -384,27 +427,30 @@ class Sandbox:
             p = usage.lowered(p)
         return p
 
-    def _write_checked_policy(self, path, policy):
+    def _write_checked_policy(self, path: str, policy: Policy) -> None:
         _write_json(path, policy, 0o644)
         p = subprocess.run(self._tg("policy", "check", path), capture_output=True, text=True)
         if p.returncode != 0:
             msgs = [l for l in p.stderr.splitlines() if l.strip()] or [p.stdout.strip() or "refused"]
             raise PolicyError(msgs, path)
 
-    def policy_for(self, usage):
+    def policy_for(self, usage: Usage) -> str:
         """Write and check a policy lowered by usage (see repair.Usage);
         returns its path."""
         self.start()
         with self._lock:
             self._count += 1
             n = self._count
-        path = os.path.join(self._state, "policy-%d.json" % n)
+        path = os.path.join(self._state_dir(), "policy-%d.json" % n)
         self._write_checked_policy(path, self._policy_document(usage))
         return path
 
     # ---- running -------------------------------------------------------------
 
-    def _tg(self, *args):
+    def _tg(self, *args: str) -> list[str]:
+        if self.tollgate is None:
+            self.check_available()
+        assert self.tollgate is not None
         cmd = [self.tollgate]
         if self.root:
             cmd += ["--root", self.root]
@@ -413,33 +459,43 @@ class Sandbox:
         return cmd + ["--runtime", self.runtime] + list(args) if args and args[0] in (
             "run", "create") else cmd + list(args)
 
-    def _new_id(self):
+    def _new_id(self) -> str:
         with self._lock:
             self._count += 1
             return "sdk-%d-%d-%s" % (os.getpid(), self._count, secrets.token_hex(3))
 
-    def _bundle(self, cid, args, files=None):
+    def _bundle(self, cid: str, args: list[str], files: dict[str, str] | None = None,
+                parent: str | None = None) -> str:
         """A bundle from `tollgate spec` (cached), with args as the process
-        and files bind-mounted read-only at /app."""
+        and files bind-mounted read-only at /app; in parent (default: the
+        state directory's bundles/)."""
         with self._lock:
-            self._cache_spec()
-        return self._bundle_from_spec(cid, args, files)
+            spec = self._cache_spec()
+        return self._bundle_from_spec(spec, cid, args, files, parent)
 
-    def _cache_spec(self):
+    def _cache_spec(self) -> dict[str, Any]:
         if self._spec is None:
             self._load_spec()
             self._check_resources()
+        assert self._spec is not None
+        return self._spec
 
-    def _load_spec(self, state=None):
-        spec_dir = os.path.join(state or self._state, "spec")
+    def _load_spec(self, state: str | None = None) -> dict[str, Any]:
+        spec_dir = os.path.join(state or self._state_dir(), "spec")
         os.makedirs(spec_dir, exist_ok=True)
-        subprocess.run(self._tg("spec", "--bundle", spec_dir, "--rootfs", self.image, "--force"),
-                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        p = subprocess.run(self._tg("spec", "--bundle", spec_dir, "--rootfs", self.image, "--force"),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        if p.returncode != 0:
+            raise ContainerError("tollgate spec: %s" % (p.stderr.decode("utf-8", "replace").strip()
+                                                        or "exit status %d" % p.returncode))
         with open(os.path.join(spec_dir, "config.json"), encoding="utf-8") as f:
-            self._spec = json.load(f)
+            spec: dict[str, Any] = json.load(f)
+        self._spec = spec
+        return spec
 
-    def _bundle_from_spec(self, cid, args, files):
-        bundle = os.path.join(self._state, "bundles", cid)
+    def _bundle_from_spec(self, spec: dict[str, Any], cid: str, args: list[str],
+                          files: dict[str, str] | None, parent: str | None) -> str:
+        bundle = os.path.join(parent or os.path.join(self._state_dir(), "bundles"), cid)
         app = os.path.join(bundle, "app")
         os.makedirs(app)
         for d in (os.path.dirname(bundle), bundle, app):
@@ -456,7 +512,7 @@ class Sandbox:
             with open(fp, "w", encoding="utf-8") as f:
                 f.write(text)
             os.chmod(fp, 0o644)
-        config = json.loads(json.dumps(self._spec))
+        config = json.loads(json.dumps(spec))
         proc = config.setdefault("process", {})
         proc["terminal"] = False
         proc["cwd"] = "/"
@@ -474,10 +530,11 @@ class Sandbox:
         _write_json(os.path.join(bundle, "config.json"), config, 0o644)
         return bundle
 
-    def _ceilings(self):
+    def _ceilings(self) -> dict[str, float]:
         """The profile's limits, as `tollgate spec` gave them for this
         host config and backend: what a Sandbox may ask for at most."""
-        res = (self._spec.get("linux") or {}).get("resources") or {}
+        spec = self._spec or {}
+        res = (spec.get("linux") or {}).get("resources") or {}
         mem = (res.get("memory") or {}).get("limit") or 0
         cpu = res.get("cpu") or {}
         cpus = (cpu.get("quota") or 0) / (cpu.get("period") or 100000) if cpu.get("quota") else 0
@@ -485,24 +542,25 @@ class Sandbox:
         if self.runtime == "runsc":
             pids //= RUNSC_TASKS_PER_PID  # the profile's pids, as oci/limits.c scales them for runsc
         tmp = 0
-        for m in self._spec.get("mounts") or []:
+        for m in spec.get("mounts") or []:
             if m.get("destination") == "/tmp":
                 for o in m.get("options") or []:
                     if o.startswith("size="):
-                        tmp = _parse_size(o[5:], "tmp")
+                        tmp = parse_size(o[5:], "tmp")
         return {"memory": mem, "cpus": cpus, "pids": pids, "tmp": tmp}
 
-    def _check_resources(self):
+    def _check_resources(self) -> None:
         ceil = self._ceilings()
         for key, want in self.resources.items():
             top = ceil.get(key) or 0
-            if top and want > top:
-                show = _size_text if key in ("memory", "tmp") else str
-                raise ValueError("Sandbox(%s=%s) is above the ceiling of %s that the host config's profile "
+            if top and isinstance(want, (int, float)) and want > top:
+                def show(v: float) -> str:
+                    return size_text(int(v)) if key in ("memory", "tmp") else str(v)
+                raise InvalidArgument("Sandbox(%s=%s) is above the ceiling of %s that the host config's profile "
                                  "sets; ask for at most %s, or use a host config whose profile allows more "
                                  "(e.g. \"profile\": \"relaxed\")" % (key, show(want), show(top), show(top)))
 
-    def _apply_resources(self, config):
+    def _apply_resources(self, config: dict[str, Any]) -> None:
         r = self.resources
         res = config.setdefault("linux", {}).setdefault("resources", {})
         if "memory" in r:
@@ -523,17 +581,18 @@ class Sandbox:
                     m["options"] = [o for o in m.get("options") or [] if not o.startswith("size=")] + \
                         ["size=%dk" % ((r["tmp"] + 1023) >> 10)]
 
-    def memory_text(self):
+    def memory_text(self) -> str:
         limit = self.resources.get("memory") or self._ceilings().get("memory") or 0
-        return _size_text(limit) if limit else "the profile's"
+        return size_text(int(limit)) if limit else "the profile's"
 
-    def _result(self, cid, out, err, status, timed_out, policy, first=0, calls_so_far=None):
+    def _result(self, cid: str, out: str, err: str, status: int, timed_out: bool, policy: Policy | None,
+                first: int = 0) -> Result:
         log = os.path.join(self.audit_dir, cid + ".jsonl")
         records = audit.read_records(log)
         all_calls = audit.calls_of_last_run(records)
         calls = all_calls[first:]
         result = Result(stdout=out, stderr=err, exit_status=status, calls=calls,
-                        budget_used=audit.budget_used(all_calls, policy, records), audit_log=log,
+                        budget_used=audit.budget_used(all_calls, policy or {}, records), audit_log=log,
                         container_id=cid, timed_out=timed_out)
         stop = audit.anomaly_stop_of_last_run(records)
         if stop is not None:
@@ -546,17 +605,25 @@ class Sandbox:
                 result.stderr += "\ntollgate_sdk: an anomaly limit stopped the run: %s\n" % result.stopped_by
         return result
 
-    def run(self, code, *, check=True, timeout=None, shell=False, policy_path=None, _policy=None,
-            on_stdout=None, on_stderr=None):
+    def run(self, code: str, *, check: bool = True, timeout: float | None = None, shell: bool = False,
+            on_stdout: Optional[TextCallback] = None, on_stderr: Optional[TextCallback] = None) -> Result:
         """Run code (Python, or with shell=True a sh command: the image then
         needs /bin/sh, bundles/rootfs/python.sh --shell) in a fresh hardened
         container.  Returns a Result; with check=True (the default) a
         non-zero exit raises ProgramFailed, which carries the Result, and a
         program past its timeout raises CellTimeout (a ProgramFailed).
         on_stdout/on_stderr(text) see the output as it arrives."""
+        return self._run(code, check=check, timeout=timeout, shell=shell, on_stdout=on_stdout,
+                         on_stderr=on_stderr)
+
+    def _run(self, code: str, *, check: bool = True, timeout: float | None = None, shell: bool = False,
+             on_stdout: Optional[TextCallback] = None, on_stderr: Optional[TextCallback] = None,
+             policy_path: str | None = None, policy: Policy | None = None) -> Result:
+        """run(), or with policy_path and the policy it holds (repair's
+        lowered budgets), a cold run under that policy."""
         self.start()
         pool = self._pool
-        if pool is not None and policy_path is None and _policy is None:
+        if pool is not None and policy_path is None and policy is None:
             w = pool.take()
             if w is not None:
                 return pool.run(w, code, shell, timeout or self.timeout, check,
@@ -567,18 +634,18 @@ class Sandbox:
         else:
             args, files = ["python3", "/app/main.py"], {"main.py": code}
         bundle = self._bundle(cid, args, files)
-        watcher = self._approval_watcher(cid) if self.approval is not None else None
+        watcher = ApprovalWatcher(self, cid) if self.approval is not None else None
         if watcher:
             watcher.start()
         self.active.add(cid)
-        timeout = timeout or self.timeout
+        limit = timeout or self.timeout
         memwatch = oom_watch.Watch(cid, self.runtime)
         proc = subprocess.Popen(self._tg("run", "--bundle", bundle, "--policy",
                                          policy_path or self.policy_path, cid),
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
             cap, timed_out = wait_capture(
-                proc, self.output_max, timeout,
+                proc, self.output_max, limit,
                 lambda: subprocess.run(self._tg("kill", cid, "KILL"), capture_output=True),
                 on_stdout or self.on_stdout, on_stderr or self.on_stderr, abort=memwatch.killed)
         finally:
@@ -595,8 +662,8 @@ class Sandbox:
         out, err = cap.text(cap.out), cap.text(cap.err)
         status = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode
         if timed_out:
-            err += "\ntollgate_sdk: the program ran past %s s and was killed\n" % timeout
-        result = self._result(cid, out, err, status, timed_out, _policy or self.policy)
+            err += "\ntollgate_sdk: the program ran past %s s and was killed\n" % limit
+        result = self._result(cid, out, err, status, timed_out, policy or self.policy)
         result.stdout_cut, result.stderr_cut = cap.out.cut, cap.err.cut
         result.warnings = list(cap.err.diverted)
         if timed_out:
@@ -608,54 +675,63 @@ class Sandbox:
         if status != 0 and not result.calls and "(gVisor) not found" in err:
             raise SandboxUnavailable(err.strip().splitlines()[-1])
         if check and timed_out:
-            raise CellTimeout(result, timeout, "killed")
+            raise CellTimeout(result, limit, "killed")
         if check and status != 0:
             raise ProgramFailed(result)
         return result
 
-    def run_shell(self, command, **kw):
-        return self.run(command, shell=True, **kw)
+    def run_shell(self, command: str, *, check: bool = True, timeout: float | None = None,
+                  on_stdout: Optional[TextCallback] = None, on_stderr: Optional[TextCallback] = None) -> Result:
+        """run(command, shell=True)."""
+        return self.run(command, shell=True, check=check, timeout=timeout, on_stdout=on_stdout,
+                        on_stderr=on_stderr)
 
-    def session(self):
-        """One container for several cells, with one Python interpreter:
-        `with sb.session() as s: s.run("x = 41"); s.run("print(x + 1)")`.
-        Cells share variables, imports, /tmp and one set of budgets;
-        s.files reads and writes its /tmp."""
-        return Session(self)
+    def session(self) -> Session:
+        """An open session: one container for several cells, with one
+        Python interpreter.  Cells share variables, imports, /tmp and one
+        set of budgets; s.files reads and writes its /tmp.
 
-    def resume(self, pause_id):
+            s = sb.session(); s.run("x = 41"); s.run("print(x + 1)"); s.close()
+            with sb.session() as s: ...          # closed at the end of the block
+
+        It is closed by s.close(), by the end of a with block, or by this
+        Sandbox's close()."""
+        return Session(self).open()
+
+    def resume(self, pause_id: str) -> Session:
         """A session paused by session.pause(), restored (runsc): its
         processes and memory as they were; the bridge, the policy (this
-        Sandbox's) and the budgets taken afresh; the audit log continued."""
-        from ._pause import resume
-        return resume(self, pause_id)
+        Sandbox's) and the budgets taken afresh; the audit log continued.
+        A Sandbox with the same pause_dir resumes it after the one that
+        paused it has closed, in this process or another."""
+        s = Session(self)
+        _pause.restore(s, pause_id)
+        return s
 
-    def wait_warm(self, timeout=120):
+    def wait_warm(self, timeout: float = 120) -> bool:
         """With warm=N: start, and wait until N containers are started and
         waiting (and retired ones deleted).  True when they are."""
         self.start()
         return self._pool.wait_ready(timeout) if self._pool is not None else False
 
-    def _approval_watcher(self, cid):
-        return _ApprovalWatcher(self, cid)
 
-
-def _parents(top, name):
+def _parents(top: str, name: str) -> list[str]:
     """The directories between top and top/name, outermost first."""
-    out, d = [], os.path.dirname(name)
+    out: list[str] = []
+    d = os.path.dirname(name)
     while d:
         out.insert(0, os.path.join(top, d))
         d = os.path.dirname(d)
     return out
 
 
-def _close_at_exit(ref):
+def _close_at_exit(ref: weakref.ref[Sandbox]) -> None:
     sb = ref()
     if sb is not None:
         sb.close()
 
 
-def _write_json(path, obj, mode):
+def _write_json(path: str, obj: object, mode: int) -> None:
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
         json.dump(obj, f, indent=2)
@@ -664,7 +740,7 @@ def _write_json(path, obj, mode):
     os.replace(tmp, path)
 
 
-def _has_mounts_under(path):
+def _has_mounts_under(path: str) -> bool:
     try:
         with open("/proc/self/mounts", encoding="utf-8") as f:
             return any((" " + path + "/") in line for line in f)
@@ -672,7 +748,7 @@ def _has_mounts_under(path):
         return True
 
 
-def _load_policy(policy):
+def _load_policy(policy: Policy | str | os.PathLike[str] | None) -> tuple[Policy, str | None]:
     """(policy dict, its directory) from None, a dict or a file path.  A
     file's relative exec argv[0], approval hook and MCP server argv[0] are
     made absolute, since tollgate resolves them against the policy file's
@@ -682,11 +758,16 @@ def _load_policy(policy):
     if isinstance(policy, dict):
         return json.loads(json.dumps(policy)), None
     path = os.path.abspath(os.fspath(policy))
-    with open(path, encoding="utf-8") as f:
-        p = json.load(f)
+    try:
+        with open(path, encoding="utf-8") as f:
+            p = json.load(f)
+    except (OSError, ValueError) as e:
+        raise PolicyError(["%s: cannot read it as JSON: %s" % (path, e)], path) from None
+    if not isinstance(p, dict):
+        raise PolicyError(["%s: a policy is a JSON object" % path], path)
     base = os.path.dirname(path)
 
-    def absolute(x):
+    def absolute(x: Any) -> Any:
         return x if not isinstance(x, str) or os.path.isabs(x) else os.path.join(base, x)
 
     for t in (p.get("tools") or {}).values():

@@ -14,14 +14,21 @@ tuple[X, ...] / Sequence[X], dict / dict[str, X] / Mapping, Optional[X] and
 X | None, unions of plain types (int | str), Literal[...], TypedDict,
 dataclasses, and Annotated[X, "description"].
 """
+from __future__ import annotations
+
 import dataclasses
 import inspect
+import json
 import types
 import typing
+from typing import Any, Callable
 
 from ._errors import ToolDefinitionError
 
-_SCALARS = {str: "string", int: "integer", float: "number", bool: "boolean",
+# a JSON Schema in tollgate's subset (docs/policy.md, "Argument schemas")
+JSONSchema = dict[str, Any]
+
+_SCALARS: dict[object, str] = {str: "string", int: "integer", float: "number", bool: "boolean",
             type(None): "null"}
 _SUPPORTED = ("str, int, float, bool, None, Any, list[...], tuple[X, ...], dict, "
               "Optional[...], Literal[...], a TypedDict or a dataclass")
@@ -32,17 +39,17 @@ POLICY_KEYWORDS = frozenset(("type", "properties", "required", "additionalProper
                              "description", "default", "examples"))
 
 
-def _is_typeddict(t):
+def _is_typeddict(t: object) -> bool:
     return isinstance(t, type) and issubclass(t, dict) and hasattr(t, "__required_keys__")
 
 
-def _unsupported(where, hint, why=""):
+def _unsupported(where: str, hint: object, why: str = "") -> ToolDefinitionError:
     name = getattr(hint, "__name__", None) or repr(hint)
     return ToolDefinitionError("%s: type hint %s is not supported%s; use %s"
                                % (where, name, (" (" + why + ")") if why else "", _SUPPORTED))
 
 
-def hint_schema(hint, where, _seen=None):
+def hint_schema(hint: object, where: str, _seen: tuple[object, ...] | None = None) -> JSONSchema:
     """The JSON Schema (a dict in tollgate's subset) for one type hint.
     where names the place for error messages ("refund(): parameter 'amount'").
     Raises ToolDefinitionError for a hint the subset cannot express."""
@@ -67,16 +74,17 @@ def hint_schema(hint, where, _seen=None):
             if not isinstance(v, (str, int, float, bool)) and v is not None:
                 raise _unsupported(where, hint, "Literal values must be str, int, float, bool or None")
         kinds = {_SCALARS[type(v)] for v in values}
-        s = {"enum": values}
+        lit: JSONSchema = {"enum": values}
         if len(kinds) == 1:
-            s["type"] = kinds.pop()
-        return s
+            lit["type"] = kinds.pop()
+        return lit
     if origin in (typing.Union, types.UnionType):
         parts = [hint_schema(a, where, seen) for a in args]
         # tollgate's subset has no anyOf: a union is a list of type names,
         # which is exact only when at most one member carries keywords of
         # its own (items, properties, enum) besides its type.
-        names, extra = [], {}
+        names: list[str] = []
+        extra: JSONSchema = {}
         for p in parts:
             t = p.get("type")
             if t is None:
@@ -133,27 +141,28 @@ def hint_schema(hint, where, _seen=None):
     raise _unsupported(where, hint)
 
 
-def _record_schema(cls, where, seen):
+def _record_schema(cls: Any, where: str, seen: tuple[object, ...]) -> JSONSchema:
     hints = typing.get_type_hints(cls, include_extras=True)
-    props, required = {}, []
+    cls_name = getattr(cls, "__name__", repr(cls))
+    props: dict[str, JSONSchema] = {}
+    required: list[str] = []
     if dataclasses.is_dataclass(cls):
         for f in dataclasses.fields(cls):
             props[f.name] = hint_schema(hints.get(f.name, typing.Any),
-                                        "%s, field %s.%s" % (where, cls.__name__, f.name), seen)
+                                        "%s, field %s.%s" % (where, cls_name, f.name), seen)
             if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
                 required.append(f.name)
     else:
         for name, h in hints.items():
-            props[name] = hint_schema(h, "%s, key %s[%r]" % (where, cls.__name__, name), seen)
+            props[name] = hint_schema(h, "%s, key %s[%r]" % (where, cls_name, name), seen)
         required = [k for k in hints if k in cls.__required_keys__]
-    s = {"type": "object", "properties": props, "additionalProperties": False}
+    s: JSONSchema = {"type": "object", "properties": props, "additionalProperties": False}
     if required:
         s["required"] = required
     return s
 
 
-def _jsonable_default(value):
-    import json
+def _jsonable_default(value: object) -> bool:
     try:
         json.dumps(value)
         return True
@@ -161,7 +170,7 @@ def _jsonable_default(value):
         return False
 
 
-def signature_schema(fn, name=None):
+def signature_schema(fn: Callable[..., Any], name: str | None = None) -> JSONSchema:
     """The arguments' schema of a callable: an object with one property per
     parameter, required when it has no default, no other properties.
     Raises ToolDefinitionError naming the function and parameter."""
@@ -174,7 +183,8 @@ def signature_schema(fn, name=None):
         hints = typing.get_type_hints(fn, include_extras=True)
     except Exception as e:  # a forward reference that does not resolve
         raise ToolDefinitionError("%s: its type hints do not resolve (%s)" % (label, e)) from None
-    props, required = {}, []
+    props: dict[str, JSONSchema] = {}
+    required: list[str] = []
     for p in sig.parameters.values():
         where = "%s: parameter '%s'" % (label, p.name)
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
@@ -189,13 +199,14 @@ def signature_schema(fn, name=None):
         elif _jsonable_default(p.default):
             s = dict(s, default=p.default)
         props[p.name] = s
-    out = {"type": "object", "properties": props, "additionalProperties": False}
+    out: JSONSchema = {"type": "object", "properties": props, "additionalProperties": False}
     if required:
         out["required"] = required
     return out
 
 
-def to_policy_schema(schema, where, _defs=None, _depth=0):
+def to_policy_schema(schema: object, where: str, _defs: dict[str, Any] | None = None,
+                     _depth: int = 0) -> JSONSchema:
     """A JSON Schema from elsewhere (LangChain's args_schema, pydantic's
     model_json_schema(), an MCP tool) rewritten into tollgate's subset:
     $ref into $defs is inlined, anyOf of plain types becomes a type list,
@@ -213,7 +224,7 @@ def to_policy_schema(schema, where, _defs=None, _depth=0):
     if "$ref" in s:
         ref = s["$ref"]
         key = ref.rsplit("/", 1)[-1] if isinstance(ref, str) else None
-        if key not in defs:
+        if key is None or key not in defs:
             raise ToolDefinitionError("%s: $ref %r does not point into $defs" % (where, ref))
         merged = dict(defs[key])
         merged.update({k: v for k, v in s.items() if k != "$ref"})
@@ -225,7 +236,8 @@ def to_policy_schema(schema, where, _defs=None, _depth=0):
     for key in ("anyOf", "oneOf"):
         if key in s:
             alts = [to_policy_schema(a, where, defs, _depth + 1) for a in s[key]]
-            names, extra = [], {}
+            names: list[str] = []
+            extra: JSONSchema = {}
             for a in alts:
                 t = a.get("type")
                 if t is None:
@@ -241,11 +253,11 @@ def to_policy_schema(schema, where, _defs=None, _depth=0):
                                                   "equivalent in tollgate's schema subset" % (where, key))
                     extra = rest
             base = {k: v for k, v in s.items() if k != key}
-            out = to_policy_schema(base, where, defs, _depth + 1) if base else {}
-            out.update(extra)
-            out["type"] = names[0] if len(names) == 1 else names
-            return out
-    out = {}
+            alt = to_policy_schema(base, where, defs, _depth + 1) if base else {}
+            alt.update(extra)
+            alt["type"] = names[0] if len(names) == 1 else names
+            return alt
+    out: JSONSchema = {}
     for k, v in s.items():
         if k not in POLICY_KEYWORDS:
             continue

@@ -11,8 +11,11 @@ bounded in size and in time, and anything malformed is refused with an
 error that says why, logged, and counted in .rejected.  No input, and no
 exception a tool raises, ever stops the server or the program it runs in.
 """
+from __future__ import annotations
+
 import asyncio
 import collections
+import dataclasses
 import json
 import logging
 import os
@@ -22,8 +25,9 @@ import struct
 import tempfile
 import threading
 import time
+from typing import Any, Iterable
 
-from ._tools import run_sync
+from ._tools import Tool, run_sync
 
 log = logging.getLogger("tollgate_sdk")
 
@@ -40,13 +44,13 @@ class ToolServer:
     removes on close()).  .served lists (call id, tool, ok) per answered
     call; .rejected the last 100 refused requests as (time, reason)."""
 
-    def __init__(self, tools, directory=None):
+    def __init__(self, tools: Iterable[Tool], directory: str | None = None) -> None:
         self.tools = {t.name: t for t in tools}
         self._dir = tempfile.mkdtemp(prefix="tollgate-sdk-sock.", dir=directory)
         os.chmod(self._dir, 0o700)
         self.path = os.path.join(self._dir, "tools.sock")
-        self.served = []
-        self.rejected = collections.deque(maxlen=100)
+        self.served: list[tuple[str, str, bool]] = []
+        self.rejected: collections.deque[tuple[float, str]] = collections.deque(maxlen=100)
         self._lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(MAX_WORKERS)
         self._closed = False
@@ -68,7 +72,7 @@ class ToolServer:
 
     # -- lifecycle --
 
-    def close(self):
+    def close(self) -> None:
         """Stop serving, remove the socket and its directory."""
         if self._closed:
             return
@@ -86,22 +90,22 @@ class ToolServer:
             self._loop.close()
         shutil.rmtree(self._dir, ignore_errors=True)
 
-    def __enter__(self):
+    def __enter__(self) -> ToolServer:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # -- serving --
 
-    def _reject(self, conn, reason, call_id=None):
+    def _reject(self, conn: socket.socket | None, reason: str, call_id: str | None = None) -> None:
         log.warning("tollgate_sdk: refused a request on %s: %s", self.path, reason)
         with self._lock:
             self.rejected.append((time.time(), reason))
         if conn is not None:
             self._send(conn, {"ok": False, "error": "refused by the SDK's tool server: " + reason})
 
-    def _accept_loop(self):
+    def _accept_loop(self) -> None:
         while not self._closed:
             try:
                 conn, _ = self._sock.accept()
@@ -116,7 +120,7 @@ class ToolServer:
                 continue
             threading.Thread(target=self._serve_one, args=(conn,), daemon=True).start()
 
-    def _serve_one(self, conn):
+    def _serve_one(self, conn: socket.socket) -> None:
         try:
             with conn:
                 self._handle(conn)
@@ -125,7 +129,7 @@ class ToolServer:
         finally:
             self._slots.release()
 
-    def _peer_allowed(self, conn):
+    def _peer_allowed(self, conn: socket.socket) -> tuple[bool, str]:
         try:
             raw = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
             _pid, uid, _gid = struct.unpack("3i", raw)
@@ -133,9 +137,9 @@ class ToolServer:
             return False, "cannot read the peer's credentials"
         if uid not in (0, os.geteuid()):
             return False, "uid %d may not call these tools (only root or uid %d)" % (uid, os.geteuid())
-        return True, None
+        return True, ""
 
-    def _read_line(self, conn):
+    def _read_line(self, conn: socket.socket) -> tuple[bytes | None, str]:
         conn.settimeout(READ_TIMEOUT)
         deadline = time.monotonic() + READ_TIMEOUT
         buf = bytearray()
@@ -153,9 +157,9 @@ class ToolServer:
             if len(buf) > REQUEST_MAX and b"\n" not in buf[:REQUEST_MAX + 1]:
                 return None, "the request is larger than %d bytes" % REQUEST_MAX
         line = bytes(buf[:buf.index(b"\n")])
-        return line, None
+        return line, ""
 
-    def _handle(self, conn):
+    def _handle(self, conn: socket.socket) -> None:
         ok, why = self._peer_allowed(conn)
         if not ok:
             return self._reject(conn, why)
@@ -182,7 +186,7 @@ class ToolServer:
             return self._reject(conn, "no tool named %r is served here" % name[:80], call_id)
         try:
             result = run_sync(t, args, self._loop)
-            out = {"ok": True, "result": result}
+            out: dict[str, Any] = {"ok": True, "result": result}
             payload = _dumps(out)
         except Exception as e:
             log.info("tollgate_sdk: tool %s (call %s) raised %s: %s", name, call_id,
@@ -193,11 +197,11 @@ class ToolServer:
             self.served.append((call_id, name, out["ok"]))
         self._send_raw(conn, payload)
 
-    def _send(self, conn, obj):
+    def _send(self, conn: socket.socket, obj: dict[str, Any]) -> None:
         self._send_raw(conn, _dumps(obj))
 
     @staticmethod
-    def _send_raw(conn, payload):
+    def _send_raw(conn: socket.socket, payload: bytes) -> None:
         try:
             conn.settimeout(READ_TIMEOUT)
             conn.sendall(payload)
@@ -205,8 +209,7 @@ class ToolServer:
             log.info("tollgate_sdk: could not send a reply: %s", e)
 
 
-def _jsonable(value):
-    import dataclasses
+def _jsonable(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return dataclasses.asdict(value)
     for meth in ("model_dump", "dict"):
@@ -218,7 +221,7 @@ def _jsonable(value):
     raise TypeError("a %s is not JSON" % type(value).__name__)
 
 
-def _dumps(obj):
+def _dumps(obj: dict[str, Any]) -> bytes:
     """One reply line.  A result that is not JSON, or too large for the
     gate, becomes an error reply that says so."""
     try:

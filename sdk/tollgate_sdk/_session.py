@@ -8,6 +8,8 @@ interpreter, which runs the cell into them.  The interpreter enforces the
 cell's timeout (KeyboardInterrupt, then abandoning the cell); the host
 only steps in when the interpreter itself does not answer.
 """
+from __future__ import annotations
+
 import dataclasses
 import json
 import os
@@ -16,10 +18,16 @@ import secrets
 import shutil
 import subprocess
 import threading
+from typing import IO, TYPE_CHECKING, Any, Literal, Optional
 
-from . import _audit as audit, _oom as oom_watch
-from ._capture import wait_capture
-from ._errors import CellTimeout, FileOperationError, ProgramFailed, SandboxUnavailable, SessionLimit
+from . import _audit as audit, _oom as oom_watch, _pause
+from ._approvals import ApprovalWatcher
+from ._capture import TextCallback, wait_capture
+from ._errors import (CellTimeout, ContainerError, FileOperationError, InvalidArgument, ProgramFailed,
+                      SandboxUnavailable, SessionClosed, SessionLimit)
+
+if TYPE_CHECKING:
+    from ._sandbox import Result, Sandbox
 
 CELL_MAX = 8 << 20   # bytes of code per cell (kernel.CELL_MAX)
 FILE_MAX = 64 << 20  # bytes per files.write / files.read (kernel.FILE_MAX)
@@ -29,11 +37,11 @@ GRACE = 2.0          # kernel.GRACE
 DEFAULT_MAX_SESSIONS = 16
 
 _live_lock = threading.Lock()
-_live = set()
-_max_sessions = None
+_live: set[Session] = set()
+_max_sessions: int | None = None
 
 
-def max_sessions():
+def max_sessions() -> int:
     """The cap on live sessions in this process: set_max_sessions(), else
     $TOLLGATE_SDK_MAX_SESSIONS, else 16."""
     if _max_sessions is not None:
@@ -44,20 +52,21 @@ def max_sessions():
         return DEFAULT_MAX_SESSIONS
 
 
-def set_max_sessions(n):
+def set_max_sessions(n: int | None) -> None:
     """Set this process's cap on live sessions (None: back to the default)."""
     global _max_sessions
     if n is not None and (not isinstance(n, int) or isinstance(n, bool) or n < 1):
-        raise ValueError("the session cap must be a positive integer, not %r" % (n,))
+        raise InvalidArgument("the session cap must be a positive integer, not %r" % (n,))
     _max_sessions = n
 
 
-def live_sessions():
+def live_sessions() -> int:
+    """How many sessions of this process are open now."""
     with _live_lock:
         return len(_live)
 
 
-def check_area_path(path, what="path"):
+def check_area_path(path: object, what: str = "path") -> str:
     """A normalised absolute path under /tmp, or FileOperationError."""
     if not isinstance(path, str) or not path:
         raise FileOperationError("%s must be a string such as '/tmp/data.csv'" % what, path)
@@ -83,16 +92,17 @@ class Files:
     Paths are confined to /tmp (the session's writable area); the work is
     done inside the container, by a process that never follows a link."""
 
-    def __init__(self, session):
+    def __init__(self, session: Session) -> None:
         self.s = session
 
-    def _op(self, op, path, data=None, cap=FILE_MAX):
+    def _op(self, op: str, path: str, data: bytes | None = None, cap: int = FILE_MAX) -> bytes:
         s = self.s
-        s._need_open()
-        p = subprocess.Popen(s.sb._tg("exec", s.cid, "python3", KERNEL, "files", op, path),
+        cid = s._need_open()
+        p = subprocess.Popen(s.sb._tg("exec", cid, "python3", KERNEL, "files", op, path),
                              stdin=subprocess.PIPE if data is not None else subprocess.DEVNULL,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         if data is not None:
+            assert p.stdin is not None
             feeder = threading.Thread(target=_feed, args=(p.stdin, data), daemon=True)
             feeder.start()
         cap_, timed_out = wait_capture(p, cap + 1, 120, p.kill)
@@ -106,7 +116,7 @@ class Files:
             raise FileOperationError("files.%s %s: more than %d bytes" % (op, path, cap), path)
         return out
 
-    def write(self, path, data):
+    def write(self, path: str, data: bytes | bytearray | memoryview | str) -> int:
         """Write bytes (or str, as UTF-8) to path under /tmp, making its
         parent directories; at most 64 MiB.  Returns the size written."""
         check_area_path(path)
@@ -115,19 +125,19 @@ class Files:
         if isinstance(data, str):
             data = data.encode("utf-8")
         if not isinstance(data, (bytes, bytearray, memoryview)):
-            raise TypeError("files.write takes bytes or str, not %s" % type(data).__name__)
+            raise InvalidArgument("files.write takes bytes or str, not %s" % type(data).__name__)
         data = bytes(data)
         if len(data) > FILE_MAX:
             raise FileOperationError("files.write %s: %d bytes is more than the %d a write may carry"
                                      % (path, len(data), FILE_MAX), path)
         return int(self._op("write", path, data).decode() or 0)
 
-    def read(self, path):
+    def read(self, path: str) -> bytes:
         """The bytes of the regular file path under /tmp (at most 64 MiB)."""
         check_area_path(path)
         return self._op("read", path)
 
-    def list(self, dir=AREA):
+    def list(self, dir: str = AREA) -> list[FileInfo]:
         """The entries of dir under /tmp: FileInfo(name, path, type, size)."""
         check_area_path(dir, "dir")
         raw = self._op("list", dir, cap=16 << 20)
@@ -138,7 +148,7 @@ class Files:
             raise FileOperationError("files.list %s: an unreadable answer (%s)" % (dir, e), dir) from None
 
 
-def _feed(f, data):
+def _feed(f: IO[bytes], data: bytes) -> None:
     try:
         f.write(data)
     except (OSError, ValueError):
@@ -160,16 +170,26 @@ class Session:
     KEEPS = ("Python variables, imports and functions, files in /tmp and the budgets carry over from "
              "call to call (one Python interpreter per session); run_shell calls share /tmp, not variables")
 
-    def __init__(self, sandbox):
+    def __init__(self, sandbox: Sandbox) -> None:
         self.sb = sandbox
-        self.cid = None
-        self._watcher = None
-        self._token = None
+        self.cid: str | None = None
+        self._watcher: ApprovalWatcher | None = None
+        self._token = ""
+        self._bundle_dir = ""
+        self._opened = False
         self._lock = threading.Lock()
         self.cells = 0
         self.files = Files(self)
 
-    def open(self):
+    def open(self) -> Session:
+        """Start the session's container (Sandbox.session() does); an open
+        session is returned as it is.  A session once closed stays closed:
+        sandbox.session() gives a new one."""
+        if self.cid is not None:
+            return self
+        if self._opened:
+            raise SessionClosed("this session is closed; sandbox.session() opens a new one")
+        self._opened = True
         self._reserve()
         try:
             self._open()
@@ -178,7 +198,7 @@ class Session:
             raise
         return self
 
-    def _reserve(self):
+    def _reserve(self) -> None:
         with _live_lock:
             cap = max_sessions()
             if len(_live) >= cap:
@@ -187,41 +207,47 @@ class Session:
                                    "leave its with block) first" % len(_live))
             _live.add(self)
 
-    def _unreserve(self):
+    def _unreserve(self) -> None:
         with _live_lock:
             _live.discard(self)
 
-    def _adopt(self, cid, token, bundle):
+    def _adopt(self, cid: str, token: str, bundle: str) -> None:
         """Take over a running container whose init is kernel.py serve
         TOKEN (a restored session)."""
         sb = self.sb
+        self._opened = True
         self.cid, self._token, self._bundle_dir = cid, token, bundle
         sb._sessions.add(self)
         sb.active.add(cid)
         if sb.approval is not None:
-            self._watcher = sb._approval_watcher(cid)
+            self._watcher = ApprovalWatcher(sb, cid)
             self._watcher.start()
 
-    def pause(self):
+    def pause(self) -> str:
         """Checkpoint the session (runsc: processes and memory, so its
         variables) and remove its container; returns the id that
         sandbox.resume(id) takes.  The session object is closed after."""
-        from ._pause import pause
-        return pause(self)
+        return _pause.pause(self)
 
-    def _open(self):
+    def _open(self) -> None:
         sb = self.sb
         sb.start()
-        self.cid = sb._new_id()
+        cid = self.cid = sb._new_id()
         self._token = secrets.token_hex(16)
-        bundle = sb._bundle(self.cid, ["python3", KERNEL, "serve", self._token])
+        # With a pause_dir, the bundle lives there from the start: a paused
+        # session's restore needs it at the same path after the Sandbox
+        # that made it has closed (or in another process).  runsc only
+        # (pause needs it), so runc's unprivileged ids never have to reach
+        # a directory the caller chose.
+        bundle = sb._bundle(cid, ["python3", KERNEL, "serve", self._token],
+                            parent=_pause.bundles_dir(sb) if sb.pause_dir and sb.runtime == "runsc" else None)
         self._bundle_dir = bundle
         # Not pipes: the sidecar that create leaves running, and the
         # container's init, keep create's stdio open for the session's
         # life, so a pipe would never see its end.
         out_path = os.path.join(bundle, "create.out")
         with open(out_path, "w+b") as out:
-            p = subprocess.run(sb._tg("create", "--bundle", bundle, "--policy", sb.policy_path, self.cid),
+            p = subprocess.run(sb._tg("create", "--bundle", bundle, "--policy", sb.policy_path, cid),
                                stdout=out, stderr=out, stdin=subprocess.DEVNULL)
             out.seek(0)
             msg = out.read(65536).decode("utf-8", "replace").strip()
@@ -231,32 +257,38 @@ class Session:
             msg = msg or "tollgate create failed"
             if "(gVisor) not found" in msg:
                 raise SandboxUnavailable(msg)
-            raise RuntimeError("tollgate create: %s" % msg)
+            raise ContainerError("tollgate create: %s" % msg)
         sb._sessions.add(self)
-        sb.active.add(self.cid)
-        p = subprocess.run(sb._tg("start", self.cid), stdin=subprocess.DEVNULL,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120)
+        sb.active.add(cid)
+        try:
+            p = subprocess.run(sb._tg("start", cid), stdin=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120)
+        except subprocess.TimeoutExpired:
+            self.close()
+            raise ContainerError("tollgate start %s did not answer within 120 s" % cid) from None
         if p.returncode != 0:
             self.close()
-            raise RuntimeError("tollgate start: %s" % p.stderr.decode("utf-8", "replace").strip())
+            raise ContainerError("tollgate start: %s" % p.stderr.decode("utf-8", "replace").strip())
         if sb.approval is not None:
-            self._watcher = sb._approval_watcher(self.cid)
+            self._watcher = ApprovalWatcher(sb, cid)
             self._watcher.start()
 
-    def __enter__(self):
+    def __enter__(self) -> Session:
         return self.open()
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
         return self.cid is None
 
-    def close(self):
+    def close(self) -> None:
+        """Remove the session's container; nothing of it is kept.  Closing
+        a closed session does nothing."""
         self._release()
 
-    def _release(self, keep_bundle=False):
+    def _release(self, keep_bundle: bool = False) -> None:
         if self.cid is None:
             self._unreserve()
             return
@@ -269,18 +301,23 @@ class Session:
         self.cid = None
         self._unreserve()
 
-    def _delete(self, keep_bundle=False):
+    def _delete(self, keep_bundle: bool = False) -> None:
         sb = self.sb
+        assert self.cid is not None
         subprocess.run(sb._tg("kill", self.cid, "KILL"), capture_output=True)
         p = subprocess.run(sb._tg("delete", "--force", self.cid), capture_output=True)
         if p.returncode == 0 and not keep_bundle:
             shutil.rmtree(self._bundle_dir, ignore_errors=True)
 
-    def _need_open(self):
+    def _need_open(self) -> str:
+        """The container's id, or SessionClosed."""
         if self.cid is None:
-            raise RuntimeError("the session is closed")
+            raise SessionClosed("the session is closed (by close(), its with block, pause() or its "
+                                "Sandbox's close()); sandbox.session() opens a new one")
+        return self.cid
 
-    def run(self, code, *, check=True, timeout=None, shell=False, on_stdout=None, on_stderr=None):
+    def run(self, code: str, *, check: bool = True, timeout: float | None = None, shell: bool = False,
+            on_stdout: Optional[TextCallback] = None, on_stderr: Optional[TextCallback] = None) -> Result:
         """Run one cell in the session's interpreter (or, with shell=True,
         a sh command beside it).  Result.calls are this cell's;
         Result.budget_used is the session's so far.  Past its timeout the
@@ -288,19 +325,20 @@ class Session:
         the Result has timed_out set); the session lives on."""
         self._need_open()
         if not isinstance(code, str):
-            raise TypeError("a cell is a str of code, not %s" % type(code).__name__)
+            raise InvalidArgument("a cell is a str of code, not %s" % type(code).__name__)
         raw = code.encode("utf-8")
         if len(raw) > CELL_MAX:
-            raise ValueError("a session cell is at most %d bytes; put larger data in a file with "
+            raise InvalidArgument("a session cell is at most %d bytes; put larger data in a file with "
                              "session.files.write and read it in the cell" % CELL_MAX)
         sb = self.sb
         timeout = timeout or sb.timeout
         with self._lock:
             return self._run(raw, check, timeout, shell, on_stdout or sb.on_stdout, on_stderr or sb.on_stderr)
 
-    def _run(self, raw, check, timeout, shell, on_stdout, on_stderr):
+    def _run(self, raw: bytes, check: bool, timeout: float, shell: bool,
+             on_stdout: Optional[TextCallback], on_stderr: Optional[TextCallback]) -> Result:
         sb = self.sb
-        cid = self.cid
+        cid = self._need_open()
         log = os.path.join(sb.audit_dir, cid + ".jsonl")
         first = len(audit.calls_of_last_run(audit.read_records(log)))
         nonce = secrets.token_hex(16)
@@ -309,10 +347,14 @@ class Session:
         memwatch = oom_watch.Watch(cid, sb.runtime)
         proc = subprocess.Popen(sb._tg("exec", cid, "python3", KERNEL, "cell", self._token),
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert proc.stdin is not None
         threading.Thread(target=_feed, args=(proc.stdin, head + raw), daemon=True).start()
-        lost = []
-        cap, _ = wait_capture(proc, sb.output_max, timeout + GRACE + 30,
-                              lambda: (lost.append(True), proc.kill()), on_stdout, on_stderr,
+        lost: list[bool] = []
+
+        def lose() -> None:
+            lost.append(True)
+            proc.kill()
+        cap, _ = wait_capture(proc, sb.output_max, timeout + GRACE + 30, lose, on_stdout, on_stderr,
                               abort=memwatch.killed)
         verdict, trailer = _trailer(bytes(cap.err.tail), nonce)
         out = cap.text(cap.out)
@@ -342,19 +384,23 @@ class Session:
         result.stdout_cut, result.stderr_cut = cap.out.cut, cap.err.cut
         result.warnings = list(cap.err.diverted)
         if timed_out:
-            result.timeout_how = "abandoned" if verdict.get("abandoned") else "interrupted"
+            how: Literal["abandoned", "interrupted"] = "abandoned" if verdict.get("abandoned") else "interrupted"
+            result.timeout_how = how
             if check:
-                raise CellTimeout(result, timeout, result.timeout_how)
+                raise CellTimeout(result, timeout, how)
             return result
         if check and status != 0:
             raise ProgramFailed(result)
         return result
 
-    def run_shell(self, command, **kw):
-        return self.run(command, shell=True, **kw)
+    def run_shell(self, command: str, *, check: bool = True, timeout: float | None = None,
+                  on_stdout: Optional[TextCallback] = None, on_stderr: Optional[TextCallback] = None) -> Result:
+        """run(command, shell=True): a sh command beside the interpreter."""
+        return self.run(command, shell=True, check=check, timeout=timeout, on_stdout=on_stdout,
+                        on_stderr=on_stderr)
 
 
-def _trailer(tail, nonce):
+def _trailer(tail: bytes, nonce: str) -> tuple[dict[str, Any] | None, bytes]:
     """The interpreter's verdict from the end of the cell's stderr: the
     last 'tollgate-cell:NONCE:{json}' line (the nonce went to the cell
     process on stdin, so the cell cannot forge it).  (verdict, its bytes)."""

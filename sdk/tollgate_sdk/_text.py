@@ -1,12 +1,14 @@
 """Text made safe to show a person or a client on one line: controls and
 Unicode format characters escaped, cut at a limit."""
+from __future__ import annotations
+
 import json
 import unicodedata
 
 LINE_MAX = 300
 
 
-def one_line(text, limit=LINE_MAX):
+def one_line(text: object, limit: int = LINE_MAX) -> str:
     """Text on one line, controls and Unicode format characters (bidi
     overrides, zero-width) escaped, cut at limit."""
     out = []
@@ -19,7 +21,7 @@ def one_line(text, limit=LINE_MAX):
     return s if len(s) <= limit else s[:limit - 1] + "~"
 
 
-def escape_json(value):
+def escape_json(value: object) -> str:
     """value as JSON with every non-ASCII character escaped: bidi
     overrides and zero-width characters cannot reorder or hide it."""
     return json.dumps(value, ensure_ascii=True, sort_keys=True, default=str)

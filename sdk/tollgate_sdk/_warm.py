@@ -11,36 +11,46 @@ Each has its own sidecar, policy, budgets and audit log, as a cold run does.
 A run whose policy differs from the Sandbox's (repair's lowered budgets)
 takes the cold path.
 """
+from __future__ import annotations
+
 import json
 import os
 import secrets
 import shutil
 import subprocess
 import threading
+import time
+from typing import TYPE_CHECKING, Any, Optional
 
 from . import _oom as oom_watch
-from ._capture import Capture, stream_text
-from ._errors import CellTimeout, ProgramFailed
+from ._approvals import ApprovalWatcher
+from ._capture import Capture, TextCallback, stream_text
+from ._errors import CellTimeout, ContainerError, ProgramFailed
+from ._session import KERNEL
+
+if TYPE_CHECKING:
+    from ._sandbox import Result, Sandbox
 
 
 class _Warm:
-    def __init__(self, cid, bundle, proc, capture):
+    def __init__(self, cid: str, bundle: str, proc: subprocess.Popen[bytes], capture: Capture) -> None:
         self.cid, self.bundle, self.proc, self.capture = cid, bundle, proc, capture
+        self.notices = capture.err.diverted
 
 
 class WarmPool:
-    def __init__(self, sb, n):
+    def __init__(self, sb: Sandbox, n: int) -> None:
         self.sb = sb
         self.n = n
-        self.ready = []
+        self.ready: list[_Warm] = []
         self.making = 0
         self.lock = threading.Condition()
         self.closed = False
-        self.errors = []          # why the last refills failed (shown by run when the pool is empty)
-        self.cleaners = []
+        self.errors: list[str] = []  # why the last refills failed (shown by run when the pool is empty)
+        self.cleaners: list[threading.Thread] = []
 
     # ---- filling ------------------------------------------------------------
-    def fill(self):
+    def fill(self) -> None:
         with self.lock:
             want = self.n - len(self.ready) - self.making
             if self.closed or want <= 0:
@@ -49,7 +59,7 @@ class WarmPool:
         for _ in range(want):
             threading.Thread(target=self._make_one, name="tollgate-sdk-warm", daemon=True).start()
 
-    def _make_one(self):
+    def _make_one(self) -> None:
         w = None
         try:
             w = self._create()
@@ -68,10 +78,9 @@ class WarmPool:
             self.making -= 1
             self.lock.notify_all()
 
-    def _create(self):
+    def _create(self) -> _Warm:
         sb = self.sb
         cid = sb._new_id()
-        from ._session import KERNEL
         bundle = sb._bundle(cid, ["python3", KERNEL, "warm"])
         # Pipes, read from now on: the init writes the run's output into
         # them; the sidecar holds them too, so the end of a run is its
@@ -80,24 +89,22 @@ class WarmPool:
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         cap = Capture(proc, sb.output_max)
         w = _Warm(cid, bundle, proc, cap)
-        w.notices = cap.err.diverted
         try:
             proc.wait(timeout=120)
             if proc.returncode != 0:
-                raise RuntimeError("tollgate create: %s" % stream_text(cap.err).strip()[-2000:])
+                raise ContainerError("tollgate create: %s" % stream_text(cap.err).strip()[-2000:])
             p = subprocess.run(sb._tg("start", cid), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE, timeout=120)
             if p.returncode != 0:
-                raise RuntimeError("tollgate start: %s" % p.stderr.decode("utf-8", "replace").strip())
+                raise ContainerError("tollgate start: %s" % p.stderr.decode("utf-8", "replace").strip())
         except BaseException:
             self._discard(w)
             raise
         return w
 
-    def wait_ready(self, timeout=120):
+    def wait_ready(self, timeout: float = 120) -> bool:
         """Wait until all N are started and waiting and no retired one is
         still being deleted.  True when they are."""
-        import time
         end = time.monotonic() + timeout
         with self.lock:
             while len(self.ready) < self.n and not self.closed:
@@ -115,7 +122,7 @@ class WarmPool:
             c.join(max(0, end - time.monotonic()))
         return len(self.ready) >= self.n
 
-    def take(self):
+    def take(self) -> _Warm | None:
         """A ready container, or None (the caller runs cold)."""
         with self.lock:
             w = self.ready.pop(0) if self.ready else None
@@ -123,7 +130,8 @@ class WarmPool:
         return w
 
     # ---- one run --------------------------------------------------------------
-    def run(self, w, code, shell, timeout, check, on_stdout, on_stderr):
+    def run(self, w: _Warm, code: str, shell: bool, timeout: float, check: bool,
+            on_stdout: Optional[TextCallback], on_stderr: Optional[TextCallback]) -> Result:
         sb = self.sb
         nonce = secrets.token_hex(16)
         mark = b"\ntollgate-run:" + nonce.encode() + b":"
@@ -132,7 +140,7 @@ class WarmPool:
         app = os.path.join(w.bundle, "app")
         if not shell:
             _write(os.path.join(app, "main.py"), code.encode("utf-8"))
-        watcher = sb._approval_watcher(w.cid) if sb.approval is not None else None
+        watcher = ApprovalWatcher(sb, w.cid) if sb.approval is not None else None
         if watcher:
             watcher.start()
         sb.active.add(w.cid)
@@ -175,12 +183,12 @@ class WarmPool:
         return result
 
     # ---- ending -----------------------------------------------------------------
-    def _retire(self, w):
+    def _retire(self, w: _Warm) -> None:
         t = threading.Thread(target=self._discard, args=(w,), name="tollgate-sdk-warm-delete", daemon=True)
         self.cleaners = [c for c in self.cleaners if c.is_alive()] + [t]
         t.start()
 
-    def _discard(self, w):
+    def _discard(self, w: _Warm) -> None:
         sb = self.sb
         subprocess.run(sb._tg("kill", w.cid, "KILL"), capture_output=True)
         p = subprocess.run(sb._tg("delete", "--force", w.cid), capture_output=True)
@@ -191,7 +199,7 @@ class WarmPool:
         if p.returncode == 0:
             shutil.rmtree(w.bundle, ignore_errors=True)
 
-    def close(self):
+    def close(self) -> None:
         with self.lock:
             self.closed = True
             while self.making:
@@ -203,7 +211,7 @@ class WarmPool:
             c.join(60)
 
 
-def _write(path, data):
+def _write(path: str, data: bytes) -> None:
     tmp = path + ".tmp"
     with open(tmp, "wb") as f:
         f.write(data)
@@ -211,13 +219,13 @@ def _write(path, data):
     os.replace(tmp, path)
 
 
-def _line(tail, mark):
+def _line(tail: bytes, mark: bytes) -> bytes:
     i = tail.rfind(mark)
     j = tail.find(b"\n", i + 1) if i >= 0 else -1
     return tail[i:j + 1] if j >= 0 else b""
 
 
-def _verdict(tail, mark):
+def _verdict(tail: bytes, mark: bytes) -> dict[str, Any] | None:
     line = _line(tail, mark)
     if not line:
         return None

@@ -1,21 +1,60 @@
 #!/usr/bin/env bash
-# The host Python SDK (sdk/tollgate_sdk, docs/sdk.md): its unit tests
-# (schema derivation, the socket tool server under hostile input, the
-# LangChain-shaped adapter), then, under each backend, real containers: the
-# orders example on the SDK, a session of two cells, an async tool, approval
-# callbacks that deny, ProgramFailed, PolicyError, the self-repair helper,
-# and SandboxUnavailable with nothing run on the host.
+# The host Python SDK (sdk/, docs/sdk.md) with real containers (its unit
+# tests are sdk/tests, pytest, make sdk-unit): the README's quick start
+# from `pip install ./sdk` in a fresh venv; the MCP server's unit tests
+# (tests/sdk/test_mcp_*.py); then, under each backend, the orders example
+# on the SDK, sessions (open without `with`, cells, files, caps), an async
+# tool, approval callbacks, ProgramFailed, PolicyError, the self-repair
+# helper, pause and resume (with a pause_dir, across Sandboxes and
+# processes), and SandboxUnavailable with nothing run on the host.
 . "$(dirname "$0")/lib.sh"
 sdk_tests=$(cd "$(dirname "$0")/../sdk" && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+# The project's virtual environment (make deps: sdk/venv.sh), with the SDK
+# installed editable and the build backend's wheel in wheels/.
+venv=${VENV:-$repo/.venv}
+PY=$venv/bin/python
+if [ ! -x "$PY" ]; then
+  echo "FAIL - $PY is missing: run 'make deps' (sdk/venv.sh makes $venv)"
+  exit 1
+fi
 
-python3 "$sdk_tests/run_unit.py" 2>"$TG_ROOT/unit.err"
+# ---- the README's quick start, on what `make` built, from a fresh venv ----
+# As the README says: `make` (done: the runner builds nothing), then
+# `pip install ./sdk` into a new venv, offline here (--no-index: the
+# build backend comes from the wheel make deps keeps in .venv/wheels),
+# then the README's quickstart.py block as written, from another
+# directory, with TOLLGATE naming the binary and nothing else.
+qs=$(mktemp -d /tmp/tg-sdk-qs.XXXXXX)
+on_exit "rm -rf '$qs'"
+check "make built the Python rootfs beside build/tollgate" test -x "$BUILD/rootfs/python/usr/bin/python3"
+check "make deps kept the build backend's wheel in $venv/wheels" \
+  sh -c 'ls "$1"/setuptools-*.whl >/dev/null 2>&1' sh "$venv/wheels"
+python3 -m venv "$qs/venv"
+check "pip install ./sdk in a fresh venv (offline)" "$qs/venv/bin/pip" install -q --disable-pip-version-check \
+  --no-index --find-links "$venv/wheels" "$repo/sdk"
+check_match "the fresh venv imports the installed package, not the checkout" "^$qs/venv/" \
+  "$(cd "$qs" && "$qs/venv/bin/python" -c 'import tollgate_sdk; print(tollgate_sdk.__file__)' 2>&1)"
+awk '/<!-- quickstart.py/ {m = 1; next} m && /^```python/ {p = 1; next} p && /^```/ {exit} p {print}' \
+  "$repo/README.md" > "$qs/quickstart.py"
+check "the README has a quickstart.py block" grep -q "from tollgate_sdk import Sandbox, tool" "$qs/quickstart.py"
+out=$(cd "$qs" && env -u TOLLGATE_ROOTFS TOLLGATE="$TG" timeout 300 "$qs/venv/bin/python" quickstart.py 2>&1)
+check_match "README quick start: prints the denied refund" "^not refunded: denied" "$out"
+check_match "README quick start: get_order allowed, issue_refund denied by the callback" \
+  "get_order \{'order_id': 'A-1004'\} allow policy.*issue_refund \{'order_id': 'A-1004', 'amount': 640(\.0)?\} deny uid:0" "$out"
+qs_log=$(printf '%s\n' "$out" | sed -n 's/^audit log: //p')
+check "README quick start: its audit log verifies" sh -c '"$1" audit verify "$2" >/dev/null' sh "$TG" "$qs_log"
+[ -n "$qs_log" ] && rm -f "$qs_log"
+
+
+"$PY" "$sdk_tests/run_unit.py" 2>"$TG_ROOT/unit.err"
 [ -s "$TG_ROOT/unit.err" ] && grep -v '^$' "$TG_ROOT/unit.err" | grep -iv 'warning' | sed 's/^/   # /' | tail -n 40
 
 bash "$(dirname "$0")/../../bundles/rootfs/python.sh" "$BUILD/rootfs/python"
 # run_shell needs a shell in the rootfs (cached like the other).
 bash "$(dirname "$0")/../../bundles/rootfs/python.sh" "$BUILD/rootfs/python-shell" --shell
 for backend in $BACKENDS; do
-  TG=$TG TOLLGATE_ROOTFS=$BUILD/rootfs/python TOLLGATE_SHELL_ROOTFS=$BUILD/rootfs/python-shell timeout 600 python3 "$sdk_tests/integration.py" "$backend" "$TG_ROOT"
+  TG=$TG TOLLGATE_ROOTFS=$BUILD/rootfs/python TOLLGATE_SHELL_ROOTFS=$BUILD/rootfs/python-shell timeout 600 "$PY" "$sdk_tests/integration.py" "$backend" "$TG_ROOT"
   status=$?
   check_eq "$backend: the SDK integration driver exits 0" 0 "$status"
 done

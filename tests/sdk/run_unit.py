@@ -1,6 +1,7 @@
-"""Run the SDK's unit tests (tests/sdk/test_*.py, stdlib unittest) and
-print one `ok - sdk unit: NAME` / `FAIL - sdk unit: NAME` line per test, for
-tests/integration/test_sdk.sh and its runner's count."""
+"""Run the unittest files left in tests/sdk (test_mcp_*.py, the MCP
+server's; the SDK's own unit tests are sdk/tests, pytest, make sdk-unit)
+and print one `ok - sdk unit: NAME` / `FAIL - sdk unit: NAME` line per
+test, for tests/integration/test_sdk.sh and its runner's count."""
 import os
 import sys
 import unittest

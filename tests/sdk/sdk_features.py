@@ -8,10 +8,13 @@ import os
 import threading
 import time
 
-from tollgate_sdk import (AsyncSandbox, CellTimeout, FileOperationError, ProgramFailed, Sandbox,
-                          SessionLimit, ToolDenied, set_max_sessions, tool)
+import subprocess
+import sys
+import tempfile
+
+from tollgate_sdk import (AsyncSandbox, CellTimeout, FileOperationError, PauseError, ProgramFailed, Sandbox,
+                          SessionClosed, SessionLimit, ToolDenied, set_max_sessions, tool)
 from tollgate_sdk import _audit as sdk_audit
-from tollgate_sdk import _pause as tollgate_sdk_errors
 
 
 @tool(cost=1)
@@ -440,7 +443,7 @@ def pause_resume(backend, kw, check, tg):
             try:
                 s.pause()
                 check("pause under runc is refused", False)
-            except tollgate_sdk_errors.PauseError as e:
+            except PauseError as e:
                 check("pause under runc is refused naming criu, and the session keeps running",
                       "criu" in str(e) and s.run("print(1)").stdout == "1\n", e)
             s.close()
@@ -467,16 +470,107 @@ def pause_resume(backend, kw, check, tg):
         try:
             sb.resume(pid)
             check("resume: an id resumes once", False)
-        except tollgate_sdk_errors.PauseError as e:
+        except PauseError as e:
             check("resume: an id resumes once", "no paused session" in str(e), e)
         for bad in ("../etc", "sdk-1-1-zzzzzz", 5):
             try:
                 sb.resume(bad)
                 check("resume: %r is refused" % (bad,), False)
-            except tollgate_sdk_errors.PauseError as e:
+            except PauseError as e:
                 check("resume: %r is refused" % (bad,), True)
     finally:
         sb.close()
+
+
+def open_session(backend, kw, check):
+    """sb.session() is open: used without `with`, closed by close() or by
+    its Sandbox's close() (issue 39: it raised "the session is closed")."""
+    sb = Sandbox(**kw)
+    try:
+        s = sb.session()
+        r = s.run("x = 6\nprint(x * 7)")
+        check("session(): open without with, s.run answers", r.stdout == "42\n" and not s.closed,
+              (r.stdout, r.stderr))
+        check("session(): a second cell keeps its variables", s.run("print(x)").stdout == "6\n")
+        s.close()
+        try:
+            s.run("print(1)")
+            check("session(): run after close() raises SessionClosed", False)
+        except SessionClosed as e:
+            check("session(): run after close() raises SessionClosed, naming the fix",
+                  "sandbox.session()" in str(e), e)
+        t = sb.session()
+        cid = t.cid
+        sb.close()
+        listed = subprocess.run([kw["tollgate"], "--root", sb.root, "list", "-q"], capture_output=True,
+                                text=True).stdout
+        check("session(): the Sandbox's close() closes its open sessions", t.closed and cid not in listed,
+              listed)
+    finally:
+        sb.close()
+
+
+# Run by pause_dir_resume in a process of its own: pause (or resume) one
+# session with Sandbox(pause_dir=PD), print the id (or the cell's output)
+# and exit, closing the Sandbox at exit.
+_PAUSER = """
+import sys
+from tollgate_sdk import Sandbox
+step, tg, audit_dir, pd = sys.argv[1:5]
+sb = Sandbox(runtime="runsc", audit_dir=audit_dir, tollgate=tg, pause_dir=pd)
+if step == "pause":
+    s = sb.session()
+    s.run("y = 'across processes'")
+    print(s.pause())
+else:
+    s = sb.resume(sys.argv[5])
+    print(s.run("print(y)").stdout.strip())
+    s.close()
+sb.close()
+"""
+
+
+def pause_dir_resume(backend, kw, check, tg):
+    """Sandbox(pause_dir=PD): pause, close(), then another Sandbox with
+    the same pause_dir resumes it, in this process and in another (issue
+    39: "bundle ... is gone", the bundle lived in the closed state dir)."""
+    if backend != "runsc":
+        return
+    pd = tempfile.mkdtemp(prefix="tg-sdk-pausedir.")
+    try:
+        sb = Sandbox(pause_dir=pd, **kw)
+        try:
+            s = sb.session()
+            s.run("z = 41")
+            pid = s.pause()
+        finally:
+            sb.close()
+        sb2 = Sandbox(pause_dir=pd, **kw)
+        try:
+            s2 = sb2.resume(pid)
+            r = s2.run("print(z + 1)")
+            check("pause_dir: paused, its Sandbox closed, another Sandbox resumes it (one process)",
+                  r.stdout == "42\n", (r.stdout, r.stderr))
+            s2.close()
+        except Exception as e:
+            check("pause_dir: paused, its Sandbox closed, another Sandbox resumes it (one process)", False, e)
+        finally:
+            sb2.close()
+        left = sorted(os.listdir(os.path.join(pd, "bundles"))) + sorted(x for x in os.listdir(pd) if x != "bundles")
+        check("pause_dir: nothing of the session is left after the resumed one closed", left == [], left)
+        env = dict(os.environ)
+        p1 = subprocess.run([sys.executable, "-c", _PAUSER, "pause", tg, kw["audit_dir"], pd],
+                            capture_output=True, text=True, timeout=300, env=env)
+        pid = p1.stdout.strip().splitlines()[-1] if p1.stdout.strip() else ""
+        check("pause_dir: a process pauses a session and exits", p1.returncode == 0 and pid.startswith("sdk-"),
+              p1.stdout + p1.stderr)
+        p2 = subprocess.run([sys.executable, "-c", _PAUSER, "resume", tg, kw["audit_dir"], pd, pid],
+                            capture_output=True, text=True, timeout=300, env=env)
+        check("pause_dir: another process resumes it with its variables",
+              p2.returncode == 0 and p2.stdout.strip() == "across processes", p2.stdout + p2.stderr)
+    finally:
+        import shutil
+        shutil.rmtree(pd, ignore_errors=True)
 
 
 def session_cap(backend, kw, check):
@@ -516,6 +610,12 @@ def main(backend, work, audit_dir, tg, check):
     except Exception:
         import traceback
         check("pause_resume ran to the end", False, traceback.format_exc())
+    for name, fn in (("open_session", open_session), ("pause_dir_resume", pause_dir_resume)):
+        try:
+            fn(backend, kw, check) if fn is open_session else fn(backend, kw, check, tg)
+        except Exception:
+            import traceback
+            check("%s ran to the end" % name, False, traceback.format_exc())
     try:
         warm_pool(backend, kw, check, tg)
     except Exception:

@@ -116,7 +116,8 @@ def _extension(boxes: Boxes, box: Box, what: str, call: str | None, method: str,
         # Only a call of this sandbox's own container can be decided here.
         if not any(p.get("call") == call and p.get("container") == cid for p in box.session.sb.pending()):
             raise ServiceError(404, "no call %s is waiting for approval in this sandbox" % call)
-        reason = body.get("reason") if isinstance(body.get("reason"), str) else ""
+        given = body.get("reason")
+        reason = given if isinstance(given, str) else ""
         r = box.session.sb.decide(call, what.endswith("approve"), reason)
         return (200 if r.get("ok") else 409), r
     if what == "audit" and method == "GET":

@@ -12,7 +12,7 @@ import json
 import os
 import re
 import stat
-from typing import Any
+from typing import Any, Literal, cast
 
 from .._errors import TollgateSDKError
 
@@ -36,7 +36,7 @@ class Tenant:
     memory: str | None
     cpus: float | None
     audit_dir: str
-    runtime: str
+    runtime: Literal["runsc", "runc"]
     max_timeout: int
 
 
@@ -128,4 +128,4 @@ def _tenant(path: str, name: Any, t: Any, seen: dict[str, str], audit_root: str,
     if isinstance(max_timeout, bool) or not isinstance(max_timeout, int) or max_timeout < 1:
         raise TenantsError("%s: max_timeout is whole seconds, at least 1" % where)
     return Tenant(name, tuple(keys), policy, max_sb, memory, float(cpus) if cpus is not None else None,
-                  audit_dir, rt, max_timeout)
+                  audit_dir, cast(Literal["runsc", "runc"], rt), max_timeout)

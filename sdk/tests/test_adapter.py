@@ -2,13 +2,11 @@
 import): name, description, args_schema (a pydantic model or a JSON
 schema) or .args, invoke / ainvoke."""
 import json
-import os
 import socket
-import sys
-import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "sdk"))
-from tollgate_sdk import Sandbox, ToolDefinitionError, ToolServer, as_tool  # noqa: E402
+import pytest
+
+from tollgate_sdk import InvalidArgument, Sandbox, ToolDefinitionError, ToolServer, as_tool
 
 
 class FakeModel:
@@ -73,41 +71,41 @@ def call(path, tool, args):
     return json.loads(buf)
 
 
-class Adapter(unittest.TestCase):
+class TestAdapter:
     def test_pydantic_v2_schema_is_translated_into_the_policy_subset(self):
         t = as_tool(StructuredLike("lookup", "Look an order up.", FakeModel,
                                    func=lambda **kw: {"found": kw["order_id"]}))
-        self.assertEqual(t.name, "lookup")
-        self.assertEqual(t.description, "Look an order up.")
-        self.assertEqual(t.source, "langchain")
+        assert t.name == "lookup"
+        assert t.description == "Look an order up."
+        assert t.source == "langchain"
         props = t.schema["properties"]
-        self.assertEqual(props["region"], {"type": ["string", "null"], "default": None})
-        self.assertEqual(props["line"], {"type": "object", "properties": {"sku": {"type": "string"}},
-                                         "required": ["sku"], "title": "Line"})
-        self.assertEqual(props["when"], {"type": "string"})  # format: not enforceable, left out
-        self.assertNotIn("$defs", t.schema)
-        self.assertEqual(t.schema["required"], ["order_id"])
-        self.assertFalse(t.is_async)
+        assert props["region"] == {"type": ["string", "null"], "default": None}
+        assert props["line"] == {"type": "object", "properties": {"sku": {"type": "string"}},
+                                 "required": ["sku"], "title": "Line"}
+        assert props["when"] == {"type": "string"}
+        assert "$defs" not in t.schema
+        assert t.schema["required"] == ["order_id"]
+        assert not t.is_async
 
     def test_pydantic_v1_and_dict_schemas(self):
         t = as_tool(StructuredLike("v1", "", FakeV1Model, func=lambda n: n))
-        self.assertEqual(t.schema["properties"], {"n": {"type": "integer"}})
+        assert t.schema["properties"] == {"n": {"type": "integer"}}
         t = as_tool(StructuredLike("d", "", {"type": "object", "properties": {"q": {"type": "string"}}},
                                    func=lambda q: q))
-        self.assertEqual(t.schema["properties"], {"q": {"type": "string"}})
+        assert t.schema["properties"] == {"q": {"type": "string"}}
 
     def test_args_only_object_and_tool_message_result(self):
         t = as_tool(ArgsOnly())
-        self.assertEqual(t.schema, {"type": "object", "properties": {"text": {"type": "string"}}})
-        self.assertEqual(t.call({"text": "hi"}), '{"text": "hi"}')
+        assert t.schema == {"type": "object", "properties": {"text": {"type": "string"}}}
+        assert t.call({"text": "hi"}) == '{"text": "hi"}'
 
     def test_async_only_tool_uses_ainvoke(self):
         async def coro(order_id):
             return {"async": order_id}
         t = as_tool(StructuredLike("alookup", "", FakeModel, coroutine=coro))
-        self.assertTrue(t.is_async)
+        assert t.is_async
         with ToolServer([t]) as srv:
-            self.assertEqual(call(srv.path, "alookup", {"order_id": "A-1"}), {"ok": True, "result": {"async": "A-1"}})
+            assert call(srv.path, "alookup", {"order_id": "A-1"}) == {"ok": True, "result": {"async": "A-1"}}
 
     def test_served_sync_tool_and_its_errors(self):
         def f(order_id, **_):
@@ -115,19 +113,19 @@ class Adapter(unittest.TestCase):
                 raise KeyError(order_id)
             return {"found": order_id}
         t = as_tool(StructuredLike("lookup", "", FakeModel, func=f), irreversible=True, approve="order_id == 'A-9'")
-        self.assertTrue(t.irreversible)
-        self.assertEqual(t.rules[0]["if"], {"arg": "order_id", "op": "==", "value": "A-9"})
+        assert t.irreversible
+        assert t.rules[0]["if"] == {"arg": "order_id", "op": "==", "value": "A-9"}
         with ToolServer([t]) as srv:
-            self.assertEqual(call(srv.path, "lookup", {"order_id": "A-1"}), {"ok": True, "result": {"found": "A-1"}})
+            assert call(srv.path, "lookup", {"order_id": "A-1"}) == {"ok": True, "result": {"found": "A-1"}}
             r = call(srv.path, "lookup", {"order_id": "bad"})
-            self.assertEqual(r["ok"], False)
-            self.assertIn("KeyError", r["error"])
+            assert r["ok"] is False
+            assert "KeyError" in r["error"]
 
     def test_a_sandbox_takes_them_with_functions(self):
         def plain(x: int) -> int:
             return x
         sb = Sandbox(tools=[plain, ArgsOnly()])
-        self.assertEqual([t.name for t in sb.tools], ["plain", "echo_args"])
+        assert [t.name for t in sb.tools] == ["plain", "echo_args"]
 
     def test_shapes_that_are_refused(self):
         class NoSchema:
@@ -136,17 +134,14 @@ class Adapter(unittest.TestCase):
 
             def invoke(self, x):
                 return x
-        with self.assertRaises(ToolDefinitionError):
+        with pytest.raises(ToolDefinitionError):
             as_tool(NoSchema())
-        with self.assertRaises(ToolDefinitionError):
+        with pytest.raises(ToolDefinitionError):
             as_tool(42)
         bad = {"type": "object", "properties": {"x": {"oneOf": [{"type": "object", "properties": {"a": {}}},
                                                                 {"type": "array", "items": {}}]}}}
-        with self.assertRaises(ToolDefinitionError):
+        with pytest.raises(ToolDefinitionError):
             as_tool(StructuredLike("o", "", bad, func=lambda **k: k))
-        with self.assertRaises(ValueError):
+        with pytest.raises(InvalidArgument):
             Sandbox(tools=[ArgsOnly(), ArgsOnly()])
 
-
-if __name__ == "__main__":
-    unittest.main()

@@ -2,17 +2,17 @@
 with a reason, logged, and never stops the server or its host program."""
 import asyncio
 import json
+import logging
 import os
 import socket
 import stat
-import sys
 import threading
 import time
-import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "sdk"))
-from tollgate_sdk import ToolServer, tool  # noqa: E402
-from tollgate_sdk import _server as server_mod  # noqa: E402
+import pytest
+
+from tollgate_sdk import ToolServer, tool
+from tollgate_sdk import _server as server_mod
 
 
 @tool
@@ -74,29 +74,29 @@ def call(path, tool_name, args, call_id="c1"):
     return exchange(path, (json.dumps({"v": 1, "call": call_id, "tool": tool_name, "args": args}) + "\n").encode())
 
 
-class ServerTest(unittest.TestCase):
-    def setUp(self):
+class TestServerTest:
+    def setup_method(self):
         self.srv = ToolServer([t.tollgate_tool for t in (greet, boom, opaque, huge, later)])
 
-    def tearDown(self):
+    def teardown_method(self):
         self.srv.close()
 
     def assert_still_serves(self):
-        self.assertEqual(call(self.srv.path, "greet", {"name": "x"}),
-                         {"ok": True, "result": {"greeting": "hello x"}})
+        assert call(self.srv.path, "greet", {"name": "x"}) == {"ok": True, "result": {"greeting": "hello x"}}
 
     def test_socket_is_private(self):
-        self.assertEqual(stat.S_IMODE(os.stat(self.srv.path).st_mode), 0o600)
-        self.assertEqual(stat.S_IMODE(os.stat(os.path.dirname(self.srv.path)).st_mode), 0o700)
+        assert stat.S_IMODE(os.stat(self.srv.path).st_mode) == 0o600
+        assert stat.S_IMODE(os.stat(os.path.dirname(self.srv.path)).st_mode) == 0o700
 
     def test_a_good_call(self):
         self.assert_still_serves()
-        self.assertEqual(self.srv.served[-1], ("c1", "greet", True))
+        assert self.srv.served[-1] == ("c1", "greet", True)
 
     def test_async_tool(self):
-        self.assertEqual(call(self.srv.path, "later", {"n": 21}), {"ok": True, "result": 42})
+        assert call(self.srv.path, "later", {"n": 21}) == {"ok": True, "result": 42}
 
-    def test_bad_requests_are_refused_logged_and_survived(self):
+    def test_bad_requests_are_refused_logged_and_survived(self, subtests: pytest.Subtests,
+                                                         caplog: pytest.LogCaptureFixture):
         cases = [
             (b"this is not json\n", "not JSON"),
             (b"[1, 2]\n", "not a JSON object"),
@@ -110,22 +110,24 @@ class ServerTest(unittest.TestCase):
             (b"", "closed before a request line"),
         ]
         for data, why in cases:
-            with self.subTest(data=data[:40]):
-                with self.assertLogs("tollgate_sdk", "WARNING") as logs:
+            with subtests.test(data=data[:40]):
+                caplog.clear()
+                with caplog.at_level(logging.WARNING, logger="tollgate_sdk"):
                     reply = exchange(self.srv.path, data)
-                self.assertEqual(reply["ok"], False)
-                self.assertIn(why, reply["error"])
-                self.assertIn(why, "\n".join(logs.output))
-                self.assertIn(why, self.srv.rejected[-1][1])
+                assert reply["ok"] == False
+                assert why in reply["error"]
+                assert why in caplog.text
+                assert why in self.srv.rejected[-1][1]
                 self.assert_still_serves()
 
-    def test_oversized_request_is_refused(self):
-        with self.assertLogs("tollgate_sdk", "WARNING"):
+    def test_oversized_request_is_refused(self, caplog: pytest.LogCaptureFixture):
+        with caplog.at_level(logging.WARNING, logger="tollgate_sdk"):
             reply = exchange(self.srv.path, b"x" * (server_mod.REQUEST_MAX + 70000), timeout=30)
-        self.assertIn("larger than", reply["error"])
+        assert "larger than" in caplog.text
+        assert "larger than" in reply["error"]
         self.assert_still_serves()
 
-    def test_silent_peer_times_out_and_others_are_served_meanwhile(self):
+    def test_silent_peer_times_out_and_others_are_served_meanwhile(self, caplog: pytest.LogCaptureFixture):
         old = server_mod.READ_TIMEOUT
         server_mod.READ_TIMEOUT = 0.5
         try:
@@ -133,24 +135,25 @@ class ServerTest(unittest.TestCase):
             s.connect(self.srv.path)   # says nothing
             self.assert_still_serves()  # served on another thread meanwhile
             s.settimeout(10)
-            with self.assertLogs("tollgate_sdk", "WARNING"):
+            with caplog.at_level(logging.WARNING, logger="tollgate_sdk"):
                 data = s.recv(65536)
                 time.sleep(0.1)
+            assert "no request line" in caplog.text
             s.close()
-            self.assertIn(b"no request line", data)
+            assert b"no request line" in data
         finally:
             server_mod.READ_TIMEOUT = old
 
     def test_tool_errors_become_error_replies(self):
         r = call(self.srv.path, "boom", {})
-        self.assertEqual(r, {"ok": False, "error": "RuntimeError: the tool broke"})
-        self.assertIn("not JSON", call(self.srv.path, "opaque", {})["error"])
-        self.assertIn("over the 1 MiB", call(self.srv.path, "huge", {})["error"])
+        assert r == {"ok": False, "error": "RuntimeError: the tool broke"}
+        assert "not JSON" in call(self.srv.path, "opaque", {})["error"]
+        assert "over the 1 MiB" in call(self.srv.path, "huge", {})["error"]
         r = call(self.srv.path, "greet", {"name": "x", "extra": 1})
-        self.assertFalse(r["ok"])
-        self.assertIn("no parameter 'extra'", r["error"])
+        assert not r["ok"]
+        assert "no parameter 'extra'" in r["error"]
         r = call(self.srv.path, "greet", {})
-        self.assertFalse(r["ok"])
+        assert not r["ok"]
         self.assert_still_serves()
 
     def test_many_hostile_connections_at_once(self):
@@ -172,15 +175,12 @@ class ServerTest(unittest.TestCase):
                 t.join(30)
         finally:
             server_mod.log.disabled = logging_off
-        self.assertEqual(errors, [])
+        assert errors == []
         self.assert_still_serves()
 
     def test_close_removes_the_socket(self):
         path = self.srv.path
         self.srv.close()
-        self.assertFalse(os.path.exists(path))
-        self.assertFalse(os.path.exists(os.path.dirname(path)))
+        assert not os.path.exists(path)
+        assert not os.path.exists(os.path.dirname(path))
 
-
-if __name__ == "__main__":
-    unittest.main()

@@ -9,15 +9,14 @@ import subprocess
 import sys
 import tempfile
 import time
-import unittest
+
+import pytest
+
+import tollgate_sdk
+from tollgate_sdk import _errors as errors, _limits as limits, _session as session
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
-sys.path.insert(0, os.path.join(REPO, "sdk"))
-
-import tollgate_sdk  # noqa: E402
-from tollgate_sdk import _errors as errors, _sandbox as sandbox, _session as session  # noqa: E402
-
 KERNEL = os.path.join(REPO, "bridge", "client", "kernel.py")
 
 
@@ -31,43 +30,41 @@ def load_client():
     return m
 
 
-class Refusals(unittest.TestCase):
+class TestRefusals:
     def test_client_family(self):
         c = load_client()
         for name in ("ApprovalTimeout", "BudgetExhausted", "BadRequest", "UnknownTool", "AnomalyDetected"):
-            self.assertTrue(issubclass(getattr(c, name), c.ToolDenied), name)
+            assert issubclass(getattr(c, name), c.ToolDenied), name
         for name in ("ToolFailed", "ToolTimeout", "BridgeTimeout", "ContainerStopped"):
-            self.assertFalse(issubclass(getattr(c, name), c.ToolDenied), name)
-        self.assertEqual(str(c.ToolDenied("denied: no secrets")), "denied: no secrets")
-        self.assertEqual(str(c.ToolDenied("denied by uid:0: no")), "denied by uid:0: no")
-        self.assertEqual(str(c.ApprovalTimeout("approval timed out: nobody decided")),
-                         "approval timed out: nobody decided")
-        self.assertEqual(str(c.BudgetExhausted("max_tool_calls reached: x")),
-                         "budget_exhausted: max_tool_calls reached: x")
-        self.assertEqual(c._ERRORS["anomaly"], c.AnomalyDetected)
+            assert not (issubclass(getattr(c, name), c.ToolDenied)), name
+        assert str(c.ToolDenied("denied: no secrets")) == "denied: no secrets"
+        assert str(c.ToolDenied("denied by uid:0: no")) == "denied by uid:0: no"
+        assert str(c.ApprovalTimeout("approval timed out: nobody decided")) == "approval timed out: nobody decided"
+        assert str(c.BudgetExhausted("max_tool_calls reached: x")) == "budget_exhausted: max_tool_calls reached: x"
+        assert c._ERRORS["anomaly"] == c.AnomalyDetected
 
     def test_host_family_matches(self):
         c = load_client()
         for code, cls in errors.REFUSALS.items():
-            self.assertTrue(issubclass(cls, tollgate_sdk.ToolDenied))
-            self.assertTrue(issubclass(c._ERRORS[code], c.ToolDenied), code)
-            self.assertEqual(c._ERRORS[code].__name__, cls.__name__)
+            assert issubclass(cls, tollgate_sdk.ToolDenied)
+            assert issubclass(c._ERRORS[code], c.ToolDenied), code
+            assert c._ERRORS[code].__name__ == cls.__name__
         call = tollgate_sdk.Call("id1", "pay", {}, "deny", "r", "timeout", "approval_timeout",
                                  "approval timed out: nobody approved the call within 1 s")
         e = call.error()
-        self.assertIsInstance(e, tollgate_sdk.ApprovalTimeout)
-        self.assertTrue(call.refused)
-        self.assertEqual(str(e), "approval timed out: nobody approved the call within 1 s")
+        assert isinstance(e, tollgate_sdk.ApprovalTimeout)
+        assert call.refused
+        assert str(e) == "approval timed out: nobody approved the call within 1 s"
         ok = tollgate_sdk.Call("id2", "pay", {}, "allow", "", "policy", "ok")
-        self.assertIsNone(ok.error())
-        self.assertFalse(ok.refused)
-        self.assertTrue(issubclass(tollgate_sdk.CellTimeout, tollgate_sdk.ProgramFailed))
+        assert ok.error() is None
+        assert not ok.refused
+        assert issubclass(tollgate_sdk.CellTimeout, tollgate_sdk.ProgramFailed)
 
 
-class Validation(unittest.TestCase):
+class TestValidation:
     def test_mounts(self):
         d = tempfile.mkdtemp()
-        self.assertEqual(sandbox._check_mounts({"/data": d}), [("/data", d)])
+        assert limits.check_mounts({"/data": d}) == [("/data", d)]
         link = d + "-link"
         os.symlink(d, link)
         cases = [({"/data": "/"}, "host's /"), ({"/data": link}, "symbolic link"),
@@ -76,55 +73,54 @@ class Validation(unittest.TestCase):
                  ({"/data": "relative"}, "absolute"), ({"/data": d + "/missing"}, "not a directory"),
                  ({"/data": "/proc/sys"}, "/proc"), ({"/data": "/dev/shm"}, "/dev")]
         for m, why in cases:
-            with self.assertRaises(ValueError, msg=m) as cm:
-                sandbox._check_mounts(m)
-            self.assertIn(why, str(cm.exception), m)
-        with self.assertRaises(ValueError):
-            sandbox._check_mounts(["/data"])
+            with pytest.raises(tollgate_sdk.InvalidArgument) as cm:
+                limits.check_mounts(m)
+            assert why in str(cm.value), m
+        with pytest.raises(tollgate_sdk.InvalidArgument):
+            limits.check_mounts(["/data"])
 
     def test_resources(self):
-        self.assertEqual(sandbox._check_resources("1g", 2, 512, "256m"),
-                         {"memory": 1 << 30, "cpus": 2.0, "pids": 512, "tmp": 256 << 20})
-        self.assertEqual(sandbox._parse_size("1.5g", "memory"), 3 << 29)
-        self.assertEqual(sandbox._parse_size(4096, "tmp"), 4096)
+        assert limits.check_resources("1g", 2, 512, "256m") == {"memory": 1 << 30, "cpus": 2.0, "pids": 512, "tmp": 256 << 20}
+        assert limits.parse_size("1.5g", "memory") == 3 << 29
+        assert limits.parse_size(4096, "tmp") == 4096
         for bad in (("lots", None, None, None), ("1m", None, None, None), (None, 0, None, None),
                     (None, True, None, None), (None, None, 4, None), (None, None, 9.5, None),
                     (None, None, None, "-1m"), (None, None, None, "12q")):
-            with self.assertRaises(ValueError, msg=bad):
-                sandbox._check_resources(*bad)
-        self.assertEqual(sandbox._size_text(512 << 20), "512m")
-        self.assertEqual(sandbox._size_text(1 << 30), "1g")
+            with pytest.raises(tollgate_sdk.InvalidArgument):
+                limits.check_resources(*bad)
+        assert limits.size_text(512 << 20) == "512m"
+        assert limits.size_text(1 << 30) == "1g"
 
     def test_area_paths(self):
-        self.assertEqual(session.check_area_path("/tmp/a/b"), "/tmp/a/b")
+        assert session.check_area_path("/tmp/a/b") == "/tmp/a/b"
         for bad in ("/etc/passwd", "/tmp/../etc", "/tmp//a", "/tmp/a/", "tmp/a", "/tmpx/a", "", None, "/tmp/\0"):
-            with self.assertRaises(errors.FileOperationError, msg=bad):
+            with pytest.raises(errors.FileOperationError):
                 session.check_area_path(bad)
 
     def test_trailer(self):
         nonce = "ab" * 16
         tail = b"output\n\ntollgate-cell:" + nonce.encode() + b':{"exit": 3}\n'
         v, t = session._trailer(tail, nonce)
-        self.assertEqual(v, {"exit": 3})
-        self.assertTrue(tail.endswith(t))
+        assert v == {"exit": 3}
+        assert tail.endswith(t)
         # A cell that prints a trailer with another nonce is not believed.
         forged = b'\ntollgate-cell:' + b"cd" * 16 + b':{"exit": 0}\n'
-        self.assertEqual(session._trailer(forged, nonce), (None, b""))
-        self.assertEqual(session._trailer(b"\ntollgate-cell:" + nonce.encode() + b":{bad", nonce), (None, b""))
+        assert session._trailer(forged, nonce) == (None, b"")
+        assert session._trailer(b"\ntollgate-cell:" + nonce.encode() + b":{bad", nonce) == (None, b"")
 
     def test_session_cap(self):
-        self.assertEqual(session.max_sessions(), 16)
+        assert session.max_sessions() == 16
         session.set_max_sessions(3)
         try:
-            self.assertEqual(session.max_sessions(), 3)
+            assert session.max_sessions() == 3
             for bad in (0, -1, "2", True, 1.5):
-                with self.assertRaises(ValueError):
+                with pytest.raises(tollgate_sdk.InvalidArgument):
                     session.set_max_sessions(bad)
         finally:
             session.set_max_sessions(None)
         os.environ["TOLLGATE_SDK_MAX_SESSIONS"] = "5"
         try:
-            self.assertEqual(session.max_sessions(), 5)
+            assert session.max_sessions() == 5
         finally:
             del os.environ["TOLLGATE_SDK_MAX_SESSIONS"]
 
@@ -135,31 +131,31 @@ class Validation(unittest.TestCase):
             with session._live_lock:
                 session._live.add(sentinel)
             try:
-                s = session.Session(sandbox.Sandbox(tollgate="/nonexistent/tollgate"))
-                with self.assertRaises(errors.SessionLimit) as cm:
+                s = session.Session(tollgate_sdk.Sandbox(tollgate="/nonexistent/tollgate"))
+                with pytest.raises(errors.SessionLimit) as cm:
                     s.open()
-                self.assertIn("1 sessions are open", str(cm.exception))
-                self.assertIn("close one", str(cm.exception))
+                assert "1 sessions are open" in str(cm.value)
+                assert "close one" in str(cm.value)
             finally:
                 with session._live_lock:
                     session._live.discard(sentinel)
-            self.assertEqual(session.live_sessions(), 0)
+            assert session.live_sessions() == 0
         finally:
             session.set_max_sessions(None)
 
 
-class KernelOnTheHost(unittest.TestCase):
+class TestKernelOnTheHost:
     """kernel.py needs nothing of the container but an abstract socket and
     /tmp: run it here to test its interpreter and timeouts directly."""
 
     @classmethod
-    def setUpClass(cls):
+    def setup_class(cls):
         cls.token = os.urandom(8).hex()
         cls.proc = subprocess.Popen([sys.executable, KERNEL, "serve", cls.token],
                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     @classmethod
-    def tearDownClass(cls):
+    def teardown_class(cls):
         cls.proc.kill()
         cls.proc.wait()
 
@@ -174,42 +170,42 @@ class KernelOnTheHost(unittest.TestCase):
 
     def test_state_timeouts_and_abandon(self):
         v, out, err = self.cell("x = 41")
-        self.assertEqual(v, {"exit": 0})
+        assert v == {"exit": 0}
         v, out, _ = self.cell("print(x + 1)")
-        self.assertEqual(out, "42\n")
+        assert out == "42\n"
         t0 = time.monotonic()
         v, out, err = self.cell("import time\nprint('a', flush=True)\nx = 5\ntime.sleep(30)\n", timeout=1)
-        self.assertTrue(v["timed_out"] and v["interrupted"], v)
-        self.assertLess(time.monotonic() - t0, 10)
-        self.assertIn("KeyboardInterrupt", err)
-        self.assertNotIn("kernel.py", err)
-        self.assertEqual(self.cell("print(x)")[1], "5\n")
+        assert v["timed_out"] and v["interrupted"], v
+        assert time.monotonic() - t0 < 10
+        assert "KeyboardInterrupt" in err
+        assert "kernel.py" not in err
+        assert self.cell("print(x)")[1] == "5\n"
         v, _, _ = self.cell("import time\nwhile True:\n    try:\n        time.sleep(0.05)\n"
                             "    except KeyboardInterrupt:\n        pass\n", timeout=1)
-        self.assertTrue(v["timed_out"] and v["abandoned"], v)
-        self.assertEqual(self.cell("print(x * 2)")[1], "10\n")
+        assert v["timed_out"] and v["abandoned"], v
+        assert self.cell("print(x * 2)")[1] == "10\n"
         # In the successor thread a CPU loop is still interrupted.
         v, _, err = self.cell("while True:\n    pass\n", timeout=1)
-        self.assertTrue(v["timed_out"] and v["interrupted"], v)
-        self.assertEqual(self.cell("print(x * 3)")[1], "15\n")
+        assert v["timed_out"] and v["interrupted"], v
+        assert self.cell("print(x * 3)")[1] == "15\n"
         v, _, err = self.cell("raise SystemExit(4)")
-        self.assertEqual(v, {"exit": 4})
+        assert v == {"exit": 4}
         v, _, err = self.cell("1/0")
-        self.assertEqual(v["exit"], 1)
-        self.assertIn('File "<cell', err)
-        self.assertIn("1/0", err)
+        assert v["exit"] == 1
+        assert 'File "<cell' in err
+        assert "1/0" in err
         v, out, _ = self.cell("echo from sh; exit 3", shell=True)
-        self.assertEqual((v["exit"], out), (3, "from sh\n"))
+        assert (v["exit"], out) == (3, "from sh\n")
 
     def test_large_output(self):
         v, out, _ = self.cell("import sys\nfor _ in range(5):\n    sys.stdout.write('x' * (1 << 20))\n")
-        self.assertEqual(len(out), 5 << 20)
+        assert len(out) == 5 << 20
 
 
-class FilesWalk(unittest.TestCase):
+class TestFilesWalk:
     """kernel.files_main under a scratch directory standing in for /tmp."""
 
-    def setUp(self):
+    def setup_method(self):
         spec = importlib.util.spec_from_file_location("kernel_under_test", KERNEL)
         self.k = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(self.k)
@@ -225,34 +221,31 @@ class FilesWalk(unittest.TestCase):
     def test_round_trip_and_links(self):
         blob = os.urandom(1 << 20)
         p = self.run_files("write", self.area + "/a/b/blob", blob)
-        self.assertEqual((p.returncode, p.stdout), (0, str(len(blob)).encode()), p.stderr)
+        assert (p.returncode, p.stdout) == (0, str(len(blob)).encode()), p.stderr
         p = self.run_files("read", self.area + "/a/b/blob")
-        self.assertEqual(p.stdout, blob)
+        assert p.stdout == blob
         p = self.run_files("list", self.area + "/a")
-        self.assertEqual(json.loads(p.stdout), [{"name": "b", "path": self.area + "/a/b", "type": "dir",
+        assert (json.loads(p.stdout) == [{"name": "b", "path": self.area + "/a/b", "type": "dir",
                                                  "size": os.stat(self.area + "/a/b").st_size}])
         os.symlink("/etc", self.area + "/link")
         os.symlink("/etc/hostname", self.area + "/file-link")
         for op, path in (("read", "/link/hostname"), ("read", "/file-link"), ("write", "/link/x"),
                          ("list", "/link")):
             p = self.run_files(op, self.area + path, b"x")
-            self.assertEqual(p.returncode, 2, (op, path))
-            self.assertIn(b"symbolic link", p.stderr, (op, path, p.stderr))
-        self.assertFalse(os.path.exists("/etc/x"))
+            assert p.returncode == 2, (op, path)
+            assert b"symbolic link" in p.stderr, (op, path, p.stderr)
+        assert not (os.path.exists("/etc/x"))
         p = self.run_files("read", "/etc/hostname")
-        self.assertEqual(p.returncode, 2)
-        self.assertIn(b"writable area", p.stderr)
+        assert p.returncode == 2
+        assert b"writable area" in p.stderr
         os.mkfifo(self.area + "/fifo")
         p = self.run_files("read", self.area + "/fifo")  # never blocks on a FIFO
-        self.assertEqual(p.returncode, 2)
-        self.assertIn(b"not a regular file", p.stderr)
+        assert p.returncode == 2
+        assert b"not a regular file" in p.stderr
 
 
-if __name__ == "__main__":
-    unittest.main()
 
-
-class Notices(unittest.TestCase):
+class TestNotices:
     """tollgate's own warning lines leading stderr are kept apart from the
     program's stderr (Result.warnings), however the pipe splits them."""
 
@@ -272,14 +265,14 @@ class Notices(unittest.TestCase):
     def test_split_notices_are_diverted(self):
         note = b"tollgate: warning: runc 1.1.5 predates the fixes; upgrade runc or use runsc\n"
         s, cb = self.drain([note[:5], note[5:30], note[30:], b"tollgate: warning: two\n", b"prog", b" err\n"])
-        self.assertEqual(bytes(s.buf), b"prog err\n")
-        self.assertEqual(cb, "prog err\n")
-        self.assertEqual(s.diverted, [note[:-1].decode(), "tollgate: warning: two"])
-        self.assertEqual(s.total, 9)
+        assert bytes(s.buf) == b"prog err\n"
+        assert cb == "prog err\n"
+        assert s.diverted == [note[:-1].decode(), "tollgate: warning: two"]
+        assert s.total == 9
 
     def test_only_leading_lines(self):
         s, _ = self.drain([b"mine\ntollgate: warning: not ours\n"])
-        self.assertEqual(bytes(s.buf), b"mine\ntollgate: warning: not ours\n")
-        self.assertEqual(s.diverted, [])
+        assert bytes(s.buf) == b"mine\ntollgate: warning: not ours\n"
+        assert s.diverted == []
         s, _ = self.drain([b"toll"])  # a short program line that only looks like the start
-        self.assertEqual(bytes(s.buf), b"toll")
+        assert bytes(s.buf) == b"toll"
