@@ -24,6 +24,7 @@ from ._errors import (AnomalyDetected, ApprovalTimeout, BadRequest, BudgetExhaus
                       ContainerError, FileOperationError, InvalidArgument, PauseError, PolicyError,
                       ProgramFailed, SandboxUnavailable, SessionClosed, SessionLimit, TollgateSDKError,
                       ToolDefinitionError, ToolDenied, UnknownTool)
+from ._remote import RemoteResult, RemoteSandbox, RemoteSession, ServiceRefused
 from ._repair import RepairOutcome, Usage, repair
 from ._sandbox import Result, Sandbox, find_rootfs, find_tollgate
 from ._schema import hint_schema, signature_schema, to_policy_schema
@@ -36,6 +37,8 @@ __all__ = [
     "Sandbox", "Session", "Result", "Call", "ApprovalRequest", "Files", "FileInfo",
     "AsyncSandbox", "AsyncSession", "AsyncFiles",
     "set_max_sessions", "max_sessions", "live_sessions", "find_rootfs", "find_tollgate",
+    # the client mode: the same, against a `tollgate serve` daemon (docs/serve.md)
+    "RemoteSandbox", "RemoteSession", "RemoteResult",
     # tools
     "tool", "Tool", "as_tool", "from_langchain", "condition", "signature_schema", "hint_schema",
     "to_policy_schema", "ToolServer",
@@ -45,5 +48,5 @@ __all__ = [
     "TollgateSDKError", "InvalidArgument", "ToolDefinitionError", "SandboxUnavailable", "ContainerError",
     "PolicyError", "ProgramFailed", "CellTimeout", "SessionLimit", "SessionClosed", "FileOperationError",
     "PauseError", "ToolDenied", "ApprovalTimeout", "BudgetExhausted", "BadRequest", "UnknownTool",
-    "AnomalyDetected",
+    "AnomalyDetected", "ServiceRefused",
 ]

@@ -15,7 +15,7 @@ import urllib.parse
 from typing import Any, Callable, Iterable, Iterator
 
 from ._audit import Call, budget_used, calls_of_last_run
-from ._errors import ProgramFailed, SandboxUnavailable, TollgateSDKError
+from ._errors import InvalidArgument, ProgramFailed, SandboxUnavailable, SessionClosed, TollgateSDKError
 from ._tools import Tool, as_tool
 
 __all__ = ["RemoteSandbox", "RemoteSession", "ServiceRefused"]
@@ -50,7 +50,7 @@ class _Client:
         else:
             u = urllib.parse.urlsplit(server)
             if u.scheme not in ("http", "https") or not u.hostname:
-                raise ValueError("server is http://HOST:PORT, https://HOST:PORT or unix:/path, not %r" % server)
+                raise InvalidArgument("server is http://HOST:PORT, https://HOST:PORT or unix:/path, not %r" % server)
             self._unix = None
             self._host, self._port, self._tls = u.hostname, u.port or (443 if u.scheme == "https" else 80), \
                 u.scheme == "https"
@@ -157,7 +157,9 @@ class RemoteSession:
             t = by_name.get(str(call.get("tool")))
             try:
                 if t is None:
-                    raise LookupError("no tool %r here" % call.get("tool"))
+                    c.request("POST", "%s/%s" % (path, call.get("id")),
+                              {"ok": False, "error": "no tool %r here" % call.get("tool")})
+                    continue
                 out = t.call(call.get("args") or {})
                 if hasattr(out, "__await__"):
                     import asyncio
@@ -175,7 +177,7 @@ class RemoteSession:
             on_stdout: Callable[[str], None] | None = None,
             on_stderr: Callable[[str], None] | None = None) -> "RemoteResult":
         if self._closed:
-            raise TollgateSDKError("the session is closed")
+            raise SessionClosed("the session is closed")
         out: list[str] = []
         err: list[str] = []
         error: dict[str, Any] | None = None

@@ -9,7 +9,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "sdk"))
-from tollgate_sdk._remote import RemoteSandbox  # noqa: E402
+from tollgate_sdk import RemoteSandbox  # noqa: E402
 
 server, key = sys.argv[1], sys.argv[2]
 seen = []
