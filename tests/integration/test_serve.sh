@@ -36,7 +36,8 @@ OTHER=e2b_$(head -c 20 /dev/urandom | od -An -tx1 | tr -d ' \n')
 cat > "$S/tenants.json" <<J
 {"tenants": {"acme":  {"api_keys": ["$KEY"], "policy": "$S/pol/policy.json", "max_sandboxes": 12,
                        "audit_dir": "$S/audit-acme"},
-             "other": {"api_keys": ["$OTHER"], "max_sandboxes": 2, "audit_dir": "$S/audit-other"}}}
+             "other": {"api_keys": ["$OTHER"], "max_sandboxes": 5, "memory": "256m", "max_memory": "512m",
+                       "audit_dir": "$S/audit-other"}}}
 J
 chmod 600 "$S/tenants.json"
 port=$(( 20000 + RANDOM % 20000 ))
@@ -78,6 +79,18 @@ echo "$out" | grep -E '^(ok|FAIL) - '
 orphan=$(echo "$out" | sed -n 's/^ORPHAN //p')
 check "the client mode made a sandbox whose client then died" test -n "$orphan"
 [ -n "$orphan" ] && client orphan "$orphan" | grep -E '^(ok|FAIL) - '
+# TLS from given certificate files: a second listener of the same code.
+openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
+  -keyout "$S/tls.key" -out "$S/tls.crt" >/dev/null 2>&1
+tport=$((port + 1))
+"$TG" serve --listen 127.0.0.1:$tport --tenants "$S/tenants.json" --state "$S/state-tls" \
+  --template "base=$BUILD/rootfs/debian" --tls-cert "$S/tls.crt" --tls-key "$S/tls.key" >>"$S/serve-tls.out" 2>&1 &
+tls_pid=$!
+on_exit "kill $tls_pid"
+check "the TLS listener answers over HTTPS" wait_for 30 curl -sf --cacert "$S/tls.crt" -H "X-API-Key: $KEY" \
+  "https://127.0.0.1:$tport/v2/sandboxes"
+check_fails "and not over plain HTTP" curl -sf -H "X-API-Key: $KEY" "http://127.0.0.1:$tport/v2/sandboxes"
+kill "$tls_pid"; wait "$tls_pid" 2>/dev/null
 client crowd 10 5 | grep -E '^(ok|FAIL) - '
 check "after the crowd no container is left" wait_for 10 no_containers
 

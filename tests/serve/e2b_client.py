@@ -231,6 +231,19 @@ def refusals():
         check("over the quota: e2b's error shape naming the quota", "max_sandboxes" in str(ex), ex)
     for s in made:
         s.kill()
+    # The other tenant: 256 MiB sandboxes under a 512 MiB quota.
+    theirs = [Sandbox.create(api_key=other, timeout=60) for _ in range(2)]
+    try:
+        Sandbox.create(api_key=other, timeout=60)
+        check("the memory quota refuses a third sandbox", False, "made")
+    except Exception as ex:
+        check("the memory quota refuses a third sandbox, naming max_memory", "max_memory" in str(ex), ex)
+    listed = Sandbox.list(api_key=other).next_items()
+    check("a listed sandbox says its memory", all(s.memory_mb == 256 for s in listed), listed)
+    check("a tenant lists only its own sandboxes", sorted(s.sandbox_id for s in listed) ==
+          sorted(s.sandbox_id for s in theirs), listed)
+    for s in theirs:
+        s.kill()
 
 
 def crowd(clients, each):

@@ -47,11 +47,13 @@ class Record:
     container_id: str = ""
     pause_id: str = ""
     on_timeout: str = "kill"      # kill | pause
+    cpu_count: float = 1.0
+    memory_mb: int = 512
 
     def listed(self) -> dict[str, Any]:
         return {"templateID": self.template, "sandboxID": self.sandbox_id, "clientID": "tollgate",
                 "startedAt": _rfc3339(self.started_at), "endAt": _rfc3339(self.end_at),
-                "cpuCount": 1, "memoryMB": 512, "diskSizeMB": 0, "state": self.state,
+                "cpuCount": max(1, round(self.cpu_count)), "memoryMB": self.memory_mb, "diskSizeMB": 0, "state": self.state,
                 "envdVersion": ENVD_VERSION, "metadata": dict(self.metadata)}
 
     def detail(self) -> dict[str, Any]:
@@ -239,7 +241,8 @@ class Boxes:
         rec = Record(sandbox_id="".join(secrets.choice(ID_CHARS) for _ in range(20)), tenant=tenant.name,
                      template=template, metadata=metadata, env_vars=env_vars, started_at=now,
                      end_at=now + timeout, envd_token=secrets.token_hex(16),
-                     traffic_token=secrets.token_hex(16), on_timeout=on_timeout)
+                     traffic_token=secrets.token_hex(16), on_timeout=on_timeout,
+                     cpu_count=tenant.sandbox_cpus, memory_mb=tenant.sandbox_memory >> 20)
         box = Box(rec, None)
         with self._lock:
             # The quota counts the sandbox being made: two creates at once
@@ -248,6 +251,16 @@ class Boxes:
             if n >= tenant.max_sandboxes:
                 raise ServiceError(429, "tenant %s has %d sandboxes, its quota (max_sandboxes %d): kill one "
                                    "first" % (tenant.name, n, tenant.max_sandboxes))
+            mem = (n + 1) * tenant.sandbox_memory
+            if tenant.max_memory is not None and mem > tenant.max_memory:
+                raise ServiceError(429, "tenant %s: another sandbox of %d MiB would take its memory to %d MiB, "
+                                   "over its quota (max_memory %d MiB): kill one first"
+                                   % (tenant.name, tenant.sandbox_memory >> 20, mem >> 20, tenant.max_memory >> 20))
+            cpus = (n + 1) * tenant.sandbox_cpus
+            if tenant.max_cpus is not None and cpus > tenant.max_cpus + 1e-9:
+                raise ServiceError(429, "tenant %s: another sandbox of %g CPUs would take it to %g CPUs, over its "
+                                   "quota (max_cpus %g): kill one first"
+                                   % (tenant.name, tenant.sandbox_cpus, cpus, tenant.max_cpus))
             self._boxes[rec.sandbox_id] = box
         try:
             sb = (self._client_sandbox(tenant, template, box, client_tools) if client_tools

@@ -14,13 +14,19 @@ import re
 import stat
 from typing import Any, Literal, cast
 
-from .._errors import TollgateSDKError
+from .._errors import InvalidArgument, TollgateSDKError
+from .._limits import parse_size
 
 __all__ = ["Tenant", "Tenants", "TenantsError"]
 
 KEY = re.compile(r"^e2b_[0-9a-f]{20,128}$")
 NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
-KNOWN = {"api_keys", "policy", "max_sandboxes", "memory", "cpus", "audit_dir", "runtime", "max_timeout"}
+KNOWN = {"api_keys", "policy", "max_sandboxes", "memory", "cpus", "max_memory", "max_cpus", "audit_dir", "runtime",
+         "max_timeout"}
+# What one sandbox counts toward max_memory and max_cpus when the tenant
+# sets no memory or cpus of its own: the hardened profile's limits.
+PROFILE_MEMORY = 512 << 20
+PROFILE_CPUS = 1.0
 
 
 class TenantsError(TollgateSDKError):
@@ -38,6 +44,16 @@ class Tenant:
     audit_dir: str
     runtime: Literal["runsc", "runc"]
     max_timeout: int
+    max_memory: int | None = None      # bytes, across the tenant's sandboxes
+    max_cpus: float | None = None      # across the tenant's sandboxes
+
+    @property
+    def sandbox_memory(self) -> int:
+        return parse_size(self.memory, "memory") if self.memory else PROFILE_MEMORY
+
+    @property
+    def sandbox_cpus(self) -> float:
+        return self.cpus if self.cpus is not None else PROFILE_CPUS
 
 
 class Tenants:
@@ -113,8 +129,17 @@ def _tenant(path: str, name: Any, t: Any, seen: dict[str, str], audit_root: str,
     if isinstance(max_sb, bool) or not isinstance(max_sb, int) or not 1 <= max_sb <= 1000:
         raise TenantsError("%s: max_sandboxes must be an integer from 1 to 1000" % where)
     memory = t.get("memory")
-    if memory is not None and not isinstance(memory, str):
-        raise TenantsError('%s: memory is a size such as "512m"' % where)
+    max_memory = t.get("max_memory")
+    for key, v in (("memory", memory), ("max_memory", max_memory)):
+        try:
+            if v is not None:
+                parse_size(v, key)
+        except InvalidArgument:
+            raise TenantsError('%s: %s is a size such as "512m"' % (where, key)) from None
+    max_cpus = t.get("max_cpus")
+    if max_cpus is not None and (isinstance(max_cpus, bool) or not isinstance(max_cpus, (int, float))
+                                 or max_cpus <= 0):
+        raise TenantsError("%s: max_cpus must be a positive number" % where)
     cpus = t.get("cpus")
     if cpus is not None and (isinstance(cpus, bool) or not isinstance(cpus, (int, float)) or cpus <= 0):
         raise TenantsError("%s: cpus must be a positive number" % where)
@@ -128,4 +153,6 @@ def _tenant(path: str, name: Any, t: Any, seen: dict[str, str], audit_root: str,
     if isinstance(max_timeout, bool) or not isinstance(max_timeout, int) or max_timeout < 1:
         raise TenantsError("%s: max_timeout is whole seconds, at least 1" % where)
     return Tenant(name, tuple(keys), policy, max_sb, memory, float(cpus) if cpus is not None else None,
-                  audit_dir, cast(Literal["runsc", "runc"], rt), max_timeout)
+                  audit_dir, cast(Literal["runsc", "runc"], rt), max_timeout,
+                  parse_size(max_memory, "max_memory") if max_memory is not None else None,
+                  float(max_cpus) if max_cpus is not None else None)
