@@ -150,6 +150,16 @@ static int waiter_call_finish(void *arg, struct proc *child, struct proc_result 
   return container_finish(w->c, child, &waiter_quiet, res, err);
 }
 
+static bool mounts_cgroupfs(const json_t *config) {
+  const json_t *mounts = json_object_get(config, "mounts");
+  for (size_t i = 0; i < json_array_len(mounts); i++) {
+    const char *dest = json_string_value(json_object_get(json_array_get(mounts, i), "destination"));
+    if (dest != NULL && strcmp(dest, "/sys/fs/cgroup") == 0)
+      return true;
+  }
+  return false;
+}
+
 /* runsc reports the sandbox's pid for a container inside it: the waiter
  * stands for this one (shim/lifecycle/waiter.h). */
 static int spawn_waiter(struct create_context *cx, tg_error **err) {
@@ -161,7 +171,12 @@ static int spawn_waiter(struct create_context *cx, tg_error **err) {
                                .wait = waiter_call_wait,
                                .finish = waiter_call_finish,
                                .events = waiter_call_events};
-  json_integer_value(json_get_path(cx->config, "linux.resources.memory.limit"), &calls.memory_limit);
+  /* gVisor accounts a container's memory apart only when the container
+   * mounts /sys/fs/cgroup; otherwise `runsc events` splits the sandbox's
+   * total evenly among its containers, and a small idle member would be
+   * killed for a big neighbour: no watch then (docs/kubernetes.md). */
+  if (mounts_cgroupfs(cx->config))
+    json_integer_value(json_get_path(cx->config, "linux.resources.memory.limit"), &calls.memory_limit);
   pid_t w = 0;
   if (waiter_spawn(arg.c->id, arg.c->dir, &calls, &w, err) < 0)
     return -1;
