@@ -243,6 +243,8 @@ int oci_harden(json_t *config, const struct harden_options *opts, struct harden_
     /* Belt and braces: every step above only tightens by construction;
      * this check makes a future mistake fail closed instead of quietly
      * handing the backend a looser config. */
+    if (opts->backend == NULL || strcmp(opts->backend, "runsc") == 0)
+      oci_runsc_pids_meaning(before);
     if (ret == 0 && oci_check_tighter(before, config, err) < 0)
       ret = tg_error_wrap(err, "internal error: hardening with profile %s loosened the config; this is a tollgate bug", p.name);
     if (ret == 0)

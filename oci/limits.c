@@ -59,12 +59,13 @@ static void rlimit_lower(json_t *rls, const char *type, long long value) {
   json_object_set(found, "soft", json_new_integer(soft));
 }
 
-static void rlimits_harden(json_t *process, const struct oci_profile *p, bool runsc) {
+/* runsc_guest: the guest's process limit under runsc (0: runc, none). */
+static void rlimits_harden(json_t *process, const struct oci_profile *p, long long runsc_guest) {
   json_t *rls = json_object_ensure_array(process, "rlimits");
   for (size_t k = 0; k < p->n_rlimits; k++)
     rlimit_lower(rls, p->rlimits[k].type, p->rlimits[k].value);
-  if (runsc && p->pids > 0)
-    rlimit_lower(rls, "RLIMIT_NPROC", RUNSC_GUEST_PIDS(p->pids));
+  if (runsc_guest > 0)
+    rlimit_lower(rls, "RLIMIT_NPROC", runsc_guest);
 }
 
 /* min() where <= 0 (or missing) means unlimited. */
@@ -109,7 +110,12 @@ int oci_limits_harden(json_t *config, const struct oci_profile *p, const char *b
   if (memory_limit(get_ll(json_object_get(mem, "limit"), 0), p, memory_ceiling, "linux.resources.memory.limit",
                    &limit, err) < 0)
     return -1;
-  rlimits_harden(json_object_ensure_object(config, "process"), p, runsc);
+  /* runsc: a caller's own pids limit is a bound on its processes too, so
+   * it goes inside with the profile's (a host cgroup of 100 tasks would
+   * end the sandbox at the first churn, as 1024 did). */
+  long long asked_pids = get_ll(json_get_path(res, "pids.limit"), 0);
+  long long guest = runsc ? tighter(asked_pids, RUNSC_GUEST_PIDS(p->pids)) : 0;
+  rlimits_harden(json_object_ensure_object(config, "process"), p, guest);
   if (limit > 0) {
     json_object_set(mem, "limit", json_new_integer(limit));
     /* memory+swap equal to memory: no swap, so a hog meets the OOM killer
@@ -123,8 +129,7 @@ int oci_limits_harden(json_t *config, const struct oci_profile *p, const char *b
   if (mem->u.object.len == 0)
     json_object_del(res, "memory");
 
-  long long pids = tighter(get_ll(json_get_path(res, "pids.limit"), 0),
-                           runsc ? RUNSC_GUEST_PIDS(p->pids) * RUNSC_HOST_TASKS_PER_GUEST : p->pids);
+  long long pids = runsc ? guest * RUNSC_HOST_TASKS_PER_GUEST : tighter(asked_pids, p->pids);
   if (pids > 0)
     json_object_set(json_object_ensure_object(res, "pids"), "limit", json_new_integer(pids));
 
@@ -142,6 +147,15 @@ int oci_limits_harden(json_t *config, const struct oci_profile *p, const char *b
   if (json_integer_value(json_object_get(process, "oomScoreAdj"), &adj) && adj < 0)
     json_object_set(process, "oomScoreAdj", json_new_integer(0));
   return 0;
+}
+
+void oci_runsc_pids_meaning(json_t *config) {
+  json_t *pids = json_get_path(config, "linux.resources.pids");
+  long long limit = get_ll(json_object_get(pids, "limit"), 0);
+  if (limit <= 0)
+    return;
+  json_object_set(pids, "limit", json_new_integer(limit * RUNSC_HOST_TASKS_PER_GUEST));
+  rlimit_lower(json_object_ensure_array(json_object_ensure_object(config, "process"), "rlimits"), "RLIMIT_NPROC", limit);
 }
 
 /* The keys `update` may carry, per linux.resources section.  Anything

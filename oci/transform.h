@@ -102,6 +102,11 @@ int oci_limits_harden(json_t *config, const struct oci_profile *p,
                       const char *backend, long long memory_ceiling,
                       tg_error **err);
 
+/* Under runsc a pids limit of L means at most L guest processes
+ * (RLIMIT_NPROC) and 64 host tasks of the sandbox per guest process:
+ * rewrite config's (a copy of the input, for oci_check_tighter()) so. */
+void oci_runsc_pids_meaning(json_t *config);
+
 /* CPU limit of a config in thousandths of a CPU; 0 when unlimited. */
 long long oci_cpu_millis(const json_t *config);
 

@@ -112,14 +112,18 @@ static bool sample(struct limit_watch *lw, bool with_limits) {
   if (read_fd(lw->fd[W_PIDS_EVENTS], buf, sizeof buf)) {
     alive = true;
     long long v = keyed(buf, "max");
-    if (v > lw->pids_refused)
+    if (v > lw->pids_refused) {
       lw->pids_refused = v;
+      with_limits = true; /* the limit as it was when it was met */
+    }
   }
   if (read_fd(lw->fd[W_MEM_EVENTS], buf, sizeof buf)) {
     alive = true;
     long long v = keyed(buf, "oom_kill");
-    if (v > lw->oom_kills)
+    if (v > lw->oom_kills) {
       lw->oom_kills = v;
+      with_limits = true;
+    }
   }
   if (with_limits && read_fd(lw->fd[W_PIDS_MAX], buf, sizeof buf))
     lw->pids_max = limit_value(buf);

@@ -9,9 +9,10 @@
 #     which `tollgate run` reports naming pids.max; runsc by RLIMIT_NPROC
 #     inside the sandbox (the guest sees EAGAIN at 127; no host counter
 #     sees it) with the sandbox alive;
-#   - runsc: a sandbox that does reach its host task limit (a caller's
-#     own pids.limit of 60) ends with a message naming pids.max, not exit
-#     2 and silence;
+#   - runsc: a caller's own pids.limit (40) bounds the guest, not the
+#     Sentry's host tasks; a sandbox that does reach its host task limit
+#     (lowered to 60 under it, as an operator could) ends with a message
+#     naming pids.max, not exit 2 and silence;
 #   - memory: a caller's limit stands (1 GiB is 1 GiB, not the profile's
 #     512 MiB), the profile's applies where it gave none, one above the
 #     host config's memory_ceiling_mib is refused naming the ceiling; a
@@ -53,13 +54,22 @@ for be in runsc runc; do
   fi
 done
 
-# A runsc sandbox at its host task limit: the caller's own pids.limit of
-# 60 binds the sandbox's host tasks (the Sentry's stubs and threads).
+# runsc: a caller's own pids.limit (40) is the guest's limit too, and the
+# host cgroup gets 64 tasks for each guest process.
 write_config 'runtime="runsc"'
 set_args /bin/tollgate-probe fork 100
-edit_json "$B/config.json" 'c["linux"].setdefault("resources", {})["pids"] = {"limit": 60}'
+edit_json "$B/config.json" 'c["linux"].setdefault("resources", {})["pids"] = {"limit": 40}'
+out=$(tg run --bundle "$B" lim-guest 2>"$TG_ROOT/err")
+check_eq "runsc: a caller's pids.limit 40 bounds the guest" '{"started": 39, "error": "EAGAIN"}' "$out"
+check_eq "runsc: ... and the sandbox lives (no limit reported)" "" "$(cat "$TG_ROOT/err")"
+
+# A runsc sandbox at its host task limit (an operator lowered it to 60
+# under the running sandbox; the Sentry then cannot make a thread).
+set_args sh -c 'sleep 3; /bin/tollgate-probe fork 100'
+(wait_for 20 test -w /sys/fs/cgroup/pids/lim-tasks/pids.max && echo 60 >/sys/fs/cgroup/pids/lim-tasks/pids.max) &
 tg run --bundle "$B" lim-tasks >/dev/null 2>"$TG_ROOT/err"
 rc=$?
+wait
 check_fails "runsc: a sandbox at its host task limit fails" test "$rc" -eq 0
 check_match "runsc: ... and run names the limit" 'container lim-tasks: its gVisor sandbox reached its host task limit \(pids.max 60' \
   "$(cat "$TG_ROOT/err")"

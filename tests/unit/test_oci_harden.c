@@ -1235,3 +1235,20 @@ Test(oci_harden, memory_limit_as_asked_within_the_ceiling) {
   }
   profile_free(&p);
 }
+
+/* runsc (issue 38.2): a caller's pids limit bounds guest processes
+ * (RLIMIT_NPROC) and the sandbox's host cgroup gets 64 tasks for each;
+ * through oci_harden(), whose tighter check reads it so. */
+Test(oci_harden, runsc_pids_limit_is_the_guests) {
+  json_t *c = parse_or_die("{\"process\":{\"args\":[\"true\"]},\"root\":{\"path\":\"/srv/rootfs\"},"
+                           "\"linux\":{\"resources\":{\"pids\":{\"limit\":40}}}}");
+  struct harden_options o = {.profile = "hardened", .profiles_dir = PROFILES_DIR, .seccomp_dir = SECCOMP_DIR,
+                             .backend = "runsc"};
+  struct harden_result r = {0};
+  tg_error *err = NULL;
+  cr_assert_eq(oci_harden(c, &o, &r, &err), 0, "%s", err ? err->msg : "");
+  cr_expect_eq(rlimit_of(c, "RLIMIT_NPROC"), 40);
+  cr_expect_eq(ll_at(c, "linux.resources.pids.limit", 0), 40 * 64);
+  harden_result_free(&r);
+  json_free(c);
+}
