@@ -142,7 +142,9 @@ static int waiter_call_events(void *arg, struct proc *child, tg_error **err) {
   char interval[32];
   snprintf(interval, sizeof interval, "--interval=%d", WAITER_EVENTS_S);
   char *args[] = {interval, NULL};
-  return container_spawn(w->cli, w->c, "events", args, NULL, &waiter_quiet, child, err);
+  /* A killed waiter's watch ends with it, not with the sandbox. */
+  static const struct proc_opts watch = {.capture_stdout = true, .capture_stderr = true, .die_with_parent = true};
+  return container_spawn(w->cli, w->c, "events", args, NULL, &watch, child, err);
 }
 
 static int waiter_call_finish(void *arg, struct proc *child, struct proc_result *res, tg_error **err) {

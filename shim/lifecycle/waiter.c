@@ -195,9 +195,10 @@ static int wait_for_exit(const struct waiter_calls *calls, int sfd) {
   mem_watch_start(calls, &mw);
   cleanup_close int pidfd = pidfd_open_pid(child.pid);
   while (pidfd >= 0) {
-    struct pollfd p[3] = {{.fd = pidfd, .events = POLLIN}, {.fd = sfd, .events = POLLIN},
-                          {.fd = mw.on ? mw.child.out_fd : -1, .events = POLLIN}};
-    if (poll(p, 3, -1) < 0) {
+    struct pollfd p[4] = {{.fd = pidfd, .events = POLLIN}, {.fd = sfd, .events = POLLIN},
+                          {.fd = mw.on ? mw.child.out_fd : -1, .events = POLLIN},
+                          {.fd = mw.on ? mw.child.err_fd : -1, .events = POLLIN}};
+    if (poll(p, 4, -1) < 0) {
       if (errno == EINTR)
         continue;
       break;
@@ -206,6 +207,10 @@ static int wait_for_exit(const struct waiter_calls *calls, int sfd) {
       forward_signal(calls, sfd);
     if (p[2].revents & (POLLIN | POLLHUP))
       mem_watch_read(calls, &mw);
+    /* events' stderr is drained, never left to fill its pipe and stop it */
+    char junk[512];
+    if ((p[3].revents & (POLLIN | POLLHUP)) && read(mw.child.err_fd, junk, sizeof junk) <= 0)
+      mw.on = false;
     if (p[0].revents & POLLIN)
       break;
   }
