@@ -43,6 +43,13 @@ void host_config_defaults(struct host_config *cfg) {
   cfg->checkpoint_key = xstrdup("/var/lib/tollgate/checkpoint.key");
 }
 
+long long host_config_memory_ceiling(const struct host_config *cfg) {
+  if (cfg->memory_ceiling_mib > 0)
+    return cfg->memory_ceiling_mib * 1024 * 1024;
+  long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+  return pages > 0 && size > 0 ? (long long)pages * size : 0;
+}
+
 enum field_kind { F_STRING, F_STRV, F_BOOL, F_INT, F_SIZE, F_JSON, F_LL };
 
 struct field {
@@ -74,6 +81,7 @@ static const struct field fields[] = {
     FIELD(mcp_elicit_approvals, F_BOOL), FIELD(mcp_max_sessions, F_INT),
     FIELD(max_id_ranges_per_container, F_LL),
     FIELD(checkpoint_key, F_STRING), FIELD(allow_unsealed_restore, F_BOOL),
+    FIELD(memory_ceiling_mib, F_LL),
 };
 
 static void free_strv(char **v) {

@@ -95,6 +95,10 @@ struct host_config {
   char *checkpoint_key;      /* HMAC key sealing checkpoint images; made 0600
                                 on first checkpoint; default
                                 /var/lib/tollgate/checkpoint.key */
+  long long memory_ceiling_mib; /* the highest memory limit a container may
+                                   ask for (MiB): a config or update above
+                                   it is refused, never lowered; 0 (the
+                                   default): the host's physical memory */
   bool allow_unsealed_restore; /* restore an image with no valid seal, when
                                   the restored process is shown to run with
                                   the hardened credentials (runc only);
@@ -108,6 +112,10 @@ void host_config_free(struct host_config *cfg);
 
 /* Fill cfg with the built-in defaults (what a missing file means). */
 void host_config_defaults(struct host_config *cfg);
+
+/* The memory ceiling in bytes: memory_ceiling_mib, or the host's
+ * physical memory when it is 0 (a limit above that bounds nothing). */
+long long host_config_memory_ceiling(const struct host_config *cfg);
 
 /* Resolve a data file shipped with tollgate ("profiles/hardened.json",
  * "client/tollgate.py", ...): cfg->data_dir if set, else the install tree

@@ -97,14 +97,16 @@ static void annotations_harden(json_t *config) {
       json_object_del(ann, ann->u.object.keys[i]);
 }
 
-static int apply_profile(json_t *config, const struct oci_profile *p, const char *backend, tg_error **err) {
+static int apply_profile(json_t *config, const struct oci_profile *p, const char *backend, long long memory_ceiling,
+                         tg_error **err) {
   json_t *process = json_object_ensure_object(config, "process");
   oci_caps_restrict(process, &p->caps);
   if (p->no_new_privileges)
     json_object_set(process, "noNewPrivileges", json_new_bool(true));
   oci_user_harden(process, p);
   oci_mounts_harden(config, p);
-  oci_limits_harden(config, p, backend);
+  if (oci_limits_harden(config, p, backend, memory_ceiling, err) < 0)
+    return -1;
   namespaces_harden(config, p);
   if (p->seccomp) {
     json_t *linux = json_object_ensure_object(config, "linux");
@@ -243,10 +245,12 @@ int oci_harden(json_t *config, const struct harden_options *opts, struct harden_
     if (ret == 0)
       ret = oci_userns_harden(config, opts, err);
     if (ret == 0)
-      ret = apply_profile(config, &p, opts->backend, err);
+      ret = apply_profile(config, &p, opts->backend, opts->memory_ceiling, err);
     /* Belt and braces: every step above only tightens by construction;
      * this check makes a future mistake fail closed instead of quietly
      * handing the backend a looser config. */
+    if (opts->backend == NULL || strcmp(opts->backend, "runsc") == 0)
+      oci_runsc_pids_meaning(before);
     if (ret == 0 && oci_check_tighter(before, config, err) < 0)
       ret = tg_error_wrap(err, "internal error: hardening with profile %s loosened the config; this is a tollgate bug", p.name);
     if (ret == 0)

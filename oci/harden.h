@@ -34,6 +34,8 @@ struct harden_options {
    * caller claimed for it). */
   unsigned long long id_pool_first, id_pool_end;
   unsigned long long id_range_first, id_range_size;
+  long long memory_ceiling; /* bytes: a memory limit above it is refused
+                               (host_config_memory_ceiling()); 0: none */
   int pod_sandbox_pid;      /* > 0: the container is an app container of a
                                pod whose sandbox (pause) container tollgate
                                runs as this host pid; see oci_harden() */
@@ -116,12 +118,14 @@ void harden_result_free(struct harden_result *res);
 struct oci_profile;
 /* The resources object of `tollgate update` (OCI linux.resources), in
  * place: only memory, cpu (no realtime budget), pids and blockIO keys are
- * accepted (anything else is an error naming it); memory, pids and the
- * CPU quota it sets are lowered to the profile's ceilings (an update may
- * tighten, or loosen up to the profile, never beyond), swap follows the
- * memory limit, the OOM killer stays on.  0 or -1 with *err. */
+ * accepted (anything else is an error naming it); pids and the CPU quota
+ * it sets are lowered to the profile's ceilings (an update may tighten,
+ * or loosen up to the profile, never beyond); a memory limit stands as
+ * asked (unlimited: the profile's) unless it is above memory_ceiling
+ * (bytes, 0: none), which is refused; swap follows the memory limit, the
+ * OOM killer stays on.  0 or -1 with *err. */
 int oci_update_harden(json_t *resources, const struct oci_profile *p,
-                      tg_error **err);
+                      long long memory_ceiling, tg_error **err);
 
 /* All of `tollgate update`'s rules for a running container (oci/update.c):
  * resources (the request, OCI linux.resources) hardened in place by
@@ -133,7 +137,8 @@ int oci_update_harden(json_t *resources, const struct oci_profile *p,
  * under p (passthrough: no proof).  0 or -1 with *err; on -1 both may be
  * partly changed and are for the caller to discard. */
 int oci_update_resources(json_t *resources, json_t *effective_config,
-                         const struct oci_profile *p, tg_error **err);
+                         const struct oci_profile *p, long long memory_ceiling,
+                         tg_error **err);
 
 /* The host path a config path names: an absolute path cleaned, a relative
  * one joined to bundle_dir (where runc and runsc resolve it) and cleaned.

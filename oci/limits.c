@@ -1,5 +1,8 @@
 /* Resource limits: rlimits and the cgroup memory, pids and cpu limits.
- * Each is lowered to the profile's value; a tighter input value stays. */
+ * Each is lowered to the profile's value and a tighter input value stays,
+ * but for memory: the caller's own limit stands (the profile's applies
+ * only where it gave none) unless it is above the host's ceiling, which
+ * is refused (docs/hardening.md "Limits"). */
 #include <string.h>
 
 #include "oci/transform.h"
@@ -10,17 +13,27 @@ static long long get_ll(const json_t *v, long long fallback) {
   return json_integer_value(v, &x) ? x : fallback;
 }
 
-/* Under runsc (ptrace platform) each guest process costs the sandbox
- * about five host tasks and two MiB of host memory (measured with the
- * probe: 100 guest processes -> 563 tasks in the sandbox's pids cgroup;
- * 255 -> 514 MiB).  The cgroup limits bind the whole sandbox, Sentry
- * included, so a guest-sized pids limit there would crash the Sentry at a
- * few dozen processes.  Instead the guest limit goes to RLIMIT_NPROC,
- * which gVisor enforces inside the sandbox (a clean EAGAIN), at half the
- * profile's pids so that even a full process table stays well inside the
- * memory limit; the cgroup gets a ceiling sized for the Sentry's tasks. */
+/* Under runsc the cgroup limits bind the whole sandbox, Sentry included,
+ * and the host tasks it holds are not the guest's processes.  On the
+ * ptrace platform every guest address space runs in a stub process that
+ * the Sentry never kills (it goes back to a pool, gVisor's
+ * pkg/sentry/platform/ptrace/subprocess.go, Release), and each stub gains
+ * a traced thread for every Sentry thread that enters it: measured on
+ * runsc 20240729, 8 shell loops of /bin/true (at most 16 live guest
+ * processes) hold 1090 host tasks after 20 s and never give them back;
+ * 126 sleeping guest processes hold 885.  (systrap: 84 for the same
+ * churn.)  A host pids.max of 1024 there killed the Sentry, and the
+ * whole sandbox, at the first fork it refused.  So the guest's limit
+ * goes to RLIMIT_NPROC, which gVisor enforces inside the sandbox per
+ * user (pkg/sentry/kernel/kernel.go, incRLimitNProc: a clean EAGAIN; it
+ * does not apply linux.resources.pids inside: that reaches the host
+ * cgroup only), at half the profile's pids so that a full process table
+ * stays well inside the memory limit; the cgroup gets a bound on the
+ * Sentry's own tasks: 64 per guest process, over 7 times the worst
+ * measured, and still a fraction of the host's pid space.  A hit of
+ * either is reported by `tollgate run` (shim/lifecycle/limit_report.h). */
 #define RUNSC_GUEST_PIDS(p) ((p) / 2)
-#define RUNSC_HOST_TASKS_PER_GUEST 8
+#define RUNSC_HOST_TASKS_PER_GUEST 64
 
 static void rlimit_lower(json_t *rls, const char *type, long long value) {
   json_t *found = NULL;
@@ -46,12 +59,13 @@ static void rlimit_lower(json_t *rls, const char *type, long long value) {
   json_object_set(found, "soft", json_new_integer(soft));
 }
 
-static void rlimits_harden(json_t *process, const struct oci_profile *p, bool runsc) {
+/* runsc_guest: the guest's process limit under runsc (0: runc, none). */
+static void rlimits_harden(json_t *process, const struct oci_profile *p, long long runsc_guest) {
   json_t *rls = json_object_ensure_array(process, "rlimits");
   for (size_t k = 0; k < p->n_rlimits; k++)
     rlimit_lower(rls, p->rlimits[k].type, p->rlimits[k].value);
-  if (runsc && p->pids > 0)
-    rlimit_lower(rls, "RLIMIT_NPROC", RUNSC_GUEST_PIDS(p->pids));
+  if (runsc_guest > 0)
+    rlimit_lower(rls, "RLIMIT_NPROC", runsc_guest);
 }
 
 /* min() where <= 0 (or missing) means unlimited. */
@@ -72,13 +86,36 @@ long long oci_cpu_millis(const json_t *config) {
   return quota * 1000 / period;
 }
 
-void oci_limits_harden(json_t *config, const struct oci_profile *p, const char *backend) {
-  bool runsc = backend == NULL || strcmp(backend, "runsc") == 0;
-  rlimits_harden(json_object_ensure_object(config, "process"), p, runsc);
-  json_t *res = json_object_ensure_object(json_object_ensure_object(config, "linux"), "resources");
+/* The memory limit a container gets: the caller's own (what Kubernetes
+ * asked for), or the profile's where it gave none; a limit above the
+ * host's ceiling (0: none) is refused, never silently lowered: the API
+ * would go on showing a limit the container does not have. */
+static int memory_limit(long long asked, const struct oci_profile *p, long long ceiling, const char *field,
+                        long long *out, tg_error **err) {
+  if (asked > 0 && ceiling > 0 && asked > ceiling)
+    return tg_error_set(err, 0,
+                        "%s %lld MiB is above this host's memory ceiling of %lld MiB: ask for at most %lld MiB, "
+                        "or raise memory_ceiling_mib in the host config",
+                        field, asked >> 20, ceiling >> 20, ceiling >> 20);
+  *out = asked > 0 ? asked : p->memory_bytes;
+  return 0;
+}
 
+int oci_limits_harden(json_t *config, const struct oci_profile *p, const char *backend, long long memory_ceiling,
+                      tg_error **err) {
+  bool runsc = backend == NULL || strcmp(backend, "runsc") == 0;
+  json_t *res = json_object_ensure_object(json_object_ensure_object(config, "linux"), "resources");
   json_t *mem = json_object_ensure_object(res, "memory");
-  long long limit = tighter(get_ll(json_object_get(mem, "limit"), 0), p->memory_bytes);
+  long long limit = 0;
+  if (memory_limit(get_ll(json_object_get(mem, "limit"), 0), p, memory_ceiling, "linux.resources.memory.limit",
+                   &limit, err) < 0)
+    return -1;
+  /* runsc: a caller's own pids limit is a bound on its processes too, so
+   * it goes inside with the profile's (a host cgroup of 100 tasks would
+   * end the sandbox at the first churn, as 1024 did). */
+  long long asked_pids = get_ll(json_get_path(res, "pids.limit"), 0);
+  long long guest = runsc ? tighter(asked_pids, RUNSC_GUEST_PIDS(p->pids)) : 0;
+  rlimits_harden(json_object_ensure_object(config, "process"), p, guest);
   if (limit > 0) {
     json_object_set(mem, "limit", json_new_integer(limit));
     /* memory+swap equal to memory: no swap, so a hog meets the OOM killer
@@ -92,8 +129,7 @@ void oci_limits_harden(json_t *config, const struct oci_profile *p, const char *
   if (mem->u.object.len == 0)
     json_object_del(res, "memory");
 
-  long long pids = tighter(get_ll(json_get_path(res, "pids.limit"), 0),
-                           runsc ? RUNSC_GUEST_PIDS(p->pids) * RUNSC_HOST_TASKS_PER_GUEST : p->pids);
+  long long pids = runsc ? guest * RUNSC_HOST_TASKS_PER_GUEST : tighter(asked_pids, p->pids);
   if (pids > 0)
     json_object_set(json_object_ensure_object(res, "pids"), "limit", json_new_integer(pids));
 
@@ -110,6 +146,16 @@ void oci_limits_harden(json_t *config, const struct oci_profile *p, const char *
   long long adj;
   if (json_integer_value(json_object_get(process, "oomScoreAdj"), &adj) && adj < 0)
     json_object_set(process, "oomScoreAdj", json_new_integer(0));
+  return 0;
+}
+
+void oci_runsc_pids_meaning(json_t *config) {
+  json_t *pids = json_get_path(config, "linux.resources.pids");
+  long long limit = get_ll(json_object_get(pids, "limit"), 0);
+  if (limit <= 0)
+    return;
+  json_object_set(pids, "limit", json_new_integer(limit * RUNSC_HOST_TASKS_PER_GUEST));
+  rlimit_lower(json_object_ensure_array(json_object_ensure_object(config, "process"), "rlimits"), "RLIMIT_NPROC", limit);
 }
 
 /* The keys `update` may carry, per linux.resources section.  Anything
@@ -152,14 +198,16 @@ static int check_update_keys(const json_t *res, tg_error **err) {
   return 0;
 }
 
-int oci_update_harden(json_t *res, const struct oci_profile *p, tg_error **err) {
+int oci_update_harden(json_t *res, const struct oci_profile *p, long long memory_ceiling, tg_error **err) {
   if (check_update_keys(res, err) < 0)
     return -1;
   json_t *mem = json_object_get(res, "memory");
   if (mem) {
     long long have = get_ll(json_object_get(mem, "limit"), 0);
     if (json_object_get(mem, "limit")) {
-      long long limit = tighter(have, p->memory_bytes);
+      long long limit = 0;
+      if (memory_limit(have, p, memory_ceiling, "update: memory.limit", &limit, err) < 0)
+        return -1;
       if (limit > 0)
         json_object_set(mem, "limit", json_new_integer(limit));
     }

@@ -99,14 +99,21 @@ void oci_mount_flags(const json_t *mount, struct oci_mount_flags *out);
  * (a percentage, say). */
 long long oci_tmpfs_size(const json_t *mount);
 
-/* rlimits, linux.resources memory (no swap), pids, cpu, and
- * disableOOMKiller/oomScoreAdj, each lowered to the profile's value when
- * the input is looser or unset.  For runsc the process limit is applied
- * inside the sandbox (RLIMIT_NPROC, which gVisor enforces per sandbox)
- * and the cgroup pids limit becomes a host-side ceiling scaled for
- * gVisor's own tasks (see docs/hardening.md). */
-void oci_limits_harden(json_t *config, const struct oci_profile *p,
-                       const char *backend);
+/* rlimits, linux.resources pids, cpu, and disableOOMKiller/oomScoreAdj,
+ * each lowered to the profile's value when the input is looser or unset;
+ * memory (no swap): the input's limit, the profile's where it has none,
+ * refused (-1 with *err) when above memory_ceiling (bytes, 0: none).  For
+ * runsc the process limit is applied inside the sandbox (RLIMIT_NPROC,
+ * which gVisor enforces per sandbox) and the cgroup pids limit becomes a
+ * host-side bound on gVisor's own tasks (see docs/hardening.md). */
+int oci_limits_harden(json_t *config, const struct oci_profile *p,
+                      const char *backend, long long memory_ceiling,
+                      tg_error **err);
+
+/* Under runsc a pids limit of L means at most L guest processes
+ * (RLIMIT_NPROC) and 64 host tasks of the sandbox per guest process:
+ * rewrite config's (a copy of the input, for oci_check_tighter()) so. */
+void oci_runsc_pids_meaning(json_t *config);
 
 /* CPU limit of a config in thousandths of a CPU; 0 when unlimited. */
 long long oci_cpu_millis(const json_t *config);

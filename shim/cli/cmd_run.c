@@ -37,6 +37,7 @@
 #include "shim/cli/commands.h"
 #include "shim/lifecycle/console.h"
 #include "shim/lifecycle/container.h"
+#include "shim/lifecycle/limit_watch.h"
 #include "shim/lifecycle/run_guard.h"
 #include "shim/lifecycle/state.h"
 #include "base/util.h"
@@ -325,8 +326,12 @@ int cmd_run(struct cli *cli, int argc, char **argv, tg_error **err) {
     gate_set_stop_hook(gate, request_stop, NULL);
   /* passthrough without a policy has no bridge to serve. */
   if (!c.bridged || bridge_serve_in_process(&c.setup, gate, &server, err) == 0) {
+    /* A limit the container met is said, not left to dmesg. */
+    cleanup_free char *pid_file = xasprintf("%s/backend.pid", c.dir);
+    struct limit_watch *lw = limit_watch_start(runc ? c.init_pid : 0, pid_file);
     status = runc ? run_runc(cli, &c, sfd, err)
                   : run_runsc(cli, &c, &req.create, sfd, err);
+    limit_watch_report(lw, req.create.id, !runc);
     status = report_anomaly_stop(gate, status);
     /* The gate closes (audit log synced) while the container is removed. */
     bridge_stop_in_process_begin(server);

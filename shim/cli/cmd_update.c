@@ -123,7 +123,7 @@ static int harden_update(struct cli *cli, const struct container *c, json_t *req
   if (profile_load(profiles, seccomp, profile_name, &p, err) < 0)
     return tg_error_wrap(err, "update: profile %s", profile_name);
   json_t *effective = container_effective_config(c, err);
-  int r = effective ? oci_update_resources(req, effective, &p, err) : -1;
+  int r = effective ? oci_update_resources(req, effective, &p, host_config_memory_ceiling(&cli->config), err) : -1;
   profile_free(&p);
   if (r < 0) {
     json_free(effective);

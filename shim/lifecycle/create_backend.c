@@ -16,6 +16,7 @@
 #include "shim/lifecycle/backend_bundle.h"
 #include "shim/lifecycle/runc_floor.h"
 #include "shim/lifecycle/state.h"
+#include "shim/lifecycle/cgroup_place.h"
 #include "shim/lifecycle/waiter.h"
 
 int create_choose_backend(struct create_context *cx, tg_error **err) {
@@ -137,23 +138,62 @@ static int waiter_call_wait(void *arg, struct proc *child, tg_error **err) {
   return container_spawn(w->cli, w->c, "wait", NULL, NULL, &waiter_quiet, child, err);
 }
 
+static int waiter_call_events(void *arg, struct proc *child, tg_error **err) {
+  const struct waiter_arg *w = arg;
+  char interval[32];
+  snprintf(interval, sizeof interval, "--interval=%d", WAITER_EVENTS_S);
+  char *args[] = {interval, NULL};
+  /* A killed waiter's watch ends with it, not with the sandbox. */
+  static const struct proc_opts watch = {.capture_stdout = true, .capture_stderr = true, .die_with_parent = true};
+  return container_spawn(w->cli, w->c, "events", args, NULL, &watch, child, err);
+}
+
 static int waiter_call_finish(void *arg, struct proc *child, struct proc_result *res, tg_error **err) {
   const struct waiter_arg *w = arg;
   return container_finish(w->c, child, &waiter_quiet, res, err);
 }
 
+static bool mounts_cgroupfs(const json_t *config) {
+  const json_t *mounts = json_object_get(config, "mounts");
+  for (size_t i = 0; i < json_array_len(mounts); i++) {
+    const char *dest = json_string_value(json_object_get(json_array_get(mounts, i), "destination"));
+    if (dest != NULL && strcmp(dest, "/sys/fs/cgroup") == 0)
+      return true;
+  }
+  return false;
+}
+
 /* runsc reports the sandbox's pid for a container inside it: the waiter
  * stands for this one (shim/lifecycle/waiter.h). */
 static int spawn_waiter(struct create_context *cx, tg_error **err) {
+  pid_t sandbox = (pid_t)cx->pid; /* what runsc reported: the sandbox's */
   struct waiter_arg arg = {.cli = cx->cli, .c = &cx->out->container};
   struct waiter_calls calls = {.arg = &arg,
                                .start = waiter_call_start,
                                .kill = waiter_call_kill,
                                .wait = waiter_call_wait,
-                               .finish = waiter_call_finish};
+                               .finish = waiter_call_finish,
+                               .events = waiter_call_events};
+  /* gVisor accounts a container's memory apart only when the container
+   * mounts /sys/fs/cgroup; otherwise `runsc events` splits the sandbox's
+   * total evenly among its containers, and a small idle member would be
+   * killed for a big neighbour: no watch then (docs/kubernetes.md). */
+  if (mounts_cgroupfs(cx->config))
+    json_integer_value(json_get_path(cx->config, "linux.resources.memory.limit"), &calls.memory_limit);
   pid_t w = 0;
   if (waiter_spawn(arg.c->id, arg.c->dir, &calls, &w, err) < 0)
     return -1;
+  /* containerd reads the stats, and watches the OOM events, of the cgroup
+   * of the pid create reports: the waiter goes where the container's
+   * memory is, its sandbox's cgroup (the pod's), not its caller's
+   * (shim/lifecycle/cgroup_place.h).  A refusal costs the stats only. */
+  tg_error *e = NULL;
+  if (sandbox > 0 && cgroup_place_like(w, sandbox, &e) < 0 && cx->cli->log_path != NULL) {
+    cleanup_free char *msg = xasprintf("container %s: its waiter stays out of its sandbox's cgroup, so its stats are not the "
+                                       "container's: %s", cx->id, e->msg);
+    log_line(cx->cli->log_path, cx->cli->log_json, "warning", msg);
+  }
+  tg_error_free(&e);
   waiter_record(cx->state, w);
   cx->out->init_pid = w;
   cx->pid = w;

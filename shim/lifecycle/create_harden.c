@@ -108,6 +108,7 @@ int create_harden_options(struct create_context *cx, tg_error **err) {
       .bundle_dir = cx->bundle,
       .state_root = cli->root,
       .audit_dir = cli->config.audit_dir,
+      .memory_ceiling = host_config_memory_ceiling(&cli->config),
   };
   /* A container that joins another (a pod member, a namespace path of a
    * tollgate container) shares its namespaces, its user namespace and

@@ -10,6 +10,7 @@
 
 #include "base/util.h"
 #include "oci/cri.h"
+#include "shim/lifecycle/cgroup_place.h"
 #include "shim/lifecycle/idrange.h"
 #include "shim/lifecycle/state.h"
 
@@ -193,6 +194,11 @@ int create_join_pod(struct create_context *cx, tg_error **err) {
   if (runsc && !passthrough) {
     if (cri.role != NULL && strcmp(cri.role, "sandbox") == 0) {
       oci_cri_mark_sandbox(config);
+      /* The sandbox in the pod's cgroup, bounded by what the kubelet
+       * sized for the pod, when there is one (cgroup_place.h). */
+      cleanup_free char *pod_cgroup = cgroup_place_sandbox(config);
+      if (pod_cgroup != NULL)
+        json_object_set(state, "sandbox_cgroup", json_new_string(pod_cgroup));
     } else if (jn->owner != NULL) {
       /* A pod member, and as well any other accepted join (Podman's
        * --pid=container:): gVisor shares a namespace only inside one

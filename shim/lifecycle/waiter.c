@@ -126,6 +126,62 @@ static int serve_start(const struct waiter_calls *calls, const char *dir, int st
   }
 }
 
+/* The memory watch of a container with a limit (waiter.h): `runsc
+ * events` lines, each {"data":{"memory":{"usage":{"usage":N}}}}. */
+struct mem_watch {
+  struct proc child;
+  bool on, killed;
+  char buf[8192];
+  size_t len;
+};
+
+static void mem_watch_start(const struct waiter_calls *calls, struct mem_watch *mw) {
+  tg_error *e = NULL;
+  mw->on = calls->memory_limit > 0 && calls->events != NULL && calls->events(calls->arg, &mw->child, &e) == 0;
+  tg_error_free(&e);
+}
+
+/* Read what events printed; a container above its limit is killed. */
+static void mem_watch_read(const struct waiter_calls *calls, struct mem_watch *mw) {
+  ssize_t r = read(mw->child.out_fd, mw->buf + mw->len, sizeof mw->buf - 1 - mw->len);
+  if (r <= 0) {
+    mw->on = false; /* events ended: the sandbox is gone */
+    return;
+  }
+  mw->len += (size_t)r;
+  mw->buf[mw->len] = '\0';
+  char *nl;
+  while ((nl = memchr(mw->buf, '\n', mw->len)) != NULL) {
+    /* runsc's own output, bounded and parsed like anything else */
+    json_t *v = json_parse(mw->buf, (size_t)(nl - mw->buf), NULL, NULL);
+    long long used = 0;
+    if (json_integer_value(json_get_path(v, "data.memory.usage.usage"), &used) && used > calls->memory_limit &&
+        !mw->killed) {
+      mw->killed = true;
+      fprintf(stderr, "tollgate: the container used %lld MiB, above its memory limit of %lld MiB "
+                      "(linux.resources.memory.limit): killed\n", used >> 20, calls->memory_limit >> 20);
+      calls->kill(calls->arg, SIGKILL);
+    }
+    json_free(v);
+    mw->len -= (size_t)(nl + 1 - mw->buf);
+    memmove(mw->buf, nl + 1, mw->len);
+  }
+  if (mw->len == sizeof mw->buf - 1)
+    mw->len = 0; /* a line longer than any events prints: dropped */
+}
+
+static void mem_watch_stop(struct mem_watch *mw) {
+  if (mw->child.pid <= 0)
+    return;
+  kill(mw->child.pid, SIGKILL);
+  if (mw->child.out_fd >= 0)
+    close(mw->child.out_fd);
+  if (mw->child.err_fd >= 0)
+    close(mw->child.err_fd);
+  while (waitpid(mw->child.pid, NULL, 0) < 0 && errno == EINTR)
+    ;
+}
+
 /* `runsc wait`: the container's exit status, 128+N for signal N; 255 when
  * it cannot be had (the sandbox itself is gone). */
 static int wait_for_exit(const struct waiter_calls *calls, int sfd) {
@@ -135,19 +191,30 @@ static int wait_for_exit(const struct waiter_calls *calls, int sfd) {
     tg_error_free(&e);
     return 255;
   }
+  struct mem_watch mw = {.child = {.pid = 0, .out_fd = -1, .err_fd = -1}};
+  mem_watch_start(calls, &mw);
   cleanup_close int pidfd = pidfd_open_pid(child.pid);
   while (pidfd >= 0) {
-    struct pollfd p[2] = {{.fd = pidfd, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
-    if (poll(p, 2, -1) < 0) {
+    struct pollfd p[4] = {{.fd = pidfd, .events = POLLIN}, {.fd = sfd, .events = POLLIN},
+                          {.fd = mw.on ? mw.child.out_fd : -1, .events = POLLIN},
+                          {.fd = mw.on ? mw.child.err_fd : -1, .events = POLLIN}};
+    if (poll(p, 4, -1) < 0) {
       if (errno == EINTR)
         continue;
       break;
     }
     if (p[1].revents & POLLIN)
       forward_signal(calls, sfd);
+    if (p[2].revents & (POLLIN | POLLHUP))
+      mem_watch_read(calls, &mw);
+    /* events' stderr is drained, never left to fill its pipe and stop it */
+    char junk[512];
+    if ((p[3].revents & (POLLIN | POLLHUP)) && read(mw.child.err_fd, junk, sizeof junk) <= 0)
+      mw.on = false;
     if (p[0].revents & POLLIN)
       break;
   }
+  mem_watch_stop(&mw);
   struct proc_result res = {0};
   int st = calls->finish(calls->arg, &child, &res, &e);
   tg_error_free(&e);
@@ -162,7 +229,8 @@ static int wait_for_exit(const struct waiter_calls *calls, int sfd) {
     json_free(v);
   }
   proc_result_free(&res);
-  return status;
+  /* Killed for its memory: SIGKILL's status whatever runsc made of it. */
+  return mw.killed ? 128 + SIGKILL : status;
 }
 
 /* The waiter's whole life, in the forked child. */

@@ -18,6 +18,14 @@
  *   - then it runs `runsc wait` and exits with the container's status
  *     (128+N for signal N), passing INT, TERM, HUP, QUIT, USR1 and USR2 it
  *     receives on to the container;
+ *   - with a memory limit, it holds the container to it: gVisor 20240729
+ *     enforces no memory limit per container inside a sandbox (its
+ *     memory.limit_in_bytes is a stub, pkg/sentry/fsimpl/cgroupfs/
+ *     memory.go), but it accounts each container's memory when the
+ *     container mounts /sys/fs/cgroup (CRI's spec does): the waiter reads
+ *     that usage from `runsc events` every WAITER_EVENTS_S seconds, and a
+ *     container above its limit gets SIGKILL (137) and a line on its
+ *     stderr saying so; the pod's cgroup bounds the sandbox in between;
  *   - it exits by itself when the state directory is removed before the
  *     container started (a delete, or a create that failed or was killed).
  */
@@ -51,7 +59,14 @@ struct waiter_calls {
    * filled (-1 with *err if it could not be had). */
   int (*wait)(void *arg, struct proc *child, tg_error **err);
   int (*finish)(void *arg, struct proc *child, struct proc_result *res, tg_error **err);
+  /* The container's memory limit in bytes (0: none, events unused), and
+   * the backend's `events --interval=WAITER_EVENTS_S` started with its
+   * stdout captured (one JSON object a line): 0, or -1 with *err. */
+  long long memory_limit;
+  int (*events)(void *arg, struct proc *child, tg_error **err);
 };
+
+#define WAITER_EVENTS_S 1
 
 /* create, after the backend's create of a joined container id with state
  * directory dir: make the FIFOs, fork the waiter, return once it listens.

@@ -159,7 +159,12 @@ PY
       pid=$(tg state "ex-$be" | json_get pid)
       pcg=$(awk -F: '$2=="pids"{print $3}' "/proc/$pid/cgroup")
       mcg=$(awk -F: '$2=="memory"{print $3}' "/proc/$pid/cgroup")
-      check "runc: update beyond the profile succeeds (lowered)" tg update --pids-limit 100000 --memory 64g "ex-$be"
+      # memory: as asked within the host's ceiling (the host's RAM here, far
+      # below 64 GiB), refused above it, never lowered (issue 40.1).
+      msg=$(tg update --memory 64g "ex-$be" 2>&1)
+      check_match "runc: update --memory above the host's ceiling is refused, naming it" \
+        'update: memory.limit 65536 MiB is above this host.s memory ceiling of [0-9]+ MiB.*memory_ceiling_mib' "$msg"
+      check "runc: update beyond the profile's pids succeeds (lowered)" tg update --pids-limit 100000 "ex-$be"
       check_eq "runc: pids.max stays at the profile's 256" 256 "$(cat "/sys/fs/cgroup/pids$pcg/pids.max")"
       check_eq "runc: memory stays at the profile's 512 MiB" 536870912 "$(cat "/sys/fs/cgroup/memory$mcg/memory.limit_in_bytes")"
       check "runc: update may tighten" tg update --pids-limit 40 "ex-$be"
@@ -167,7 +172,7 @@ PY
       echo '{"pids": {"limit": -1}, "memory": {"limit": -1, "swap": -1}}' >"$TG_ROOT/res.json"
       check "runc: update --resources unlimited succeeds (lowered)" tg update --resources "$TG_ROOT/res.json" "ex-$be"
       check_eq "runc: unlimited pids becomes the ceiling" 256 "$(cat "/sys/fs/cgroup/pids$pcg/pids.max")"
-      check_eq "runc: unlimited memory becomes the ceiling" 536870912 "$(cat "/sys/fs/cgroup/memory$mcg/memory.limit_in_bytes")"
+      check_eq "runc: unlimited memory becomes the profile's" 536870912 "$(cat "/sys/fs/cgroup/memory$mcg/memory.limit_in_bytes")"
       # each of update's limit flags reaches runc (as it did before issue 29)
       ccg=$(awk -F: '$2 ~ /(^|,)cpu(,|$)/ {print $3}' "/proc/$pid/cgroup")
       cdir=/sys/fs/cgroup/cpu$ccg mdir=/sys/fs/cgroup/memory$mcg

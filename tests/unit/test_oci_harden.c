@@ -215,7 +215,7 @@ static long long rlimit_of(const json_t *cfg, const char *type) {
 static void defaults_runsc(const json_t *in, const json_t *out) {
   defaults(in, out);
   cr_expect_eq(rlimit_of(out, "RLIMIT_NPROC"), 128, "runsc: guest process limit is half of pids");
-  cr_expect_eq(ll_at(out, "linux.resources.pids.limit", 0), 1024);
+  cr_expect_eq(ll_at(out, "linux.resources.pids.limit", 0), 8192, "runsc: the host bounds the Sentry's tasks, 64 per guest process");
 }
 
 static void defaults_runc(const json_t *in, const json_t *out) {
@@ -235,11 +235,12 @@ static void kept_tighter_limits(const json_t *in, const json_t *out) {
 
 static void lowered_looser_limits(const json_t *in, const json_t *out) {
   (void)in;
-  cr_expect_eq(ll_at(out, "linux.resources.memory.limit", 0), 512LL << 20);
+  /* memory: the caller's own limit stands (no ceiling in this table) */
+  cr_expect_eq(ll_at(out, "linux.resources.memory.limit", 0), 8LL << 30);
   cr_expect_eq(ll_at(out, "linux.resources.pids.limit", 0), 256);
   cr_expect_eq(oci_cpu_millis(out), 1000);
   cr_expect_eq(rlimit_of(out, "RLIMIT_NOFILE"), 1024);
-  cr_expect_eq(ll_at(out, "linux.resources.memory.swap", 0), 512LL << 20, "no swap");
+  cr_expect_eq(ll_at(out, "linux.resources.memory.swap", 0), 8LL << 30, "no swap");
 }
 
 static void oom_settings(const json_t *in, const json_t *out) {
@@ -819,7 +820,8 @@ Test(oci_harden, update_inputs_within_the_profile) {
     const char *name, *req, *error;
     long long memory, pids, cpu_millis; /* expected; -1 = absent */
   } t[] = {
-      {"64 GiB and 100000 pids", "{\"memory\":{\"limit\":68719476736},\"pids\":{\"limit\":100000}}", NULL, 536870912, 256, -1},
+      {"64 GiB, above the ceiling", "{\"memory\":{\"limit\":68719476736},\"pids\":{\"limit\":100000}}", "above this host's memory ceiling of 32768 MiB", 0, 0, 0},
+      {"1 GiB kept, 100000 pids lowered", "{\"memory\":{\"limit\":1073741824},\"pids\":{\"limit\":100000}}", NULL, 1073741824, 256, -1},
       {"unlimited", "{\"memory\":{\"limit\":-1,\"swap\":-1},\"pids\":{\"limit\":-1},\"cpu\":{\"quota\":-1}}", NULL, 536870912, 256, 1000},
       {"tighter kept", "{\"memory\":{\"limit\":104857600},\"pids\":{\"limit\":40},\"cpu\":{\"quota\":50000,\"period\":100000}}", NULL, 104857600, 40, 500},
       {"a period alone", "{\"cpu\":{\"period\":1000}}", NULL, -1, -1, 1000},
@@ -834,7 +836,7 @@ Test(oci_harden, update_inputs_within_the_profile) {
   };
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
     json_t *r = parse_or_die(t[i].req);
-    int ret = oci_update_harden(r, &p, &err);
+    int ret = oci_update_harden(r, &p, 32LL << 30, &err);
     if (t[i].error) {
       cr_expect(ret < 0 && strstr(err->msg, t[i].error), "%s: want \"%s\", got %s", t[i].name, t[i].error, err ? err->msg : "success");
     } else {
@@ -865,7 +867,7 @@ Test(oci_harden, update_resources_stay_under_the_ceiling) {
     long long memory, swap, pids, cpu_millis; /* expected in the effective config */
   } t[] = {
       {"hardened", "{\"memory\":{\"limit\":68719476736,\"swap\":-1},\"pids\":{\"limit\":100000},\"cpu\":{\"period\":1000}}",
-       536870912, 536870912, 256, 1000},
+       68719476736LL, 68719476736LL, 256, 1000},
       {"hardened", "{\"memory\":{\"limit\":104857600},\"pids\":{\"limit\":40},\"cpu\":{\"quota\":50000,\"period\":100000}}",
        104857600, 104857600, 40, 500},
       {"passthrough", "{\"memory\":{\"limit\":68719476736},\"pids\":{\"limit\":100000}}", 68719476736LL, -1, 100000, 0},
@@ -876,9 +878,9 @@ Test(oci_harden, update_resources_stay_under_the_ceiling) {
     cr_assert_eq(profile_load(PROFILES_DIR, SECCOMP_DIR, t[i].profile, &p, &err), 0, "%s", err ? err->msg : "");
     json_t *effective = load_fixture("runc-spec-config.json");
     if (!p.passthrough)
-      oci_limits_harden(effective, &p, "runc");
+      cr_assert_eq(oci_limits_harden(effective, &p, "runc", 0, &err), 0);
     json_t *req = parse_or_die(t[i].req);
-    cr_expect_eq(oci_update_resources(req, effective, &p, &err), 0, "%s: %s", t[i].req, err ? err->msg : "");
+    cr_expect_eq(oci_update_resources(req, effective, &p, 0, &err), 0, "%s: %s", t[i].req, err ? err->msg : "");
     cr_expect_eq(ll_at(effective, "linux.resources.memory.limit", -1), t[i].memory, "%s: memory", t[i].req);
     cr_expect_eq(ll_at(effective, "linux.resources.memory.swap", -1), t[i].swap, "%s: swap", t[i].req);
     cr_expect_eq(ll_at(effective, "linux.resources.pids.limit", -1), t[i].pids, "%s: pids", t[i].req);
@@ -1202,4 +1204,56 @@ Test(oci_mount_keep_source_flags, no_flags_keeps_options_but_atime) {
   o = json_object_get(m, "options");
   cr_assert(str_in(o, "noatime") && str_in(o, "nodiratime") && !str_in(o, "strictatime"));
   json_free(m);
+}
+
+/* Memory (issue 40.1): the caller's limit stands, the profile's applies
+ * where it gave none, and one above the host's ceiling is refused with a
+ * message naming the ceiling, never lowered. */
+Test(oci_harden, memory_limit_as_asked_within_the_ceiling) {
+  struct oci_profile p;
+  tg_error *err = NULL;
+  cr_assert_eq(profile_load(PROFILES_DIR, SECCOMP_DIR, "hardened", &p, &err), 0, "%s", err ? err->msg : "");
+  static const struct {
+    const char *in;
+    long long want; /* -1: refused */
+  } t[] = {
+      {"{\"linux\":{\"resources\":{\"memory\":{\"limit\":1073741824}}}}", 1LL << 30},
+      {"{\"linux\":{\"resources\":{\"memory\":{\"limit\":134217728}}}}", 128LL << 20},
+      {"{\"linux\":{\"resources\":{\"memory\":{\"limit\":-1}}}}", 512LL << 20},
+      {"{}", 512LL << 20},
+      {"{\"linux\":{\"resources\":{\"memory\":{\"limit\":4294967296}}}}", -1},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    json_t *c = parse_or_die(t[i].in);
+    int r = oci_limits_harden(c, &p, "runsc", 2LL << 30, &err);
+    if (t[i].want < 0) {
+      cr_expect(r < 0 && strstr(err->msg, "4096 MiB is above this host's memory ceiling of 2048 MiB") &&
+                    strstr(err->msg, "memory_ceiling_mib"),
+                "%s: %s", t[i].in, err ? err->msg : "accepted");
+    } else {
+      cr_expect_eq(r, 0, "%s: %s", t[i].in, err ? err->msg : "");
+      cr_expect_eq(ll_at(c, "linux.resources.memory.limit", 0), t[i].want, "%s", t[i].in);
+      cr_expect_eq(ll_at(c, "linux.resources.memory.swap", 0), t[i].want, "%s: no swap", t[i].in);
+    }
+    tg_error_free(&err);
+    json_free(c);
+  }
+  profile_free(&p);
+}
+
+/* runsc (issue 38.2): a caller's pids limit bounds guest processes
+ * (RLIMIT_NPROC) and the sandbox's host cgroup gets 64 tasks for each;
+ * through oci_harden(), whose tighter check reads it so. */
+Test(oci_harden, runsc_pids_limit_is_the_guests) {
+  json_t *c = parse_or_die("{\"process\":{\"args\":[\"true\"]},\"root\":{\"path\":\"/srv/rootfs\"},"
+                           "\"linux\":{\"resources\":{\"pids\":{\"limit\":40}}}}");
+  struct harden_options o = {.profile = "hardened", .profiles_dir = PROFILES_DIR, .seccomp_dir = SECCOMP_DIR,
+                             .backend = "runsc"};
+  struct harden_result r = {0};
+  tg_error *err = NULL;
+  cr_assert_eq(oci_harden(c, &o, &r, &err), 0, "%s", err ? err->msg : "");
+  cr_expect_eq(rlimit_of(c, "RLIMIT_NPROC"), 40);
+  cr_expect_eq(ll_at(c, "linux.resources.pids.limit", 0), 40 * 64);
+  harden_result_free(&r);
+  json_free(c);
 }

@@ -201,3 +201,36 @@ Test(waiter, start_without_a_waiter_names_the_fix) {
   json_free(state);
   rmdir(dir);
 }
+
+/* A container above its memory limit (waiter.h): the usage `runsc events`
+ * prints goes past the limit, the waiter kills the container with SIGKILL
+ * and exits 137, whatever status the backend's wait then gives. */
+static int call_events(void *arg, struct proc *child, tg_error **err) {
+  (void)arg;
+  char *argv[] = {"/bin/sh", "-c",
+                  "for u in 1048576 2097152 9999999999; do "
+                  "echo '{\"type\":\"stats\",\"id\":\"c1\",\"data\":{\"memory\":{\"usage\":{\"usage\":'$u'}}}}'; "
+                  "sleep 0.05; done; sleep 30",
+                  NULL};
+  return proc_spawn(argv, &captured, child, err);
+}
+
+Test(waiter, a_container_above_its_memory_limit_is_killed_137) {
+  struct backend_of_processes b;
+  backend_init(&b, "i=0; while [ ! -e \"$1/killed\" ]; do i=$((i+1)); [ $i -lt 3000 ] || "
+                   "{ echo '{\"exitStatus\":3}'; exit; }; sleep 0.02; done; echo '{\"exitStatus\":0}'");
+  struct waiter_calls calls = {.arg = &b, .start = call_start, .kill = call_kill, .wait = call_wait,
+                               .finish = call_finish, .events = call_events, .memory_limit = 128LL << 20};
+  pid_t pid = 0;
+  tg_error *err = NULL;
+  cr_assert_eq(waiter_spawn("c1", b.dir, &calls, &pid, &err), 0, "%s", err ? err->msg : "");
+  json_t *state = json_new_object();
+  waiter_record(state, pid);
+  cr_assert_eq(waiter_start("c1", b.dir, state, &err), 0, "%s", err ? err->msg : "");
+  cr_expect_eq(exit_status_of(pid), 137);
+  char *killed = flag(&b, "killed");
+  cr_expect_str_eq(killed ? killed : "", "9");
+  free(killed);
+  json_free(state);
+  backend_remove(&b);
+}
