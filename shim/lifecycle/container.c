@@ -315,8 +315,11 @@ static int delete_container(struct cli *cli, const char *id, bool force,
      * failed otherwise may still have removed the backend's container
      * (runsc after a killed `runsc run`: "stopping container: context
      * deadline exceeded", its state already gone), so --force asks the
-     * backend whether it still knows the id before giving up. */
+     * backend whether it still knows the id before giving up; and a runsc
+     * killed while it wrote its state leaves a torn one that no runsc verb
+     * reads again, which --force clears with the processes it names. */
     bool gone = strstr(be->msg, "does not exist") != NULL ||
+                (force && runsc_forget_torn_state(&c)) ||
                 (force && !backend_still_knows(cli, &c));
     if (!gone) {
       *err = be;

@@ -9,6 +9,8 @@
 #     bridge in-process): the container does not run on ungoverned; a
 #     caller waiting inside gets an answer within seconds, and `delete`
 #     leaves nothing.
+#   - a runsc state torn by a kill mid-write: delete --force still removes
+#     the container, its runsc processes and runsc's files.
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 
@@ -127,3 +129,26 @@ for rt in $BACKENDS; do
   check_eq "$rt: kill -9: nothing left after delete" "" "$(tg list -q 2>/dev/null)"
   check_eq "$rt: kill -9: no mount left under the root" "" "$(grep " $TG_ROOT/rk-" /proc/self/mounts)"
 done
+
+# --- a torn runsc state ----------------------------------------------------------
+# `runsc run` killed while it wrote its state (seen under load: kill -9 of
+# tollgate run at one moment of its start-up) leaves a state file that is
+# not JSON; every later runsc verb fails on it ("unexpected end of JSON
+# input") and its sandbox may still run.  delete --force must still leave
+# nothing: no container, no runsc process, none of runsc's files.
+if [[ " $BACKENDS " == *" runsc "* ]]; then
+  T=$TG_ROOT/bundles/torn
+  make_bundle "$T" sleep 100
+  check "runsc: a container to tear" tg --runtime runsc run -d --policy "$POL/policy.json" --bundle "$T" rt-torn
+  bid=$(json_get backend_id <"$TG_ROOT/rt-torn/state.json")
+  statef="$TG_ROOT/backend/runsc/${bid}_sandbox:${bid}.state"
+  check "runsc: its runsc state file is there" test -s "$statef"
+  head -c 7 "$statef" >"$statef.cut" && mv "$statef.cut" "$statef"
+  check_fails "runsc: runsc itself cannot read the torn state" runsc --root "$TG_ROOT/backend/runsc" state "$bid"
+  check "runsc: delete --force of a container with a torn runsc state succeeds" tg delete --force rt-torn
+  check_eq "runsc: ... nothing left in the list" "" "$(tg list -q 2>/dev/null)"
+  check_eq "runsc: ... no runsc process of it left" "" \
+    "$(pgrep -f -- "--log=$TG_ROOT/rt-torn/backend.log" || true)"
+  check_eq "runsc: ... none of runsc's files for it left" "" "$(ls "$TG_ROOT/backend/runsc" | grep -F "$bid" || true)"
+  check_eq "runsc: ... no mount left" "" "$(grep " $TG_ROOT/rt-torn" /proc/self/mounts)"
+fi
