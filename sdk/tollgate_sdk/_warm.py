@@ -150,6 +150,14 @@ class WarmPool:
             _write(os.path.join(app, ".tollgate", "job.json"), head + b"\n" + code.encode("utf-8"))
             got_err = w.capture.err.wait_for(mark, timeout + 30, abort=memwatch.killed)
             got_out = got_err and w.capture.out.wait_for(mark, 10)
+            # A trailer proves nothing until the container has stopped: the
+            # program can print one (it can read the nonce).  The last one,
+            # written by the init after it killed the rest, is the verdict.
+            if got_err and not _stopped(sb, w.cid, timeout + 30, memwatch.killed):
+                got_err = got_out = False
+            if got_err:
+                _drained(w.capture.err)
+                _drained(w.capture.out)
         finally:
             sb.active.discard(w.cid)
             if watcher:
@@ -209,6 +217,53 @@ class WarmPool:
             self._discard(w)
         for c in self.cleaners:
             c.join(60)
+
+
+def _stopped(sb, cid, limit, abort):
+    """Wait until tollgate says the container stopped (the host's view of
+    the init's exit).  False when limit seconds passed or abort() said so."""
+    import time
+    end = time.monotonic() + limit
+    wait = 0.005
+    while time.monotonic() < end:
+        p = subprocess.run(sb._tg("state", cid), capture_output=True)
+        try:
+            status = json.loads(p.stdout).get("status") if p.returncode == 0 else "stopped"
+        except ValueError:
+            status = None
+        if status == "stopped":
+            return True
+        if abort():
+            return False
+        time.sleep(wait)
+        wait = min(wait * 2, 0.1)
+    return False
+
+
+def _drained(stream):
+    """Wait (briefly) until everything the stopped container wrote has
+    been read: its pipe is empty and the reader took in nothing more."""
+    import fcntl
+    import struct
+    import termios
+    import time
+    try:
+        fd = stream.f.fileno()
+    except (OSError, ValueError):
+        return
+    end = time.monotonic() + 5
+    last = -1
+    while time.monotonic() < end:
+        try:
+            left = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+        except OSError:
+            return
+        with stream.lock:
+            total = stream.total
+        if left == 0 and total == last:
+            return
+        last = total if left == 0 else -1
+        time.sleep(0.005)
 
 
 def _write(path: str, data: bytes) -> None:
