@@ -15,6 +15,7 @@
 #include "base/util.h"
 #include "shim/lifecycle/container.h"
 #include "shim/lifecycle/lifetime.h"
+#include "shim/lifecycle/state.h"
 
 #define STAMP ".reaper"
 #define MIN_INTERVAL_NS 1000000000LL
@@ -35,7 +36,15 @@ static void reap_one(const struct cli *cli, const char *root, const char *id, co
                      struct reaper_report *rep) {
   struct cli here = *cli;
   here.root = root;
+  /* The id claim goes back to the pool the container claimed from (its
+   * creator may have had another host config: the SDK writes its own). */
+  cleanup_free char *dir = xasprintf("%s/%s", root, id);
   tg_error *e = NULL;
+  cleanup_json json_t *state = state_read_json(dir, "state.json", &e);
+  tg_error_free(&e);
+  const char *pool = json_string_value(json_get_path(state, "id_range.pool"));
+  if (pool != NULL && pool[0] == '/')
+    here.config.id_range_dir = (char *)pool;
   if (container_delete(&here, id, true, &e) < 0) {
     rep->failed++;
     cleanup_free char *msg = xasprintf("reaper: container %s under %s is due (%s) but could not be deleted: %s",
