@@ -28,7 +28,7 @@ gone_all() {
   check_eq "$what: no container under its root" "" "$("$TG" --root "$root" list -q 2>&1)"
   check_eq "$what: no state directory under its root" "" \
     "$(find "$root" -mindepth 2 -maxdepth 2 -name state.json 2>/dev/null)"
-  for p in $sidecars; do kill -0 "$p" 2>/dev/null && left="$left $p"; done
+  for p in $sidecars; do [ "$p" -gt 1 ] && kill -0 "$p" 2>/dev/null && left="$left $p"; done
   check_eq "$what: no sidecar process left" "" "$left"
   for br in $broots; do
     [ -d "$br" ] && left="$left$("$b" --root "$br" list --quiet 2>&1)"
@@ -95,7 +95,9 @@ for b in $BACKENDS; do
   check_eq "$b: refused creates leave nothing" "" "$(tg list -q 2>&1)"
 
   # A foreground run owns its container: kill -9 of it, then gc.
-  tg --runtime "$b" run --bundle "$TG_ROOT/bundle-$b" "rp-$b-run" >/dev/null 2>&1 &
+  # (not through tg, a shell function: $! would be its subshell's pid)
+  "$TG" --root "$TG_ROOT" --config "$TG_CONFIG" --runtime "$b" run --bundle "$TG_ROOT/bundle-$b" "rp-$b-run" \
+    >/dev/null 2>&1 &
   runner=$!
   wait_for 30 status_is "rp-$b-run" running
   IFS='|' read -r sc br <<<"$(facts "$TG_ROOT")"
@@ -140,12 +142,14 @@ for b in $BACKENDS; do
   # ---- tollgate mcp: kill -9 with a program running ---------------------------
   mroot=$TG_ROOT/mcp-$b
   mkdir -p "$mroot"
-  mcp_pid=$(python3 - "$TG" "$mroot" "$TG_CONFIG" "$b" "$BUILD/rootfs/python" "$TG_ROOT/audit" <<'PY'
+  # The driver keeps the server's stdin open (its end would stop the
+  # server in order) until the test kill -9s the server.
+  python3 - "$TG" "$mroot" "$TG_CONFIG" "$b" "$BUILD/rootfs/python" "$TG_ROOT/audit" >"$TG_ROOT/mcp-$b.pid" <<'PY' &
 import json, subprocess, sys, time, os
 tg, root, cfg, b, rootfs, audit = sys.argv[1:]
 p = subprocess.Popen([tg, "--root", root, "--config", cfg, "--runtime", b, "mcp", "--rootfs", rootfs,
                       "--audit-dir", audit], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                     stderr=subprocess.DEVNULL, start_new_session=True)
+                     stderr=open(root + ".err", "w"), start_new_session=True)
 def send(m):
     p.stdin.write((json.dumps(m) + "\n").encode()); p.stdin.flush()
 send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
@@ -157,15 +161,18 @@ for _ in range(1200):
     if any(os.path.exists(os.path.join(root, e, "state.json")) for e in os.listdir(root)):
         break
     time.sleep(0.1)
-print(p.pid)
+print(p.pid, flush=True)
+p.wait()
 PY
-)
+  driver=$!
+  wait_for 150 test -s "$TG_ROOT/mcp-$b.pid"
+  mcp_pid=$(cat "$TG_ROOT/mcp-$b.pid")
   wait_for 60 test -n "$("$TG" --root "$mroot" list -q 2>/dev/null)"
   check_eq "$b: mcp: its program runs in a container" 1 "$("$TG" --root "$mroot" list -q 2>/dev/null | wc -l)"
   sleep 1
   IFS='|' read -r sc br <<<"$(facts "$mroot")"
   kill -9 "$mcp_pid" 2>/dev/null
-  wait_for 10 pid_gone "$mcp_pid"
+  wait "$driver" 2>/dev/null
   "$TG" --config "$TG_CONFIG" gc --all-roots >/dev/null 2>&1
   # The run the MCP server started ends once its container is deleted.
   wait_for 30 test -z "$(pgrep -f -- "--root $mroot" 2>/dev/null)"
