@@ -15,9 +15,11 @@
 
 /* The verbs that act on a root sweep it first (at most once a second,
  * shim/lifecycle/reaper.h): a container whose owner died or whose
- * deadline passed goes at the next command on its root. */
+ * deadline passed goes at the next command on its root.  Not `state`:
+ * containerd's shim calls it on every task event, and a sweep that
+ * deletes a container takes a backend call or more. */
 static bool verb_reaps(const char *verb) {
-  static const char *const reaping[] = {"create", "start", "run", "state", "kill", "delete", "exec",
+  static const char *const reaping[] = {"create", "start", "run", "kill", "delete", "exec",
                                         "ps", "list", "pause", "resume", "checkpoint", "restore",
                                         "update", "calls", "pending", "approve", "deny", NULL};
   for (size_t i = 0; reaping[i] != NULL; i++)

@@ -94,7 +94,7 @@ void reaper_sweep(const struct cli *cli, const char *root, struct reaper_report 
   closedir(d);
   for (size_t i = 0; i < n; i++) {
     cleanup_free char *dir = xasprintf("%s/%s", root, due[i]);
-    if (!busy(dir))
+    if ((rep->max_reaps == 0 || rep->reaped < rep->max_reaps) && !busy(dir))
       reap_one(cli, root, due[i], why[i], rep);
     free(due[i]);
     free(why[i]);
@@ -121,6 +121,6 @@ void reaper_implicit(const struct cli *cli) {
     return;
   if (futimens(fd, NULL) < 0)
     return;
-  struct reaper_report rep = {0};
+  struct reaper_report rep = {.max_reaps = REAPER_IMPLICIT_MAX};
   reaper_sweep(cli, cli->root, &rep);
 }
