@@ -459,9 +459,10 @@ class Sandbox:
             cmd += ["--root", self.root]
         if self.config_path:
             cmd += ["--config", self.config_path]
-        if args and args[0] in ("run", "create"):
+        if args and args[0] in ("run", "create", "restore"):
             # This process owns every container it makes (docs/reliability.md).
-            return cmd + ["--runtime", self.runtime, args[0]] + reap.owner_args() + list(args[1:])
+            rt = ["--runtime", self.runtime] if args[0] != "restore" else []
+            return cmd + rt + [args[0]] + reap.owner_args() + list(args[1:])
         return cmd + list(args)
 
     def _new_id(self) -> str:

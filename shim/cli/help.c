@@ -40,7 +40,7 @@ static const struct verb verbs[] = {
      "with this host's checkpoint key"},
     {"restore", cmd_restore, false,
      "restore --image-path DIR --detach [--bundle DIR] [--pid-file FILE] "
-     "[--console-socket PATH] ID",
+     "[--console-socket PATH] [--owner-pid PID] [--deadline SECONDS|RFC3339] ID",
      "create the container from a checkpoint tollgate sealed on this host "
      "with the same credentials, hardened and governed anew"},
     {"update", cmd_update, false,
