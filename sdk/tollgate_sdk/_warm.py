@@ -36,6 +36,7 @@ class _Warm:
     def __init__(self, cid: str, bundle: str, proc: subprocess.Popen[bytes], capture: Capture) -> None:
         self.cid, self.bundle, self.proc, self.capture = cid, bundle, proc, capture
         self.notices = capture.err.diverted
+        self.pidfd = None   # the container's process, for the host's view of its exit
 
 
 class WarmPool:
@@ -97,6 +98,7 @@ class WarmPool:
                                stderr=subprocess.PIPE, timeout=120)
             if p.returncode != 0:
                 raise ContainerError("tollgate start: %s" % p.stderr.decode("utf-8", "replace").strip())
+            w.pidfd = _init_pidfd(sb, cid)
         except BaseException:
             self._discard(w)
             raise
@@ -153,7 +155,7 @@ class WarmPool:
             # A trailer proves nothing until the container has stopped: the
             # program can print one (it can read the nonce).  The last one,
             # written by the init after it killed the rest, is the verdict.
-            if got_err and not _stopped(sb, w.cid, timeout + 30, memwatch.killed):
+            if got_err and not _stopped(sb, w, timeout + 30, memwatch.killed):
                 got_err = got_out = False
             if got_err:
                 _drained(w.capture.err)
@@ -198,6 +200,9 @@ class WarmPool:
 
     def _discard(self, w: _Warm) -> None:
         sb = self.sb
+        if getattr(w, "pidfd", None) is not None:
+            os.close(w.pidfd)
+            w.pidfd = None
         subprocess.run(sb._tg("kill", w.cid, "KILL"), capture_output=True)
         p = subprocess.run(sb._tg("delete", "--force", w.cid), capture_output=True)
         if w.proc.poll() is None:
@@ -219,24 +224,43 @@ class WarmPool:
             c.join(60)
 
 
-def _stopped(sb, cid, limit, abort):
-    """Wait until tollgate says the container stopped (the host's view of
-    the init's exit).  False when limit seconds passed or abort() said so."""
+def _init_pidfd(sb, cid):
+    """A pidfd on the process tollgate reports as the container's (runc:
+    its init; runsc: its sandbox, which ends with the init), taken while it
+    runs, so a reused pid cannot stand in for it; None when there is none."""
+    try:
+        p = subprocess.run(sb._tg("state", cid), capture_output=True, timeout=60)
+        pid = int(json.loads(p.stdout).get("pid") or 0)
+        return os.pidfd_open(pid) if pid > 0 else None
+    except (OSError, ValueError, AttributeError, subprocess.TimeoutExpired):
+        return None
+
+
+def _stopped(sb, w, limit, abort):
+    """Wait until the container has stopped, as the host sees it: its
+    process's pidfd says it exited, or else `tollgate state` says
+    "stopped".  False when limit seconds passed or abort() said so."""
+    import select
     import time
     end = time.monotonic() + limit
+    fd = getattr(w, "pidfd", None)
     wait = 0.005
     while time.monotonic() < end:
-        p = subprocess.run(sb._tg("state", cid), capture_output=True)
-        try:
-            status = json.loads(p.stdout).get("status") if p.returncode == 0 else "stopped"
-        except ValueError:
-            status = None
-        if status == "stopped":
-            return True
+        if fd is not None:
+            if select.select([fd], [], [], min(0.5, max(0, end - time.monotonic())))[0]:
+                return True
+        else:
+            p = subprocess.run(sb._tg("state", w.cid), capture_output=True)
+            try:
+                status = json.loads(p.stdout).get("status") if p.returncode == 0 else "stopped"
+            except ValueError:
+                status = None
+            if status == "stopped":
+                return True
+            time.sleep(wait)
+            wait = min(wait * 2, 0.1)
         if abort():
             return False
-        time.sleep(wait)
-        wait = min(wait * 2, 0.1)
     return False
 
 
@@ -263,7 +287,7 @@ def _drained(stream):
         if left == 0 and total == last:
             return
         last = total if left == 0 else -1
-        time.sleep(0.005)
+        time.sleep(0.001)
 
 
 def _write(path: str, data: bytes) -> None:
