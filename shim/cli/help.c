@@ -31,6 +31,8 @@ static const struct verb verbs[] = {
      "list tollgate's containers (of this root, or of every registered root)"},
     {"gc", cmd_gc, false, "gc [--all-roots]",
      "delete the containers whose owner is gone or whose deadline passed"},
+    {"lifetime", cmd_lifetime, false, "lifetime [--owner-pid PID|none] [--deadline SECONDS|RFC3339|none] ID",
+     "show or change a container's owner and deadline"},
     {"pause", cmd_pause, false, "pause ID", "freeze every process"},
     {"resume", cmd_resume, false, "resume ID", "thaw a paused container"},
     {"checkpoint", cmd_checkpoint, false,

@@ -17,7 +17,9 @@
  * shim/lifecycle/reaper.h): a container whose owner died or whose
  * deadline passed goes at the next command on its root.  Not `state`:
  * containerd's shim calls it on every task event, and a sweep that
- * deletes a container takes a backend call or more. */
+ * deletes a container takes a backend call or more.  Not `lifetime`:
+ * a restarted service re-adopts its containers with it (a new owner)
+ * before anything may reap them. */
 static bool verb_reaps(const char *verb) {
   static const char *const reaping[] = {"create", "start", "run", "kill", "delete", "exec",
                                         "ps", "list", "pause", "resume", "checkpoint", "restore",

@@ -67,6 +67,22 @@ for b in $BACKENDS; do
   check_match "$b: gc says which container it deleted and why" "rp-$b-own.*owner \(pid $owner\) is gone" "$out"
   gone_all "$b: owner killed, gc" "$TG_ROOT" "$TG_ROOT/none" "$sc" "$br" "$b"
 
+  # tollgate lifetime: a new owner (a restarted service re-adopting), a
+  # moved deadline, and neither (never reaped).
+  sleep 300 & old=$!
+  sleep 300 & new=$!
+  tg --runtime "$b" create --bundle "$TG_ROOT/bundle-$b" --owner-pid "$old" "rp-$b-adopt"
+  check "$b: lifetime --owner-pid re-adopts" tg lifetime --owner-pid "$new" --deadline 3600 "rp-$b-adopt"
+  kill -9 "$old"; wait "$old" 2>/dev/null
+  tg gc >/dev/null 2>&1
+  check_eq "$b: re-adopted: the old owner's death does not reap it" "rp-$b-adopt" "$(tg list -q 2>&1)"
+  check_eq "$b: state shows the lifetime" "$new" "$(state_of "rp-$b-adopt" tollgate.lifetime.owner.pid)"
+  check "$b: lifetime --owner-pid none --deadline none" tg lifetime --owner-pid none --deadline none "rp-$b-adopt"
+  kill -9 "$new"; wait "$new" 2>/dev/null
+  tg gc >/dev/null 2>&1
+  check_eq "$b: no owner, no deadline: never reaped" "rp-$b-adopt" "$(tg list -q 2>&1)"
+  tg delete --force "rp-$b-adopt" >/dev/null 2>&1
+
   # A deadline: gone within 2 s of it once any command runs on the root.
   check "$b: create --deadline 3" tg --runtime "$b" create --bundle "$TG_ROOT/bundle-$b" --deadline 3 "rp-$b-dl"
   tg start "rp-$b-dl"
@@ -124,11 +140,11 @@ for b in $BACKENDS; do
       "$("$TG" list --all-roots 2>/dev/null | grep -F "$root" | head -1)"
     IFS='|' read -r sc br <<<"$(facts "$root")"
     kill -9 "$holder"; wait "$holder" 2>/dev/null
-    check_eq "$b: SDK ($how): its containers outlive the killed program until reaped" 3 \
-      "$(find "$root" -mindepth 2 -maxdepth 2 -name state.json | wc -l)"
+    # (Any Sandbox that starts meanwhile, in another script too, may reap
+    # them first: that is the rule at work, so no count is taken here.)
     if [ "$how" = gc ]; then
       "$TG" --config "$TG_CONFIG" gc --all-roots >"$TG_ROOT/gc.out" 2>&1
-      check_eq "$b: SDK (gc): gc --all-roots deleted the three" 3 "$(grep -c "$root" "$TG_ROOT/gc.out")"
+      check_eq "$b: SDK (gc): gc --all-roots exits 0" 0 "$?"
       gone_all "$b: SDK killed, gc --all-roots" "$root" "$state" "$sc" "$br" "$b"
       rm -rf "$state"
     else
