@@ -18,7 +18,7 @@
 
 /* FNV-1a, 64 bits: a name, not a secret (only root writes here). */
 static void entry_name(const char *path, char out[17]) {
-  uint64_t h = 1469598103934665603ULL;
+  uint64_t h = 14695981039346656037ULL;
   for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
     h ^= *p;
     h *= 1099511628211ULL;

@@ -200,6 +200,39 @@ PY
   check_eq "$b: the forge driver exits 0" 0 "$?"
 done
 
+# ---- the registry of roots: only entries tollgate could have written count ----
+# fnv NAME: the registry's entry name for a root path (FNV-1a 64, hex).
+fnv() { python3 -c 'import sys
+h = 0xcbf29ce484222325
+for b in sys.argv[1].encode():
+    h = ((h ^ b) * 0x100000001b3) & 0xffffffffffffffff
+print("%016x" % h)' "$1"; }
+REG=/run/tollgate-roots
+fake=$TG_ROOT/fakeroot
+mkdir -p "$fake/rp-fake"
+echo '{}' >"$fake/rp-fake/state.json"
+on_exit "rm -f $REG/$(fnv "$fake") $REG/0123456789abcdef"
+chmod 0777 "$fake"
+printf '%s\n' "$fake" >"$REG/$(fnv "$fake")"
+check_eq "registry: a root others may write is not listed" "" \
+  "$("$TG" list --all-roots 2>/dev/null | grep -F "$fake")"
+chmod 0711 "$fake"
+check_match "registry: the same root, writable by root only, is listed" "rp-fake" \
+  "$("$TG" list --all-roots 2>/dev/null | grep -F "$fake")"
+rm -f "$REG/$(fnv "$fake")"
+printf '%s\n' "$fake" >"$REG/0123456789abcdef"
+check_eq "registry: an entry whose name is not its content's hash is ignored" "" \
+  "$("$TG" list --all-roots 2>/dev/null | grep -F "$fake")"
+rm -f "$REG/0123456789abcdef"
+ln -s "$fake" "$TG_ROOT/rootlink"
+printf '%s\n' "$TG_ROOT/rootlink" >"$REG/$(fnv "$TG_ROOT/rootlink")"
+on_exit "rm -f $REG/$(fnv "$TG_ROOT/rootlink")"
+check_eq "registry: an entry naming a symbolic link is ignored" "" \
+  "$("$TG" list --all-roots 2>/dev/null | grep -F "$fake")"
+rm -rf "$fake" "$TG_ROOT/rootlink"
+"$TG" list --all-roots >/dev/null 2>&1
+check "registry: an entry whose root is gone is removed" test ! -e "$REG/$(fnv "$TG_ROOT/rootlink")"
+
 # ---- containerd: the shim owns its containers ------------------------------------
 if command -v containerd >/dev/null && [ "${REAPER_CONTAINERD:-1}" = 1 ]; then
   . "$(dirname "$0")/containerd_lib.sh"
