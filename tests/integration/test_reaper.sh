@@ -72,12 +72,12 @@ for b in $BACKENDS; do
   sleep 300 & old=$!
   sleep 300 & new=$!
   tg --runtime "$b" create --bundle "$TG_ROOT/bundle-$b" --owner-pid "$old" "rp-$b-adopt"
-  check "$b: lifetime --owner-pid re-adopts" tg lifetime --owner-pid "$new" --deadline 3600 "rp-$b-adopt"
+  check "$b: lifetime --owner-pid re-adopts" eval "tg lifetime --owner-pid $new --deadline 3600 rp-$b-adopt >/dev/null"
   kill -9 "$old"; wait "$old" 2>/dev/null
   tg gc >/dev/null 2>&1
   check_eq "$b: re-adopted: the old owner's death does not reap it" "rp-$b-adopt" "$(tg list -q 2>&1)"
   check_eq "$b: state shows the lifetime" "$new" "$(state_of "rp-$b-adopt" tollgate.lifetime.owner.pid)"
-  check "$b: lifetime --owner-pid none --deadline none" tg lifetime --owner-pid none --deadline none "rp-$b-adopt"
+  check "$b: lifetime --owner-pid none --deadline none" eval "tg lifetime --owner-pid none --deadline none rp-$b-adopt >/dev/null"
   kill -9 "$new"; wait "$new" 2>/dev/null
   tg gc >/dev/null 2>&1
   check_eq "$b: no owner, no deadline: never reaped" "rp-$b-adopt" "$(tg list -q 2>&1)"
