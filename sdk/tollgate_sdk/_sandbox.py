@@ -298,6 +298,7 @@ class Sandbox:
                 return
             self.check_available()
             # What dead SDK programs (kill -9) left: reaped before we add ours.
+            assert self.tollgate is not None  # check_available() says so
             reap.sweep(self.tollgate, self.root_arg, self.host_config_path)
             state = tempfile.mkdtemp(prefix=reap.STATE_PREFIX)
             os.chmod(state, 0o755)  # the container's uid 65534 reads /app below it

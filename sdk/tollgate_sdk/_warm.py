@@ -20,11 +20,11 @@ import shutil
 import subprocess
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from . import _oom as oom_watch
 from ._approvals import ApprovalWatcher
-from ._capture import Capture, TextCallback, stream_text
+from ._capture import Capture, Stream, TextCallback, stream_text
 from ._errors import CellTimeout, ContainerError, ProgramFailed
 from ._session import KERNEL
 
@@ -36,7 +36,7 @@ class _Warm:
     def __init__(self, cid: str, bundle: str, proc: subprocess.Popen[bytes], capture: Capture) -> None:
         self.cid, self.bundle, self.proc, self.capture = cid, bundle, proc, capture
         self.notices = capture.err.diverted
-        self.pidfd = None   # the container's process, for the host's view of its exit
+        self.pidfd: Optional[int] = None   # the container's process: the host's view of its exit
 
 
 class WarmPool:
@@ -200,7 +200,7 @@ class WarmPool:
 
     def _discard(self, w: _Warm) -> None:
         sb = self.sb
-        if getattr(w, "pidfd", None) is not None:
+        if w.pidfd is not None:
             os.close(w.pidfd)
             w.pidfd = None
         subprocess.run(sb._tg("kill", w.cid, "KILL"), capture_output=True)
@@ -224,7 +224,7 @@ class WarmPool:
             c.join(60)
 
 
-def _init_pidfd(sb, cid):
+def _init_pidfd(sb: Sandbox, cid: str) -> Optional[int]:
     """A pidfd on the process tollgate reports as the container's (runc:
     its init; runsc: its sandbox, which ends with the init), taken while it
     runs, so a reused pid cannot stand in for it; None when there is none."""
@@ -236,14 +236,14 @@ def _init_pidfd(sb, cid):
         return None
 
 
-def _stopped(sb, w, limit, abort):
+def _stopped(sb: Sandbox, w: _Warm, limit: float, abort: Callable[[], bool]) -> bool:
     """Wait until the container has stopped, as the host sees it: its
     process's pidfd says it exited, or else `tollgate state` says
     "stopped".  False when limit seconds passed or abort() said so."""
     import select
     import time
     end = time.monotonic() + limit
-    fd = getattr(w, "pidfd", None)
+    fd = w.pidfd
     wait = 0.005
     while time.monotonic() < end:
         if fd is not None:
@@ -264,7 +264,7 @@ def _stopped(sb, w, limit, abort):
     return False
 
 
-def _drained(stream):
+def _drained(stream: Stream) -> None:
     """Wait (briefly) until everything the stopped container wrote has
     been read: its pipe is empty and the reader took in nothing more."""
     import fcntl
