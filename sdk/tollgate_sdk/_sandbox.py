@@ -36,7 +36,7 @@ import threading
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping, Optional, Union
 
-from . import _audit as audit, _oom as oom_watch, _pause
+from . import _audit as audit, _oom as oom_watch, _pause, _reap as reap
 from ._approvals import ApprovalRequest, ApprovalWatcher, control_request
 from ._audit import Call
 from ._capture import TextCallback, wait_capture
@@ -297,9 +297,13 @@ class Sandbox:
             if self._state is not None:
                 return
             self.check_available()
-            state = tempfile.mkdtemp(prefix="tollgate-sdk.")
+            # What dead SDK programs (kill -9) left: reaped before we add ours.
+            assert self.tollgate is not None  # check_available() says so
+            reap.sweep(self.tollgate, self.root_arg, self.host_config_path)
+            state = tempfile.mkdtemp(prefix=reap.STATE_PREFIX)
             os.chmod(state, 0o755)  # the container's uid 65534 reads /app below it
             try:
+                reap.mark_owner(state)
                 cfg = self._user_host_config()
                 # The host config's runtime_path is its runtime's binary
                 # (runsc when it names none): not this sandbox's when the
@@ -456,8 +460,11 @@ class Sandbox:
             cmd += ["--root", self.root]
         if self.config_path:
             cmd += ["--config", self.config_path]
-        return cmd + ["--runtime", self.runtime] + list(args) if args and args[0] in (
-            "run", "create") else cmd + list(args)
+        if args and args[0] in ("run", "create", "restore"):
+            # This process owns every container it makes (docs/reliability.md).
+            rt = ["--runtime", self.runtime] if args[0] != "restore" else []
+            return cmd + rt + [args[0]] + reap.owner_args() + list(args[1:])
+        return cmd + list(args)
 
     def _new_id(self) -> str:
         with self._lock:

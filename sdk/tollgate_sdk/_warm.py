@@ -20,11 +20,11 @@ import shutil
 import subprocess
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from . import _oom as oom_watch
 from ._approvals import ApprovalWatcher
-from ._capture import Capture, TextCallback, stream_text
+from ._capture import Capture, Stream, TextCallback, stream_text
 from ._errors import CellTimeout, ContainerError, ProgramFailed
 from ._session import KERNEL
 
@@ -36,6 +36,7 @@ class _Warm:
     def __init__(self, cid: str, bundle: str, proc: subprocess.Popen[bytes], capture: Capture) -> None:
         self.cid, self.bundle, self.proc, self.capture = cid, bundle, proc, capture
         self.notices = capture.err.diverted
+        self.pidfd: Optional[int] = None   # the container's process: the host's view of its exit
 
 
 class WarmPool:
@@ -97,6 +98,7 @@ class WarmPool:
                                stderr=subprocess.PIPE, timeout=120)
             if p.returncode != 0:
                 raise ContainerError("tollgate start: %s" % p.stderr.decode("utf-8", "replace").strip())
+            w.pidfd = _init_pidfd(sb, cid)
         except BaseException:
             self._discard(w)
             raise
@@ -150,6 +152,14 @@ class WarmPool:
             _write(os.path.join(app, ".tollgate", "job.json"), head + b"\n" + code.encode("utf-8"))
             got_err = w.capture.err.wait_for(mark, timeout + 30, abort=memwatch.killed)
             got_out = got_err and w.capture.out.wait_for(mark, 10)
+            # A trailer proves nothing until the container has stopped: the
+            # program can print one (it can read the nonce).  The last one,
+            # written by the init after it killed the rest, is the verdict.
+            if got_err and not _stopped(sb, w, timeout + 30, memwatch.killed):
+                got_err = got_out = False
+            if got_err:
+                _drained(w.capture.err)
+                _drained(w.capture.out)
         finally:
             sb.active.discard(w.cid)
             if watcher:
@@ -190,6 +200,9 @@ class WarmPool:
 
     def _discard(self, w: _Warm) -> None:
         sb = self.sb
+        if w.pidfd is not None:
+            os.close(w.pidfd)
+            w.pidfd = None
         subprocess.run(sb._tg("kill", w.cid, "KILL"), capture_output=True)
         p = subprocess.run(sb._tg("delete", "--force", w.cid), capture_output=True)
         if w.proc.poll() is None:
@@ -209,6 +222,72 @@ class WarmPool:
             self._discard(w)
         for c in self.cleaners:
             c.join(60)
+
+
+def _init_pidfd(sb: Sandbox, cid: str) -> Optional[int]:
+    """A pidfd on the process tollgate reports as the container's (runc:
+    its init; runsc: its sandbox, which ends with the init), taken while it
+    runs, so a reused pid cannot stand in for it; None when there is none."""
+    try:
+        p = subprocess.run(sb._tg("state", cid), capture_output=True, timeout=60)
+        pid = int(json.loads(p.stdout).get("pid") or 0)
+        return os.pidfd_open(pid) if pid > 0 else None
+    except (OSError, ValueError, AttributeError, subprocess.TimeoutExpired):
+        return None
+
+
+def _stopped(sb: Sandbox, w: _Warm, limit: float, abort: Callable[[], bool]) -> bool:
+    """Wait until the container has stopped, as the host sees it: its
+    process's pidfd says it exited, or else `tollgate state` says
+    "stopped".  False when limit seconds passed or abort() said so."""
+    import select
+    import time
+    end = time.monotonic() + limit
+    fd = w.pidfd
+    wait = 0.005
+    while time.monotonic() < end:
+        if fd is not None:
+            if select.select([fd], [], [], min(0.5, max(0, end - time.monotonic())))[0]:
+                return True
+        else:
+            p = subprocess.run(sb._tg("state", w.cid), capture_output=True)
+            try:
+                status = json.loads(p.stdout).get("status") if p.returncode == 0 else "stopped"
+            except ValueError:
+                status = None
+            if status == "stopped":
+                return True
+            time.sleep(wait)
+            wait = min(wait * 2, 0.1)
+        if abort():
+            return False
+    return False
+
+
+def _drained(stream: Stream) -> None:
+    """Wait (briefly) until everything the stopped container wrote has
+    been read: its pipe is empty and the reader took in nothing more."""
+    import fcntl
+    import struct
+    import termios
+    import time
+    try:
+        fd = stream.f.fileno()
+    except (OSError, ValueError):
+        return
+    end = time.monotonic() + 5
+    last = -1
+    while time.monotonic() < end:
+        try:
+            left = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+        except OSError:
+            return
+        with stream.lock:
+            total = stream.total
+        if left == 0 and total == last:
+            return
+        last = total if left == 0 else -1
+        time.sleep(0.001)
 
 
 def _write(path: str, data: bytes) -> None:

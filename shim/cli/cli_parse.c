@@ -61,7 +61,9 @@ static int one_id(const char *verb, int argc, char **argv, int i,
       {"no-new-keyring", 0, OPT_BOOL, &(r)->no_new_keyring},             \
       {"preserve-fds", 0, OPT_INT, &(r)->preserve_fds},                  \
       {"policy", 0, OPT_STRING, &(r)->policy_file},                     \
-      {"join", 0, OPT_STRING, &(r)->join}
+      {"join", 0, OPT_STRING, &(r)->join},                               \
+      {"owner-pid", 0, OPT_STRING, &(r)->owner_pid},                     \
+      {"deadline", 0, OPT_STRING, &(r)->deadline}
 
 int cli_parse_create(int argc, char **argv, struct create_request *req,
                      tg_error **err) {
@@ -72,7 +74,7 @@ int cli_parse_create(int argc, char **argv, struct create_request *req,
   if (i < 0)
     return -1;
   return one_id("create", argc, argv, i, &req->id,
-                "create [--bundle DIR] [--pid-file FILE] [--join OWNER] ID", err);
+                "create [--bundle DIR] [--pid-file FILE] [--join OWNER] [--owner-pid PID] [--deadline T] ID", err);
 }
 
 int cli_parse_run(int argc, char **argv, struct run_request *req,
@@ -87,7 +89,7 @@ int cli_parse_run(int argc, char **argv, struct run_request *req,
   if (i < 0)
     return -1;
   return one_id("run", argc, argv, i, &req->create.id,
-                "run [--bundle DIR] [--keep] [--join OWNER] ID", err);
+                "run [--bundle DIR] [--keep] [--join OWNER] [--owner-pid PID] [--deadline T] ID", err);
 }
 
 int cli_parse_kill(int argc, char **argv, struct kill_request *req,

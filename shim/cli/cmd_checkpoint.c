@@ -62,6 +62,8 @@ int cmd_restore(struct cli *cli, int argc, char **argv, tg_error **err) {
                        {"no-pivot", 0, OPT_BOOL, &req.no_pivot},
                        {"no-new-keyring", 0, OPT_BOOL, &req.no_new_keyring},
                        {"policy", 0, OPT_STRING, &req.policy_file},
+                       {"owner-pid", 0, OPT_STRING, &req.owner_pid},
+                       {"deadline", 0, OPT_STRING, &req.deadline},
                        {"detach", 'd', OPT_BOOL, &detach},
                        {"no-subreaper", 0, OPT_IGNORE_BOOL, NULL},
                        {0}};

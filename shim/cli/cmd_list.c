@@ -1,4 +1,5 @@
-/* tollgate list [--format table|json] [-q]: tollgate's state directories,
+/* tollgate list [--format table|json] [-q] [--all-roots]: tollgate's state
+ * directories (of --root, or of every root in the registry, roots.h),
  * each with its live status from its own backend ("unknown", with the
  * reason, when the backend cannot tell). */
 #include <dirent.h>
@@ -14,6 +15,7 @@
 #include "shim/lifecycle/container.h"
 #include "base/term_escape.h"
 #include "shim/lifecycle/idrange.h"
+#include "shim/lifecycle/roots.h"
 #include "base/util.h"
 
 static int cmp(const void *a, const void *b) {
@@ -50,11 +52,67 @@ static json_t *query_one(struct cli *cli, const char *id) {
   return s;
 }
 
+/* The ids under root that have a state.json, sorted.  0, or -1 with *err
+ * when root cannot be read (a missing root is empty). */
+static int collect_ids(const char *root, char ***ids_out, size_t *n_out, tg_error **err) {
+  char **ids = NULL;
+  size_t n = 0;
+  DIR *d = opendir(root);
+  if (d == NULL && errno != ENOENT)
+    return tg_error_set(err, errno, "list: open %s", root);
+  for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
+    if (!container_id_is_valid(e->d_name) || strcmp(e->d_name, "backend") == 0)
+      continue;
+    cleanup_free char *sp = xasprintf("%s/%s/state.json", root, e->d_name);
+    if (access(sp, F_OK) < 0)
+      continue;
+    ids = xrealloc(ids, (n + 1) * sizeof *ids);
+    ids[n++] = xstrdup(e->d_name);
+  }
+  if (d)
+    closedir(d);
+  if (n > 1)
+    qsort(ids, n, sizeof *ids, cmp);
+  *ids_out = ids;
+  *n_out = n;
+  return 0;
+}
+
+/* One root's containers: printed (table, -q) or appended to all (json,
+ * each with "root" when all_roots). */
+static void list_root(struct cli *cli, char **ids, size_t n, bool quiet, bool json, bool all_roots,
+                      json_t *all) {
+  for (size_t k = 0; k < n; k++) {
+    if (quiet) {
+      printf("%s\n", ids[k]);
+      continue;
+    }
+    json_t *s = query_one(cli, ids[k]);
+    if (s == NULL)
+      continue; /* deleted meanwhile */
+    if (json) {
+      if (all_roots)
+        json_object_set(s, "root", json_new_string(cli->root));
+      json_array_append(all, s);
+      continue;
+    }
+    long long pid = 0;
+    json_integer_value(json_object_get(s, "pid"), &pid);
+    printf("%-12s %-8lld %-10s %-40s %-32s %s%s%s\n", ids[k], pid,
+           json_string_value(json_object_get(s, "status")),
+           json_string_value(json_object_get(s, "bundle")),
+           json_string_value(json_object_get(s, "created")),
+           json_string_value(json_object_get(s, "owner")), all_roots ? " " : "", all_roots ? cli->root : "");
+    json_free(s);
+  }
+}
+
 int cmd_list(struct cli *cli, int argc, char **argv, tg_error **err) {
   const char *format = "table";
-  bool quiet = false;
+  bool quiet = false, all_roots = false;
   struct opt opts[] = {{"format", 'f', OPT_STRING, &format},
                        {"quiet", 'q', OPT_BOOL, &quiet},
+                       {"all-roots", 0, OPT_BOOL, &all_roots},
                        {0}};
   int i = args_parse("list", argc, argv, 1, opts, err);
   if (i < 0)
@@ -65,48 +123,37 @@ int cmd_list(struct cli *cli, int argc, char **argv, tg_error **err) {
   if (!json && strcmp(format, "table") != 0)
     return tg_error_set(err, 0, "list: --format %s: give table or json",
                         format);
-  char **ids = NULL;
-  size_t n = 0;
-  DIR *d = opendir(cli->root);
-  if (d == NULL && errno != ENOENT)
-    return tg_error_set(err, errno, "list: open %s", cli->root);
-  for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
-    if (!container_id_is_valid(e->d_name) || strcmp(e->d_name, "backend") == 0)
-      continue;
-    cleanup_free char *sp = xasprintf("%s/%s/state.json", cli->root, e->d_name);
-    if (access(sp, F_OK) < 0)
-      continue;
-    ids = xrealloc(ids, (n + 1) * sizeof *ids);
-    ids[n++] = xstrdup(e->d_name);
-  }
-  if (d)
-    closedir(d);
-  if (n > 1)
-    qsort(ids, n, sizeof *ids, cmp);
+  size_t nroots = 1;
+  char *only[] = {(char *)cli->root};
+  char **roots = all_roots ? roots_list(cli->root, &nroots) : only;
   json_t *all = json_new_array();
   if (!quiet && !json)
-    printf("%-12s %-8s %-10s %-40s %-32s %s\n", "ID", "PID", "STATUS",
-           "BUNDLE", "CREATED", "OWNER");
-  for (size_t k = 0; k < n; k++) {
-    if (quiet) {
-      printf("%s\n", ids[k]);
+    printf("%-12s %-8s %-10s %-40s %-32s %s%s\n", "ID", "PID", "STATUS",
+           "BUNDLE", "CREATED", "OWNER", all_roots ? " ROOT" : "");
+  int r = 0;
+  for (size_t k = 0; k < nroots && r == 0; k++) {
+    char **ids = NULL;
+    size_t n = 0;
+    if (collect_ids(roots[k], &ids, &n, err) < 0) {
+      if (!all_roots) {
+        r = -1;
+        break;
+      }
+      tg_error_free(err); /* one unreadable root does not hide the others */
       continue;
     }
-    json_t *s = query_one(cli, ids[k]);
-    if (s == NULL)
-      continue; /* deleted meanwhile */
-    if (json) {
-      json_array_append(all, s);
-      continue;
-    }
-    long long pid = 0;
-    json_integer_value(json_object_get(s, "pid"), &pid);
-    printf("%-12s %-8lld %-10s %-40s %-32s %s\n", ids[k], pid,
-           json_string_value(json_object_get(s, "status")),
-           json_string_value(json_object_get(s, "bundle")),
-           json_string_value(json_object_get(s, "created")),
-           json_string_value(json_object_get(s, "owner")));
-    json_free(s);
+    struct cli here = *cli;
+    here.root = roots[k];
+    list_root(&here, ids, n, quiet, json, all_roots, all);
+    for (size_t j = 0; j < n; j++)
+      free(ids[j]);
+    free(ids);
+  }
+  if (all_roots)
+    roots_free(roots, nroots);
+  if (r < 0) {
+    json_free(all);
+    return -1;
   }
   if (json) {
     cleanup_free char *text = json_dump(all, false, NULL);
@@ -126,8 +173,5 @@ int cmd_list(struct cli *cli, int argc, char **argv, tg_error **err) {
             "containers, or raise id_range_count in the host config)\n",
             json_string_value(json_object_get(pool, "dir")), free_n, total);
   }
-  for (size_t k = 0; k < n; k++)
-    free(ids[k]);
-  free(ids);
   return 0;
 }

@@ -245,6 +245,9 @@ int cmd_run(struct cli *cli, int argc, char **argv, tg_error **err) {
     return -1;
   if (req.detach)
     return run_detached(cli, &req, err);
+  /* A foreground run that deletes its container owns it: killed, it
+   * leaves nothing the reaper keeps (docs/reliability.md). */
+  req.create.owner_self = !req.keep;
   struct backend b;
   if (backend_choose(cli, &b, err) < 0)
     return -1;

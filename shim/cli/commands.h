@@ -26,6 +26,8 @@ int cmd_delete(struct cli *, int, char **, tg_error **);
 int cmd_exec(struct cli *, int, char **, tg_error **);
 int cmd_ps(struct cli *, int, char **, tg_error **);
 int cmd_list(struct cli *, int, char **, tg_error **);
+int cmd_gc(struct cli *, int, char **, tg_error **);     /* gc [--all-roots] */
+int cmd_lifetime(struct cli *, int, char **, tg_error **); /* lifetime [FLAGS] ID */
 int cmd_pause(struct cli *, int, char **, tg_error **);
 int cmd_resume(struct cli *, int, char **, tg_error **);
 int cmd_checkpoint(struct cli *, int, char **, tg_error **);

@@ -5,12 +5,14 @@
 static const struct verb verbs[] = {
     {"create", cmd_create, true,
      "create [--bundle DIR] [--pid-file FILE] [--console-socket PATH] "
-     "[--no-pivot] [--no-new-keyring] [--preserve-fds N] [--policy FILE] [--join OWNER] ID",
+     "[--no-pivot] [--no-new-keyring] [--preserve-fds N] [--policy FILE] [--join OWNER]\n"
+     "       [--owner-pid PID] [--deadline SECONDS|RFC3339] ID",
      "harden the bundle's config.json and create the container"},
     {"start", cmd_start, false, "start ID", "start a created container"},
     {"run", cmd_run, true,
      "run [--bundle DIR] [--pid-file FILE] [--console-socket PATH] "
-     "[--policy FILE] [--join OWNER] [--keep] [--detach] ID",
+     "[--policy FILE] [--join OWNER] [--keep] [--detach]\n"
+     "       [--owner-pid PID] [--deadline SECONDS|RFC3339] ID",
      "create + start + wait; exits with the container's status"},
     {"state", cmd_state, false, "state ID",
      "print the container's state as JSON"},
@@ -25,8 +27,12 @@ static const struct verb verbs[] = {
      "run another process in the container"},
     {"ps", cmd_ps, false, "ps [--format table|json] ID [PS-ARGS...]",
      "list the container's processes"},
-    {"list", cmd_list, false, "list [--format table|json] [--quiet|-q]",
-     "list tollgate's containers"},
+    {"list", cmd_list, false, "list [--format table|json] [--quiet|-q] [--all-roots]",
+     "list tollgate's containers (of this root, or of every registered root)"},
+    {"gc", cmd_gc, false, "gc [--all-roots]",
+     "delete the containers whose owner is gone or whose deadline passed"},
+    {"lifetime", cmd_lifetime, false, "lifetime [--owner-pid PID|none] [--deadline SECONDS|RFC3339|none] ID",
+     "show or change a container's owner and deadline"},
     {"pause", cmd_pause, false, "pause ID", "freeze every process"},
     {"resume", cmd_resume, false, "resume ID", "thaw a paused container"},
     {"checkpoint", cmd_checkpoint, false,
@@ -36,7 +42,7 @@ static const struct verb verbs[] = {
      "with this host's checkpoint key"},
     {"restore", cmd_restore, false,
      "restore --image-path DIR --detach [--bundle DIR] [--pid-file FILE] "
-     "[--console-socket PATH] ID",
+     "[--console-socket PATH] [--owner-pid PID] [--deadline SECONDS|RFC3339] ID",
      "create the container from a checkpoint tollgate sealed on this host "
      "with the same credentials, hardened and governed anew"},
     {"update", cmd_update, false,

@@ -11,6 +11,24 @@
 #include "shim/cli/help.h"
 #include "base/log.h"
 #include "base/util.h"
+#include "shim/lifecycle/reaper.h"
+
+/* The verbs that act on a root sweep it first (at most once a second,
+ * shim/lifecycle/reaper.h): a container whose owner died or whose
+ * deadline passed goes at the next command on its root.  Not `state`:
+ * containerd's shim calls it on every task event, and a sweep that
+ * deletes a container takes a backend call or more.  Not `lifetime`:
+ * a restarted service re-adopts its containers with it (a new owner)
+ * before anything may reap them. */
+static bool verb_reaps(const char *verb) {
+  static const char *const reaping[] = {"create", "start", "run", "kill", "delete", "exec",
+                                        "ps", "list", "pause", "resume", "checkpoint", "restore",
+                                        "update", "calls", "pending", "approve", "deny", NULL};
+  for (size_t i = 0; reaping[i] != NULL; i++)
+    if (strcmp(reaping[i], verb) == 0)
+      return true;
+  return false;
+}
 
 int main(int argc, char **argv) {
   struct cli cli = {0};
@@ -62,6 +80,8 @@ int main(int argc, char **argv) {
   }
   /* Before any policy is checked or tool started (the sidecar is a fork). */
   sandbox_set_identity((uid_t)cli.config.tool_uid, (gid_t)cli.config.tool_gid);
+  if (verb_reaps(verb))
+    reaper_implicit(&cli);
   status = entry->fn(&cli, argc - v, argv + v, &err);
   host_config_free(&cli.config);
   if (status >= 0 && err == NULL)

@@ -14,6 +14,7 @@
 #include "shim/lifecycle/mount_pin.h"
 #include "shim/lifecycle/mount_reach.h"
 #include "shim/lifecycle/runsc_leftovers.h"
+#include "shim/lifecycle/lifetime.h"
 #include "shim/lifecycle/state.h"
 #include "base/util.h"
 #include "oci/podnet.h"
@@ -459,6 +460,11 @@ json_t *container_query(const struct cli *cli, const struct container *c,
   /* Whose namespaces it joined and by which proof (shim/lifecycle/join.h). */
   const json_t *join = json_object_get(c->state, "join");
   json_object_set(tg, "join", join ? json_copy(join) : json_new_null());
+  /* Its owner and deadline (docs/reliability.md), or null: never reaped. */
+  struct lifetime lt;
+  tg_error *le = NULL;
+  json_object_set(tg, "lifetime", lifetime_read(c->dir, &lt, &le) == 1 ? lifetime_json(&lt) : json_new_null());
+  tg_error_free(&le);
   json_object_set(out, "tollgate", tg);
   json_free(live);
   return out;

@@ -69,6 +69,10 @@ struct create_request {
                                  container may join OWNER (shim/lifecycle/join.h) */
   bool no_pivot, no_new_keyring;
   long preserve_fds;          /* -1 when not given */
+  const char *owner_pid;      /* --owner-pid PID, or NULL (lifetime.h) */
+  const char *deadline;       /* --deadline SECONDS|RFC3339, or NULL */
+  bool owner_self;            /* no --owner-pid: this tollgate owns it
+                                 (a foreground run) */
   bool in_process_bridge;     /* run: no sidecar, the caller serves */
   bool prepare_only;          /* stop before the backend's create: the
                                  caller runs the backend itself (run

@@ -7,13 +7,16 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "shim/lifecycle/create_steps.h"
 #include "shim/lifecycle/effective_mark.h"
 #include "shim/lifecycle/idrange.h"
+#include "shim/lifecycle/lifetime.h"
 #include "shim/lifecycle/mount_pin.h"
 #include "shim/lifecycle/mount_reach.h"
+#include "shim/lifecycle/roots.h"
 #include "shim/lifecycle/state.h"
 #include "base/util.h"
 
@@ -96,6 +99,24 @@ static int claim_state_dir(struct create_context *cx, tg_error **err) {
   return 0;
 }
 
+/* Its owner and deadline (lifetime.h), and its root in the registry
+ * (roots.h), under the lock: a reaper never sees the directory without
+ * what decides its fate, other than as a create under way (locked). */
+static int record_lifetime(struct create_context *cx, tg_error **err) {
+  const struct create_request *req = cx->req;
+  struct lifetime lt = {0};
+  if (req->owner_pid != NULL && lifetime_parse_owner(req->owner_pid, &lt, err) < 0)
+    return -1;
+  if (req->owner_pid == NULL && req->owner_self)
+    lifetime_owner_self(&lt);
+  if (req->deadline != NULL && lifetime_parse_deadline(req->deadline, time(NULL), &lt.deadline, err) < 0)
+    return -1;
+  roots_register(cx->cli->root);
+  if (lifetime_is_set(&lt) && lifetime_write(cx->u->dir, &lt, err) < 0)
+    return -1;
+  return 0;
+}
+
 /* restore: the caller's check of the restored init, once it runs (a
  * refusal is undone like any failure). */
 static int check_restored(struct create_context *cx, tg_error **err) {
@@ -113,6 +134,7 @@ static create_step *const up_to_the_backend[] = {
     create_read_bundle,        /* config.json, or the original behind the mark */
     create_check_rootfs,
     claim_state_dir,           /* <root>/<id>, locked */
+    record_lifetime,           /* its owner and deadline; the root registered */
     create_decide_join,        /* whose namespaces, by the join rule */
     create_resolve_policy,
     create_check_ceiling,      /* within the host config's ceilings */

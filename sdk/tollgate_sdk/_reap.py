@@ -1,0 +1,104 @@
+"""Nothing outlives its owner (docs/reliability.md): what the SDK does for
+tollgate's lifetimes.
+
+Every container a Sandbox creates (runs, sessions, the warm pool) names
+this process as its owner (`--owner-pid`), so that when the process dies,
+even of kill -9, tollgate's reaper deletes them.  When a Sandbox starts it
+runs `tollgate gc --all-roots` (the containers of dead owners, under any
+root, are deleted) and removes the state directories of earlier SDK
+processes that died (their bundles, policies and sockets), once nothing
+of theirs is left running or mounted.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+import tempfile
+from typing import List, Optional, Tuple
+
+OWNER_FILE = "owner"        # in the SDK's state directory: "PID START\n"
+STATE_PREFIX = "tollgate-sdk."
+
+
+def owner_args() -> List[str]:
+    """The create/run flags that make this process the container's owner."""
+    return ["--owner-pid", str(os.getpid())]
+
+
+def _identity(pid: int) -> Optional[Tuple[str, int]]:
+    """(state, start time) of /proc/PID/stat, or None when there is none."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            raw = f.read()
+    except OSError:
+        return None
+    rest = raw[raw.rfind(b")") + 2:].split()
+    try:
+        return rest[0].decode(), int(rest[19])
+    except (IndexError, ValueError):
+        return None
+
+
+def mark_owner(state: str) -> None:
+    """Record this process as the owner of the SDK state directory."""
+    me = _identity(os.getpid())
+    if me is None:
+        return
+    tmp = os.path.join(state, OWNER_FILE + ".tmp")
+    with open(tmp, "w", encoding="ascii") as f:
+        f.write("%d %d\n" % (os.getpid(), me[1]))
+    os.replace(tmp, os.path.join(state, OWNER_FILE))
+
+
+def _owner_dead(state: str) -> bool:
+    try:
+        with open(os.path.join(state, OWNER_FILE), encoding="ascii") as f:
+            pid_s, start_s = f.read().split()
+        pid, start = int(pid_s), int(start_s)
+    except (OSError, ValueError):
+        return False  # not an SDK state directory we marked: not ours to judge
+    now = _identity(pid)
+    return now is None or now[1] != start or now[0] in ("Z", "X")
+
+
+def _busy(state: str) -> bool:
+    """Anything of it still in use: a container's state directory under
+    its root, or a mount under it."""
+    root = os.path.join(state, "root")
+    try:
+        if any(os.path.exists(os.path.join(root, e, "state.json")) for e in os.listdir(root)):
+            return True
+    except OSError:
+        pass
+    try:
+        with open("/proc/self/mounts", encoding="utf-8") as f:
+            return any((" " + state + "/") in line for line in f)
+    except OSError:
+        return True
+
+
+def sweep(tollgate: str, root: Optional[str], config: Optional[str]) -> None:
+    """Reap what dead owners left: every root's containers (tollgate gc
+    --all-roots), then the SDK state directories of dead processes."""
+    cmd = [tollgate]
+    if root:
+        cmd += ["--root", root]
+    if config:
+        cmd += ["--config", config]
+    try:
+        subprocess.run(cmd + ["gc", "--all-roots"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=120)
+    except (OSError, subprocess.TimeoutExpired):
+        return
+    for state in glob.glob(os.path.join(tempfile.gettempdir(), STATE_PREFIX + "*")):
+        try:
+            st = os.lstat(state)
+        except OSError:
+            continue
+        # Only a real directory of ours (root's, not a link planted in /tmp).
+        if not os.path.isdir(state) or os.path.islink(state) or st.st_uid != os.geteuid():
+            continue
+        if _owner_dead(state) and not _busy(state):
+            shutil.rmtree(state, ignore_errors=True)

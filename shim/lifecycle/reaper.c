@@ -1,0 +1,126 @@
+/* The reaper (shim/lifecycle/reaper.h). */
+#include "shim/lifecycle/reaper.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/log.h"
+#include "base/util.h"
+#include "shim/lifecycle/container.h"
+#include "shim/lifecycle/lifetime.h"
+#include "shim/lifecycle/state.h"
+
+#define STAMP ".reaper"
+#define MIN_INTERVAL_NS 1000000000LL
+
+/* Whether someone holds the container's lock (a create, delete or a verb
+ * on it): then it is not ours to delete now. */
+static bool busy(const char *dir) {
+  cleanup_close int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return true;
+  if (flock(fd, LOCK_EX | LOCK_NB) < 0)
+    return true;
+  flock(fd, LOCK_UN);
+  return false;
+}
+
+static void reap_one(const struct cli *cli, const char *root, const char *id, const char *why,
+                     struct reaper_report *rep) {
+  struct cli here = *cli;
+  here.root = root;
+  /* The id claim goes back to the pool the container claimed from (its
+   * creator may have had another host config: the SDK writes its own). */
+  cleanup_free char *dir = xasprintf("%s/%s", root, id);
+  tg_error *e = NULL;
+  cleanup_json json_t *state = state_read_json(dir, "state.json", &e);
+  tg_error_free(&e);
+  const char *pool = json_string_value(json_get_path(state, "id_range.pool"));
+  if (pool != NULL && pool[0] == '/')
+    here.config.id_range_dir = (char *)pool;
+  if (container_delete(&here, id, true, &e) < 0) {
+    rep->failed++;
+    cleanup_free char *msg = xasprintf("reaper: container %s under %s is due (%s) but could not be deleted: %s",
+                                       id, root, why, e ? e->msg : "unknown error");
+    log_line(cli->log_path, cli->log_json, "warning", msg);
+    tg_error_free(&e);
+    return;
+  }
+  rep->reaped++;
+  cleanup_free char *msg = xasprintf("reaper: deleted container %s under %s: %s", id, root, why);
+  /* gc prints its own line on stdout: stderr only gets the log line when
+   * no --log file takes it. */
+  if (rep->out == NULL || cli->log_path != NULL)
+    log_line(cli->log_path, cli->log_json, "warning", msg);
+  if (rep->out != NULL)
+    fprintf(rep->out, "%s\t%s\t%s\n", root, id, why);
+}
+
+void reaper_sweep(const struct cli *cli, const char *root, struct reaper_report *rep) {
+  DIR *d = opendir(root);
+  if (d == NULL)
+    return;
+  time_t now = time(NULL);
+  /* The due ids first, deleted after the scan: a delete changes the
+   * directory being read. */
+  char **due = NULL, **why = NULL;
+  size_t n = 0;
+  for (struct dirent *e; (e = readdir(d)) != NULL;) {
+    if (!container_id_is_valid(e->d_name) || strcmp(e->d_name, "backend") == 0)
+      continue;
+    rep->scanned++;
+    cleanup_free char *dir = xasprintf("%s/%s", root, e->d_name);
+    struct lifetime lt;
+    tg_error *err = NULL;
+    int r = lifetime_read(dir, &lt, &err);
+    tg_error_free(&err); /* unreadable: proves nothing, never reaped */
+    if (r <= 0)
+      continue;
+    char *reason = lifetime_verdict(&lt, now);
+    if (reason == NULL)
+      continue;
+    due = xrealloc(due, (n + 1) * sizeof *due);
+    why = xrealloc(why, (n + 1) * sizeof *why);
+    due[n] = xstrdup(e->d_name);
+    why[n++] = reason;
+  }
+  closedir(d);
+  for (size_t i = 0; i < n; i++) {
+    cleanup_free char *dir = xasprintf("%s/%s", root, due[i]);
+    if ((rep->max_reaps == 0 || rep->reaped < rep->max_reaps) && !busy(dir))
+      reap_one(cli, root, due[i], why[i], rep);
+    free(due[i]);
+    free(why[i]);
+  }
+  free(due);
+  free(why);
+}
+
+void reaper_implicit(const struct cli *cli) {
+  cleanup_free char *stamp = xasprintf("%s/%s", cli->root, STAMP);
+  struct stat st;
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  if (stat(stamp, &st) == 0) {
+    long long age = (long long)(now.tv_sec - st.st_mtim.tv_sec) * 1000000000LL + (now.tv_nsec - st.st_mtim.tv_nsec);
+    if (age >= 0 && age < MIN_INTERVAL_NS)
+      return;
+  } else if (errno != ENOENT) {
+    return;
+  }
+  /* Touch first: the verbs that start meanwhile see a fresh stamp. */
+  cleanup_close int fd = open(stamp, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+  if (fd < 0) /* no root yet, or not ours to write: nothing to sweep */
+    return;
+  if (futimens(fd, NULL) < 0)
+    return;
+  struct reaper_report rep = {.max_reaps = REAPER_IMPLICIT_MAX};
+  reaper_sweep(cli, cli->root, &rep);
+}

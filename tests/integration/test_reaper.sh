@@ -1,0 +1,260 @@
+#!/usr/bin/env bash
+# Nothing outlives its owner (docs/reliability.md): owners, deadlines and
+# the reaper, under both backends, on real containers.
+#  - CLI: a container whose --owner-pid dies is deleted by `tollgate gc`
+#    (backend container, sidecar, mounts, state directory); one with
+#    --deadline 3 is gone within 2 s of its deadline once any command runs
+#    on its root; bad --owner-pid / --deadline values are refused; a
+#    killed foreground `tollgate run` is reaped too.
+#  - SDK: kill -9 of a program with a warm pool of 2 and a session, then
+#    `tollgate gc --all-roots` (and, separately, just a new Sandbox's start)
+#    leaves no container, sidecar, mount, id claim or state directory; the
+#    roots show in `list --all-roots` while they run.
+#  - `tollgate mcp`: kill -9 with a program running, then gc: nothing left.
+#  - a warm-pool program that forges its result trailer gets its real exit
+#    status (tests/sdk/lifetimes.py forge).
+#  - containerd: a container its shim created is not reaped while the shim
+#    lives (no owner is recorded for it: the shim deletes it).
+. "$(dirname "$0")/lib.sh"
+sdk_tests=$(cd "$(dirname "$0")/../sdk" && pwd)
+bash "$(dirname "$0")/../../bundles/rootfs/python.sh" "$BUILD/rootfs/python"
+chmod 755 "$TG_ROOT"
+IDS=$TG_ROOT/ids
+write_config id_range_dir="\"$IDS\""
+
+# gone_all LABEL ROOT STATE SIDECARS BACKEND_ROOTS: the checks that nothing is left.
+gone_all() {
+  local what=$1 root=$2 state=$3 sidecars=$4 broots=$5 b=$6 p br left=""
+  check_eq "$what: no container under its root" "" "$("$TG" --root "$root" list -q 2>&1)"
+  check_eq "$what: no state directory under its root" "" \
+    "$(find "$root" -mindepth 2 -maxdepth 2 -name state.json 2>/dev/null)"
+  for p in $sidecars; do [ "$p" -gt 1 ] && kill -0 "$p" 2>/dev/null && left="$left $p"; done
+  check_eq "$what: no sidecar process left" "" "$left"
+  for br in $broots; do
+    [ -d "$br" ] && left="$left$("$b" --root "$br" list --quiet 2>&1)"
+  done
+  check_eq "$what: no $b container left" "" "$left"
+  check_eq "$what: no mount left" "" "$(grep -E " ($root|$state)/" /proc/self/mounts)"
+  check_eq "$what: no id claim left" 0 "$(claims)"
+}
+
+# facts ROOT: "SIDECARS|BACKEND_ROOTS" of the containers under ROOT.
+facts() {
+  local root=$1 id sc="" br=""
+  for id in $("$TG" --root "$root" list -q 2>/dev/null); do
+    sc="$sc $(json_get sidecar_pid <"$root/$id/state.json" 2>/dev/null)"
+    br="$br $(json_get backend_root <"$root/$id/state.json" 2>/dev/null)"
+  done
+  echo "$sc|$(tr ' ' '\n' <<<"$br" | sort -u | tr '\n' ' ')"
+}
+
+for b in $BACKENDS; do
+  # ---- the CLI: --owner-pid, --deadline -------------------------------------
+  make_bundle "$TG_ROOT/bundle-$b" sleep 300
+  sleep 300 & owner=$!
+  check "$b: create --owner-pid" tg --runtime "$b" create --bundle "$TG_ROOT/bundle-$b" --owner-pid "$owner" "rp-$b-own"
+  tg start "rp-$b-own"
+  check_eq "$b: lifetime.json records the owner's pid" "$owner" \
+    "$(json_get owner.pid <"$TG_ROOT/rp-$b-own/lifetime.json" 2>&1)"
+  check_eq "$b: the owner's start time, not just its pid" \
+    "$(awk '{sub(/.*\) /, ""); print $20}' /proc/$owner/stat)" \
+    "$(json_get owner.start_time <"$TG_ROOT/rp-$b-own/lifetime.json" 2>&1)"
+  IFS='|' read -r sc br <<<"$(facts "$TG_ROOT")"
+  tg gc >/dev/null 2>&1
+  check "$b: gc leaves a container whose owner lives" status_is "rp-$b-own" running
+  kill -9 "$owner"; wait "$owner" 2>/dev/null
+  out=$(tg gc 2>&1)
+  check_match "$b: gc says which container it deleted and why" "rp-$b-own.*owner \(pid $owner\) is gone" "$out"
+  gone_all "$b: owner killed, gc" "$TG_ROOT" "$TG_ROOT/none" "$sc" "$br" "$b"
+
+  # tollgate lifetime: a new owner (a restarted service re-adopting), a
+  # moved deadline, and neither (never reaped).
+  sleep 300 & old=$!
+  sleep 300 & new=$!
+  tg --runtime "$b" create --bundle "$TG_ROOT/bundle-$b" --owner-pid "$old" "rp-$b-adopt"
+  check "$b: lifetime --owner-pid re-adopts" eval "tg lifetime --owner-pid $new --deadline 3600 rp-$b-adopt >/dev/null"
+  kill -9 "$old"; wait "$old" 2>/dev/null
+  tg gc >/dev/null 2>&1
+  check_eq "$b: re-adopted: the old owner's death does not reap it" "rp-$b-adopt" "$(tg list -q 2>&1)"
+  check_eq "$b: state shows the lifetime" "$new" "$(state_of "rp-$b-adopt" tollgate.lifetime.owner.pid)"
+  check "$b: lifetime --owner-pid none --deadline none" eval "tg lifetime --owner-pid none --deadline none rp-$b-adopt >/dev/null"
+  kill -9 "$new"; wait "$new" 2>/dev/null
+  tg gc >/dev/null 2>&1
+  check_eq "$b: no owner, no deadline: never reaped" "rp-$b-adopt" "$(tg list -q 2>&1)"
+  tg delete --force "rp-$b-adopt" >/dev/null 2>&1
+
+  # A deadline: gone within 2 s of it once any command runs on the root.
+  check "$b: create --deadline 3" tg --runtime "$b" create --bundle "$TG_ROOT/bundle-$b" --deadline 3 "rp-$b-dl"
+  tg start "rp-$b-dl"
+  IFS='|' read -r sc br <<<"$(facts "$TG_ROOT")"
+  dl=$(json_get deadline <"$TG_ROOT/rp-$b-dl/lifetime.json")
+  check "$b: still running before its deadline" status_is "rp-$b-dl" running
+  while [ "$(date +%s)" -lt "$dl" ]; do sleep 0.1; done
+  t0=${EPOCHREALTIME/[.,]/}
+  until [ -z "$(tg list -q 2>/dev/null)" ]; do
+    [ $(( ${EPOCHREALTIME/[.,]/} - t0 )) -gt 2000000 ] && break
+    sleep 0.2
+  done
+  check_eq "$b: --deadline 3: gone within 2 s of its deadline (tollgate list)" "" "$(tg list -q 2>&1)"
+  gone_all "$b: deadline passed" "$TG_ROOT" "$TG_ROOT/none" "$sc" "$br" "$b"
+
+  # RFC 3339 deadlines, and refusals that name the fix.
+  check "$b: --deadline RFC 3339" tg --runtime "$b" create --bundle "$TG_ROOT/bundle-$b" \
+    --deadline "$(date -u -d '+1 hour' +%Y-%m-%dT%H:%M:%SZ)" "rp-$b-rfc"
+  tg delete --force "rp-$b-rfc" >/dev/null 2>&1
+  check_refused "$b: a dead --owner-pid" 'owner-pid 999999999: give the pid|no such live process' \
+    tg --runtime "$b" create --bundle "$TG_ROOT/bundle-$b" --owner-pid 999999999 "rp-$b-bad"
+  check_refused "$b: a malformed --deadline" 'deadline soon: give SECONDS' \
+    tg --runtime "$b" create --bundle "$TG_ROOT/bundle-$b" --deadline soon "rp-$b-bad"
+  check_refused "$b: a past --deadline" 'that time has passed' \
+    tg --runtime "$b" create --bundle "$TG_ROOT/bundle-$b" --deadline 2001-01-01T00:00:00Z "rp-$b-bad"
+  check_eq "$b: refused creates leave nothing" "" "$(tg list -q 2>&1)"
+
+  # A foreground run owns its container: kill -9 of it, then gc.
+  # (not through tg, a shell function: $! would be its subshell's pid)
+  "$TG" --root "$TG_ROOT" --config "$TG_CONFIG" --runtime "$b" run --bundle "$TG_ROOT/bundle-$b" "rp-$b-run" \
+    >/dev/null 2>&1 &
+  runner=$!
+  wait_for 30 status_is "rp-$b-run" running
+  IFS='|' read -r sc br <<<"$(facts "$TG_ROOT")"
+  kill -9 "$runner"; wait "$runner" 2>/dev/null
+  wait_for 10 test -z "$(tg gc 2>/dev/null; tg list -q 2>/dev/null)"
+  gone_all "$b: foreground run killed, gc" "$TG_ROOT" "$TG_ROOT/none" "$sc" "$br" "$b"
+
+  # ---- the SDK: kill -9 with a warm pool of 2 and a session ------------------
+  for how in gc start; do
+    hold_out=$TG_ROOT/hold-$b-$how.json
+    TG=$TG TOLLGATE_ROOTFS=$BUILD/rootfs/python python3 "$sdk_tests/lifetimes.py" hold "$b" "$TG_ROOT" "$TG_CONFIG" \
+      >"$hold_out" 2>"$TG_ROOT/hold-$b-$how.err" &
+    holder=$!
+    wait_for 180 test -s "$hold_out"
+    state=$(json_get state <"$hold_out" 2>/dev/null)
+    root=$(json_get root <"$hold_out" 2>/dev/null)
+    if [ -z "$root" ]; then
+      echo "FAIL - $b: SDK ($how): the holding program did not start: $(tail -c 600 "$TG_ROOT/hold-$b-$how.err")"
+      kill -9 "$holder" 2>/dev/null; wait "$holder" 2>/dev/null
+      continue
+    fi
+    check_eq "$b: SDK ($how): a warm pool of 2 and a session run" 3 "$("$TG" --root "$root" list -q | wc -l)"
+    check_match "$b: SDK ($how): list --all-roots shows the SDK's root" "$root" \
+      "$("$TG" list --all-roots 2>/dev/null | grep -F "$root" | head -1)"
+    IFS='|' read -r sc br <<<"$(facts "$root")"
+    kill -9 "$holder"; wait "$holder" 2>/dev/null
+    # (Any Sandbox that starts meanwhile, in another script too, may reap
+    # them first: that is the rule at work, so no count is taken here.)
+    if [ "$how" = gc ]; then
+      "$TG" --config "$TG_CONFIG" gc --all-roots >"$TG_ROOT/gc.out" 2>&1
+      check_eq "$b: SDK (gc): gc --all-roots exits 0" 0 "$?"
+      gone_all "$b: SDK killed, gc --all-roots" "$root" "$state" "$sc" "$br" "$b"
+      rm -rf "$state"
+    else
+      TG=$TG TOLLGATE_ROOTFS=$BUILD/rootfs/python python3 "$sdk_tests/lifetimes.py" start "$b" "$TG_ROOT" "$TG_CONFIG"
+      check_eq "$b: SDK (start): a new Sandbox's start exits 0" 0 "$?"
+      gone_all "$b: SDK killed, a new Sandbox started" "$root" "$state" "$sc" "$br" "$b"
+      check "$b: SDK (start): the dead program's state directory is removed" test ! -e "$state"
+    fi
+  done
+
+  # ---- tollgate mcp: kill -9 with a program running ---------------------------
+  mroot=$TG_ROOT/mcp-$b
+  mkdir -p "$mroot"
+  # The driver keeps the server's stdin open (its end would stop the
+  # server in order) until the test kill -9s the server.
+  python3 - "$TG" "$mroot" "$TG_CONFIG" "$b" "$BUILD/rootfs/python" "$TG_ROOT/audit" >"$TG_ROOT/mcp-$b.pid" <<'PY' &
+import json, subprocess, sys, time, os
+tg, root, cfg, b, rootfs, audit = sys.argv[1:]
+p = subprocess.Popen([tg, "--root", root, "--config", cfg, "--runtime", b, "mcp", "--rootfs", rootfs,
+                      "--audit-dir", audit], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                     stderr=open(root + ".err", "w"), start_new_session=True)
+def send(m):
+    p.stdin.write((json.dumps(m) + "\n").encode()); p.stdin.flush()
+send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+      "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "run_python",
+      "arguments": {"code": "import time\nprint('up', flush=True)\ntime.sleep(300)"}}})
+for _ in range(1200):
+    if any(os.path.exists(os.path.join(root, e, "state.json")) for e in os.listdir(root)):
+        break
+    time.sleep(0.1)
+print(p.pid, flush=True)
+p.wait()
+PY
+  driver=$!
+  wait_for 150 test -s "$TG_ROOT/mcp-$b.pid"
+  mcp_pid=$(cat "$TG_ROOT/mcp-$b.pid")
+  wait_for 60 test -n "$("$TG" --root "$mroot" list -q 2>/dev/null)"
+  check_eq "$b: mcp: its program runs in a container" 1 "$("$TG" --root "$mroot" list -q 2>/dev/null | wc -l)"
+  sleep 1
+  IFS='|' read -r sc br <<<"$(facts "$mroot")"
+  kill -9 "$mcp_pid" 2>/dev/null
+  wait "$driver" 2>/dev/null
+  "$TG" --config "$TG_CONFIG" gc --all-roots >/dev/null 2>&1
+  # The run the MCP server started ends once its container is deleted.
+  wait_for 30 test -z "$(pgrep -f -- "--root $mroot" 2>/dev/null)"
+  check_eq "$b: mcp: no tollgate process of the killed server left" "" "$(pgrep -af -- "--root $mroot")"
+  gone_all "$b: tollgate mcp killed, gc --all-roots" "$mroot" "$mroot" "$sc" "$br" "$b"
+
+  # ---- a warm-pool program cannot forge its result -----------------------------
+  TG=$TG TOLLGATE_ROOTFS=$BUILD/rootfs/python timeout 300 python3 "$sdk_tests/lifetimes.py" forge "$b" "$TG_ROOT" "$TG_CONFIG"
+  check_eq "$b: the forge driver exits 0" 0 "$?"
+done
+
+# ---- the registry of roots: only entries tollgate could have written count ----
+# fnv NAME: the registry's entry name for a root path (FNV-1a 64, hex).
+fnv() { python3 -c 'import sys
+h = 0xcbf29ce484222325
+for b in sys.argv[1].encode():
+    h = ((h ^ b) * 0x100000001b3) & 0xffffffffffffffff
+print("%016x" % h)' "$1"; }
+REG=/run/tollgate-roots
+fake=$TG_ROOT/fakeroot
+mkdir -p "$fake/rp-fake"
+echo '{}' >"$fake/rp-fake/state.json"
+on_exit "rm -f $REG/$(fnv "$fake") $REG/0123456789abcdef"
+chmod 0777 "$fake"
+printf '%s\n' "$fake" >"$REG/$(fnv "$fake")"
+check_eq "registry: a root others may write is not listed" "" \
+  "$("$TG" list --all-roots 2>/dev/null | grep -F "$fake")"
+chmod 0711 "$fake"
+check_match "registry: the same root, writable by root only, is listed" "rp-fake" \
+  "$("$TG" list --all-roots 2>/dev/null | grep -F "$fake")"
+rm -f "$REG/$(fnv "$fake")"
+printf '%s\n' "$fake" >"$REG/0123456789abcdef"
+check_eq "registry: an entry whose name is not its content's hash is ignored" "" \
+  "$("$TG" list --all-roots 2>/dev/null | grep -F "$fake")"
+rm -f "$REG/0123456789abcdef"
+ln -s "$fake" "$TG_ROOT/rootlink"
+printf '%s\n' "$TG_ROOT/rootlink" >"$REG/$(fnv "$TG_ROOT/rootlink")"
+on_exit "rm -f $REG/$(fnv "$TG_ROOT/rootlink")"
+check_eq "registry: an entry naming a symbolic link is ignored" "" \
+  "$("$TG" list --all-roots 2>/dev/null | grep -F "$fake")"
+rm -rf "$fake" "$TG_ROOT/rootlink"
+"$TG" list --all-roots >/dev/null 2>&1
+check "registry: an entry whose root is gone is removed" test ! -e "$REG/$(fnv "$TG_ROOT/rootlink")"
+
+# ---- containerd: the shim owns its containers ------------------------------------
+if command -v containerd >/dev/null && [ "${REAPER_CONTAINERD:-1}" = 1 ]; then
+  . "$(dirname "$0")/containerd_lib.sh"
+  ctrd_start || exit 1
+  ctrd_import busybox
+  BB=localhost/tollgate/busybox:test
+  for b in $BACKENDS; do
+    write_config "runtime=\"$b\"" id_range_dir="\"$IDS\""
+    ctr_tg -d "$BB" "rp-$b-ctrd" sleep 300 >/dev/null 2>&1
+    check_eq "$b: containerd: the task runs" RUNNING "$(ctr task ls | awk -v id="rp-$b-ctrd" '$1 == id {print $3}')"
+    check "$b: containerd: no owner or deadline is recorded" test ! -e "$TG_NS_ROOT/rp-$b-ctrd/lifetime.json"
+    "$TG" --config "$TG_CONFIG" gc --all-roots >/dev/null 2>&1
+    tg_ns gc >/dev/null 2>&1
+    sleep 1.1
+    tg_ns list -q >/dev/null 2>&1  # a verb's implicit sweep
+    check_eq "$b: containerd: gc does not reap it while its shim lives" RUNNING \
+      "$(ctr task ls | awk -v id="rp-$b-ctrd" '$1 == id {print $3}')"
+    check_eq "$b: containerd: tollgate still lists it" "rp-$b-ctrd" "$(tg_ns list -q 2>&1)"
+    ctr task kill -s KILL "rp-$b-ctrd" >/dev/null 2>&1
+    for _ in $(seq 300); do [ "$(ctr task ls | awk -v id="rp-$b-ctrd" '$1 == id {print $3}')" = STOPPED ] && break; sleep 0.1; done
+    ctr task delete "rp-$b-ctrd" >/dev/null 2>&1
+    ctr container delete "rp-$b-ctrd" >/dev/null 2>&1
+    ctrd_check_clean "$b: containerd" "$b"
+  done
+fi
