@@ -43,7 +43,7 @@ def test_all_is_the_public_surface() -> None:
     assert sorted(k for k in ns if k != "__builtins__") == sorted(names)
     # what __init__ holds beyond __all__ is its private submodules
     extra = {k for k, v in vars(tollgate_sdk).items() if not k.startswith("__") and k not in names}
-    assert all(k.startswith("_") or k == "mcp" for k in extra), extra
+    assert all(k.startswith("_") or k in ("mcp", "serve") for k in extra), extra
     assert os.path.isfile(os.path.join(PKG, "py.typed"))
 
 
@@ -222,7 +222,7 @@ def test_the_core_imports_only_the_standard_library_and_itself() -> None:
             elif isinstance(node, ast.ImportFrom):
                 mods = ["tollgate_sdk.%s" % (node.module or "")] + (
                     ["tollgate_sdk.%s" % a.name for a in node.names] if not node.module else [])
-                bad += ["%s: %s" % (name, m) for m in mods if m.split(".")[1] in ("mcp", "integrations")]
+                bad += ["%s: %s" % (name, m) for m in mods if m.split(".")[1] in ("mcp", "serve", "integrations")]
                 continue
             else:
                 continue
@@ -235,8 +235,9 @@ def test_every_module_imports_on_its_own() -> None:
     shows as an ImportError for some order."""
     mods = ["tollgate_sdk"] + ["tollgate_sdk." + m.name for m in pkgutil.iter_modules([PKG])
                                if m.name != "_container"]
-    mods += ["tollgate_sdk.mcp." + m.name for m in pkgutil.iter_modules([os.path.join(PKG, "mcp")])
-             if m.name != "__main__"]
+    for sub in ("mcp", "serve"):
+        mods += ["tollgate_sdk.%s.%s" % (sub, m.name) for m in pkgutil.iter_modules([os.path.join(PKG, sub)])
+                 if m.name != "__main__"]
     assert "tollgate_sdk._session" in mods and "tollgate_sdk._pause" in mods
     for m in mods:
         p = subprocess.run([sys.executable, "-c", "import %s" % m], capture_output=True, text=True)
