@@ -148,16 +148,19 @@ static int run_runc(struct cli *cli, struct created *c, int sfd,
   return proc_exit_status(ws);
 }
 
-/* runsc: `runsc run` in the foreground, with the bundle prepared. */
-static int run_runsc(struct cli *cli, struct created *c,
-                     const struct create_request *req, int sfd,
-                     tg_error **err) {
+/* `runsc run`, or `runc run` when create found nothing that needs the
+ * split (c->run_direct), in the foreground, with the bundle prepared. */
+static int run_foreground(struct cli *cli, struct created *c,
+                          const struct create_request *req, int sfd,
+                          tg_error **err) {
   cleanup_free char *pid_file = xasprintf("%s/backend.pid", c->dir);
   struct create_flags cf = {
       .bundle = json_string_value(json_object_get(c->container.state, "bundle")),
       .pid_file = pid_file,
       .console_socket = req->console_socket,
-      .preserve_fds = -1};
+      .no_pivot = req->no_pivot,
+      .no_new_keyring = req->no_new_keyring,
+      .preserve_fds = c->run_direct ? req->preserve_fds : -1};
   struct argv args = {0};
   backend_create_args(&c->container.backend, &cf, &args);
   /* A `runsc run` whose tollgate was killed (-9) would wait forever for
@@ -172,8 +175,10 @@ static int run_runsc(struct cli *cli, struct created *c,
   if (r < 0)
     return -1;
   cleanup_close int pidfd = pidfd_open_pid(child.pid);
+  /* `runc run` passes the signals it gets on to the container's init:
+   * they go to it through its pidfd, not through a `runc kill` each. */
   if (pidfd >= 0)
-    forward_until_exit(cli, &c->container, pidfd, sfd, pid_file, err);
+    forward_until_exit(cli, c->run_direct ? NULL : &c->container, pidfd, sfd, pid_file, err);
   struct proc_result res = {0};
   int st = container_finish(&c->container, &child, &passthrough, &res, err);
   if (st < 0)
@@ -240,6 +245,11 @@ int cmd_run(struct cli *cli, int argc, char **argv, tg_error **err) {
   }
   req.create.in_process_bridge = true;
   req.create.prepare_only = !runc;
+  /* runc: one `runc run` rather than create, start and delete (two Go
+   * process starts fewer) when create finds nothing between create and
+   * start to do (shim/lifecycle/create_direct.c). */
+  req.create.run_direct_if_eligible = runc && !req.keep; /* --keep: runc's
+                                   record of the stopped container stays */
   /* runc's detached create needs a console socket for a terminal; with
    * none given, tollgate is the console (runsc run makes its own). */
   cleanup_close int console_fd = -1;
@@ -296,8 +306,8 @@ int cmd_run(struct cli *cli, int argc, char **argv, tg_error **err) {
     gate_set_stop_hook(gate, request_stop, NULL);
   /* passthrough without a policy has no bridge to serve. */
   if (!c.bridged || bridge_serve_in_process(&c.setup, gate, &server, err) == 0) {
-    status = runc ? run_runc(cli, &c, sfd, err)
-                  : run_runsc(cli, &c, &req.create, sfd, err);
+    status = runc && !c.run_direct ? run_runc(cli, &c, sfd, err)
+                                   : run_foreground(cli, &c, &req.create, sfd, err);
     /* The gate closes (audit log synced) while the container is removed. */
     bridge_stop_in_process_begin(server);
   }
