@@ -30,6 +30,7 @@
 #include "shim/cli/commands.h"
 #include "shim/lifecycle/container.h"
 #include "shim/lifecycle/proc_creds.h"
+#include "shim/lifecycle/runsc_version.h"
 #include "base/util.h"
 
 /* The criu options runc takes on both verbs.  gVisor saves the whole
@@ -112,6 +113,29 @@ static int criu_args(const struct backend *b, const char *verb,
   return 0;
 }
 
+/* runsc 20240729 and later: the image uncompressed (flate costs the
+ * checkpoint and the restore more CPU than the larger file costs the
+ * disk: docs/performance.md, "Pause and resume") and without the
+ * committed pages that hold only zeros.  Neither changes what is
+ * restored.  An older or unknown release gets neither (20221219 has no
+ * such flags). */
+static void runsc_image_flags(const struct cli *cli, const struct backend *b, struct argv *out) {
+  if (b->kind != BACKEND_RUNSC || b->path == NULL)
+    return;
+  struct runsc_version v;
+  tg_error *e = NULL;
+  cleanup_free char *cache = xasprintf("%s/backend", cli->root);
+  if (runsc_version_of(b->path, cache, &v, &e) < 0) {
+    tg_error_free(&e);
+    return;
+  }
+  if (v.date >= 20240729) {
+    argv_add(out, "--compression=none");
+    argv_add(out, "--exclude-committed-zero-pages");
+  }
+  runsc_version_free(&v);
+}
+
 /* "sha256:<hex>" of bytes, owned. */
 static char *sha256_text(const char *data, size_t len) {
   unsigned char md[32] = {0};
@@ -169,6 +193,8 @@ int cmd_checkpoint(struct cli *cli, int argc, char **argv, tg_error **err) {
   }
   struct argv args = {0};
   i = criu_args(&c.backend, "checkpoint", &f, &args, err);
+  if (i >= 0)
+    runsc_image_flags(cli, &c.backend, &args);
   if (i >= 0) {
     struct proc_opts quiet = {.capture_stdout = true, .capture_stderr = true};
     struct proc_result res = {0};

@@ -187,7 +187,10 @@ static int run_foreground(struct cli *cli, struct created *c,
    * error of its own (it could not create or start the sandbox), or
    * never got as far as a sandbox: no pid file means no container ran,
    * so the status is runsc's, even when it said nothing. */
-  cleanup_free char *backend_err = container_last_error();
+  /* runc: its pid file is written once the init runs, so a status with
+   * the pid file there is the container's.  Its log is no witness here:
+   * the `runc state` of a concurrent `tollgate state` writes there too. */
+  cleanup_free char *backend_err = c->run_direct ? NULL : container_last_error();
   if (st != 0 && (backend_err != NULL || access(pid_file, F_OK) != 0))
     st = container_backend_error(&c->container, "run", &res, err);
   proc_result_free(&res);
