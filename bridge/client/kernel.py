@@ -605,12 +605,27 @@ class Kernel:
         reply["out_total"], reply["err_total"] = copiers[0].total, copiers[1].total
         reply["nonce"] = nonce
         body = json.dumps(reply).encode()
-        fd = os.open(os.path.join(CELLS_OUT, nonce + ".res"), flags, 0o600)
-        try:
-            _write_all(fd, body)
-        finally:
-            os.close(fd)
-        os.close(os.open(os.path.join(CELLS_OUT, nonce + ".done"), flags, 0o600))
+        # A full area (another process flooding it) is retried for a
+        # while: the host empties it of everything but this request's.
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                res = os.path.join(CELLS_OUT, nonce + ".res")
+                try:
+                    os.unlink(res)
+                except FileNotFoundError:
+                    pass
+                fd = os.open(res, flags, 0o600)
+                try:
+                    _write_all(fd, body)
+                finally:
+                    os.close(fd)
+                os.close(os.open(os.path.join(CELLS_OUT, nonce + ".done"), flags, 0o600))
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
 
     def interrupt(self):
         ex = self.executor

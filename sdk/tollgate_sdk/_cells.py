@@ -65,20 +65,27 @@ class Channel:
         return ch
 
     # -- the container's directory --
-    def _clean(self):
-        """Empty calls/cells (names only; a directory a program made there
-        goes without following links in it), at most CLEAN_MAX entries."""
+    def _clean(self, keep=None):
+        """Empty calls/cells but for names starting with keep (names only;
+        a directory a program made there goes without following links in
+        it), at most CLEAN_MAX entries.  A regular file is cut to nothing
+        first: a process holding it open would otherwise keep its space,
+        and the area is small."""
         try:
             with os.scandir(self.ans_dir) as it:
                 for i, e in enumerate(it):
                     if i >= CLEAN_MAX:
                         break
+                    if keep is not None and e.name.startswith(keep):
+                        continue
                     p = os.path.join(self.ans_dir, e.name)
                     try:
                         if e.is_dir(follow_symlinks=False):
                             shutil.rmtree(p, ignore_errors=True)
-                        else:
-                            os.unlink(p)
+                            continue
+                        if e.is_file(follow_symlinks=False):
+                            _truncate(p)
+                        os.unlink(p)
                     except OSError:
                         pass
         except OSError:
@@ -132,7 +139,13 @@ class Channel:
         fds = [None, None]
         try:
             wait = 0.00005
+            next_clean = time.monotonic() + 0.05
             while True:
+                if time.monotonic() > next_clean:
+                    # What another process keeps putting there (a flood of
+                    # the area) must not starve the interpreter's answer.
+                    self._clean(keep=nonce)
+                    next_clean = time.monotonic() + 0.05
                 done = self._open(nonce + ".done")
                 for i, ext in enumerate((".out", ".err")):
                     if fds[i] is None:
@@ -180,6 +193,22 @@ class Channel:
         if not isinstance(a, dict) or a.get("nonce") != nonce:
             raise Lost("the session's interpreter gave no valid answer")
         return a
+
+
+def _truncate(path):
+    """Cut a regular file of the container's to nothing: opened without
+    following a link or blocking (a FIFO is closed untouched)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            os.ftruncate(fd, 0)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 class _Sink:
