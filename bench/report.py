@@ -190,6 +190,13 @@ def main():
                    sd.get("warm_p50_ms") is not None and sd["warm_p50_ms"] <= 100, "ms")
         target("SDK warm run at least 3x faster than cold (%s, p50 ratio)" % be, sd.get("cold_over_warm"), 3,
                sd.get("cold_over_warm") is not None and sd["cold_over_warm"] >= 3, "x")
+        # issue 41: a session cell and 1 MiB files against the governed
+        # tool call from the same session's Python, measured in one run.
+        target("session cell p50 <= 5x the tool call p50 from the session (%s)" % be, sd.get("cell_over_call"), 5,
+               sd.get("cell_over_call") is not None and sd["cell_over_call"] <= 5, "x")
+        fw = max([x for x in (sd.get("write_over_call"), sd.get("read_over_call")) if x is not None], default=None)
+        target("files.write/read 1 MiB p50 <= 10x the tool call p50 (%s, the worse)" % be, fw, 10,
+               fw is not None and fw <= 10, "x")
     sr = (ratios.get("startup_runc", {}).get("paired") or {}).get("median")
     target("runc start-up <= 1.25x bare runc run (paired median)", sr, 1.25, sr is not None and sr <= 1.25, "x")
     pol = res["policy"].get("decision", {})
@@ -338,6 +345,12 @@ def print_table(doc):
                 print("%-6s cold p50 %s (p90 %s), warm=2 p50 %s (p90 %s): %sx; a session cell p50 %s" % (
                     be, s["cold_p50_ms"], s["cold_p90_ms"], s["warm_p50_ms"], s["warm_p90_ms"],
                     s["cold_over_warm"], s["cell_p50_ms"]))
+                if "tool_call_p50_ms" in s:
+                    print("       session: tool call p50 %s, cell p50 %s (%sx), files.write 1 MiB %s (%sx), "
+                          "files.read 1 MiB %s (%sx)" % (
+                              s["tool_call_p50_ms"], s["cell_p50_ms"], s["cell_over_call"],
+                              s["files_write_1mib_p50_ms"], s["write_over_call"],
+                              s["files_read_1mib_p50_ms"], s["read_over_call"]))
 
     if res["memory"]:
         print("\n-- memory (KiB)")

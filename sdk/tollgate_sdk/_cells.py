@@ -30,6 +30,7 @@ import stat
 import threading
 import time
 import weakref
+from typing import Any, Callable, Dict, List, Optional
 
 from ._capture import TAIL
 
@@ -44,13 +45,13 @@ class Lost(Exception):
 
 
 class Channel:
-    def __init__(self, root, cid):
+    def __init__(self, root: str, cid: str) -> None:
         area = os.path.join(root, cid, "bridge")
         self.req_dir = os.path.join(area, "cells")
         self.ans_dir = os.path.join(area, "calls", "cells")
 
     @staticmethod
-    def of(root, cid):
+    def of(root: Optional[str], cid: Optional[str]) -> "Optional[Channel]":
         """The session's channel, or None when its bridge area has none (a
         tollgate without it: the SDK falls back to `tollgate exec`)."""
         if not root or not cid:
@@ -65,7 +66,7 @@ class Channel:
         return ch
 
     # -- the container's directory --
-    def _clean(self, keep=None):
+    def _clean(self, keep: Optional[str] = None) -> None:
         """Empty calls/cells but for names starting with keep (names only;
         a directory a program made there goes without following links in
         it), at most CLEAN_MAX entries.  A regular file is cut to nothing
@@ -91,7 +92,7 @@ class Channel:
         except OSError:
             pass
 
-    def _open(self, name):
+    def _open(self, name: str) -> Optional[int]:
         """A regular file of the container's, opened without following a
         link and without blocking, or None."""
         try:
@@ -109,7 +110,8 @@ class Channel:
         return fd
 
     # -- one request --
-    def request(self, head, payload, streams, deadline, abort=None):
+    def request(self, head: Dict[str, Any], payload: bytes, streams: "List[_Sink]", deadline: float,
+                abort: Optional[Callable[[], bool]] = None) -> Dict[str, Any]:
         """Send one request (head: a dict; payload: bytes) and wait for its
         answer until deadline (time.monotonic()), copying the output into
         streams (stdout, stderr: _Sink) as it comes.  The answer dict, or
@@ -136,7 +138,7 @@ class Channel:
             except OSError:
                 pass
             raise Lost("the cell channel: %s" % e) from None
-        fds = [None, None]
+        fds: List[Optional[int]] = [None, None]
         try:
             wait = 0.00005
             next_clean = time.monotonic() + 0.05
@@ -147,11 +149,7 @@ class Channel:
                     self._clean(keep=nonce)
                     next_clean = time.monotonic() + 0.05
                 done = self._open(nonce + ".done")
-                for i, ext in enumerate((".out", ".err")):
-                    if fds[i] is None:
-                        fds[i] = self._open(nonce + ext)
-                    if fds[i] is not None:
-                        streams[i].take(fds[i])
+                self._tail(nonce, fds, streams)
                 if done is not None:
                     os.close(done)
                     break
@@ -159,16 +157,12 @@ class Channel:
                     raise Lost("no answer from the session's interpreter in time")
                 time.sleep(wait)
                 wait = min(wait * 1.5, 0.001)
-            for i, ext in enumerate((".out", ".err")):
-                if fds[i] is None:
-                    fds[i] = self._open(nonce + ext)
-                if fds[i] is not None:
-                    streams[i].take(fds[i])
+            self._tail(nonce, fds, streams)
             answer = self._answer(nonce)
         finally:
-            for fd in fds:
-                if fd is not None:
-                    os.close(fd)
+            for f in fds:
+                if f is not None:
+                    os.close(f)
             try:
                 os.unlink(final)
             except OSError:
@@ -178,7 +172,16 @@ class Channel:
             s.end()
         return answer
 
-    def _answer(self, nonce):
+    def _tail(self, nonce: str, fds: List[Optional[int]], streams: "List[_Sink]") -> None:
+        """Read what the output files hold now (each opened once)."""
+        for i, ext in enumerate((".out", ".err")):
+            fd = fds[i]
+            if fd is None:
+                fd = fds[i] = self._open(nonce + ext)
+            if fd is not None:
+                streams[i].take(fd)
+
+    def _answer(self, nonce: str) -> Dict[str, Any]:
         fd = self._open(nonce + ".res")
         if fd is None:
             raise Lost("the session's interpreter gave no readable answer")
@@ -195,7 +198,7 @@ class Channel:
         return a
 
 
-def _truncate(path):
+def _truncate(path: str) -> None:
     """Cut a regular file of the container's to nothing: opened without
     following a link or blocking (a FIFO is closed untouched)."""
     try:
@@ -215,20 +218,20 @@ class _Sink:
     """One output stream of a channel request, as _capture.Stream keeps
     it (buf, tail, total, cut, diverted), for _capture.stream_text."""
 
-    def __init__(self, name, cap, callback):
+    def __init__(self, name: str, cap: int, callback: Optional[Callable[[str], None]]) -> None:
         import codecs
         self.name, self.cap, self.callback = name, cap, callback
         self.buf, self.tail, self.total, self.cut = bytearray(), bytearray(), 0, 0
-        self.diverted = []
+        self.diverted: List[str] = []
         self.lock = threading.Lock()
         self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self.read_cap = min(cap, STREAM_MAX)
 
     @property
-    def dropped(self):
+    def dropped(self) -> int:
         return max(0, self.total - len(self.buf))
 
-    def take(self, fd):
+    def take(self, fd: int) -> None:
         """Read what the file has now (at most what is kept)."""
         while True:
             want = self.read_cap + 1 - self.total
@@ -251,37 +254,41 @@ class _Sink:
                 if text:
                     self._safe(text)
 
-    def set_total(self, n):
+    def set_total(self, n: object) -> None:
         """The interpreter's count of the stream's bytes (what its cap
         dropped counts as cut); never below what was read."""
         if isinstance(n, int) and not isinstance(n, bool) and n > self.total:
             with self.lock:
                 self.total = n
 
-    def end(self):
+    def end(self) -> None:
         if self.callback is not None:
             rest = self.decoder.decode(b"", final=True)
             if rest:
                 self._safe(rest)
 
-    def _safe(self, text):
+    def _safe(self, text: str) -> None:
+        cb = self.callback
+        if cb is None:
+            return
         try:
-            self.callback(text)
+            cb(text)
         except Exception:
             self.callback = None
 
 
-def sinks(cap, on_stdout=None, on_stderr=None):
+def sinks(cap: int, on_stdout: Optional[Callable[[str], None]] = None,
+          on_stderr: Optional[Callable[[str], None]] = None) -> "List[_Sink]":
     return [_Sink("stdout", cap, on_stdout), _Sink("stderr", cap, on_stderr)]
 
 
 # ---- the session's side (wired in by _session.py) ---------------------------------
 
 _locks_guard = threading.Lock()
-_locks = weakref.WeakKeyDictionary()
+_locks: "weakref.WeakKeyDictionary[Any, threading.Lock]" = weakref.WeakKeyDictionary()
 
 
-def _lock_of(session):
+def _lock_of(session: Any) -> threading.Lock:
     """One request at a time per session: cells hold the session's lock,
     file operations do not, so the channel has one of its own."""
     with _locks_guard:
@@ -296,7 +303,7 @@ class _Alive:
     under runsc) from tollgate's own state.json, asked at most every 50 ms
     (a cell that ended the interpreter must not wait out its timeout)."""
 
-    def __init__(self, root, cid, also=None):
+    def __init__(self, root: str, cid: str, also: Optional[Callable[[], bool]] = None) -> None:
         self.pid, self.also, self.next = 0, also, 0.0
         try:
             with open(os.path.join(root, cid, "state.json"), "rb") as f:
@@ -304,7 +311,7 @@ class _Alive:
         except (OSError, ValueError, TypeError, AttributeError):
             self.pid = 0
 
-    def __call__(self):
+    def __call__(self) -> bool:
         if self.also is not None and self.also():
             return True
         now = time.monotonic()
@@ -319,7 +326,8 @@ class _Alive:
             return True
 
 
-def run_cell(session, raw, check, timeout, shell, on_stdout, on_stderr):
+def run_cell(session: Any, raw: bytes, check: bool, timeout: float, shell: bool,
+             on_stdout: Optional[Callable[[str], None]], on_stderr: Optional[Callable[[str], None]]) -> Any:
     """A cell through the channel, with Session._run's semantics; None when
     the session has no channel (the caller runs it with `tollgate exec`)."""
     from . import _audit as audit, _oom as oom_watch
@@ -383,7 +391,7 @@ def run_cell(session, raw, check, timeout, shell, on_stdout, on_stderr):
     return result
 
 
-def files_op(session, op, path, data, cap):
+def files_op(session: Any, op: str, path: str, data: Optional[bytes], cap: int) -> Optional[bytes]:
     """A session.files operation through the channel: its bytes, or None
     when it must go by `tollgate exec` (no channel; more than the channel
     carries)."""
