@@ -688,12 +688,9 @@ def cell_main(token):
 JOB = "/app/.tollgate/job.json"  # written by the host (rename) when the run is taken
 
 
-def warm_main():
-    """A warm container's init: wait (polling, as a bridge caller does)
-    for the host to write the job, run it once in a child process (a fresh
-    interpreter: a warm container is never reused), and end stdout and
-    stderr with a trailer line carrying the job's nonce and the child's
-    exit status, then exit, which stops the container."""
+def _await_job():
+    """Poll (as a bridge caller does) for the host's job file: (header
+    dict, code bytes)."""
     wait = 0.0002
     while True:
         try:
@@ -710,12 +707,22 @@ def warm_main():
         chunks.append(b)
     os.close(fd)
     head, code = b"".join(chunks).split(b"\n", 1)
-    hdr = json.loads(head)
-    nonce = str(hdr.get("nonce", "")).encode()
-    timeout = float(hdr.get("timeout") or 300)
+    return json.loads(head), code
+
+
+def warm_main():
+    """A warm container's init: fork the child that will run the job
+    first (a fork costs milliseconds under gVisor: paid before the run is
+    claimed, not after), then both wait (polling, as a bridge caller does)
+    for the host to write the job; the child runs it once (a fresh
+    interpreter: a warm container is never reused); the parent enforces
+    the job's timeout and ends stdout and stderr with a trailer line
+    carrying the job's nonce and the child's exit status, then exits,
+    which stops the container."""
     pid = os.fork()
     if pid == 0:
         os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+        hdr, code = _await_job()
         if hdr.get("shell"):
             try:
                 os.execv("/bin/sh", ["sh", "-c", code.decode("utf-8", "replace")])
@@ -724,6 +731,9 @@ def warm_main():
                              "bundles/rootfs/python.sh DIR --shell\n" % e.strerror).encode())
                 os._exit(127)
         _run_main(code.decode("utf-8", "replace"))
+    hdr, _ = _await_job()
+    nonce = str(hdr.get("nonce", "")).encode()
+    timeout = float(hdr.get("timeout") or 300)
     timed_out = []
 
     def expire(signum, frame):
@@ -734,7 +744,12 @@ def warm_main():
             pass
     signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_REAL, timeout)
-    _, st = os.waitpid(pid, 0)
+    while True:
+        try:
+            _, st = os.waitpid(pid, 0)
+            break
+        except InterruptedError:
+            continue
     signal.setitimer(signal.ITIMER_REAL, 0)
     if os.WIFEXITED(st):
         status = os.WEXITSTATUS(st)
