@@ -97,6 +97,7 @@ static void stop_container(struct cli *cli, const struct container *c, int pidfd
  * signal read from sfd, and killing the container when the gate asks
  * (stop_efd). */
 static int forward_until_exit(struct cli *cli, const struct container *c,
+                              const struct container *stop_c,
                               int pidfd, int sfd, const char *pid_file, tg_error **err) {
   for (;;) {
     struct pollfd p[3] = {{.fd = pidfd, .events = POLLIN},
@@ -114,7 +115,7 @@ static int forward_until_exit(struct cli *cli, const struct container *c,
     }
     uint64_t n;
     if ((p[2].revents & POLLIN) && read(stop_efd, &n, sizeof n) == (ssize_t)sizeof n)
-      stop_container(cli, c, pidfd, pid_file);
+      stop_container(cli, stop_c, pidfd, pid_file);
     if (p[0].revents & POLLIN)
       return 0;
   }
@@ -133,7 +134,7 @@ static int run_runc(struct cli *cli, struct created *c, int sfd,
   proc_result_free(&res);
   if (r < 0)
     return -1;
-  if (forward_until_exit(cli, NULL, pidfd, sfd, NULL, err) < 0)
+  if (forward_until_exit(cli, NULL, NULL, pidfd, sfd, NULL, err) < 0)
     return -1;
   int ws = 0;
   pid_t w;
@@ -176,9 +177,12 @@ static int run_foreground(struct cli *cli, struct created *c,
     return -1;
   cleanup_close int pidfd = pidfd_open_pid(child.pid);
   /* `runc run` passes the signals it gets on to the container's init:
-   * they go to it through its pidfd, not through a `runc kill` each. */
+   * they go to it through its pidfd, not through a `runc kill` each.  A
+   * stop before runc wrote the init's pid goes through the backend's
+   * kill, never to `runc run` itself (its init would run on). */
   if (pidfd >= 0)
-    forward_until_exit(cli, c->run_direct ? NULL : &c->container, pidfd, sfd, pid_file, err);
+    forward_until_exit(cli, c->run_direct ? NULL : &c->container, &c->container, pidfd, sfd,
+                       pid_file, err);
   struct proc_result res = {0};
   int st = container_finish(&c->container, &child, &passthrough, &res, err);
   if (st < 0)
