@@ -167,8 +167,11 @@ static int run_foreground(struct cli *cli, struct created *c,
   /* A `runsc run` whose tollgate was killed (-9) would wait forever for
    * a gofer nobody reaps, and the next `delete --force` would run into
    * runsc's own timeout: it dies with tollgate instead, and its sandbox
-   * and gofer go to init, which reaps them. */
-  struct proc_opts passthrough = {.die_with_parent = true};
+   * and gofer go to init, which reaps them.  Not `runc run`: it reaps its
+   * own children (a subreaper), and killed half-way it would leave a
+   * `runc init` that no state of runc's names; it outlives a killed
+   * tollgate as `runc create` does, until delete --force. */
+  struct proc_opts passthrough = {.die_with_parent = !c->run_direct};
   struct proc child;
   int r = container_spawn(cli, &c->container, "run", args.v, NULL,
                           &passthrough, &child, err);
