@@ -30,7 +30,9 @@
 # bench/results.json), RUNSC (a runsc binary to bench instead of the one in
 # PATH, e.g. the backports one unpacked with dpkg-deb -x), RUNSC_PLATFORM
 # (the host config's "platform" for the run: systrap or ptrace; default
-# auto), and the counts below.  The runsc release and the --platform tollgate chose for it are
+# auto), ROUNDS and ROUND_PER (the alternating governed/bare rounds of
+# CONC x ROUND_PER calls whose paired ratios decide the 8-caller target),
+# and the counts below.  The runsc release and the --platform tollgate chose for it are
 # printed and recorded (versions.runsc, versions.runsc_platform): the bare
 # baseline runs with the same flags, so each ratio compares like with like.
 set -u
