@@ -65,11 +65,21 @@ def ratio(a, b):
     return round(a / b, 3) if a and b else None
 
 
+def paired(xs):
+    """Median of paired ratios with min, max and the quartiles."""
+    if not xs:
+        return None
+    xs = sorted(xs)
+    q = lambda f: xs[min(len(xs) - 1, int(f * len(xs)))]
+    return {"n": len(xs), "median": round(statistics.median(xs), 3), "min": round(xs[0], 3),
+            "max": round(xs[-1], 3), "p25": round(q(0.25), 3), "p75": round(q(0.75), 3)}
+
+
 def main():
     src, out, mode, elapsed, build, counts = sys.argv[1:7]
     rows = [json.loads(line) for line in open(src) if line.strip()]
     res = {"bridge": {}, "python": {}, "bridge-host": {}, "startup": {}, "memory": {}, "policy": {},
-           "audit": {}, "sdk": {}}
+           "audit": {}, "sdk": {}, "bridge-rounds": {}}
     skipped, failed = [], []
     for r in rows:
         sec, be = r.get("section"), r.get("backend") or ""
@@ -86,7 +96,7 @@ def main():
             if sec == "bridge-host":
                 be = "host"
             res[sec].setdefault(be, {}).setdefault(var, {})[key] = body
-        elif sec in ("startup", "memory", "sdk"):
+        elif sec in ("startup", "memory", "sdk", "bridge-rounds"):
             res[sec].setdefault(be, {})[var] = body
         else:
             res[sec][var] = body
@@ -140,6 +150,19 @@ def main():
                 ratios["startup_" + be]["own_pct"] = round(
                     100.0 * bd["tollgate_own_median_us"] / r["bare_median_us"], 1)
 
+    # Paired ratios: governed and bare measured in alternating rounds, the
+    # median of the rounds' ratios with its spread (issue 41).
+    for be, v in res["bridge-rounds"].items():
+        r = v.get("concurrent", {})
+        pr = paired([b / g for g, b in zip(r.get("governed_calls_per_s") or [], r.get("bare_calls_per_s") or []) if g])
+        if pr:
+            ratios.setdefault("bridge_" + be, {})["concurrent_throughput_paired"] = pr
+    for be, v in res["startup"].items():
+        r = v.get("ratio", {})
+        pr = paired([t / b for t, b in zip(r.get("tollgate_us") or [], r.get("bare_us") or []) if b])
+        if pr:
+            ratios.setdefault("startup_" + be, {})["paired"] = pr
+
     # The targets of issue 8.
     targets = []
 
@@ -149,9 +172,10 @@ def main():
 
     for be in ("runsc", "runc"):
         rb = ratios.get("bridge_" + be, {})
-        worst = max([x for x in (rb.get("sequential_p50"), rb.get("concurrent_throughput")) if x is not None],
+        conc = (rb.get("concurrent_throughput_paired") or {}).get("median", rb.get("concurrent_throughput"))
+        worst = max([x for x in (rb.get("sequential_p50"), conc) if x is not None],
                     default=None)
-        target("bridge governed/bare <= 1.25 (%s; worse of sequential p50 and 8-caller calls/s)" % be,
+        target("bridge governed/bare <= 1.25 (%s; worse of sequential p50 and 8-caller calls/s, paired median of rounds)" % be,
                worst, 1.25, worst is not None and worst <= 1.25)
     py = res["python"].get("runc", {}).get("governed", {}).get("python", {})
     target("Python client p50 under runc <= 250 us", py.get("p50_us"), 250,
@@ -166,6 +190,15 @@ def main():
                    sd.get("warm_p50_ms") is not None and sd["warm_p50_ms"] <= 100, "ms")
         target("SDK warm run at least 3x faster than cold (%s, p50 ratio)" % be, sd.get("cold_over_warm"), 3,
                sd.get("cold_over_warm") is not None and sd["cold_over_warm"] >= 3, "x")
+        # issue 41: a session cell and 1 MiB files against the governed
+        # tool call from the same session's Python, measured in one run.
+        target("session cell p50 <= 5x the tool call p50 from the session (%s)" % be, sd.get("cell_over_call"), 5,
+               sd.get("cell_over_call") is not None and sd["cell_over_call"] <= 5, "x")
+        fw = max([x for x in (sd.get("write_over_call"), sd.get("read_over_call")) if x is not None], default=None)
+        target("files.write/read 1 MiB p50 <= 10x the tool call p50 (%s, the worse)" % be, fw, 10,
+               fw is not None and fw <= 10, "x")
+    sr = (ratios.get("startup_runc", {}).get("paired") or {}).get("median")
+    target("runc start-up <= 1.25x bare runc run (paired median)", sr, 1.25, sr is not None and sr <= 1.25, "x")
     pol = res["policy"].get("decision", {})
     meds = [pol[c]["median_ns"] for c in ("match_first", "match_last", "no_match") if c in pol]
     target("policy decision median <= 1 us (worst case of matching/non-matching)",
@@ -227,7 +260,15 @@ def print_table(doc):
                         "  (%d failures)" % r["failures"] if r.get("failures") else ""))
     for k, r in ratios.items():
         if k.startswith(("bridge_", "python_")):
-            print("   ratio governed/bare %-13s %s" % (k, "  ".join("%s=%s" % (a, fmt(b, 2)) for a, b in r.items())))
+            print("   ratio governed/bare %-13s %s" % (k, "  ".join("%s=%s" % (a, fmt(b, 2)) for a, b in r.items()
+                                                             if not isinstance(b, dict))))
+            pr = r.get("concurrent_throughput_paired")
+            if pr:
+                rr = res["bridge-rounds"].get(k[len("bridge_"):], {}).get("concurrent", {})
+                print("         8-caller calls/s in %d alternating rounds of %d x %d calls: paired ratio median %.3f, "
+                      "p25-p75 %.3f-%.3f, min-max %.3f-%.3f; governed %s, bare %s" % (
+                          pr["n"], rr.get("callers", 0), rr.get("per_caller", 0), pr["median"], pr["p25"], pr["p75"],
+                          pr["min"], pr["max"], rr.get("governed_calls_per_s"), rr.get("bare_calls_per_s")))
 
     h = res["bridge-host"].get("host", {})
     if h:
@@ -249,6 +290,10 @@ def print_table(doc):
                       "tollgate's own time (spied) %s%% of the bare run" % (
                           rs["bare_p25_us"], rs["bare_p75_us"], fmt(rs["paired_overhead_pct"], 1),
                           fmt(rs.get("own_pct"), 1)))
+            if "paired" in rs:
+                pr = rs["paired"]
+                print("       paired ratios (ABBA pairs): median %.3f, p25-p75 %.3f-%.3f, min-max %.3f-%.3f (%d pairs)" % (
+                    pr["median"], pr["p25"], pr["p75"], pr["min"], pr["max"], pr["n"]))
             bd = r.get("breakdown")
             if bd:
                 print("       spied: total %d = backend %d (%s) + tollgate's own %d "
@@ -300,6 +345,12 @@ def print_table(doc):
                 print("%-6s cold p50 %s (p90 %s), warm=2 p50 %s (p90 %s): %sx; a session cell p50 %s" % (
                     be, s["cold_p50_ms"], s["cold_p90_ms"], s["warm_p50_ms"], s["warm_p90_ms"],
                     s["cold_over_warm"], s["cell_p50_ms"]))
+                if "tool_call_p50_ms" in s:
+                    print("       session: tool call p50 %s, cell p50 %s (%sx), files.write 1 MiB %s (%sx), "
+                          "files.read 1 MiB %s (%sx)" % (
+                              s["tool_call_p50_ms"], s["cell_p50_ms"], s["cell_over_call"],
+                              s["files_write_1mib_p50_ms"], s["write_over_call"],
+                              s["files_read_1mib_p50_ms"], s["read_over_call"]))
 
     if res["memory"]:
         print("\n-- memory (KiB)")

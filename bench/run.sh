@@ -30,7 +30,9 @@
 # bench/results.json), RUNSC (a runsc binary to bench instead of the one in
 # PATH, e.g. the backports one unpacked with dpkg-deb -x), RUNSC_PLATFORM
 # (the host config's "platform" for the run: systrap or ptrace; default
-# auto), and the counts below.  The runsc release and the --platform tollgate chose for it are
+# auto), ROUNDS and ROUND_PER (the alternating governed/bare rounds of
+# CONC x ROUND_PER calls whose paired ratios decide the 8-caller target),
+# and the counts below.  The runsc release and the --platform tollgate chose for it are
 # printed and recorded (versions.runsc, versions.runsc_platform): the bare
 # baseline runs with the same flags, so each ratio compares like with like.
 set -u
@@ -39,11 +41,11 @@ case $mode in
   full)
     : "${SEQ:=5000}" "${CONC:=8}" "${PER:=2500}" "${CLI_CALLS:=200}" "${PY_SEQ:=2000}"
     : "${START_REPS:=30}" "${DECISIONS:=1000000}" "${AUDIT_RECORDS:=100000}"
-    : "${INTENTS:=500}" "${MEM_PER:=1000}" "${SDK_REPS:=20}" ;;
+    : "${INTENTS:=500}" "${MEM_PER:=1000}" "${SDK_REPS:=20}" "${ROUNDS:=5}" "${ROUND_PER:=500}" ;;
   smoke)
     : "${SEQ:=200}" "${CONC:=8}" "${PER:=25}" "${CLI_CALLS:=10}" "${PY_SEQ:=100}"
     : "${START_REPS:=2}" "${DECISIONS:=20000}" "${AUDIT_RECORDS:=4000}"
-    : "${INTENTS:=20}" "${MEM_PER:=50}" "${SDK_REPS:=2}" ;;
+    : "${INTENTS:=20}" "${MEM_PER:=50}" "${SDK_REPS:=2}" "${ROUNDS:=2}" "${ROUND_PER:=25}" ;;
   *) echo "usage: bench/run.sh full|smoke" >&2; exit 2 ;;
 esac
 WARMUP=${WARMUP:-50}
@@ -361,6 +363,52 @@ exit 0"
   shipped_failures bridge "$b" bare "$out.bare"
 }
 
+# ---------------------------------------------------------------- bridge, rounds
+# The 8-caller figure again, in ROUNDS rounds of a governed and a bare
+# container of CONC x ROUND_PER calls each, alternating which goes first:
+# the report takes the median of the rounds' ratios (bare calls/s over
+# governed) and their spread, so one noisy moment decides nothing.  Needs
+# bench_bridge's effective config.
+bench_bridge_rounds() {
+  local b=$1 r out=$W/log/rounds-$b k
+  if [ $tg_ok = 0 ]; then skip bridge-rounds "$b" "$tg_why"; return; fi
+  if [ ! -f "$W/effective-bridge-$b.json" ]; then skip bridge-rounds "$b" "the bridge part did not run"; return; fi
+  make_bundle "$W/bundles/rounds-$b" "$BUILD/rootfs/busybox" /bench/callbench -w 10 -n 0 -c "$CONC" -m "$ROUND_PER"
+  local area
+  area=$(bare_area "$b")
+  # The bridge part's effective config, with this part's command.
+  bare_bundle "$W/effective-bridge-$b.json" "$W/bundles/bare-rounds-$b" "$area" "br-$b" "$W/bundles/bridge-$b"
+  python3 - "$W/bundles/bare-rounds-$b/config.json" "$CONC" "$ROUND_PER" <<'PY'
+import json, sys
+p, conc, per = sys.argv[1:]
+c = json.load(open(p))
+c["process"]["args"] = ["/bench/callbench", "-w", "10", "-n", "0", "-c", conc, "-m", per]
+json.dump(c, open(p, "w"), indent=2)
+PY
+  say "bridge rounds ($b): $ROUNDS x (governed, bare) of $CONC x $ROUND_PER calls, alternating"
+  local gov=() bare=() v
+  for r in $(seq "$ROUNDS"); do
+    for k in $(( r % 2 )) $(( (r + 1) % 2 )); do
+      if [ "$k" = 1 ]; then
+        capture "$out.gov.$r" tg --runtime "$b" run --policy "$W/policies/echo.json" -b "$W/bundles/rounds-$b" "gr-$b-$r" \
+          || { fail bridge-rounds "$b" "governed round $r failed: $(tail -3 "$out.gov.$r" | tr '\n' ' ')"; return; }
+        v=$(grep -E '^\{"phase":"concurrent"' "$out.gov.$r" | python3 -c 'import json,sys; print(json.loads(sys.stdin.read())["calls_per_s"])') \
+          || { fail bridge-rounds "$b" "governed round $r printed no result"; return; }
+        gov+=("$v")
+      else
+        start_bare "$area" || { fail bridge-rounds "$b" "bench-bare did not start"; return; }
+        capture "$out.bare.$r" run_bare "$b" "$W/bundles/bare-rounds-$b" "br-$b-$r" \
+          || { stop_bare; fail bridge-rounds "$b" "bare round $r failed: $(tail -3 "$out.bare.$r" | tr '\n' ' ')"; return; }
+        stop_bare
+        v=$(grep -E '^\{"phase":"concurrent"' "$out.bare.$r" | python3 -c 'import json,sys; print(json.loads(sys.stdin.read())["calls_per_s"])') \
+          || { fail bridge-rounds "$b" "bare round $r printed no result"; return; }
+        bare+=("$v")
+      fi
+    done
+  done
+  emit bridge-rounds "$b" concurrent "{\"rounds\":$ROUNDS,\"callers\":$CONC,\"per_caller\":$ROUND_PER,\"governed_calls_per_s\":[$(IFS=,; echo "${gov[*]}")],\"bare_calls_per_s\":[$(IFS=,; echo "${bare[*]}")]}"
+}
+
 # ---------------------------------------------------------------- bridge, host side
 # The same client on the host against a created container's sidecar and
 # against the bare responder: the bridge without the container runtime or
@@ -473,15 +521,24 @@ bench_startup() {
   run_bare "$b" "$W/bundles/bare-true-$b" "bt-$b-warm" >>"$W/log/startup-$b" 2>&1 \
     || { fail startup "$b" "bare run failed: $(tail -2 "$W/log/startup-$b" | tr '\n' ' ')"; return; }
   local tgt=() bare=()
+  # Pairs in ABBA order (tollgate first in odd pairs, bare first in even
+  # ones), so a drift of the machine's speed favours neither side; the
+  # report takes the median of the pairs' ratios and their spread.
+  local k
   for i in $(seq "$START_REPS"); do
-    t0=$(now_us)
-    tg --runtime "$b" run --policy "$W/policies/echo.json" -b "$W/bundles/true-$b" "st-$b-$i" >>"$W/log/startup-$b" 2>&1 \
-      || { fail startup "$b" "tollgate run $i failed: $(tail -2 "$W/log/startup-$b" | tr '\n' ' ')"; return; }
-    t1=$(now_us); tgt+=($((t1 - t0)))
-    t0=$(now_us)
-    run_bare "$b" "$W/bundles/bare-true-$b" "bt-$b-$i" >>"$W/log/startup-$b" 2>&1 \
-      || { fail startup "$b" "bare run $i failed: $(tail -2 "$W/log/startup-$b" | tr '\n' ' ')"; return; }
-    t1=$(now_us); bare+=($((t1 - t0)))
+    for k in $(( i % 2 )) $(( (i + 1) % 2 )); do
+      if [ "$k" = 1 ]; then
+        t0=$(now_us)
+        tg --runtime "$b" run --policy "$W/policies/echo.json" -b "$W/bundles/true-$b" "st-$b-$i" >>"$W/log/startup-$b" 2>&1 \
+          || { fail startup "$b" "tollgate run $i failed: $(tail -2 "$W/log/startup-$b" | tr '\n' ' ')"; return; }
+        t1=$(now_us); tgt+=($((t1 - t0)))
+      else
+        t0=$(now_us)
+        run_bare "$b" "$W/bundles/bare-true-$b" "bt-$b-$i" >>"$W/log/startup-$b" 2>&1 \
+          || { fail startup "$b" "bare run $i failed: $(tail -2 "$W/log/startup-$b" | tr '\n' ' ')"; return; }
+        t1=$(now_us); bare+=($((t1 - t0)))
+      fi
+    done
   done
   local ts bs
   ts=($(stats "${tgt[@]}")); bs=($(stats "${bare[@]}"))
@@ -731,6 +788,7 @@ want() { [ -z "${PARTS:-}" ] || [[ " $PARTS " == *" $1 "* ]]; }
 for b in $BACKENDS; do
   if ! command -v "$b" >/dev/null; then skip all "$b" "$b is not installed"; continue; fi
   want bridge && bench_bridge "$b"
+  want bridge && bench_bridge_rounds "$b"
   want python && bench_python "$b"
   want startup && bench_startup "$b"
   want startup && [ $tg_ok = 1 ] && bench_steps "$b"
@@ -744,7 +802,7 @@ want audit && bench_audit
 elapsed=$(( $(date +%s) - started ))
 RUNSC_FLAGS="${GLOBALS[runsc]:-}" RUNSC_PATH="$(realpath "$(command -v runsc)" 2>/dev/null)" \
 python3 bench/report.py "$RESULTS" "$OUT_JSON" "$mode" "$elapsed" "$BUILD" \
-  "SEQ=$SEQ CONC=$CONC PER=$PER CLI_CALLS=$CLI_CALLS PY_SEQ=$PY_SEQ START_REPS=$START_REPS DECISIONS=$DECISIONS AUDIT_RECORDS=$AUDIT_RECORDS INTENTS=$INTENTS MEM_PER=$MEM_PER SDK_REPS=$SDK_REPS WARMUP=$WARMUP" \
+  "SEQ=$SEQ CONC=$CONC PER=$PER CLI_CALLS=$CLI_CALLS PY_SEQ=$PY_SEQ START_REPS=$START_REPS DECISIONS=$DECISIONS AUDIT_RECORDS=$AUDIT_RECORDS INTENTS=$INTENTS MEM_PER=$MEM_PER SDK_REPS=$SDK_REPS ROUNDS=$ROUNDS ROUND_PER=$ROUND_PER WARMUP=$WARMUP" \
   || failures=$((failures + 1))
 if [ "$failures" -gt 0 ]; then
   say "$failures part(s) failed to run"

@@ -1,7 +1,9 @@
 """sdkbench: the host SDK's first-result latency of Sandbox.run("print(1)"),
 cold (a container created, started, run and deleted per run) against warm
 (Sandbox(warm=2): a started container taken from the pool), side by side in
-one run, and a session cell beside them.
+one run, and a session beside them: a cell (`x += 1`), files.write and
+files.read of 1 MiB, and the governed tool call (a trivial tool) from the
+same session's Python, in alternating rounds, with their ratios.
 
 Usage: python3 bench/sdkbench.py BACKEND REPS    (as root, after `make`)
 Prints one JSON line: {"reps", "cold_p50_ms", "cold_p90_ms", "warm_p50_ms",
@@ -19,7 +21,25 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "sdk"))
-from tollgate_sdk import Sandbox  # noqa: E402
+from tollgate_sdk import Sandbox, tool  # noqa: E402
+
+
+@tool
+def ping(n: int) -> int:
+    """Return n (the trivial tool a session's Python calls)."""
+    return n
+
+
+CALLS = r"""
+import time, statistics
+from tollgate import ping
+ts = []
+for i in range(%d):
+    t = time.perf_counter()
+    assert ping(n=i) == i
+    ts.append(time.perf_counter() - t)
+print(round(statistics.median(ts) * 1000, 3))
+"""
 
 
 def q(xs, f):
@@ -32,8 +52,9 @@ def main():
     reps = int(sys.argv[2]) if len(sys.argv) > 2 else 20
     audit = tempfile.mkdtemp(prefix="tollgate-sdkbench.")
     kw = dict(runtime=backend, audit_dir=audit)
-    cold, warm = Sandbox(**kw), Sandbox(warm=2, **kw)
-    tc, tw, tcell = [], [], []
+    cold, warm = Sandbox(tools=[ping], budgets={"max_tool_calls": 100000}, **kw), Sandbox(warm=2, **kw)
+    tc, tw, tcell, twrite, tread = [], [], [], [], []
+    call_p50 = None
     try:
         cold.run("print(1)")               # the spec and the tool server, once
         if not warm.wait_warm(180):
@@ -48,13 +69,26 @@ def main():
             r = warm.run("print(1)")
             tw.append(time.perf_counter() - t)
             assert r.stdout == "1\n", r
+        data = os.urandom(1 << 20)
         with cold.session() as s:
             s.run("x = 1")
+            # The governed tool call from the same session's Python, and
+            # the session's cells and files, interleaved round by round.
+            calls = []
             for i in range(reps):
+                r = s.run(CALLS % 20)
+                calls.append(float(r.stdout))
                 t = time.perf_counter()
-                r = s.run("print(x)")
+                r = s.run("x += 1")
                 tcell.append(time.perf_counter() - t)
-                assert r.stdout == "1\n", r
+                t = time.perf_counter()
+                s.files.write("/tmp/bench.bin", data)
+                twrite.append(time.perf_counter() - t)
+                t = time.perf_counter()
+                back = s.files.read("/tmp/bench.bin")
+                tread.append(time.perf_counter() - t)
+                assert back == data
+            call_p50 = statistics.median(calls) / 1000
     finally:
         cold.close()
         warm.close()
@@ -62,6 +96,12 @@ def main():
     print(json.dumps({"reps": reps, "cold_p50_ms": ms(statistics.median(tc)), "cold_p90_ms": ms(q(tc, 0.9)),
                       "warm_p50_ms": ms(statistics.median(tw)), "warm_p90_ms": ms(q(tw, 0.9)),
                       "cell_p50_ms": ms(statistics.median(tcell)),
+                      "tool_call_p50_ms": round(call_p50 * 1000, 3),
+                      "files_write_1mib_p50_ms": ms(statistics.median(twrite)),
+                      "files_read_1mib_p50_ms": ms(statistics.median(tread)),
+                      "cell_over_call": round(statistics.median(tcell) / call_p50, 2),
+                      "write_over_call": round(statistics.median(twrite) / call_p50, 2),
+                      "read_over_call": round(statistics.median(tread) / call_p50, 2),
                       "cold_over_warm": round(statistics.median(tc) / statistics.median(tw), 2)}))
 
 

@@ -56,18 +56,45 @@ def first(ev, name):
 
 def steps_of(ev, backend):
     """(step, µs) pairs for one run, or None when an event is missing."""
-    if len(backend) < 3:
+    if not backend:
         return None
-    # The last three: a first create after a runc upgrade runs
-    # `runc --version` before them.
-    create, start, delete = backend[-3], backend[-2], backend[-1]
     at = {}
     for name in ("exec", "main", "create", "floor_ret", "statedir", "idrange", "idrange_ret",
                  "harden", "harden_ret", "pins", "pins_ret", "points", "points_ret",
                  "bridge", "bridge_ret", "reach_ret", "strip", "strip_ret", "waited", "exit"):
         at[name] = first(ev, name)
-    if any(v is None for v in at.values()):
+    if at["strip"] is None:
+        # One `runc run` (shim/lifecycle/create_direct.c): no network
+        # check between create and start, no separate delete.  The last
+        # backend call is the run (a first run after a runc upgrade runs
+        # `runc --version` before it).
+        if any(v is None for k, v in at.items() if k not in ("strip", "strip_ret")):
+            return None
+        run = backend[-1]
+        s = [
+            ("process start (exec to main)", at["main"] - at["exec"]),
+            ("arguments, host config, console check", at["create"] - at["main"]),
+            ("backend choice, runc version floor", at["floor_ret"] - at["create"]),
+            ("bundle read and parse, effective mark", at["statedir"] - at["floor_ret"]),
+            ("state directory, policy", at["idrange"] - at["statedir"]),
+            ("user namespace: id range claim", at["idrange_ret"] - at["idrange"]),
+            ("hardening (oci_harden)", at["harden_ret"] - at["idrange_ret"]),
+            ("joins checked, CRI policy", at["pins"] - at["harden_ret"]),
+            ("mount pins", at["pins_ret"] - at["pins"]),
+            ("mount points", at["points_ret"] - at["points"]),
+            ("bridge area", at["bridge_ret"] - at["bridge"]),
+            ("reach view, config and state written, gate joined, bridge started", run[0] - at["reach_ret"]),
+            ("backend: runc run, the container's whole life (spawn to reaped)", run[1] - run[0]),
+            ("gate closing, state loaded, teardown: bridge, pins, state, id range, exit", at["exit"] - run[1]),
+        ]
+        s.append(("total (exec to exit)", at["exit"] - at["exec"]))
+        s.append(("backend calls", run[1] - run[0]))
+        return s
+    if len(backend) < 3 or any(v is None for v in at.values()):
         return None
+    # The last three: a first create after a runc upgrade runs
+    # `runc --version` before them.
+    create, start, delete = backend[-3], backend[-2], backend[-1]
     s = [
         ("process start (exec to main)", at["main"] - at["exec"]),
         ("arguments, host config, console check", at["create"] - at["main"]),

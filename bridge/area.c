@@ -38,8 +38,14 @@ static int populate(const char *area, const struct bridge_area_params *p,
   cleanup_close int cfd = openat(afd, "calls", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (cfd < 0)
     return tg_error_set(err, errno, "bridge: open %s/calls", area);
-  static const char *const sub[] = {"req", "resp"};
-  for (int i = 0; i < 2; i++) {
+  /* calls/cells: the session interpreter's answers and output (the cell
+   * channel, bridge/client/kernel.py); cells/ (read-only in the
+   * container, as the whole area is): the host's cell requests, which
+   * no process in the container can forge. */
+  static const char *const sub[] = {"req", "resp", "cells"};
+  if (mkdirat(afd, "cells", 0755) < 0)
+    return tg_error_set(err, errno, "bridge: mkdir %s/cells", area);
+  for (int i = 0; i < 3; i++) {
     if (mkdirat(cfd, sub[i], 0700) < 0)
       return tg_error_set(err, errno, "bridge: mkdir %s/calls/%s", area, sub[i]);
     if (fchownat(cfd, sub[i], p->uid, p->gid, AT_SYMLINK_NOFOLLOW) < 0)

@@ -10,8 +10,14 @@
  *                      over it (the tmpfs itself is noexec)
  *     .reserve         space held back so a full area can still be reported
  *     alive            the sidecar's heartbeat (bridge/heartbeat.h)
+ *     cells/           root 0755, read-only inside: the host's session cell
+ *                      requests (kernel.py serve reads them; nothing in the
+ *                      container can write one)
  *     calls/           root 0755: the container cannot rename req/ or resp/
  *       req/ resp/     owned by the container's uid, 0700
+ *       cells/         owned by the container's uid, 0700: the session
+ *                      interpreter's answers and cell output (the host reads
+ *                      them as untrusted: sdk/tollgate_sdk/_cells.py)
  *
  *   bridge-call        beside the area: the static client bound here on the
  *                      host (a mount of tollgate's own, private, read-only),

@@ -9,6 +9,16 @@ only.  It reaches the host only through the bridge, like any program.
     kernel.py files read PATH    PATH -> stdout
     kernel.py files list DIR     a JSON list of DIR's entries
 
+The cell channel (issue 41): the session's interpreter also takes cells
+and file operations from the host through the bridge area, without a
+process per cell.  The host writes a request to /run/tollgate/cells/next.req
+(read-only inside: nothing in the container can write a request); the
+interpreter runs it, streams its output to <nonce>.out and .err in
+/run/tollgate/calls/cells (capped; the host reads them as untrusted) and
+ends with <nonce>.res and the <nonce>.done marker.  Requests are taken one
+at a time, in the order the host wrote them; a request already taken (its
+nonce) is not run again.
+
 The session's interpreter listens on an abstract Unix socket named by a
 random token (no file in /tmp for a cell to replace).  Cells run in its
 main thread, one at a time, in one globals dict, so variables, imports and
@@ -36,6 +46,10 @@ CELL_MAX = 8 << 20   # bytes of code per cell
 FILE_MAX = 64 << 20  # bytes per files.write / files.read
 AREA = "/tmp"        # the session's writable area
 LIST_MAX = 10000     # entries per files.list
+CELLS_IN = "/run/tollgate/cells"         # the host's requests (read-only here)
+CELLS_OUT = "/run/tollgate/calls/cells"  # answers and output, for the host
+CHANNEL_MAX = 4 << 20                    # payload bytes per channel request
+STREAM_MAX = 8 << 20                     # bytes kept per output stream
 
 
 def _line_buffered():
@@ -129,6 +143,21 @@ def _read_stdin(limit):
 
 def files_main(op, path):
     try:
+        data = _read_stdin(FILE_MAX) if op == "write" else None
+    except ValueError as e:
+        sys.stderr.write("%s: %s\n" % (path, e))
+        return 2
+    return files_op(op, path, data, 1, sys.stderr.write, FILE_MAX)
+
+
+def files_op(op, path, data, out, complain, limit, big=None):
+    """One files operation: data is what write writes, out the descriptor
+    read and list write to, complain(text) reports a failure; files larger
+    than limit are refused (or, with big, answered big at once: the
+    channel's caller then goes by `tollgate exec`).  0, or 2 after a
+    complaint."""
+    try:
+        out_fd = out
         if op == "list":
             if path == AREA:
                 fd = os.open(AREA, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -148,12 +177,13 @@ def files_main(op, path):
                                 "size": st.st_size})
             finally:
                 os.close(fd)
-            _write_all(1, json.dumps(out).encode())
+            _write_all(out_fd, json.dumps(out).encode())
             return 0
         dfd, name = _walk(path, create_parents=(op == "write"))
         try:
             if op == "write":
-                data = _read_stdin(FILE_MAX)
+                if data is None or len(data) > limit:
+                    raise ValueError("more than %d bytes" % limit)
                 tmp = ".%s.tollgate-%d" % (name[:200], os.getpid())
                 try:
                     st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
@@ -168,7 +198,7 @@ def files_main(op, path):
                 finally:
                     os.close(fd)
                 os.rename(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
-                _write_all(1, b"%d" % len(data))
+                _write_all(out_fd, b"%d" % len(data))
                 return 0
             if op == "read":
                 fd = open_at(dfd, name, os.O_RDONLY | os.O_NONBLOCK)
@@ -176,15 +206,17 @@ def files_main(op, path):
                     st = os.fstat(fd)
                     if not stat.S_ISREG(st.st_mode):
                         raise ValueError("%s is not a regular file" % path)
-                    if st.st_size > FILE_MAX:
-                        raise ValueError("%s is %d bytes; files.read takes at most %d" % (path, st.st_size, FILE_MAX))
-                    left = FILE_MAX + 1
+                    if st.st_size > limit and big is not None:
+                        return big
+                    if st.st_size > limit:
+                        raise ValueError("%s is %d bytes; files.read takes at most %d" % (path, st.st_size, limit))
+                    left = limit + 1
                     while left > 0:
                         b = os.read(fd, min(left, 1 << 20))
                         if not b:
                             break
                         left -= len(b)
-                        _write_all(1, b)
+                        _write_all(out_fd, b)
                 finally:
                     os.close(fd)
                 return 0
@@ -195,8 +227,71 @@ def files_main(op, path):
         msg = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
         if isinstance(e, OSError) and e.errno == 40 and not isinstance(e, LinkRefused):
             msg = "a symbolic link is on the way; files never follow links"  # ELOOP from O_NOFOLLOW
-        sys.stderr.write("%s: %s\n" % (path, msg))
+        complain("%s: %s\n" % (path, msg))
         return 2
+
+
+def _read_fd(fd, limit):
+    chunks, n = [], 0
+    while True:
+        b = os.read(fd, 1 << 20)
+        if not b:
+            return b"".join(chunks)
+        n += len(b)
+        if n > limit:
+            raise ValueError("more than %d bytes" % limit)
+        chunks.append(b)
+
+
+class _Copier:
+    """A pipe whose write end is a cell's stdout or stderr; copy() moves
+    what is in it to a file in the channel's output directory (made at the
+    first byte), keeping at most cap bytes (the area is a small tmpfs) and
+    counting the rest.  No thread of its own: the channel's thread copies
+    while it waits for the cell (a thread start costs ~3 ms under gVisor).
+    finish() copies what is left and closes both ends, even if a process
+    the cell left behind still holds the write end."""
+
+    def __init__(self, path, cap):
+        self.path, self.cap, self.total, self.kept, self.fd = path, cap, 0, 0, -1
+        self.r, self.w = os.pipe2(os.O_CLOEXEC)
+        os.set_blocking(self.r, False)
+
+    def file(self):
+        if self.fd < 0:
+            self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        return self.fd
+
+    def copy(self):
+        while self.r >= 0:
+            try:
+                b = os.read(self.r, 1 << 16)
+            except BlockingIOError:
+                return
+            except OSError:
+                return
+            if not b:
+                return
+            self.total += len(b)
+            room = self.cap - self.kept
+            if room > 0:
+                try:
+                    _write_all(self.file(), b[:room])
+                    self.kept += min(room, len(b))
+                except OSError:  # the area is full: counted, not kept
+                    self.kept = self.cap
+
+    def finish(self):
+        if self.w >= 0:
+            os.close(self.w)
+            self.w = -1
+        self.copy()
+        if self.r >= 0:
+            os.close(self.r)
+            self.r = -1
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
 
 
 # ---- the session's interpreter --------------------------------------------------
@@ -305,6 +400,8 @@ class Kernel:
         os.dup2(self.devnull, 1)
         os.dup2(self.devnull, 2)
         threading.Thread(target=self.accept, args=(srv,), daemon=True).start()
+        if os.path.isdir(CELLS_IN) and os.path.isdir(CELLS_OUT):
+            threading.Thread(target=self.channel, name="tollgate-channel", daemon=True).start()
         self.execute_forever()
         threading.Event().wait()  # abandoned: a successor serves; stay alive
 
@@ -362,7 +459,7 @@ class Kernel:
                     pass
             conn.close()
 
-    def shell(self, code, fds, timeout):
+    def shell(self, code, fds, timeout, pump=None):
         try:
             p = subprocess.Popen(["/bin/sh", "-c", code], stdin=self.devnull, stdout=fds[0], stderr=fds[1],
                                  start_new_session=True, close_fds=True)
@@ -370,8 +467,19 @@ class Kernel:
             _write_all(fds[1], ("sh: cannot run /bin/sh in this image (%s); build the rootfs with "
                                 "bundles/rootfs/python.sh DIR --shell\n" % e.strerror).encode())
             return {"exit": 127}
+        end = time.monotonic() + timeout
         try:
-            return {"exit": p.wait(timeout=timeout)}
+            while True:
+                try:
+                    rc = p.wait(timeout=min(0.01, max(0.0, end - time.monotonic())) if pump else timeout)
+                    if pump:
+                        pump()
+                    return {"exit": rc}
+                except subprocess.TimeoutExpired:
+                    if pump:
+                        pump()
+                    if not pump or time.monotonic() >= end:
+                        raise
         except subprocess.TimeoutExpired:
             try:
                 os.killpg(p.pid, signal.SIGKILL)
@@ -380,18 +488,31 @@ class Kernel:
             p.wait()
             return {"exit": 137, "timed_out": True, "interrupted": True}
 
-    def cell(self, code, fds, timeout):
+    @staticmethod
+    def _wait(job, seconds, pump):
+        """job.done.wait(seconds), calling pump() every 10 ms meanwhile
+        and once at the end (the channel's output copier)."""
+        if pump is None:
+            return job.done.wait(seconds)
+        end = time.monotonic() + seconds
+        while True:
+            done = job.done.wait(max(0.0, min(end - time.monotonic(), 0.01)))
+            pump()
+            if done or time.monotonic() >= end:
+                return done
+
+    def cell(self, code, fds, timeout, pump=None):
         with self.cv:
             self.cells += 1
             job = _Job(self.cells, code, fds[0], fds[1])
             self.jobs.append(job)
             self.cv.notify_all()
-        if job.done.wait(timeout):
+        if self._wait(job, timeout, pump):
             return {"exit": job.exit}
         deadline = time.monotonic() + GRACE
         while not job.done.is_set() and time.monotonic() < deadline:
             self.interrupt()
-            job.done.wait(0.25)
+            self._wait(job, 0.25, pump)
         if job.done.is_set():
             return {"exit": job.exit, "timed_out": True, "interrupted": True}
         # It ignores KeyboardInterrupt: abandon it to its thread, give the
@@ -408,6 +529,103 @@ class Kernel:
             nxt.start()
             self.cv.notify_all()
         return {"exit": 124, "timed_out": True, "abandoned": True}
+
+    # -- the cell channel (one thread; the host sends one request at a time) --
+    def channel(self):
+        last = None
+        wait, idle = 0.0001, time.monotonic()
+        name = os.path.join(CELLS_IN, "next.req")
+        while True:
+            raw = None
+            try:
+                fd = os.open(name, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
+                try:
+                    raw = _read_fd(fd, CHANNEL_MAX + 4096)
+                finally:
+                    os.close(fd)
+            except (OSError, ValueError):
+                raw = None
+            nonce = None
+            if raw is not None:
+                head = raw.split(b"\n", 1)[0]
+                try:
+                    req = json.loads(head)
+                    nonce = req.get("nonce")
+                except ValueError:
+                    req = None
+            if raw is None or not isinstance(nonce, str) or nonce == last:
+                # Polled, as a bridge caller polls for its answer (no
+                # event reaches gVisor for the host's writes); slower when
+                # the session has been idle a while.
+                time.sleep(wait)
+                wait = min(wait * 1.5, 0.002 if time.monotonic() - idle < 5 else 0.02)
+                continue
+            last = nonce
+            try:
+                self.answer(req, raw[len(head) + 1:])
+            except Exception:
+                pass  # the host times this request out; the session goes on
+            wait, idle = 0.0001, time.monotonic()
+
+    def answer(self, req, payload):
+        nonce = req["nonce"]
+        if not (isinstance(nonce, str) and len(nonce) == 32 and all(c in "0123456789abcdef" for c in nonce)):
+            return
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        cap = max(0, min(int(req.get("cap") or STREAM_MAX), STREAM_MAX))
+        copiers = [_Copier(os.path.join(CELLS_OUT, nonce + ext), cap) for ext in (".out", ".err")]
+        reply = {}
+        try:
+            op = req.get("op")
+            if op == "cell":
+                code = payload.decode("utf-8", "replace")
+                timeout = float(req.get("timeout") or 300)
+                fds = [c.w for c in copiers]
+
+                def pump():
+                    for c in copiers:
+                        c.copy()
+                try:
+                    reply = (self.shell if req.get("shell") else self.cell)(code, fds, timeout, pump)
+                except Exception as e:
+                    reply = {"exit": 125, "error": "%s: %s" % (type(e).__name__, e)}
+            elif op == "files":
+                errs = []
+                path = req.get("path")
+                data = payload if req.get("fop") == "write" else None
+                reply["exit"] = files_op(req.get("fop"), path, data, copiers[0].file(), errs.append,
+                                         CHANNEL_MAX, big=3)
+                if errs:
+                    _write_all(copiers[1].file(), "".join(errs).encode())
+            else:
+                reply = {"exit": 125, "error": "unknown operation"}
+        finally:
+            for c in copiers:
+                c.finish()
+        reply["out_total"], reply["err_total"] = copiers[0].total, copiers[1].total
+        reply["nonce"] = nonce
+        body = json.dumps(reply).encode()
+        # A full area (another process flooding it) is retried for a
+        # while: the host empties it of everything but this request's.
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                res = os.path.join(CELLS_OUT, nonce + ".res")
+                try:
+                    os.unlink(res)
+                except FileNotFoundError:
+                    pass
+                fd = os.open(res, flags, 0o600)
+                try:
+                    _write_all(fd, body)
+                finally:
+                    os.close(fd)
+                os.close(os.open(os.path.join(CELLS_OUT, nonce + ".done"), flags, 0o600))
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
 
     def interrupt(self):
         ex = self.executor
@@ -470,12 +688,9 @@ def cell_main(token):
 JOB = "/app/.tollgate/job.json"  # written by the host (rename) when the run is taken
 
 
-def warm_main():
-    """A warm container's init: wait (polling, as a bridge caller does)
-    for the host to write the job, run it once in a child process (a fresh
-    interpreter: a warm container is never reused), and end stdout and
-    stderr with a trailer line carrying the job's nonce and the child's
-    exit status, then exit, which stops the container."""
+def _await_job():
+    """Poll (as a bridge caller does) for the host's job file: (header
+    dict, code bytes)."""
     wait = 0.0002
     while True:
         try:
@@ -492,12 +707,22 @@ def warm_main():
         chunks.append(b)
     os.close(fd)
     head, code = b"".join(chunks).split(b"\n", 1)
-    hdr = json.loads(head)
-    nonce = str(hdr.get("nonce", "")).encode()
-    timeout = float(hdr.get("timeout") or 300)
+    return json.loads(head), code
+
+
+def warm_main():
+    """A warm container's init: fork the child that will run the job
+    first (a fork costs milliseconds under gVisor: paid before the run is
+    claimed, not after), then both wait (polling, as a bridge caller does)
+    for the host to write the job; the child runs it once (a fresh
+    interpreter: a warm container is never reused); the parent enforces
+    the job's timeout and ends stdout and stderr with a trailer line
+    carrying the job's nonce and the child's exit status, then exits,
+    which stops the container."""
     pid = os.fork()
     if pid == 0:
         os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+        hdr, code = _await_job()
         if hdr.get("shell"):
             try:
                 os.execv("/bin/sh", ["sh", "-c", code.decode("utf-8", "replace")])
@@ -506,6 +731,9 @@ def warm_main():
                              "bundles/rootfs/python.sh DIR --shell\n" % e.strerror).encode())
                 os._exit(127)
         _run_main(code.decode("utf-8", "replace"))
+    hdr, _ = _await_job()
+    nonce = str(hdr.get("nonce", "")).encode()
+    timeout = float(hdr.get("timeout") or 300)
     timed_out = []
 
     def expire(signum, frame):
@@ -516,7 +744,12 @@ def warm_main():
             pass
     signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_REAL, timeout)
-    _, st = os.waitpid(pid, 0)
+    while True:
+        try:
+            _, st = os.waitpid(pid, 0)
+            break
+        except InterruptedError:
+            continue
     signal.setitimer(signal.ITIMER_REAL, 0)
     if os.WIFEXITED(st):
         status = os.WEXITSTATUS(st)

@@ -16,7 +16,7 @@ import select
 import subprocess
 import threading
 import time
-from typing import IO, Any, Callable, Optional
+from typing import Any, Callable, IO, Optional, Protocol
 
 # a callable given the text of a stream as it arrives
 TextCallback = Callable[[str], object]
@@ -193,7 +193,19 @@ class Capture:
         return stream_text(s, strip_tail)
 
 
-def stream_text(s: Stream, strip_tail: bytes = b"") -> str:
+class TextSource(Protocol):
+    """What stream_text reads: _capture.Stream, or a cell channel's sink."""
+    name: str
+    cap: int
+    cut: int
+    buf: bytearray
+    lock: threading.Lock
+
+    @property
+    def dropped(self) -> int: ...
+
+
+def stream_text(s: TextSource, strip_tail: bytes = b"") -> str:
     """(text, bytes cut) of a stream, without strip_tail (the SDK's own
     trailer) at its end; the trailer is not counted as cut either."""
     with s.lock:

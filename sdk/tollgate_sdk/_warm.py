@@ -128,7 +128,8 @@ class WarmPool:
         """A ready container, or None (the caller runs cold)."""
         with self.lock:
             w = self.ready.pop(0) if self.ready else None
-        self.fill()
+        if w is None:  # else the refill waits for the run's end (_retire):
+            self.fill()  # a create beside it slows its first result
         return w
 
     # ---- one run --------------------------------------------------------------
@@ -194,6 +195,7 @@ class WarmPool:
 
     # ---- ending -----------------------------------------------------------------
     def _retire(self, w: _Warm) -> None:
+        self.fill()
         t = threading.Thread(target=self._discard, args=(w,), name="tollgate-sdk-warm-delete", daemon=True)
         self.cleaners = [c for c in self.cleaners if c.is_alive()] + [t]
         t.start()

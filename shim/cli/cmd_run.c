@@ -100,6 +100,7 @@ static void stop_container(struct cli *cli, const struct container *c, int pidfd
  * signal read from sfd, and killing the container when the gate asks
  * (stop_efd). */
 static int forward_until_exit(struct cli *cli, const struct container *c,
+                              const struct container *stop_c,
                               int pidfd, int sfd, const char *pid_file, tg_error **err) {
   for (;;) {
     struct pollfd p[3] = {{.fd = pidfd, .events = POLLIN},
@@ -117,7 +118,7 @@ static int forward_until_exit(struct cli *cli, const struct container *c,
     }
     uint64_t n;
     if ((p[2].revents & POLLIN) && read(stop_efd, &n, sizeof n) == (ssize_t)sizeof n)
-      stop_container(cli, c, pidfd, pid_file);
+      stop_container(cli, stop_c, pidfd, pid_file);
     if (p[0].revents & POLLIN)
       return 0;
   }
@@ -142,7 +143,7 @@ static int run_runc(struct cli *cli, struct created *c, int sfd,
   int r = container_call_ok(cli, &c->container, "start", NULL, &quiet, &res, err);
   proc_result_free(&res);
   if (r == 0)
-    r = forward_until_exit(cli, NULL, pidfd, sfd, NULL, err);
+    r = forward_until_exit(cli, NULL, NULL, pidfd, sfd, NULL, err);
   run_guard_release(&guard);
   if (r < 0)
     return -1;
@@ -159,10 +160,11 @@ static int run_runc(struct cli *cli, struct created *c, int sfd,
   return proc_exit_status(ws);
 }
 
-/* runsc: `runsc run` in the foreground, with the bundle prepared. */
-static int run_runsc(struct cli *cli, struct created *c,
-                     const struct create_request *req, int sfd,
-                     tg_error **err) {
+/* `runsc run`, or `runc run` when create found nothing that needs the
+ * split (c->run_direct), in the foreground, with the bundle prepared. */
+static int run_foreground(struct cli *cli, struct created *c,
+                          const struct create_request *req, int sfd,
+                          tg_error **err) {
   cleanup_free char *pid_file = xasprintf("%s/backend.pid", c->dir);
   /* The private bundle create wrote: `runsc run` reads its config after
    * create released the user's bundle, which another create from it may
@@ -172,14 +174,19 @@ static int run_runsc(struct cli *cli, struct created *c,
       .bundle = bundle,
       .pid_file = pid_file,
       .console_socket = req->console_socket,
-      .preserve_fds = -1};
+      .no_pivot = req->no_pivot,
+      .no_new_keyring = req->no_new_keyring,
+      .preserve_fds = c->run_direct ? req->preserve_fds : -1};
   struct argv args = {0};
   backend_create_args(&c->container.backend, &cf, &args);
   /* A `runsc run` whose tollgate was killed (-9) would wait forever for
    * a gofer nobody reaps, and the next `delete --force` would run into
    * runsc's own timeout: it dies with tollgate instead, and its sandbox
-   * and gofer go to init, which reaps them. */
-  struct proc_opts passthrough = {.die_with_parent = true};
+   * and gofer go to init, which reaps them.  Not `runc run`: it reaps its
+   * own children (a subreaper), and killed half-way it would leave a
+   * `runc init` that no state of runc's names; it outlives a killed
+   * tollgate as `runc create` does, until delete --force. */
+  struct proc_opts passthrough = {.die_with_parent = !c->run_direct};
   struct proc child;
   int r = container_spawn(cli, &c->container, "run", args.v, NULL,
                           &passthrough, &child, err);
@@ -187,8 +194,13 @@ static int run_runsc(struct cli *cli, struct created *c,
   if (r < 0)
     return -1;
   cleanup_close int pidfd = pidfd_open_pid(child.pid);
+  /* `runc run` passes the signals it gets on to the container's init:
+   * they go to it through its pidfd, not through a `runc kill` each.  A
+   * stop before runc wrote the init's pid goes through the backend's
+   * kill, never to `runc run` itself (its init would run on). */
   if (pidfd >= 0)
-    forward_until_exit(cli, &c->container, pidfd, sfd, pid_file, err);
+    forward_until_exit(cli, c->run_direct ? NULL : &c->container, &c->container, pidfd, sfd,
+                       pid_file, err);
   struct proc_result res = {0};
   int st = container_finish(&c->container, &child, &passthrough, &res, err);
   if (st < 0)
@@ -197,7 +209,10 @@ static int run_runsc(struct cli *cli, struct created *c,
    * error of its own (it could not create or start the sandbox), or
    * never got as far as a sandbox: no pid file means no container ran,
    * so the status is runsc's, even when it said nothing. */
-  cleanup_free char *backend_err = container_last_error();
+  /* runc: its pid file is written once the init runs, so a status with
+   * the pid file there is the container's.  Its log is no witness here:
+   * the `runc state` of a concurrent `tollgate state` writes there too. */
+  cleanup_free char *backend_err = c->run_direct ? NULL : container_last_error();
   if (st != 0 && (backend_err != NULL || access(pid_file, F_OK) != 0))
     st = container_backend_error(&c->container, "run", &res, err);
   proc_result_free(&res);
@@ -273,6 +288,11 @@ int cmd_run(struct cli *cli, int argc, char **argv, tg_error **err) {
   }
   req.create.in_process_bridge = true;
   req.create.prepare_only = !runc;
+  /* runc: one `runc run` rather than create, start and delete (two Go
+   * process starts fewer) when create finds nothing between create and
+   * start to do (shim/lifecycle/create_direct.c). */
+  req.create.run_direct_if_eligible = runc && !req.keep; /* --keep: runc's
+                                   record of the stopped container stays */
   /* runc's detached create needs a console socket for a terminal; with
    * none given, tollgate is the console (runsc run makes its own). */
   cleanup_close int console_fd = -1;
@@ -331,9 +351,9 @@ int cmd_run(struct cli *cli, int argc, char **argv, tg_error **err) {
   if (!c.bridged || bridge_serve_in_process(&c.setup, gate, &server, err) == 0) {
     /* A limit the container met is said, not left to dmesg. */
     cleanup_free char *pid_file = xasprintf("%s/backend.pid", c.dir);
-    struct limit_watch *lw = limit_watch_start(runc ? c.init_pid : 0, pid_file);
-    status = runc ? run_runc(cli, &c, sfd, err)
-                  : run_runsc(cli, &c, &req.create, sfd, err);
+    struct limit_watch *lw = limit_watch_start(runc && !c.run_direct ? c.init_pid : 0, pid_file);
+    status = runc && !c.run_direct ? run_runc(cli, &c, sfd, err)
+                                   : run_foreground(cli, &c, &req.create, sfd, err);
     limit_watch_report(lw, req.create.id, !runc);
     status = report_anomaly_stop(gate, status);
     /* The gate closes (audit log synced) while the container is removed. */

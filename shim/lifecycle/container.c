@@ -217,13 +217,22 @@ int container_call_ok(const struct cli *cli, const struct container *c,
   return 0;
 }
 
-/* Whether the backend may still hold state for c.  Only runsc is ever
- * asked (after its own `run`, which destroys the container when it ends):
+/* Whether the backend may still hold state for c, asked after run (a
+ * `runsc run` or `runc run` destroys the container when it ends):
  * runsc keeps one state and one lock file per container in its root, each
  * named after the container's id.  Conservative: any entry whose name
  * contains the id, or a root that cannot be read, counts as "may know". */
 static bool backend_may_know(const struct container *c) {
-  if (c->backend.kind != BACKEND_RUNSC || c->backend.root == NULL)
+  if (c->backend.root == NULL)
+    return true;
+  /* runc keeps a directory per container in its root, named after the
+   * id; `runc run` removes it when the init exits. */
+  if (c->backend.kind == BACKEND_RUNC) {
+    cleanup_free char *dir = xasprintf("%s/%s", c->backend.root, c->backend_id ? c->backend_id : c->id);
+    struct stat st;
+    return lstat(dir, &st) == 0 || errno != ENOENT;
+  }
+  if (c->backend.kind != BACKEND_RUNSC)
     return true;
   DIR *d = opendir(c->backend.root);
   if (d == NULL)

@@ -78,6 +78,10 @@ struct create_request {
                                  caller runs the backend itself (run
                                  under runsc uses `runsc run`) and must
                                  container_delete() afterwards */
+  bool run_direct_if_eligible; /* run under runc: stop before the backend's
+                                  create as prepare_only does when the
+                                  container may be run by one `runc run`
+                                  (create_direct.c says when) */
   const struct argv *restore; /* restore (shim/lifecycle/checkpoint.h): the
                                  backend's restore flags (--image-path
                                  ...), run detached instead of its create;
@@ -99,6 +103,8 @@ struct created {
   struct gate *gate;            /* in_process_bridge: opened during create,
                                    for bridge_serve_in_process() */
   struct container container;   /* loaded after a successful create */
+  bool run_direct;              /* run_direct_if_eligible, and it was:
+                                   prepared only, the caller runs `runc run` */
 };
 
 /* The whole of create (see docs/architecture.md): check the id, choose

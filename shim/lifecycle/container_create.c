@@ -152,6 +152,7 @@ static create_step *const up_to_the_backend[] = {
     create_make_mount_points,
     create_defer_rlimits,      /* runc: address-space rlimits after its init */
     create_write_configs,      /* the effective config, the original kept */
+    create_choose_direct_run,  /* run under runc: one `runc run`? */
     create_record_state,       /* state.json: creating */
     create_load_container,     /* run's gate joined */
 };
@@ -176,7 +177,7 @@ static int run_steps(struct create_context *cx, create_step *const *steps, size_
 static int create_steps(struct create_context *cx, tg_error **err) {
   if (run_steps(cx, up_to_the_backend, sizeof up_to_the_backend / sizeof up_to_the_backend[0], err) < 0)
     return -1;
-  if (cx->req->prepare_only)
+  if (cx->req->prepare_only || cx->out->run_direct)
     return 0;
   return run_steps(cx, from_the_backend, sizeof from_the_backend / sizeof from_the_backend[0], err);
 }

@@ -64,10 +64,11 @@ int create_record_state(struct create_context *cx, tg_error **err) {
     free(bid);
   }
   json_object_set(state, "id", json_new_string(id));
-  /* With prepare_only the caller's `runsc run` creates it next (and
+  /* With prepare_only (or run_direct) the caller's `runsc run` (`runc
+   * run`) creates it next (and
    * deletes it itself when the init exits): it is never mid-create. */
   json_object_set(state, "status",
-                  json_new_string(req->prepare_only ? "created" : "creating"));
+                  json_new_string(req->prepare_only || cx->out->run_direct ? "created" : "creating"));
   json_object_set(state, "bundle", json_new_string(cx->bundle));
   json_object_set(state, "rootfs", json_new_string(rootfs));
   json_object_set(state, "profile", json_new_string(cx->profile));

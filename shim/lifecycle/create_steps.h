@@ -153,6 +153,10 @@ int create_prepare_bridge(struct create_context *cx, tg_error **err);
 int create_gate_opened(struct undo *u, struct created *out, tg_error **err);
 int create_start_sidecar(struct create_context *cx, tg_error **err);
 
+/* create_direct.c: run under runc, one `runc run` when nothing needs
+ * the split (out->run_direct). */
+int create_choose_direct_run(struct create_context *cx, tg_error **err);
+
 /* create_backend.c */
 int create_choose_backend(struct create_context *cx, tg_error **err);
 int create_record_state(struct create_context *cx, tg_error **err);
