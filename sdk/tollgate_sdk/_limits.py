@@ -72,7 +72,10 @@ class Resources(TypedDict, total=False):
     tmp: int
 
 
-RUNSC_TASKS_PER_PID = 4  # oci/limits.c: RUNSC_GUEST_PIDS(p) * RUNSC_HOST_TASKS_PER_GUEST = p / 2 * 8
+# oci/limits.c, RUNSC_HOST_TASKS_PER_GUEST: under runsc a container's
+# pids.limit in the effective config is its guest processes times this
+# (the Sentry's host tasks); the guest count itself is RLIMIT_NPROC.
+RUNSC_HOST_TASKS_PER_GUEST = 64
 _UNITS: dict[str, int] = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
           "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30}
 

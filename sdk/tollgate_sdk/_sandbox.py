@@ -42,7 +42,7 @@ from ._audit import Call
 from ._capture import TextCallback, wait_capture
 from ._errors import (CellTimeout, ContainerError, InvalidArgument, PolicyError, ProgramFailed,
                       SandboxUnavailable)
-from ._limits import RUNSC_TASKS_PER_PID, Size, check_mounts, check_resources, parse_size, size_text
+from ._limits import RUNSC_HOST_TASKS_PER_GUEST, Size, check_mounts, check_resources, parse_size, size_text
 from ._server import ToolServer
 from ._session import Session
 from ._tools import Tool, as_tool
@@ -547,7 +547,7 @@ class Sandbox:
         cpus = (cpu.get("quota") or 0) / (cpu.get("period") or 100000) if cpu.get("quota") else 0
         pids = (res.get("pids") or {}).get("limit") or 0
         if self.runtime == "runsc":
-            pids //= RUNSC_TASKS_PER_PID  # the profile's pids, as oci/limits.c scales them for runsc
+            pids //= RUNSC_HOST_TASKS_PER_GUEST  # the guest processes the profile allows
         tmp = 0
         for m in spec.get("mounts") or []:
             if m.get("destination") == "/tmp":
@@ -576,12 +576,10 @@ class Sandbox:
             period = (res.get("cpu") or {}).get("period") or 100000
             res.setdefault("cpu", {}).update({"period": period, "quota": max(1000, int(r["cpus"] * period))})
         if "pids" in r:
-            n = r["pids"]
-            res.setdefault("pids", {})["limit"] = n * RUNSC_TASKS_PER_PID if self.runtime == "runsc" else n
-            if self.runtime == "runsc":  # gVisor's own process count is RLIMIT_NPROC (pids / 2)
-                for rl in (config.get("process") or {}).get("rlimits") or []:
-                    if rl.get("type") == "RLIMIT_NPROC":
-                        rl["soft"] = rl["hard"] = min(rl.get("hard") or n, max(1, n // 2))
+            # A number of processes under both backends: under runsc tollgate
+            # makes it the guest's RLIMIT_NPROC and sizes the Sentry's host
+            # tasks from it (oci/limits.c).
+            res.setdefault("pids", {})["limit"] = r["pids"]
         if "tmp" in r:
             for m in config.get("mounts") or []:
                 if m.get("destination") == "/tmp":

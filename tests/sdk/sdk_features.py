@@ -327,7 +327,8 @@ def resources(backend, kw, check):
     for bad, words in (({"memory": "2g"}, "memory=2g) is above the ceiling of 512m"),
                        ({"cpus": 4}, "cpus=4.0) is above the ceiling of 1.0"),
                        ({"tmp": "1g"}, "tmp=1g) is above the ceiling of 64m"),
-                       ({"pids": 100000}, "pids=100000) is above the ceiling of 256")):
+                       ({"pids": 100000}, "pids=100000) is above the ceiling of %d"
+                        % (128 if backend == "runsc" else 256))):
         sb = Sandbox(**dict(kw, **bad))
         try:
             sb.run("print('ran')")
