@@ -12,6 +12,10 @@
 # Usage: bundles/rootfs/busybox.sh DEST
 set -euo pipefail
 dest=${1:?usage: busybox.sh DEST}
+# Scripts in other lanes check and rebuild the same tree: one at a time.
+mkdir -p "$(dirname "$dest")"
+exec 8>"$dest.lock"
+flock 8
 bb=/bin/busybox
 [ -x "$bb" ] || { echo "busybox.sh: $bb is missing; run 'make deps' (package busybox-static)" >&2; exit 1; }
 "$bb" true || { echo "busybox.sh: $bb does not run" >&2; exit 1; }
@@ -39,8 +43,10 @@ find "$tmp" -exec touch -h -d @0 {} +
 # A tree a container still uses (its pin, a bind mount, is a mount whose
 # root is that tree) is moved aside, not emptied under it; trees moved
 # aside earlier go once nothing mounts them.
-[ -e "$dest" ] && mv "$dest" "$dest.old.$$"
-mv "$tmp" "$dest"
+# One step, so that a create beside the rebuild never finds no tree:
+# $tmp names the old tree afterwards (bundles/rootfs/replace_tree.py).
+python3 "$(dirname "$0")/replace_tree.py" "$tmp" "$dest"
+[ -e "$tmp" ] && mv "$tmp" "$dest.old.$$"
 for old in "$dest".old.*; do
   [ -d "$old" ] || continue
   awk -v t="$old" '$4 == t || index($4, t "/") == 1 {found = 1} END {exit !found}' /proc/self/mountinfo ||

@@ -16,6 +16,10 @@
 # Usage: bundles/rootfs/python.sh DEST [--shell]
 set -euo pipefail
 dest=${1:?usage: python.sh DEST [--shell]}
+# Scripts in other lanes check and rebuild the same tree: one at a time.
+mkdir -p "$(dirname "$dest")"
+exec 8>"$dest.lock"
+flock 8
 shell=${2:-}
 py=/usr/bin/python3.11
 stdlib=/usr/lib/python3.11
@@ -101,8 +105,10 @@ printf '%s\n%s\n' "$stamp" "$(shape "$tmp")" > "$tmp/.tollgate-rootfs"
 # A tree a container still uses (its pin, a bind mount, is a mount whose
 # root is that tree) is moved aside, not emptied under it; trees moved
 # aside earlier go once nothing mounts them.
-[ -e "$dest" ] && mv "$dest" "$dest.old.$$"
-mv "$tmp" "$dest"
+# One step, so that a create beside the rebuild never finds no tree:
+# $tmp names the old tree afterwards (bundles/rootfs/replace_tree.py).
+python3 "$(dirname "$0")/replace_tree.py" "$tmp" "$dest"
+[ -e "$tmp" ] && mv "$tmp" "$dest.old.$$"
 for old in "$dest".old.*; do
   [ -d "$old" ] || continue
   awk -v t="$old" '$4 == t || index($4, t "/") == 1 {found = 1} END {exit !found}' /proc/self/mountinfo ||

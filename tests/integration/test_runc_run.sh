@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # `tollgate run` under runc as one `runc run` (issue 41): when the
-# effective config has no hook, a fresh network namespace, no terminal,
+# container is ungoverned (passthrough, no policy: a governed one keeps
+# the split for its run guard) and the effective config has no hook, a
+# fresh network namespace, no terminal,
 # no pid file and no pod, run skips runc's create/start/delete split (two
 # Go process starts).  What must hold either way:
 #   - the container's output and exit status (0, 7, a signal's 128+n);
@@ -34,7 +36,11 @@ make_bundle "$B" sh -c 'echo hello; exit 7'
 out=$(tg --runtime "$WRAP/runc" run -b "$B" rr-plain 2>/dev/null); rc=$?
 check_eq "plain: the output" hello "$out"
 check_eq "plain: the exit status" 7 "$rc"
-check_eq "plain: one runc run" run "$(verbs | sed 's/^--version //')"
+# A governed (hardened, bridged) container keeps the split: its run guard
+# holds the init's pidfd before the user's process runs, so that kill -9
+# of tollgate run stops it (issue 38; shim/lifecycle/run_guard.h).
+check_eq "plain: a governed container keeps create, start, delete (its guard)" "create start delete" \
+  "$(verbs | sed 's/^--version //')"
 check_fails "plain: runc keeps nothing" test -e "$runc_root/rr-plain"
 check_fails "plain: tollgate keeps nothing" test -e "$TG_ROOT/rr-plain"
 
@@ -103,5 +109,16 @@ check_eq "keep: create, start" "create start" "$(verbs | sed 's/^--version //')"
 check_eq "keep: stopped" stopped "$(state_of rr-keep status)"
 tg delete rr-keep >/dev/null 2>&1
 check_fails "keep: deleted" test -e "$TG_ROOT/rr-keep"
+
+# --- passthrough with no policy: nothing to govern, one runc run ------------
+write_config runtime='"runc"' allow_passthrough=true 'profile="passthrough"'
+make_bundle "$B" sh -c 'echo bare; exit 3'
+: >"$WRAP/verbs"
+out=$(tg --runtime "$WRAP/runc" run -b "$B" rr-pass 2>/dev/null); rc=$?
+check_eq "passthrough: the output" bare "$out"
+check_eq "passthrough: the exit status" 3 "$rc"
+check_eq "passthrough: one runc run" run "$(verbs | sed 's/^--version //')"
+check_fails "passthrough: tollgate keeps nothing" test -e "$TG_ROOT/rr-pass"
+write_config runtime='"runc"'
 
 check_eq "nothing left in runc's root" "" "$(ls "$runc_root" 2>/dev/null)"

@@ -267,7 +267,9 @@ def streaming_async(backend, kw, check):
             async def ticker():
                 while True:
                     tick.append(1)
-                    await asyncio.sleep(0.05)
+                    # 5 ms: a whole run, a session and its cells take well over
+                    # 30 ms even with the cell channel (2.4 ms a cell under runc)
+                    await asyncio.sleep(0.005)
             t = asyncio.create_task(ticker())
             r = await asb.run("from tollgate import lookup\nprint(lookup(key='ab')['value'])")
             async with asb.session() as s:
