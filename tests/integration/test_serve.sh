@@ -14,6 +14,10 @@ repo=$(cd "$here/../.." && pwd)
 PY=$repo/.venv/bin/python
 [ -x "$PY" ] || { echo "FAIL - the project venv $PY is missing: make deps"; exit 1; }
 bash "$repo/bundles/rootfs/debian.sh" "$BUILD/rootfs/debian" 2>/dev/null || echo "FAIL - debian rootfs build"
+# The service's template is a copy of its own: the runtimes make their
+# mount points in a template they run, and the cached tree is test_images'
+# untouched input (its tests run on overlays of it).
+cp -a "$BUILD/rootfs/debian" "$TG_ROOT/debian"
 
 S=$TG_ROOT/serve
 mkdir -p "$S/pol"
@@ -47,7 +51,7 @@ export E2B_API_KEY=$KEY OTHER_KEY=$OTHER TENANT_AUDIT=$S/audit-acme E2B_DOMAIN=e
 serve_pid=""
 start_serve() {
   "$TG" serve --listen 127.0.0.1:$port --tenants "$S/tenants.json" --state "$S/state" \
-    --template "base=$BUILD/rootfs/debian" --log "$S/events.log" \
+    --template "base=$TG_ROOT/debian" --log "$S/events.log" \
     --socket "$S/serve.sock" --socket-group nogroup >>"$S/serve.out" 2>&1 &
   serve_pid=$!
   wait_for 30 curl -s -o /dev/null "http://127.0.0.1:$port/v2/sandboxes"
@@ -84,7 +88,7 @@ openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 -addext su
   -keyout "$S/tls.key" -out "$S/tls.crt" >/dev/null 2>&1
 tport=$((port + 1))
 "$TG" serve --listen 127.0.0.1:$tport --tenants "$S/tenants.json" --state "$S/state-tls" \
-  --template "base=$BUILD/rootfs/debian" --tls-cert "$S/tls.crt" --tls-key "$S/tls.key" >>"$S/serve-tls.out" 2>&1 &
+  --template "base=$TG_ROOT/debian" --tls-cert "$S/tls.crt" --tls-key "$S/tls.key" >>"$S/serve-tls.out" 2>&1 &
 tls_pid=$!
 on_exit "kill $tls_pid"
 check "the TLS listener answers over HTTPS" wait_for 30 curl -sf --cacert "$S/tls.crt" -H "X-API-Key: $KEY" \
