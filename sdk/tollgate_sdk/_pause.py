@@ -28,10 +28,10 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 from typing import TYPE_CHECKING
 
+from ._tree import remove_tree
 from ._errors import PauseError, SandboxUnavailable
 
 if TYPE_CHECKING:
@@ -79,7 +79,7 @@ def pause(session: Session) -> str:
         except subprocess.TimeoutExpired:
             p = subprocess.CompletedProcess([], 1, "", "did not finish within 300 s")
         if p.returncode != 0:
-            shutil.rmtree(where, ignore_errors=True)
+            remove_tree(where)
             raise PauseError("tollgate checkpoint %s: %s; the session is still running"
                              % (cid, (p.stderr or p.stdout).strip()[-2000:]))
         with open(os.path.join(where, "session.json"), "w", encoding="utf-8") as f:
@@ -135,4 +135,4 @@ def restore(s: Session, pause_id: str) -> None:
     except BaseException:
         s._unreserve()
         raise
-    shutil.rmtree(where, ignore_errors=True)
+    remove_tree(where)

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import glob
 import os
-import shutil
 import subprocess
 import tempfile
 from typing import List, Optional, Tuple
+
+from ._tree import mounts_under, remove_tree
 
 OWNER_FILE = "owner"        # in the SDK's state directory: "PID START\n"
 STATE_PREFIX = "tollgate-sdk."
@@ -72,11 +73,7 @@ def _busy(state: str) -> bool:
             return True
     except OSError:
         pass
-    try:
-        with open("/proc/self/mounts", encoding="utf-8") as f:
-            return any((" " + state + "/") in line for line in f)
-    except OSError:
-        return True
+    return bool(mounts_under(state))
 
 
 def sweep(tollgate: str, root: Optional[str], config: Optional[str]) -> None:
@@ -101,4 +98,4 @@ def sweep(tollgate: str, root: Optional[str], config: Optional[str]) -> None:
         if not os.path.isdir(state) or os.path.islink(state) or st.st_uid != os.geteuid():
             continue
         if _owner_dead(state) and not _busy(state):
-            shutil.rmtree(state, ignore_errors=True)
+            remove_tree(state)

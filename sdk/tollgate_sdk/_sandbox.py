@@ -36,6 +36,7 @@ import threading
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping, Optional, Union
 
+from ._tree import remove_tree
 from . import _audit as audit, _oom as oom_watch, _pause, _reap as reap
 from ._approvals import ApprovalRequest, ApprovalWatcher, control_request
 from ._audit import Call
@@ -339,7 +340,7 @@ class Sandbox:
                 if self._server:
                     self._server.close()
                     self._server = None
-                shutil.rmtree(state, ignore_errors=True)
+                remove_tree(state)
                 raise
 
     def _state_dir(self) -> str:
@@ -361,8 +362,7 @@ class Sandbox:
                 self._server.close()
                 self._server = None
             if self._state:
-                if not _has_mounts_under(self._state):
-                    shutil.rmtree(self._state, ignore_errors=True)
+                remove_tree(self._state)
                 self._state = None
 
     def __enter__(self) -> Sandbox:
@@ -663,7 +663,7 @@ class Sandbox:
             oom = memwatch.killed()
             memwatch.close()
             subprocess.run(self._tg("delete", "--force", cid), capture_output=True)
-            shutil.rmtree(bundle, ignore_errors=True)
+            remove_tree(bundle)
         out, err = cap.text(cap.out), cap.text(cap.err)
         status = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode
         if timed_out:
@@ -743,14 +743,6 @@ def _write_json(path: str, obj: object, mode: int) -> None:
         f.write("\n")
     os.chmod(tmp, mode)
     os.replace(tmp, path)
-
-
-def _has_mounts_under(path: str) -> bool:
-    try:
-        with open("/proc/self/mounts", encoding="utf-8") as f:
-            return any((" " + path + "/") in line for line in f)
-    except OSError:
-        return True
 
 
 def _load_policy(policy: Policy | str | os.PathLike[str] | None) -> tuple[Policy, str | None]:

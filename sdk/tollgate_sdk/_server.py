@@ -19,7 +19,6 @@ import dataclasses
 import json
 import logging
 import os
-import shutil
 import socket
 import struct
 import tempfile
@@ -27,6 +26,7 @@ import threading
 import time
 from typing import Any, Iterable
 
+from ._tree import remove_tree
 from ._tools import Tool, run_sync
 
 log = logging.getLogger("tollgate_sdk")
@@ -88,7 +88,7 @@ class ToolServer:
         self._loop_thread.join(timeout=5)
         if not self._loop_thread.is_alive():
             self._loop.close()
-        shutil.rmtree(self._dir, ignore_errors=True)
+        remove_tree(self._dir)
 
     def __enter__(self) -> ToolServer:
         return self

@@ -15,12 +15,12 @@ import json
 import os
 import posixpath
 import secrets
-import shutil
 import subprocess
 import threading
 from typing import IO, TYPE_CHECKING, Any, Literal, Optional
 
 from . import _audit as audit, _cells as cells, _oom as oom_watch, _pause
+from ._tree import remove_tree
 from ._approvals import ApprovalWatcher
 from ._capture import TextCallback, wait_capture
 from ._errors import (CellTimeout, ContainerError, FileOperationError, InvalidArgument, ProgramFailed,
@@ -255,7 +255,7 @@ class Session:
             out.seek(0)
             msg = out.read(65536).decode("utf-8", "replace").strip()
         if p.returncode != 0:
-            shutil.rmtree(bundle, ignore_errors=True)
+            remove_tree(bundle)
             self.cid = None
             msg = msg or "tollgate create failed"
             if "(gVisor) not found" in msg:
@@ -310,7 +310,7 @@ class Session:
         subprocess.run(sb._tg("kill", self.cid, "KILL"), capture_output=True)
         p = subprocess.run(sb._tg("delete", "--force", self.cid), capture_output=True)
         if p.returncode == 0 and not keep_bundle:
-            shutil.rmtree(self._bundle_dir, ignore_errors=True)
+            remove_tree(self._bundle_dir)
 
     def _need_open(self) -> str:
         """The container's id, or SessionClosed."""

@@ -16,12 +16,12 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import shutil
 import subprocess
 import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
+from ._tree import remove_tree
 from . import _oom as oom_watch
 from ._approvals import ApprovalWatcher
 from ._capture import Capture, Stream, TextCallback, stream_text
@@ -212,7 +212,7 @@ class WarmPool:
             w.proc.wait()
         w.capture.finish(linger=1)
         if p.returncode == 0:
-            shutil.rmtree(w.bundle, ignore_errors=True)
+            remove_tree(w.bundle)
 
     def close(self) -> None:
         with self.lock:

@@ -40,11 +40,28 @@ _run_cleanups() {
       "$TG" --root "$TG_ROOT" delete --force "$id" >/dev/null 2>&1 || true
     done
   fi
-  if grep -q " $TG_ROOT" /proc/self/mounts; then
+  if grep -q " $TG_ROOT/" /proc/self/mounts; then
     echo "FAIL - leaked mounts under $TG_ROOT"
-    grep " $TG_ROOT" /proc/self/mounts | awk '{print $2}' | sort -r | xargs -r -n1 umount -l
   fi
-  rm -rf "$TG_ROOT"
+  remove_tree "$TG_ROOT"
+}
+# remove_tree DIR: rm -rf that never deletes through a mount.  A container's
+# state directory holds bind mounts of host trees (pins/rootfs is the image
+# itself): rm -rf of it while they stand deletes the image's files.  Every
+# mount under DIR is detached first, deepest first; a mount that will not
+# go leaves DIR in place (and says so) rather than risk its source.
+remove_tree() {
+  local dir=$1 m
+  [ -e "$dir" ] || return 0
+  dir=$(realpath -s "$dir")
+  for m in $(awk -v d="$dir/" 'index($2, d) == 1 || $2 == substr(d, 1, length(d) - 1) {print $2}' /proc/self/mounts | sort -r); do
+    umount -l "$m" 2>/dev/null
+  done
+  if awk -v d="$dir/" 'index($2, d) == 1 {found = 1} END {exit !found}' /proc/self/mounts; then
+    echo "remove_tree: $dir still has mounts; left in place" >&2
+    return 1
+  fi
+  rm -rf --one-file-system "$dir"
 }
 trap _run_cleanups EXIT
 # The runner's timeout sends TERM (then KILL 10 s later) to the script's

@@ -146,7 +146,7 @@ for b in $BACKENDS; do
       "$TG" --config "$TG_CONFIG" gc --all-roots >"$TG_ROOT/gc.out" 2>&1
       check_eq "$b: SDK (gc): gc --all-roots exits 0" 0 "$?"
       gone_all "$b: SDK killed, gc --all-roots" "$root" "$state" "$sc" "$br" "$b"
-      rm -rf "$state"
+      remove_tree "$state"
     else
       TG=$TG TOLLGATE_ROOTFS=$BUILD/rootfs/python python3 "$sdk_tests/lifetimes.py" start "$b" "$TG_ROOT" "$TG_CONFIG"
       check_eq "$b: SDK (start): a new Sandbox's start exits 0" 0 "$?"

@@ -14,6 +14,7 @@ import threading
 import time
 from typing import Any, Callable
 
+from .._tree import remove_tree
 from .._errors import TollgateSDKError
 from .._sandbox import Sandbox
 from .._session import Session, set_max_sessions
@@ -365,8 +366,7 @@ class Boxes:
         sb = self._sandboxes.get((box.record.tenant, self.templates.get(box.record.template, "")))
         pause_dir = getattr(sb, "pause_dir", None) or ""
         if pause_dir and box.record.pause_id:
-            import shutil
-            shutil.rmtree(os.path.join(pause_dir, box.record.pause_id), ignore_errors=True)
+            remove_tree(os.path.join(pause_dir, box.record.pause_id))
 
     def _reap_loop(self) -> None:
         while not self._stop.wait(REAP_EVERY):
