@@ -17,7 +17,10 @@ int cmd_gc(struct cli *cli, int argc, char **argv, tg_error **err) {
     return -1;
   if (i != argc)
     return tg_error_set(err, 0, "gc: takes no arguments: usage: tollgate gc [--all-roots]");
-  struct reaper_report rep = {.out = stdout};
+  /* A due container's lock is held only while a verb runs on it (the
+   * dead owner's last `state`, say): wait for it rather than report a
+   * sweep that left the container behind. */
+  struct reaper_report rep = {.out = stdout, .busy_wait_ms = 10000};
   if (!all) {
     reaper_sweep(cli, cli->root, &rep);
   } else {

@@ -21,13 +21,19 @@
 #define MIN_INTERVAL_NS 1000000000LL
 
 /* Whether someone holds the container's lock (a create, delete or a verb
- * on it): then it is not ours to delete now. */
-static bool busy(const char *dir) {
+ * on it): then it is not ours to delete now.  gc waits up to wait_ms for
+ * it (a verb in flight ends soon: the killed owner's last `state` or
+ * `kill`); the sweep before a verb never waits. */
+static bool busy(const char *dir, unsigned wait_ms) {
   cleanup_close int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0)
     return true;
-  if (flock(fd, LOCK_EX | LOCK_NB) < 0)
-    return true;
+  for (unsigned waited = 0; flock(fd, LOCK_EX | LOCK_NB) < 0; waited += 20) {
+    if (errno != EWOULDBLOCK || waited >= wait_ms)
+      return true;
+    struct timespec ts = {0, 20 * 1000000L};
+    nanosleep(&ts, NULL);
+  }
   flock(fd, LOCK_UN);
   return false;
 }
@@ -94,8 +100,17 @@ void reaper_sweep(const struct cli *cli, const char *root, struct reaper_report 
   closedir(d);
   for (size_t i = 0; i < n; i++) {
     cleanup_free char *dir = xasprintf("%s/%s", root, due[i]);
-    if ((rep->max_reaps == 0 || rep->reaped < rep->max_reaps) && !busy(dir))
-      reap_one(cli, root, due[i], why[i], rep);
+    if (rep->max_reaps == 0 || rep->reaped < rep->max_reaps) {
+      if (!busy(dir, rep->busy_wait_ms)) {
+        reap_one(cli, root, due[i], why[i], rep);
+      } else if (rep->busy_wait_ms > 0) {
+        rep->failed++;
+        cleanup_free char *msg = xasprintf("reaper: container %s under %s is due (%s) but a verb has held its lock "
+                                           "for %u ms; run `tollgate gc` again when it ends",
+                                           due[i], root, why[i], rep->busy_wait_ms);
+        log_line(cli->log_path, cli->log_json, "warning", msg);
+      }
+    }
     free(due[i]);
     free(why[i]);
   }

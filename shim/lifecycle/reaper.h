@@ -10,9 +10,10 @@
  *
  * A container is reaped as `delete --force` deletes it (the backend's
  * container killed and deleted, the sidecar stopped, mounts and the id
- * claim released, the state directory removed); one whose lock is held
+ * claim released, the state directory removed).  One whose lock is held
  * (a create, delete or another verb on it under way) is left for the
- * next sweep.  Each reaping is logged at level "warning" with its reason
+ * next sweep by the sweep before a verb; gc waits busy_wait_ms for it,
+ * and counts it as failed when the lock is still held then.  Each reaping is logged at level "warning" with its reason
  * (the --log file, JSON with --log-format json, else stderr). */
 #ifndef TOLLGATE_REAPER_H
 #define TOLLGATE_REAPER_H
@@ -29,6 +30,7 @@ struct reaper_report {
   unsigned failed;   /* due, but the delete failed (logged) */
   FILE *out;         /* gc: one line per container reaped, or NULL */
   unsigned max_reaps; /* delete at most this many (0: no bound) */
+  unsigned busy_wait_ms; /* how long to wait for a due container's lock */
 };
 
 /* Sweep root now.  Never fails: what cannot be done is logged. */
