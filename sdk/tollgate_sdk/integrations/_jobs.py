@@ -1,0 +1,243 @@
+"""Programs that outlive one call of a framework's tool: what the LangGraph
+and Pydantic AI adapters share.  Imports no framework.
+
+Both frameworks answer an approval by running the tool again from the
+start (LangGraph re-runs the node after Command(resume=...); Pydantic AI
+calls the tool again with ctx.tool_call_approved).  Running the program
+again would repeat its governed calls, so the program runs once, in a
+tollgate session on a background thread, kept in a Jobs registry under a
+stable key (the framework's tool call id).  A re-entry with the same key
+finds it still parked and answers the parked call instead.
+
+Nothing outlives its use: a job's session closes as soon as its program
+ends, and a job nobody has come back for in `abandon_after` seconds (the
+graph or run was abandoned) has its parked calls denied and its session
+closed.  Jobs.close() (or the Sandbox's close()) ends them all.
+"""
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from typing import Any
+
+from .. import InvalidArgument, Result, Sandbox, Session, TollgateSDKError
+
+POLL = 0.05  # seconds between looks at the control socket for a parked call
+
+
+@dataclasses.dataclass
+class Parked:
+    """A governed call of a job's program, parked by the gate for approval."""
+    call_id: str
+    tool: str
+    args: dict[str, Any]
+    reason: str
+    container: str
+    answered: bool = False
+
+    def payload(self) -> dict[str, Any]:
+        """What the framework shows whoever decides (JSON-safe)."""
+        return {"type": "tollgate_approval", "call_id": self.call_id, "tool": self.tool,
+                "args": self.args, "reason": self.reason, "container": self.container}
+
+
+class Job:
+    """One program running in its own session on a background thread."""
+
+    def __init__(self, key: str, sandbox: Sandbox, code: str, timeout: float | None) -> None:
+        self.key = key
+        self.sb = sandbox
+        self.session: Session | None = sandbox.session()
+        self.container = self.session.cid or ""
+        self.asked: list[Parked] = []     # parked calls shown to the framework, in order
+        self.seen: set[str] = set()
+        self.result: Result | None = None
+        self.error: TollgateSDKError | None = None
+        self.done = threading.Event()
+        self.touched = time.monotonic()
+        self.waiting = 0                  # callers inside wait(): never reaped then
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, args=(code, timeout), daemon=True,
+                                        name="tollgate-job-" + key[:32])
+        self._thread.start()
+
+    def _run(self, code: str, timeout: float | None) -> None:
+        try:
+            s = self.session
+            if s is None:
+                raise InvalidArgument("the job was closed before its program started")
+            self.result = s.run(code, check=False, timeout=timeout)
+        except TollgateSDKError as e:
+            self.error = e
+        finally:
+            self.close_session()
+            self.done.set()
+
+    def close_session(self) -> None:
+        with self._lock:
+            s, self.session = self.session, None
+        if s is not None:
+            s.close()
+
+    def wait(self) -> Parked | None:
+        """Block until the program parks a call not yet shown (returned)
+        or ends (None)."""
+        self.waiting += 1
+        try:
+            while not self.done.wait(POLL):
+                self.touched = time.monotonic()
+                for p in self.sb.pending():
+                    call = p.get("call")
+                    if p.get("container") != self.container or not isinstance(call, str) or call in self.seen:
+                        continue
+                    self.seen.add(call)
+                    args = p.get("args")
+                    parked = Parked(call, str(p.get("tool") or ""), args if isinstance(args, dict) else {},
+                                    str(p.get("reason") or ""), self.container)
+                    self.asked.append(parked)
+                    return parked
+            return None
+        finally:
+            self.touched = time.monotonic()
+            self.waiting -= 1
+
+    def answer(self, parked: Parked, approve: bool, reason: str) -> None:
+        """Approve or deny a parked call; a call that ended meanwhile (the
+        gate's approval timeout) is left as it ended."""
+        parked.answered = True
+        self.touched = time.monotonic()
+        self.sb.decide(parked.call_id, approve, reason[:500])
+
+    def abandon(self, reason: str) -> None:
+        """Deny whatever is parked and stop the program."""
+        for p in self.asked:
+            if not p.answered:
+                self.answer(p, False, reason)
+        self.close_session()
+        self.done.wait(30)
+
+
+class Jobs:
+    """The jobs of one adapter, by key, with the reaper for abandoned ones."""
+
+    def __init__(self, sandbox: Sandbox, abandon_after: float, framework: str) -> None:
+        if not isinstance(sandbox, Sandbox):
+            raise InvalidArgument("%s: sandbox must be a tollgate_sdk.Sandbox, not %r" % (framework, sandbox))
+        if sandbox.approval is not None:
+            # Its own watcher would answer the parked calls before the framework saw them.
+            raise InvalidArgument("%s decides approvals here: create the Sandbox with approval=None "
+                                  "(its approval=%r would answer parked calls first)" % (framework, sandbox.approval))
+        if isinstance(abandon_after, bool) or not isinstance(abandon_after, (int, float)) or abandon_after <= 0:
+            raise InvalidArgument("abandon_after must be seconds, more than 0, not %r" % (abandon_after,))
+        self.sb = sandbox
+        self.abandon_after = float(abandon_after)
+        self.framework = framework
+        self._jobs: dict[str, Job] = {}
+        self._lock = threading.Lock()
+        self._reaper: threading.Thread | None = None
+        self._stop = threading.Event()
+
+    def get(self, key: str) -> Job | None:
+        with self._lock:
+            job = self._jobs.get(key)
+        if job is not None:
+            job.touched = time.monotonic()
+        return job
+
+    def start(self, key: str, code: str, timeout: float | None) -> Job:
+        job = Job(key, self.sb, code, timeout)
+        with self._lock:
+            old = self._jobs.get(key)
+            self._jobs[key] = job
+            if self._reaper is None or not self._reaper.is_alive():
+                self._stop.clear()
+                self._reaper = threading.Thread(target=self._reap, daemon=True, name="tollgate-jobs-reaper")
+                self._reaper.start()
+        if old is not None:
+            old.abandon("replaced by a new run of the same tool call (%s)" % self.framework)
+        return job
+
+    def finish(self, job: Job) -> None:
+        """The job's outcome was handed to the framework: forget it."""
+        with self._lock:
+            if self._jobs.get(job.key) is job:
+                del self._jobs[job.key]
+        job.close_session()
+
+    def live(self) -> int:
+        with self._lock:
+            return len(self._jobs)
+
+    def _reap(self) -> None:
+        period = min(5.0, max(0.2, self.abandon_after / 4))
+        while not self._stop.wait(period):
+            now = time.monotonic()
+            with self._lock:
+                stale = [j for j in self._jobs.values()
+                         if j.waiting == 0 and now - j.touched > self.abandon_after]
+                for j in stale:
+                    del self._jobs[j.key]
+                idle = not self._jobs
+            for j in stale:
+                j.abandon("abandoned: nobody came back through %s within %g s" % (self.framework,
+                                                                               self.abandon_after))
+            if idle:
+                with self._lock:
+                    if not self._jobs:
+                        self._reaper = None
+                        return
+
+    def close(self) -> None:
+        """Deny what is parked and stop every program; forget them."""
+        self._stop.set()
+        with self._lock:
+            jobs = list(self._jobs.values())
+            self._jobs.clear()
+        for j in jobs:
+            j.abandon("closed: the %s adapter was closed" % self.framework)
+
+
+def decision(answer: object, parked: Parked, framework: str) -> tuple[bool, str]:
+    """A framework's answer -> (approve?, reason).  True, "approve",
+    {"approve": True, "reason": ...} approve; False, "deny" and the like
+    deny; anything else denies and says why (never approves).  An answer
+    naming another call_id denies: it was meant for another call."""
+    reason = ""
+    if isinstance(answer, dict):
+        other = answer.get("call_id")
+        if other is not None and other != parked.call_id:
+            return False, ("denied: the answer through %s named call %s, but %s was parked"
+                           % (framework, other, parked.call_id))
+        reason = str(answer.get("reason") or "")
+        answer = answer.get("approve", answer.get("decision"))
+    if isinstance(answer, str):
+        word = answer.strip().lower()
+        if word in ("allow", "approve", "approved", "yes", "y"):
+            return True, reason or "approved through " + framework
+        if word in ("deny", "denied", "no", "n", "reject"):
+            return False, reason or "denied through " + framework
+    elif answer is True or answer is False:
+        return answer, reason or ("approved" if answer else "denied") + " through " + framework
+    return False, ("denied: %s gave %r, which is not an answer (use True/False, \"approve\"/\"deny\" or "
+                   "{\"approve\": bool, \"reason\": str})" % (framework, answer))
+
+
+def report(job: Job) -> str:
+    """The program's outcome as the model reads it."""
+    if job.error is not None or job.result is None:
+        return "tollgate could not run the program: %s" % (job.error or "it ended without a result")
+    r = job.result
+    parts = []
+    if r.stdout:
+        parts.append("stdout:\n" + r.stdout.rstrip("\n"))
+    if r.stderr.strip():
+        parts.append("stderr:\n" + r.stderr.rstrip("\n"))
+    calls = ["  %s %s: %s (%s, %s)" % (c.tool, c.args, c.decision, c.approver, c.outcome) for c in r.calls]
+    if calls:
+        parts.append("governed calls:\n" + "\n".join(calls))
+    parts.append("exit status %d%s; audit log: %s" % (r.exit_status, " (timed out)" if r.timed_out else "",
+                                                      r.audit_log))
+    return "\n".join(parts)
+
+
