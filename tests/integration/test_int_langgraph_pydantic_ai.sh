@@ -6,7 +6,8 @@
 # two parked calls are answered through the framework's own mechanism
 # (LangGraph: interrupt() and Command(resume=...); Pydantic AI: deferred
 # tool requests and DeferredToolResults), the audit log verifies, and an
-# abandoned graph or run leaves nothing running.  The drivers are
+# abandoned graph or run leaves nothing running; docs/integrations.md's
+# examples run as written.  The drivers are
 # tests/integrations/{langgraph,pydantic_ai}_run.py, one Sandbox each per
 # backend.
 . "$(dirname "$0")/lib.sh"
@@ -19,6 +20,13 @@ if [ ! -x "$PY" ]; then
   exit 1
 fi
 check "make built the Python rootfs beside build/tollgate" test -x "$BUILD/rootfs/python/usr/bin/python3"
+
+# docs/integrations.md's examples, as written (the drivers run them under runsc)
+for ex in langgraph_example.py pydantic_ai_example.py; do
+  awk -v ex="$ex" '$0 ~ "<!-- " ex {m = 1; next} m && /^```python/ {p = 1; next} p && /^```/ {exit} p {print}' \
+    "$repo/docs/integrations.md" > "$TG_ROOT/$ex"
+  check "docs/integrations.md has the $ex block" test -s "$TG_ROOT/$ex"
+done
 
 for backend in $BACKENDS; do
   for fw in langgraph pydantic_ai; do

@@ -1,15 +1,19 @@
 """What the framework drivers share: ok/FAIL lines, the host's tools with
 their governance, the program the scripted models write, and the audit
 log checks.  Each driver runs one backend: DRIVER.py BACKEND WORKDIR."""
+import contextlib
+import io
 import json
 import os
+import re
+import runpy
 import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(REPO, "sdk"))
-from tollgate_sdk import Sandbox, tool  # noqa: E402
+from tollgate_sdk import Sandbox, live_sessions, tool  # noqa: E402
 
 TG = os.environ.get("TG") or os.path.join(REPO, "build", "tollgate")
 backend, work = sys.argv[1], os.path.abspath(sys.argv[2])
@@ -122,3 +126,31 @@ def check_program_report(text, what):
               ("lookup_order", "allow", "policy") in decided and ("read_secret", "deny", "policy") in decided
               and ("issue_refund", "allow", "uid:0") in decided and ("issue_refund", "deny", "uid:0") in decided,
               calls)
+
+
+def run_doc_example(name, what, expects):
+    """Run docs/integrations.md's NAME block (the script extracts it into
+    WORKDIR) in this process, as written, under runsc (its Sandbox's
+    default): its output must match each of expects."""
+    path = os.path.join(work, name)
+    if backend != "runsc":
+        return
+    if not os.path.exists(path):
+        check(what + ": docs/integrations.md has the %s block" % name, False, path)
+        return
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out):
+            runpy.run_path(path, run_name="__main__")
+        err = ""
+    except Exception as e:  # the check below shows it
+        err = "%s: %s" % (type(e).__name__, e)
+    text = out.getvalue()
+    print("\n".join("   # " + l for l in text.splitlines()))
+    for pattern in expects:
+        check("%s: the docs example prints /%s/" % (what, pattern), not err and re.search(pattern, text), err or text)
+    check(what + ": the docs example leaves no session", live_sessions() == 0, live_sessions())
+    log = audit_log_of(text)
+    check(what + ": the docs example's audit log verifies", verifies(log), log)
+    if log.startswith("/var/log/tollgate/audit/"):
+        os.remove(log)  # the example's Sandbox logs to the default directory

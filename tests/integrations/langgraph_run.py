@@ -81,7 +81,7 @@ try:
           (code.live(), live_sessions()))
 
     # ---- an abandoned graph: nothing leaks -------------------------------------
-    quick = TollgateCodeTool(sb, abandon_after=1.5)
+    quick = TollgateCodeTool(sb, abandon_after=0.5)
     g2 = graph(quick, common.PARKS)
     cfg2 = {"configurable": {"thread_id": "lg-2"}}
     out = g2.invoke({"messages": [("user", "refund A-9")]}, cfg2)
@@ -111,6 +111,9 @@ try:
     except InvalidArgument as e:
         check("a Sandbox with its own approval callback is refused, naming the fix",
               "approval=None" in str(e), e)
+    common.run_doc_example("langgraph_example.py", "LangGraph", [
+        r"approve\? issue_refund \{'order_id': 'A-1', 'amount': 80(\.0)?\} - issue_refund needs approval",
+        r"refunded 80\.0 to A-1", r"issue_refund .*: allow \(uid:0, ok\)", r"audit log: /"])
 finally:
     sb.close()
 print("   # langgraph %s: %.1f s" % (common.backend, time.monotonic() - t0))

@@ -95,7 +95,7 @@ try:
           (code.live(), live_sessions()))
 
     # ---- an abandoned run: nothing leaks ----------------------------------------
-    quick = TollgateToolset(sb, abandon_after=1.5)
+    quick = TollgateToolset(sb, abandon_after=0.5)
     a3 = agent(quick, common.PARKS, "pc-3")
     r = a3.run_sync("refund A-9")
     p = parked_of(r, "pc-3") or {}
@@ -114,6 +114,9 @@ try:
           and ("A-9", 900.0) not in common.refunds, (r.output, common.refunds))
     check("a late approval leaves nothing running", quick.live() == 0 and live_sessions() == 0,
           (quick.live(), live_sessions()))
+    common.run_doc_example("pydantic_ai_example.py", "Pydantic AI", [
+        r"approve\? issue_refund \{'order_id': 'A-1', 'amount': 80(\.0)?\} - issue_refund needs approval",
+        r"refunded 80\.0 to A-1", r"issue_refund .*: allow \(uid:0, ok\)", r"audit log: /"])
 finally:
     sb.close()
 print("   # pydantic_ai %s: %.1f s" % (common.backend, time.monotonic() - t0))
