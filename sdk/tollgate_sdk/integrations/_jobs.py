@@ -9,17 +9,23 @@ tollgate session on a background thread, kept in a Jobs registry under a
 stable key (the framework's tool call id).  A re-entry with the same key
 finds it still parked and answers the parked call instead.
 
-Nothing outlives its use: a job's session closes as soon as its program
-ends, and a job nobody has come back for in `abandon_after` seconds (the
-graph or run was abandoned) has its parked calls denied and its session
-closed.  Jobs.close() (or the Sandbox's close()) ends them all.
+The programs of one conversation (LangGraph's thread_id, Pydantic AI's
+conversation_id) share one session, so variables, imports and /tmp carry
+over from one tool call to the next; a program started while another of
+the same conversation still runs (parallel tool calls) gets a session of
+its own, closed when it ends.
+
+Nothing outlives its use: a job nobody has come back for in
+`abandon_after` seconds (the graph or run was abandoned) has its parked
+calls denied and its session closed, and so has a conversation's session
+idle that long.  Jobs.close() (or the Sandbox's close()) ends them all.
 """
 from __future__ import annotations
 
 import dataclasses
 import threading
 import time
-from typing import Any
+from typing import Any, Callable
 
 from .. import InvalidArgument, Result, Sandbox, Session, TollgateSDKError
 
@@ -42,14 +48,26 @@ class Parked:
                 "args": self.args, "reason": self.reason, "container": self.container}
 
 
-class Job:
-    """One program running in its own session on a background thread."""
+class Lease:
+    """A session lent to one job: its conversation's, or one of its own."""
 
-    def __init__(self, key: str, sandbox: Sandbox, code: str, timeout: float | None) -> None:
+    def __init__(self, session: Session, conversation: str | None) -> None:
+        self.session = session
+        self.conversation = conversation  # None: the job's own, closed with it
+        self.busy = False
+        self.touched = time.monotonic()
+
+
+class Job:
+    """One program running in a session on a background thread."""
+
+    def __init__(self, key: str, sandbox: Sandbox, code: str, timeout: float | None, lease: Lease,
+                 release: Callable[[Lease, bool], None]) -> None:
         self.key = key
         self.sb = sandbox
-        self.session: Session | None = sandbox.session()
-        self.container = self.session.cid or ""
+        self.lease: Lease | None = lease
+        self._release = release
+        self.container = lease.session.cid or ""
         self.asked: list[Parked] = []     # parked calls shown to the framework, in order
         self.seen: set[str] = set()
         self.result: Result | None = None
@@ -63,22 +81,28 @@ class Job:
         self._thread.start()
 
     def _run(self, code: str, timeout: float | None) -> None:
+        broken = True
+        lease = self.lease
         try:
-            s = self.session
-            if s is None:
-                raise InvalidArgument("the job was closed before its program started")
-            self.result = s.run(code, check=False, timeout=timeout)
+            if lease is None:
+                raise InvalidArgument("the job was stopped before its program started")
+            self.result = lease.session.run(code, check=False, timeout=timeout)
+            # A cell past its timeout was interrupted and the session lives
+            # on; a lost interpreter or an OOM kill closed it.
+            broken = lease.session.closed
         except TollgateSDKError as e:
             self.error = e
         finally:
-            self.close_session()
+            self.end(broken)
             self.done.set()
 
-    def close_session(self) -> None:
+    def end(self, broken: bool) -> None:
+        """Give the session back (closed when it was the job's own, or is
+        broken, or the job was stopped)."""
         with self._lock:
-            s, self.session = self.session, None
-        if s is not None:
-            s.close()
+            lease, self.lease = self.lease, None
+        if lease is not None:
+            self._release(lease, broken)
 
     def wait(self) -> Parked | None:
         """Block until the program parks a call not yet shown (returned)
@@ -110,11 +134,12 @@ class Job:
         self.sb.decide(parked.call_id, approve, reason[:500])
 
     def abandon(self, reason: str) -> None:
-        """Deny whatever is parked and stop the program."""
+        """Deny whatever is parked and stop the program (its session,
+        its conversation's too, is closed: the program was in it)."""
         for p in self.asked:
             if not p.answered:
                 self.answer(p, False, reason)
-        self.close_session()
+        self.end(True)
         self.done.wait(30)
 
 
@@ -134,6 +159,7 @@ class Jobs:
         self.abandon_after = float(abandon_after)
         self.framework = framework
         self._jobs: dict[str, Job] = {}
+        self._sessions: dict[str, Lease] = {}   # by conversation
         self._lock = threading.Lock()
         self._reaper: threading.Thread | None = None
         self._stop = threading.Event()
@@ -145,8 +171,36 @@ class Jobs:
             job.touched = time.monotonic()
         return job
 
-    def start(self, key: str, code: str, timeout: float | None) -> Job:
-        job = Job(key, self.sb, code, timeout)
+    def _lease(self, conversation: str | None) -> Lease:
+        """The conversation's session when it is free, else a new one."""
+        with self._lock:
+            lease = self._sessions.get(conversation) if conversation else None
+            if lease is not None and not lease.busy and not lease.session.closed:
+                lease.busy = True
+                return lease
+        lease = Lease(self.sb.session(), None)
+        lease.busy = True
+        if conversation:
+            with self._lock:
+                if conversation not in self._sessions or self._sessions[conversation].session.closed:
+                    lease.conversation = conversation
+                    self._sessions[conversation] = lease
+        return lease
+
+    def _give_back(self, lease: Lease, broken: bool) -> None:
+        lease.touched = time.monotonic()
+        if lease.conversation is not None and not broken and not lease.session.closed:
+            lease.busy = False
+            return
+        with self._lock:
+            if lease.conversation is not None and self._sessions.get(lease.conversation) is lease:
+                del self._sessions[lease.conversation]
+        lease.session.close()
+
+    def start(self, key: str, conversation: str | None, code: str, timeout: float | None) -> Job:
+        """Run code under key, in the conversation's session (None: a
+        session of its own)."""
+        job = Job(key, self.sb, code, timeout, self._lease(conversation), self._give_back)
         with self._lock:
             old = self._jobs.get(key)
             self._jobs[key] = job
@@ -163,11 +217,16 @@ class Jobs:
         with self._lock:
             if self._jobs.get(job.key) is job:
                 del self._jobs[job.key]
-        job.close_session()
 
     def live(self) -> int:
+        """Programs running or parked now."""
         with self._lock:
             return len(self._jobs)
+
+    def sessions(self) -> int:
+        """Sessions kept for conversations now."""
+        with self._lock:
+            return len(self._sessions)
 
     def _reap(self) -> None:
         period = min(5.0, max(0.2, self.abandon_after / 4))
@@ -178,15 +237,18 @@ class Jobs:
                          if j.waiting == 0 and now - j.touched > self.abandon_after]
                 for j in stale:
                     del self._jobs[j.key]
-                idle = not self._jobs
+                quiet = [c for c, lease in self._sessions.items()
+                         if not lease.busy and now - lease.touched > self.abandon_after]
+                leases = [self._sessions.pop(c) for c in quiet]
             for j in stale:
                 j.abandon("abandoned: nobody came back through %s within %g s" % (self.framework,
                                                                                self.abandon_after))
-            if idle:
-                with self._lock:
-                    if not self._jobs:
-                        self._reaper = None
-                        return
+            for lease in leases:
+                lease.session.close()
+            with self._lock:
+                if not self._jobs and not self._sessions:
+                    self._reaper = None
+                    return
 
     def close(self) -> None:
         """Deny what is parked and stop every program; forget them."""
@@ -196,6 +258,11 @@ class Jobs:
             self._jobs.clear()
         for j in jobs:
             j.abandon("closed: the %s adapter was closed" % self.framework)
+        with self._lock:
+            leases = list(self._sessions.values())
+            self._sessions.clear()
+        for lease in leases:
+            lease.session.close()
 
 
 def decision(answer: object, parked: Parked, framework: str) -> tuple[bool, str]:

@@ -16,7 +16,8 @@ A resume value is True/False, "approve"/"deny", or {"approve": bool,
 the node from its start on resume, so the program is not started again:
 it runs once in a tollgate session in the background, kept under the
 graph's thread_id and the tool call's id, and the re-run answers its
-parked call.  A program nobody resumes within abandon_after seconds has
+parked call.  The programs of one thread_id share a session (variables,
+imports and /tmp carry over) unless keep_state=False.  A program nobody resumes within abandon_after seconds has
 its parked calls denied and its session closed; close() ends them all.
 The graph needs a checkpointer (interrupt() does).
 """
@@ -53,13 +54,17 @@ class TollgateCodeTool:
     name, description   the tool's, as the model sees them
     timeout        seconds a program may run (default: the Sandbox's)
     abandon_after  seconds a parked program waits for the graph to come
-                   back before its calls are denied and it is stopped
+                   back before its calls are denied and it is stopped (and
+                   a thread's session is kept while idle)
+    keep_state     the programs of one thread_id share a session, so
+                   variables carry over (False: a fresh session each)
     """
 
     def __init__(self, sandbox: Sandbox, *, name: str = "run_python", description: str = DESCRIPTION,
-                 timeout: float | None = None, abandon_after: float = 600) -> None:
+                 timeout: float | None = None, abandon_after: float = 600, keep_state: bool = True) -> None:
         self.jobs = Jobs(sandbox, abandon_after, FRAMEWORK)
         self.timeout = timeout
+        self.keep_state = bool(keep_state)
 
         def run_python(code: str, tool_call_id: str, config: RunnableConfig) -> str:
             return self.run(code, tool_call_id, config)
@@ -74,7 +79,7 @@ class TollgateCodeTool:
         job = self.jobs.get(key)
         started_here = job is None
         if job is None:
-            job = self.jobs.start(key, code, self.timeout)
+            job = self.jobs.start(key, thread if self.keep_state and thread else None, code, self.timeout)
         # The re-run after Command(resume=...): ask again, in order, every
         # call asked before; interrupt() hands back the answers it has.
         for parked in list(job.asked):
@@ -105,6 +110,10 @@ class TollgateCodeTool:
     def live(self) -> int:
         """Programs running or parked now."""
         return self.jobs.live()
+
+    def sessions(self) -> int:
+        """Sessions kept for threads now."""
+        return self.jobs.sessions()
 
     def close(self) -> None:
         """Deny every parked call and stop every program of this tool."""

@@ -18,7 +18,8 @@ DeferredToolResults (docs/integrations.md, Pydantic AI).
 
 Pydantic AI calls the tool again when the call is approved, so the
 program is not started again: it runs once in a tollgate session in the
-background, kept under the tool call's id, and the second call approves
+background (one per conversation_id, so variables carry over between
+calls, unless keep_state=False), kept under the tool call's id, and the second call approves
 its parked call and waits for the next one (the same tool call id can be
 deferred again, once per parked call).  To deny one governed call and
 let the program go on, approve the tool call with metadata
@@ -59,12 +60,17 @@ class TollgateToolset(FunctionToolset[Any]):
     timeout        seconds a program may run (default: the Sandbox's)
     abandon_after  seconds a parked program waits for the run to be
                    resumed before its calls are denied and it is stopped
+                   (and a conversation's session is kept while idle)
+    keep_state     the programs of one conversation_id share a session,
+                   so variables carry over (False: a fresh session each)
     """
 
     def __init__(self, sandbox: Sandbox, *, name: str = "run_python", description: str = DESCRIPTION,
-                 timeout: float | None = None, abandon_after: float = 600, id: str | None = None) -> None:
+                 timeout: float | None = None, abandon_after: float = 600, keep_state: bool = True,
+                 id: str | None = None) -> None:
         super().__init__(id=id)
         self.jobs = Jobs(sandbox, abandon_after, FRAMEWORK)
+        self.keep_state = bool(keep_state)
         self.program_timeout = timeout  # not FunctionToolset.timeout: that one would cut the wait for approval short
 
         def run_python(ctx: RunContext[Any], code: str) -> str:
@@ -95,7 +101,8 @@ class TollgateToolset(FunctionToolset[Any]):
             answer: object = meta if isinstance(meta, dict) and "approve" in meta else True
             job.answer(waiting[0], *decision(answer, waiting[0], FRAMEWORK))
         elif job is None:
-            job = self.jobs.start(key, code, self.program_timeout)
+            conversation = ctx.conversation_id if self.keep_state else None
+            job = self.jobs.start(key, conversation or None, code, self.program_timeout)
         return self._wait(job)
 
     def _wait(self, job: Job) -> str:
@@ -129,6 +136,10 @@ class TollgateToolset(FunctionToolset[Any]):
     def live(self) -> int:
         """Programs running or parked now."""
         return self.jobs.live()
+
+    def sessions(self) -> int:
+        """Sessions kept for conversations now."""
+        return self.jobs.sessions()
 
     def close(self) -> None:
         """Deny every parked call and stop every program of this toolset."""
