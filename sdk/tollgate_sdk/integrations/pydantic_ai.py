@@ -121,10 +121,12 @@ class TollgateToolset(FunctionToolset[Any]):
         (Pydantic AI answers those itself, without calling the tool)."""
         if not self.jobs.live():
             return
-        for msg in ctx.messages:
-            if not isinstance(msg, ModelRequest):
-                continue
-            for part in msg.parts:
+        # Only the latest request: the resumed run puts the answers to its
+        # deferred calls there, and an older denial of a reused tool call
+        # id must not stop a newer program.
+        last = next((m for m in reversed(ctx.messages) if isinstance(m, ModelRequest)), None)
+        if last is not None:
+            for part in last.parts:
                 if not isinstance(part, ToolReturnPart) or part.outcome != "denied":
                     continue
                 job = self.jobs.get(part.tool_call_id)
