@@ -5,6 +5,7 @@ tollgate; parked calls are interrupts resumed with Command(resume=...).
 Usage: langgraph_run.py BACKEND WORKDIR    (as root, after `make`)
 Prints ok/FAIL lines for tests/integration/test_int_langgraph_pydantic_ai.sh.
 """
+import asyncio
 import sys
 import time
 
@@ -95,9 +96,11 @@ try:
     quick = TollgateCodeTool(sb, abandon_after=0.5)
     g2 = graph(quick, common.PARKS)
     cfg2 = {"configurable": {"thread_id": "lg-2"}}
-    out = g2.invoke({"messages": [("user", "refund A-9")]}, cfg2)
+    # (asynchronously: the tool then runs on an executor thread, and
+    # interrupt() must still find the graph's context)
+    out = asyncio.run(g2.ainvoke({"messages": [("user", "refund A-9")]}, cfg2))
     p = parked(out) or {}
-    check("abandoned: its call is parked", p.get("tool") == "issue_refund", out)
+    check("abandoned (ainvoke): its call is parked", p.get("tool") == "issue_refund", out)
     deadline = time.monotonic() + 15
     while (quick.live() or quick.sessions() or live_sessions()) and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -109,7 +112,7 @@ try:
     check("abandoned: its parked call was denied as abandoned (uid:0)",
           any(c[0] == "issue_refund" and c[2] == "deny" and "abandoned" in (c[4] or "") for c in calls), calls)
     # The graph comes back late: the answer must not approve a new run's call.
-    out = g2.invoke(Command(resume=True), cfg2)
+    out = asyncio.run(g2.ainvoke(Command(resume=True), cfg2))
     text = tool_text(out)
     check("a late resume stops the restarted program instead of approving its call",
           "earlier run of this tool call" in text and ("A-9", 900.0) not in common.refunds, (text, common.refunds))
