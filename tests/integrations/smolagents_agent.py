@@ -151,6 +151,17 @@ cid = ""
 try:
     answer = agent.run("Refund order A-1 if you may.")
     cid = executor.session.cid if executor.session else ""
+    # A code action past its timeout is interrupted; the model is told, the
+    # session and its variables live on (the executor's interface, as the
+    # agent calls it).
+    executor.timeout = 2
+    try:
+        executor("import time\nprint('sleeping')\ntime.sleep(30)")
+        timed_out = None
+    except StepFailed as e:
+        timed_out = e
+    executor.timeout = 60
+    after = executor("subtotal")
 finally:
     agent.cleanup()
 
@@ -191,6 +202,11 @@ check("step 4: the variable and the file persisted between steps",
       "marker: written inside" in s4 and steps[3].is_final_answer, s4)
 check("only the allowed tool ran on the host",
       ran == {"lookup_order": 1, "delete_records": 0, "issue_refund": 0}, ran)
+
+check("a step past its timeout fails with StepFailed, its logs kept",
+      timed_out is not None and "timeout of 2 s" in str(timed_out) and timed_out.logs == "sleeping\n", timed_out)
+check("the session and its variables live on after the timeout",
+      after.output == 125.0 and not after.is_final_answer, after)
 
 # ---- what the gate recorded --------------------------------------------------------
 calls = [(c.tool, c.decision, c.approver) for c in executor.calls]
