@@ -11,7 +11,9 @@ allowed tool positionally and keeps a variable and a file; (2) a tool the
 policy denies and one parked for approval and refused by the callback,
 both caught as ToolDenied; (3) a denied call left uncaught, which fails the
 step as an error the model is shown; (4) the variable and the file are
-still there, and final_answer ends the run with the agent's result.
+still there, and final_answer ends the run with the agent's result.  Then
+a code action past its timeout is stopped and the session lives on, and a
+tool with an image input is refused before any container starts.
 """
 import json
 import os
@@ -87,10 +89,9 @@ def issue_refund(order_id: str, amount: float) -> str:
 
 POLICY = {"tools": {
     "delete_records": {"rules": [{"effect": "deny", "reason": "no deletions from agents"}]},
-    "issue_refund": {"irreversible": True, "rules": [
-        {"if": {"arg": "amount", "op": ">", "value": 50}, "effect": "approve", "reason": "refunds over 50 need a human"},
-        {"effect": "allow"}]},
 }}
+# issue_refund is governed the other way: tollgate's @tool keywords.
+GOVERNANCE = {"issue_refund": {"irreversible": True, "approve": "amount > 50"}}
 
 asked = []
 
@@ -143,7 +144,7 @@ class ScriptedModel(Model):
 
 
 model = ScriptedModel(ACTIONS)
-executor = TollgateExecutor(policy=POLICY, approval=approval, approval_timeout=30, runtime=backend,
+executor = TollgateExecutor(policy=POLICY, governance=GOVERNANCE, approval=approval, approval_timeout=30, runtime=backend,
                             audit_dir=audit_dir, tollgate=TG, timeout=60)
 agent = CodeAgent(tools=[lookup_order, DeleteRecords(), issue_refund], model=model, executor=executor,
                   max_steps=6, verbosity_level=LogLevel.OFF)
@@ -192,7 +193,7 @@ check("step 2: the policy's denial reached the program as ToolDenied",
 check("step 2: the parked refund, refused by the callback, reached it as ToolDenied",
       "refund refused: denied by uid:0: the approver says no" in s2, s2)
 check("step 2: the approval callback was asked once, with the call's arguments",
-      asked == [("issue_refund", {"order_id": "A-1", "amount": 120}, "refunds over 50 need a human")], asked)
+      asked == [("issue_refund", {"order_id": "A-1", "amount": 120}, "issue_refund needs approval when amount > 50")], asked)
 err = str(steps[2].error or "")
 check("step 3: an uncaught refusal is the step's error, shown to the model",
       "ToolDenied" in err and "no deletions from agents" in err and "<step 3>" in err, err)

@@ -26,10 +26,14 @@ import secrets
 from collections.abc import Mapping
 from typing import Any, Callable, Literal
 
-# smolagents ships no type information (no py.typed): its names are Any here.
-from smolagents.default_tools import FinalAnswerTool  # type: ignore[import-untyped]
-from smolagents.local_python_executor import CodeOutput, PythonExecutor  # type: ignore[import-untyped]
-from smolagents.serialization import SafeSerializer, SerializationError  # type: ignore[import-untyped]
+try:
+    # smolagents ships no type information (no py.typed): its names are Any here.
+    from smolagents.default_tools import FinalAnswerTool  # type: ignore[import-untyped]
+    from smolagents.local_python_executor import CodeOutput, PythonExecutor  # type: ignore[import-untyped]
+    from smolagents.serialization import SafeSerializer, SerializationError  # type: ignore[import-untyped]
+except ImportError as e:  # pragma: no cover - depends on the environment
+    raise ImportError("tollgate_sdk.integrations.smolagents needs smolagents 1.26: pip install "
+                      "'./sdk[smolagents]' (or smolagents==1.26.0); %s" % e) from e
 
 from .. import ApprovalRequest, Call, Result, Sandbox, Session, TollgateSDKError, Tool, ToolDefinitionError
 from .. import to_policy_schema
@@ -41,6 +45,8 @@ ApprovalCallback = Callable[[ApprovalRequest], Any]
 # smolagents' input types (smolagents.tools.AUTHORIZED_TYPES) as JSON Schema.
 # "any" is unconstrained; image and audio are Python objects that cannot
 # cross the gate as JSON, so a tool taking one is refused, not half-checked.
+# The keywords of tollgate's Tool that `governance` may give a tool.
+_GOVERNANCE = ("irreversible", "cost", "timeout", "max_calls", "approve", "deny", "rules")
 _JSON_TYPES = {"string": "string", "boolean": "boolean", "integer": "integer", "number": "number",
                "array": "array", "object": "object", "null": "null"}
 
@@ -91,6 +97,10 @@ def smolagents_tool(obj: Any, **governance: Any) -> Tool:
     is Tool's keywords (irreversible=, cost=, timeout=, max_calls=,
     approve=, deny=, rules=).  The result must be JSON."""
     name = getattr(obj, "name", None)
+    wrong = sorted(set(governance) - set(_GOVERNANCE))
+    if wrong:
+        raise ToolDefinitionError("%s: governance has %s; the keys are %s"
+                                  % (name, ", ".join(map(repr, wrong)), ", ".join(_GOVERNANCE)))
     inputs = getattr(obj, "inputs", None)
     if not isinstance(name, str) or not isinstance(inputs, Mapping) or not callable(obj):
         raise ToolDefinitionError("%r is not a smolagents tool: it needs a name, an inputs dict and to be "
