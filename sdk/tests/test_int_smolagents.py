@@ -90,6 +90,8 @@ def test_governance_for_a_tool_the_agent_lacks_is_an_error_before_any_container(
     ex = integ.TollgateExecutor(governance={"missing": {"approve": "True"}})
     with pytest.raises(ToolDefinitionError, match=r"convert: governance has 'aprove'; the keys are irreversible"):
         integ.TollgateExecutor(governance={"convert": {"aprove": "True"}}).send_tools({"convert": convert})
+    with pytest.raises(ToolDefinitionError, match="'a.b' is not a Python identifier"):
+        integ.TollgateExecutor().send_tools({"a.b": convert})
     with pytest.raises(ToolDefinitionError, match="governance names missing"):
         ex.send_tools({"convert": convert})
     with pytest.raises(TollgateSDKError, match="sends its tools first"):

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import json
+import keyword
 import secrets
 from collections.abc import Mapping
 from typing import Any, Callable, Literal
@@ -285,6 +286,10 @@ class TollgateExecutor(PythonExecutor):  # type: ignore[misc]  # PythonExecutor 
         governed = []
         lines = [_PRELUDE]
         for name, t in tools.items():
+            if not name.isidentifier() or keyword.iskeyword(name):
+                # The program calls it as a function: the name is Python code in the prelude.
+                raise ToolDefinitionError("tool name %r is not a Python identifier, which the agent's code "
+                                          "could call; rename the tool" % (name,))
             if name == "final_answer" and type(t) is FinalAnswerTool:
                 lines.append("final_answer = _tollgate_final_answer")
                 continue
