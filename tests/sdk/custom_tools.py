@@ -102,6 +102,11 @@ def probe(path, port, marker):
             out[name] = "connected"
         except OSError as e:
             out[name] = "refused: %s" % type(e).__name__
+    try:
+        import tollgate
+        out["tools"] = "called: %r" % (tollgate.call("add", a=1, b=2),)
+    except Exception as e:
+        out["tools"] = "refused: %s: %s" % (type(e).__name__, e)
     out["uid"] = os.getuid()
     out["pid"] = os.getpid()
     return out
@@ -141,6 +146,9 @@ try:
           str(got.get("loopback", "")).startswith("refused") and not accepted, (got, accepted))
     check("the tool's code cannot open a network connection", str(got.get("net", "")).startswith("refused"), got)
     check("the tool's code runs unprivileged, not as the host's root", got.get("uid") not in (None, 0), got)
+    check("the tool's code has no tools of its own (its gate refuses the call)",
+          str(got.get("tools", "")).startswith("refused: BudgetExhausted: budget_exhausted: max_tool_calls"),
+          got)
 
     try:
         sb.create_tool("third", "def third():\n    return 3\n", description="Three.")
