@@ -106,6 +106,11 @@ except ToolDenied as e:
     print("second:", e)
 """
 
+PROGRAM_5 = """\
+from tollgate import issue_refund
+print(issue_refund(order_id="A-2", amount=%d))
+"""
+
 PROGRAM_3 = """\
 from tollgate import issue_refund
 issue_refund(order_id="A-2", amount=65)
@@ -232,6 +237,21 @@ async def main():
           and "second: denied" in out4 and "make this call in a new run_python call" in out4
           and refunds == [("A-1", 80.0), ("A-2", 60.0)], out4 + str(refunds))
 
+    # ---- run 5: "always approve": later parked calls of the tool are approved -------
+    model5 = ScriptedModel([[function_call("run_python", {"code": PROGRAM_5 % 55}, call_id="call-5")],
+                            [function_call("run_python", {"code": PROGRAM_5 % 56}, call_id="call-6")],
+                            [assistant_message("two refunds made")]])
+    agent5 = Agent(name="ops", model=model5, tools=[code.tool])
+    result = await Runner.run(agent5, "two refunds", run_config=cfg)
+    check("run 5 stops once", len(result.interruptions) == 1, result.interruptions)
+    state = result.to_state()
+    if result.interruptions:
+        state.approve(result.interruptions[0], always_approve=True)
+    result = await Runner.run(agent5, state, run_config=cfg)
+    check("run 5: after always_approve the next program's parked call is approved without a new "
+          "interruption", not result.interruptions and result.final_output == "two refunds made"
+          and refunds[-2:] == [("A-2", 55.0), ("A-2", 56.0)], (result.interruptions, refunds))
+
     # ---- run 3: abandoned while parked; close() ends it ---------------------------
     model3 = ScriptedModel([[function_call("run_python", {"code": PROGRAM_3}, call_id="call-3")]])
     agent3 = Agent(name="ops", model=model3, tools=[code.tool])
@@ -250,8 +270,22 @@ async def main():
         check("the abandoned call was denied, never approved",
               any(r.get("tool") == "issue_refund" and r.get("decision") == "deny" and
                   "no run of the agent is waiting" in str(r.get("reason")) for r in recs)
-              and refunds == [("A-1", 80.0), ("A-2", 60.0)], recs[-3:])
+              and ("A-2", 65.0) not in refunds, recs[-3:])
         check("the session's audit log (runs 1 to 3) verifies after close", verifies(log), log)
+
+    # ---- the host's problems end the run, they are not told to the model ----------
+    bad = TollgateCodeTool(tools=[get_order], runtime=backend, runtime_path="/nonexistent/" + backend,
+                           audit_dir=audit_dir, tollgate=TG)
+    m = ScriptedModel([[function_call("run_python", {"code": "print(1)"}, call_id="c")],
+                       [assistant_message("unreachable")]])
+    try:
+        await Runner.run(Agent(name="ops", model=m, tools=[bad.tool]), "go", run_config=cfg)
+        check("a missing runtime ends the run with SandboxUnavailable", False)
+    except Exception as e:
+        check("a missing runtime ends the run with SandboxUnavailable, naming the fix",
+              type(e.__cause__).__name__ == "SandboxUnavailable" and "nothing was run" in str(e), repr(e))
+    finally:
+        bad.close()
 
     # ---- bad input ------------------------------------------------------------
     try:

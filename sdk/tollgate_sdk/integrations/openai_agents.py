@@ -63,12 +63,15 @@ from typing import Any, Callable, Iterable
 from agents import FunctionTool, RunContextWrapper, ToolApprovalItem
 from agents.tool_context import ToolContext
 
-from .. import ApprovalRequest, InvalidArgument, Result, Sandbox, Session, TollgateSDKError
+from .. import (ApprovalRequest, ContainerError, InvalidArgument, PolicyError, Result, Sandbox,
+                SandboxUnavailable, Session, SessionLimit, TollgateSDKError)
 from ..mcp._describe import REFUSALS, effective_policy, session_keeps, tools_text
 
 __all__ = ["TollgateCodeTool"]
 
 DEFAULT_APPROVAL_TIMEOUT = 300.0
+# The host's problems, raised out of the run rather than told to the model.
+HOST_ERRORS = (SandboxUnavailable, ContainerError, PolicyError, SessionLimit)
 KEEP_FINISHED = 16          # finished programs kept for a late resume of their run
 OUTPUT_FOR_MODEL = 16000    # characters of stdout (and of stderr) the model is given
 
@@ -97,6 +100,7 @@ class _Job:
         self.answer: tuple[bool, str] | None = None
         self.result: Result | None = None
         self.error = ""                     # the session failed (not the program): said to the model
+        self.exc: TollgateSDKError | None = None  # the host's problem (no runsc, a bad policy): raised
         self.new_session = False            # the program ran in a session opened for it after a loss
         self.done = False
         self.finished_at = 0.0
@@ -289,6 +293,10 @@ class TollgateCodeTool:
                 job.answer = (True, "approved by a person (the Agents SDK's state.approve)")
                 self._lock.notify_all()
         await asyncio.to_thread(self._wait, job, lambda: job.done)
+        if job.exc is not None:
+            # Nothing ran and the model cannot fix it: the run ends with the
+            # SDK's error, for the host program to see and fix.
+            raise job.exc
         return self._output(job)
 
     def _is_enabled(self, ctx: RunContextWrapper[Any], agent: object) -> bool:
@@ -368,6 +376,8 @@ class TollgateCodeTool:
             result = session.run(job.code, check=False, timeout=self.timeout + self.approval_timeout)
         except TollgateSDKError as e:
             error = "%s: %s" % (type(e).__name__, e)
+            if isinstance(e, HOST_ERRORS):
+                job.exc = e
             pr = getattr(e, "result", None)
             if isinstance(pr, Result):
                 result = pr
