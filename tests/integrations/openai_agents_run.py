@@ -252,6 +252,13 @@ async def main():
           "interruption", not result.interruptions and result.final_output == "two refunds made"
           and refunds[-2:] == [("A-2", 55.0), ("A-2", 56.0)], (result.interruptions, refunds))
 
+    # ---- run 6: a call id used again (a scripted model) is a new call --------------
+    model6 = ScriptedModel([[function_call("run_python", {"code": "print('again', kept)"}, call_id="call-1")],
+                            [assistant_message("done")]])
+    result = await Runner.run(Agent(name="ops", model=model6, tools=[code.tool]), "again", run_config=cfg)
+    check("run 6: call-1 again runs its own program, not run 1's output",
+          "again 41" in tool_output(model6, 1), tool_output(model6, 1))
+
     # ---- run 3: abandoned while parked; close() ends it ---------------------------
     model3 = ScriptedModel([[function_call("run_python", {"code": PROGRAM_3}, call_id="call-3")]])
     agent3 = Agent(name="ops", model=model3, tools=[code.tool])

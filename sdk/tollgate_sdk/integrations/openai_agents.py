@@ -103,6 +103,7 @@ class _Job:
         self.exc: TollgateSDKError | None = None  # the host's problem (no runsc, a bad policy): raised
         self.new_session = False            # the program ran in a session opened for it after a loss
         self.done = False
+        self.claimed = False                # its output went to the model
         self.finished_at = 0.0
         self.thread: threading.Thread | None = None
 
@@ -293,6 +294,8 @@ class TollgateCodeTool:
                 job.answer = (True, "approved by a person (the Agents SDK's state.approve)")
                 self._lock.notify_all()
         await asyncio.to_thread(self._wait, job, lambda: job.done)
+        with self._lock:
+            job.claimed = job.done
         if job.exc is not None:
             # Nothing ran and the model cannot fix it: the run ends with the
             # SDK's error, for the host program to see and fix.
@@ -306,18 +309,18 @@ class TollgateCodeTool:
         return True
 
     def _sweep(self, ctx: RunContextWrapper[Any]) -> None:
-        """Answer each parked call the person has decided in this run's
-        context (state.approve / state.reject)."""
+        """Deny each parked call the person has rejected in this run's
+        context (state.reject).  Approvals are answered by the invocation
+        alone, which the SDK makes only in the run that owns the call: an
+        "always approve" in another run's context says True for any call
+        id, and must not approve this one."""
         with self._lock:
             for job in self._jobs.values():
                 if job.parked is None or job.answer is not None:
                     continue
-                status = ctx.is_tool_approved(self.name, job.call_id)
-                if status is False:
+                if ctx.is_tool_approved(self.name, job.call_id) is False:
                     why = ctx.get_rejection_message(self.name, job.call_id) or REJECTED
                     job.answer = (False, why)
-                elif status is True:
-                    job.answer = (True, "approved by a person (the Agents SDK's state.approve)")
             self._lock.notify_all()
 
     def _always_approved(self, ctx: RunContextWrapper[Any]) -> bool:
@@ -331,8 +334,13 @@ class TollgateCodeTool:
         """The program of call_id, started now if it was not."""
         with self._lock:
             job = self._jobs.get(call_id)
-            if job is not None:
+            # The same call id again after its output went to the model (or
+            # with other code) is a new call: a scripted model, or a model
+            # that reuses ids, must not be given an old program's output.
+            if job is not None and not (job.done and (job.claimed or (isinstance(code, str)
+                                                                       and code != job.code))):
                 return job
+            self._jobs.pop(call_id, None)
             job = _Job(call_id, code if isinstance(code, str) else "", auto_approve, interruptible)
             self._jobs[call_id] = job
             self._forget_old()
@@ -397,7 +405,7 @@ class TollgateCodeTool:
         a program may take."""
         deadline = time.monotonic() + self.timeout + self.approval_timeout + 60
         with self._lock:
-            while not ready() and time.monotonic() < deadline:
+            while not ready() and not self._closed and time.monotonic() < deadline:
                 self._lock.wait(0.5)
 
     def _on_parked(self, req: ApprovalRequest) -> tuple[bool, str]:
@@ -433,9 +441,9 @@ class TollgateCodeTool:
         if job.new_session:
             lines.append("(the session's interpreter had ended: this ran in a new one, so earlier "
                          "variables are gone)")
-        if job.error and r is None:
-            return "\n".join(lines + ["error: " + job.error])
-        assert r is not None
+        if r is None:
+            return "\n".join(lines + ["error: " + (job.error or "the tool was closed (TollgateCodeTool.close()) "
+                                                 "while the program ran")])
         status = "exit status %d" % r.exit_status
         if r.timed_out:
             status += " (interrupted: it ran past its time)"
