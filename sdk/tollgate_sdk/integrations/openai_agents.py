@@ -77,10 +77,10 @@ OUTPUT_FOR_MODEL = 16000    # characters of stdout (and of stderr) the model is 
 
 # Said to the program (and through it the model) when the adapter denies a
 # parked call itself, not a person.
-ONE_APPROVAL = ("this program already waited for one approval; one run_python call asks the person "
-                "once: make this call in a new run_python call")
-NOT_ASKED = ("this call needs a person's approval, and this run_python call could not ask for it: "
-             "make the call in a new run_python call")
+ONE_APPROVAL = ("this program already waited for one approval; one %(tool)s call asks the person "
+                "once: make this call in a new %(tool)s call")
+NOT_ASKED = ("this call needs a person's approval, and this %(tool)s call could not ask for it: "
+             "make the call in a new %(tool)s call")
 NOBODY_WAITING = "no run of the agent is waiting for this call (the tool was closed or the run ended)"
 REJECTED = "rejected by a person (the Agents SDK's state.reject)"
 
@@ -104,7 +104,6 @@ class _Job:
         self.new_session = False            # the program ran in a session opened for it after a loss
         self.done = False
         self.claimed = False                # its output went to the model
-        self.finished_at = 0.0
         self.thread: threading.Thread | None = None
 
 
@@ -397,7 +396,6 @@ class TollgateCodeTool:
     def _finish(self, job: _Job, result: Result | None = None, error: str = "") -> None:
         # with self._lock held
         job.result, job.error, job.done = result, error, True
-        job.finished_at = time.monotonic()
         self._lock.notify_all()
 
     def _wait(self, job: _Job, ready: Callable[[], bool]) -> None:
@@ -420,9 +418,9 @@ class TollgateCodeTool:
             if job.auto_approve:
                 return True, "approved: the person chose to always approve %s" % self.name
             if not job.interruptible:
-                return False, NOT_ASKED
+                return False, NOT_ASKED % {"tool": self.name}
             if job.asked or job.parked is not None:
-                return False, ONE_APPROVAL
+                return False, ONE_APPROVAL % {"tool": self.name}
             job.parked = req
             self._lock.notify_all()
             while job.answer is None and time.monotonic() < deadline:
