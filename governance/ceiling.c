@@ -67,12 +67,42 @@ void ceiling_limit(struct ceiling_result *r, const char *tool, const char *field
                       "%s: %s in the policy, at most %lld in the ceiling", field, pv, c);
 }
 
+/* Agent-written tools (a source_sha256: code a model wrote at run time)
+ * are counted, not the policy's own max_custom_tools: what the ceiling
+ * bounds is how many such tools the policy holds, so a policy that leaves
+ * its figure out is not refused for that alone.  0 forbids them. */
+static void custom_tools(const struct policy *p, const struct policy *c, struct ceiling_result *r) {
+  long long cmax = c->budgets.max_custom_tools;
+  size_t n = policy_custom_tools(p);
+  if (cmax < 0 || n <= (size_t)cmax)
+    return;
+  char names[256] = "";
+  size_t used = 0;
+  for (size_t i = 0; i < p->ntools && used + 1 < sizeof names; i++) {
+    if (p->tools[i]->source_sha256 == NULL)
+      continue;
+    int k = snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "", p->tools[i]->name);
+    used = k < 0 ? sizeof names : used + (size_t)k;
+  }
+  if (cmax == 0)
+    ceiling_add_witness(r, NULL, NULL, EFFECT_DENY, EFFECT_DENY,
+                        "budgets.max_custom_tools: the policy has %zu agent-written tool%s (%s), "
+                        "the ceiling forbids agent-written tools (max_custom_tools 0)",
+                        n, n == 1 ? "" : "s", names);
+  else
+    ceiling_add_witness(r, NULL, NULL, EFFECT_DENY, EFFECT_DENY,
+                        "budgets.max_custom_tools: the policy has %zu agent-written tools (%s), "
+                        "at most %lld in the ceiling",
+                        n, names, cmax);
+}
+
 static void budgets(const struct policy *p, const struct policy *c, struct ceiling_result *r) {
   const struct budgets *pb = &p->budgets, *cb = &c->budgets;
   ceiling_limit(r, NULL, "budgets.max_tool_calls", pb->max_tool_calls, cb->max_tool_calls);
   ceiling_limit(r, NULL, "budgets.max_irreversible", pb->max_irreversible, cb->max_irreversible);
   ceiling_limit(r, NULL, "budgets.repeat_limit", pb->repeat_limit, cb->repeat_limit);
   ceiling_limit(r, NULL, "approval.max_pending", p->max_pending, c->max_pending);
+  custom_tools(p, c, r);
   if (cb->max_cost >= 0 && !(pb->max_cost >= 0 && pb->max_cost <= cb->max_cost)) {
     cleanup_free char *pv = pb->max_cost < 0 ? xstrdup("unlimited") : xasprintf("%g", pb->max_cost);
     ceiling_add_witness(r, NULL, NULL, EFFECT_DENY, EFFECT_DENY,

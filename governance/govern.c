@@ -542,6 +542,12 @@ static char *run(struct call *c, struct tool_result *r, size_t *len) {
     struct audit_record intent = {.event = "intent", .call_id = c->id, .tool = t->name,
                                   .args = logged_args(c), .decision = "allow", .reason = c->reason,
                                   .approver = c->approver, .duration_ms = elapsed_ms(c)};
+    cleanup_json json_t *iextra = NULL;
+    if (t->source_sha256 != NULL) {
+      iextra = json_new_object();
+      json_object_set(iextra, "source_sha256", json_new_string(t->source_sha256));
+      intent.extra = iextra;
+    }
     cleanup_error tg_error *err = NULL;
     may_block(g); /* the intent is synced */
     if (audit_append(g->audit, &intent, true, &err) < 0) {
@@ -591,6 +597,12 @@ static char *record_outcome(struct call *c, struct tool_result *r, size_t *len) 
   if (ok && g->policy && g->policy->anomalies.of[ANOMALY_RESULT_BYTES].limit > 0) {
     extra = r->audit ? json_copy(r->audit) : json_new_object(); /* beside an http call's */
     json_object_set(extra, "result_bytes", json_new_integer((long long)ok_len));
+  }
+  if (t->source_sha256 != NULL) {
+    /* An agent-written tool: the record says which source ran. */
+    if (extra == NULL)
+      extra = r->audit ? json_copy(r->audit) : json_new_object();
+    json_object_set(extra, "source_sha256", json_new_string(t->source_sha256));
   }
   const char *status = withheld ? GATE_ANOMALY : errcode_or_ok(r->code);
   struct audit_record rec = {.event = t->irreversible ? "outcome" : "call", .call_id = c->id,

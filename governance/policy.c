@@ -85,6 +85,7 @@ static void tool_free(struct tool *t) {
     return;
   free(t->name);
   free(t->description);
+  free(t->source_sha256);
   json_free(t->args_source);
   schema_free(t->args);
   rules_free(t->rules, t->nrules);
@@ -337,7 +338,7 @@ static struct tool *parse_tool(struct ctx *c, const char *name, const json_t *v)
     return NULL;
   }
   static const char *const keys[] = {"backend", "description", "args", "timeout", "cost",
-                                     "irreversible", "max_calls", "rules", NULL};
+                                     "irreversible", "max_calls", "rules", "source_sha256", NULL};
   check_keys(c, v, path, keys);
   struct tool *t = xcalloc(1, sizeof *t);
   t->name = xstrdup(name);
@@ -397,6 +398,14 @@ static struct tool *parse_tool(struct ctx *c, const char *name, const json_t *v)
     cleanup_free char *p = xasprintf("%s.max_calls", path);
     get_count(c, f, p, &t->max_calls);
   }
+  if ((f = json_object_get(v, "source_sha256")) != NULL) {
+    cleanup_free char *p = xasprintf("%s.source_sha256", path);
+    const char *h = json_is(f, JSON_STRING) ? json_string_value(f) : NULL;
+    if (h == NULL || strlen(h) != 64 || strspn(h, "0123456789abcdef") != 64)
+      policy_error_add(&c->errs, f, p, "must be the SHA-256 of the tool's source: 64 lowercase hex digits");
+    else
+      t->source_sha256 = xstrdup(h);
+  }
   cleanup_free char *rp = xasprintf("%s.rules", path);
   if ((f = json_object_get(v, "rules")) != NULL)
     rules_parse(f, rp, &t->rules, &t->nrules, &c->errs);
@@ -414,7 +423,7 @@ static void parse_budgets(struct ctx *c, const json_t *v) {
     return;
   }
   static const char *const keys[] = {"max_tool_calls", "max_cost", "max_irreversible",
-                                     "repeat_limit", NULL};
+                                     "repeat_limit", "max_custom_tools", NULL};
   check_keys(c, v, "budgets", keys);
   struct budgets *b = &c->p->budgets;
   const json_t *f;
@@ -428,6 +437,13 @@ static void parse_budgets(struct ctx *c, const json_t *v) {
   }
   if ((f = json_object_get(v, "max_irreversible")) != NULL)
     get_count(c, f, "budgets.max_irreversible", &b->max_irreversible);
+  if ((f = json_object_get(v, "max_custom_tools")) != NULL &&
+      get_count(c, f, "budgets.max_custom_tools", &b->max_custom_tools) &&
+      b->max_custom_tools >= 0 && policy_custom_tools(c->p) > (size_t)b->max_custom_tools)
+    policy_error_add(&c->errs, f, "budgets.max_custom_tools",
+                     "%zu tools are agent-written (have a source_sha256), more than %lld: remove "
+                     "some or raise the limit",
+                     policy_custom_tools(c->p), b->max_custom_tools);
   if ((f = json_object_get(v, "repeat_limit")) != NULL) {
     if (get_count(c, f, "budgets.repeat_limit", &b->repeat_limit) && b->repeat_limit == 0) {
       policy_error_add(&c->errs, f, "budgets.repeat_limit",
@@ -661,7 +677,7 @@ int policy_parse(const char *path, const char *buf, size_t len, struct policy **
   const char *slash = strrchr(path, '/');
   p->dir = slash == NULL ? xstrdup(".") : slash == path ? xstrdup("/") : xstrndup(path, slash - path);
   p->budgets = (struct budgets){.max_tool_calls = 50, .max_cost = -1, .max_irreversible = -1,
-                                .repeat_limit = -1};
+                                .repeat_limit = -1, .max_custom_tools = -1};
   p->max_pending = 10;
   p->anomalies.stop_grace_ms = ANOMALY_DEFAULT_STOP_GRACE_MS;
   if (!json_is(root, JSON_OBJECT)) {
@@ -724,6 +740,13 @@ int policy_parse(const char *path, const char *buf, size_t len, struct policy **
   build_table(p);
   *out = p;
   return 0;
+}
+
+size_t policy_custom_tools(const struct policy *p) {
+  size_t n = 0;
+  for (size_t i = 0; i < p->ntools; i++)
+    n += p->tools[i]->source_sha256 != NULL;
+  return n;
 }
 
 int policy_load(const char *path, struct policy **out, tg_error **err) {

@@ -36,6 +36,10 @@ struct tool {
   double cost;          /* default 0 */
   bool irreversible;
   long long max_calls;  /* -1: no per-tool limit */
+  /* An agent-written tool (docs/sdk.md, "Agent-written tools"): the SHA-256
+   * of its source, 64 lowercase hex digits, put on the record of every call
+   * that runs it; NULL for a tool a person wrote. */
+  char *source_sha256;
   struct rule *rules;
   size_t nrules;
   struct backend backend;
@@ -47,6 +51,7 @@ struct budgets {
   double max_cost;            /* < 0: unlimited */
   long long max_irreversible; /* -1: unlimited */
   long long repeat_limit;     /* -1: unlimited */
+  long long max_custom_tools; /* -1: unlimited; tools with a source_sha256 */
 };
 
 /* Behavioural anomaly limits (docs/policy.md, "Anomaly limits"): what a
@@ -126,6 +131,9 @@ void policy_free(struct policy *p);
 
 /* Find a tool by name in O(1) (hash).  Borrowed, or NULL. */
 const struct tool *policy_find(const struct policy *p, const char *name);
+
+/* How many of the policy's tools are agent-written (have a source_sha256). */
+size_t policy_custom_tools(const struct policy *p);
 
 /* A tool name: [A-Za-z_][A-Za-z0-9_.-]{0,63}, so it is a valid Python
  * identifier after replacing '.' and '-' and never a path. */

@@ -41,8 +41,8 @@ def test_all_is_the_public_surface() -> None:
     ns: dict[str, object] = {}
     exec("from tollgate_sdk import *", ns)
     assert sorted(k for k in ns if k != "__builtins__") == sorted(names)
-    # what __init__ holds beyond __all__: its private submodules, and its
-    # public subpackages once something imported them
+    # what __init__ holds beyond __all__ is its private submodules and the
+    # public subpackages (mcp, serve, integrations) once imported
     extra = {k for k, v in vars(tollgate_sdk).items() if not k.startswith("__") and k not in names}
     assert all(k.startswith("_") or k in ("mcp", "serve", "integrations") for k in extra), extra
     assert os.path.isfile(os.path.join(PKG, "py.typed"))

@@ -21,7 +21,7 @@ from ._aio import AsyncFiles, AsyncSandbox, AsyncSession
 from ._approvals import ApprovalRequest
 from ._audit import Call
 from ._errors import (AnomalyDetected, ApprovalTimeout, BadRequest, BudgetExhausted, CellTimeout,
-                      ContainerError, FileOperationError, InvalidArgument, PauseError, PolicyError,
+                      ContainerError, CustomToolError, FileOperationError, InvalidArgument, PauseError, PolicyError,
                       ProgramFailed, SandboxUnavailable, SessionClosed, SessionLimit, TollgateSDKError,
                       ToolDefinitionError, ToolDenied, UnknownTool)
 from ._remote import RemoteResult, RemoteSandbox, RemoteSession, ServiceRefused
@@ -48,5 +48,5 @@ __all__ = [
     "TollgateSDKError", "InvalidArgument", "ToolDefinitionError", "SandboxUnavailable", "ContainerError",
     "PolicyError", "ProgramFailed", "CellTimeout", "SessionLimit", "SessionClosed", "FileOperationError",
     "PauseError", "ToolDenied", "ApprovalTimeout", "BudgetExhausted", "BadRequest", "UnknownTool",
-    "AnomalyDetected", "ServiceRefused",
+    "AnomalyDetected", "ServiceRefused", "CustomToolError",
 ]

@@ -25,7 +25,9 @@ from typing import Any, Awaitable, Callable, Generator, Iterable, Mapping, Optio
 from ._capture import TextCallback
 from ._limits import Size
 from ._sandbox import Approval, Policy, Result, Runtime, Sandbox
+from ._schema import JSONSchema
 from ._session import AREA, FileInfo, Files, Session
+from ._tools import Tool
 
 # on_stdout/on_stderr of the async classes: a plain callable, or a
 # coroutine function scheduled on the caller's loop
@@ -65,13 +67,15 @@ class AsyncSandbox:
                  on_stdout: Optional[AsyncTextCallback] = None, on_stderr: Optional[AsyncTextCallback] = None,
                  memory: Size | None = None, cpus: float | None = None, pids: int | None = None,
                  tmp: Size | None = None, warm: int = 0,
-                 pause_dir: str | os.PathLike[str] | None = None) -> None:
+                 pause_dir: str | os.PathLike[str] | None = None,
+                 max_custom_tools: int | None = None) -> None:
         self._loop_cbs = {"on_stdout": on_stdout, "on_stderr": on_stderr}
         self.sync = Sandbox(tools, policy=policy, budgets=budgets, runtime=runtime, image=image,
                             approval=approval, approval_timeout=approval_timeout, host_config=host_config,
                             runtime_path=runtime_path, audit_dir=audit_dir, root=root, tollgate=tollgate,
                             timeout=timeout, env=env, output_max=output_max, mounts=mounts, memory=memory,
-                            cpus=cpus, pids=pids, tmp=tmp, warm=warm, pause_dir=pause_dir)
+                            cpus=cpus, pids=pids, tmp=tmp, warm=warm, pause_dir=pause_dir,
+                            max_custom_tools=max_custom_tools)
 
     def _cbs(self, on_stdout: Optional[AsyncTextCallback],
              on_stderr: Optional[AsyncTextCallback]) -> dict[str, Optional[TextCallback]]:
@@ -103,6 +107,12 @@ class AsyncSandbox:
     async def resume(self, pause_id: str) -> AsyncSession:
         s = await asyncio.to_thread(self.sync.resume, pause_id)
         return AsyncSession(self, s)
+
+    async def create_tool(self, name: str, source: str, *, description: str,
+                          schema: JSONSchema | None = None, **governance: Any) -> Tool:
+        """Sandbox.create_tool, on a worker thread."""
+        return await asyncio.to_thread(self.sync.create_tool, name, source, description=description,
+                                       schema=schema, **governance)
 
     async def pending(self) -> list[dict[str, Any]]:
         return await asyncio.to_thread(self.sync.pending)
@@ -177,6 +187,12 @@ class AsyncSession:
                         on_stderr: Optional[AsyncTextCallback] = None) -> Result:
         return await self.run(command, check=check, timeout=timeout, shell=True, on_stdout=on_stdout,
                               on_stderr=on_stderr)
+
+    async def create_tool(self, name: str, source: str, *, description: str,
+                          schema: JSONSchema | None = None, **governance: Any) -> Tool:
+        """Session.create_tool, on a worker thread."""
+        return await asyncio.to_thread(self.sync.create_tool, name, source, description=description,
+                                       schema=schema, **governance)
 
     async def pause(self) -> str:
         return await asyncio.to_thread(self.sync.pause)

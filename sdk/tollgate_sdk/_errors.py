@@ -30,6 +30,13 @@ class InvalidArgument(TollgateSDKError, ValueError):
     A ValueError too, as such mistakes were before."""
 
 
+class CustomToolError(TollgateSDKError):
+    """An agent-written tool (Sandbox.create_tool) was refused: over
+    max_custom_tools, or the host's policy ceiling forbids such tools; or
+    one of its calls gave no result.  The message names the limit and the
+    fix.  Nothing of the tool ran on the host."""
+
+
 class SandboxUnavailable(TollgateSDKError):
     """No hardened sandbox can be started here (runsc or tollgate missing,
     not root, no rootfs).  The message names the fix.  Nothing ran."""

@@ -41,12 +41,15 @@ from . import _audit as audit, _oom as oom_watch, _pause, _reap as reap
 from ._approvals import ApprovalRequest, ApprovalWatcher, control_request
 from ._audit import Call
 from ._capture import TextCallback, wait_capture
-from ._errors import (CellTimeout, ContainerError, InvalidArgument, PolicyError, ProgramFailed,
+from ._custom import (CALL_MEMORY, CALL_PIDS, CALL_TMP, DEFAULT_MAX_CUSTOM_TOOLS, RESULT_MAX, ceiling_refusal,
+                      make_tool)
+from ._errors import (CellTimeout, ContainerError, CustomToolError, InvalidArgument, PolicyError, ProgramFailed,
                       SandboxUnavailable)
 from ._limits import RUNSC_HOST_TASKS_PER_GUEST, Size, check_mounts, check_resources, parse_size, size_text
 from ._server import ToolServer
 from ._session import Session
-from ._tools import Tool, as_tool
+from ._schema import JSONSchema
+from ._tools import Condition, Rule, Tool, as_tool
 from ._warm import WarmPool
 
 if TYPE_CHECKING:
@@ -197,7 +200,8 @@ class Sandbox:
                  on_stdout: Optional[TextCallback] = None, on_stderr: Optional[TextCallback] = None,
                  memory: Size | None = None, cpus: float | None = None, pids: int | None = None,
                  tmp: Size | None = None, warm: int = 0,
-                 pause_dir: str | os.PathLike[str] | None = None) -> None:
+                 pause_dir: str | os.PathLike[str] | None = None,
+                 max_custom_tools: int | None = None) -> None:
         self.tools: list[Tool] = [as_tool(t) for t in tools]
         names = [t.name for t in self.tools]
         dup = {n for n in names if names.count(n) > 1}
@@ -227,6 +231,12 @@ class Sandbox:
         if isinstance(warm, bool) or not isinstance(warm, int) or not 0 <= warm <= 16:
             raise InvalidArgument("warm=%r: the number of containers kept started, 0 to 16" % (warm,))
         self.warm = warm
+        if max_custom_tools is not None and (isinstance(max_custom_tools, bool) or
+                                             not isinstance(max_custom_tools, int) or max_custom_tools < 0):
+            raise InvalidArgument("max_custom_tools=%r: how many tools create_tool may add, a whole "
+                                  "number, 0 or more (0 forbids them)" % (max_custom_tools,))
+        self._max_custom_tools = max_custom_tools
+        self._runner: Sandbox | None = None  # where agent-written tools' calls run
         self._pool: WarmPool | None = None
         self.pause_dir = os.path.abspath(pause_dir) if pause_dir else None
         for name, cb in (("on_stdout", on_stdout), ("on_stderr", on_stderr)):
@@ -354,6 +364,9 @@ class Sandbox:
         paused sessions stay in pause_dir, when it has one."""
         for s in list(self._sessions):
             s.close()
+        if self._runner is not None:
+            self._runner.close()
+            self._runner = None
         if self._pool is not None:
             self._pool.close()
             self._pool = None
@@ -425,11 +438,98 @@ class Sandbox:
             tools[t.name] = entry
         if self.budgets:
             p.setdefault("budgets", {}).update(self.budgets)
+        if any(t.source_sha256 for t in self.tools):
+            # The gate checks the count too (policy check, and the ceiling's).
+            p.setdefault("budgets", {})["max_custom_tools"] = self.max_custom_tools
         if self.approval_timeout is not None:
             p.setdefault("approval", {})["timeout"] = self.approval_timeout
         if usage is not None:
             p = usage.lowered(p)
         return p
+
+    # ---- agent-written tools (issue 43) ----------------------------------------
+
+    @property
+    def max_custom_tools(self) -> int:
+        """How many tools create_tool may add: max_custom_tools=, else the
+        policy's budgets.max_custom_tools, else 8; never above the policy's."""
+        given = self.budgets.get("max_custom_tools",
+                                 (self.base_policy.get("budgets") or {}).get("max_custom_tools"))
+        limit = DEFAULT_MAX_CUSTOM_TOOLS if self._max_custom_tools is None else self._max_custom_tools
+        if isinstance(given, int) and not isinstance(given, bool) and given >= 0:
+            limit = given if self._max_custom_tools is None else min(limit, given)
+        return limit
+
+    def create_tool(self, name: str, source: str, *, description: str,
+                    schema: JSONSchema | None = None, timeout: float = 30, cost: float = 0,
+                    max_calls: int | None = None, approve: Condition = None, deny: Condition = None,
+                    rules: list[Rule] | None = None) -> Tool:
+        """Make source (Python a model wrote, defining `def NAME(...)`) a
+        governed tool that later programs call as `from tollgate import
+        NAME`.  Each call runs the source in a container of its own (no
+        tools, no mounts, no network, 128m), never on the host; the policy
+        entry carries the source's SHA-256, which the audit log records on
+        every call of it.  approve=/deny=/rules=, cost=, max_calls= and
+        timeout= govern it as they do a @tool.  Raises ToolDefinitionError
+        for a bad name or source, CustomToolError over max_custom_tools or
+        when the host's policy ceiling forbids agent-written tools."""
+        self.start()
+        t = make_tool(self, name, source, description=description, schema=schema, timeout=timeout,
+                      cost=cost, max_calls=max_calls, approve=approve, deny=deny, rules=rules)
+        with self._lock:
+            taken = {x.name for x in self.tools} | set((self.base_policy.get("tools") or {}))
+            if name in taken:
+                raise InvalidArgument("create_tool: a tool named %s exists already; choose another name"
+                                      % name)
+            n = sum(1 for x in self.tools if x.source_sha256)
+            if n + 1 > self.max_custom_tools:
+                raise CustomToolError("create_tool(%s): this Sandbox has %d agent-written tools, its "
+                                      "max_custom_tools is %d: reuse one, or raise max_custom_tools= "
+                                      "(or the policy's budgets.max_custom_tools)"
+                                      % (name, n, self.max_custom_tools))
+            self._count += 1
+            path = os.path.join(self._state_dir(), "policy-tools-%d.json" % self._count)
+            self.tools.append(t)
+            try:
+                if self._server is None:
+                    self._server = ToolServer([])
+                policy = self._policy_document()
+                self._write_checked_policy(path, policy)
+                ceiling = self._user_host_config().get("policy_ceiling")
+                if isinstance(ceiling, str) and ceiling:
+                    def check() -> tuple[int, str]:
+                        p = subprocess.run(self._tg("policy", "check", "--within", ceiling, path),
+                                           capture_output=True, text=True)
+                        return p.returncode, p.stdout + p.stderr
+                    why = ceiling_refusal(check)
+                    if why is not None:
+                        raise CustomToolError("create_tool(%s): the host's policy ceiling %s forbids it: "
+                                              "%s" % (name, ceiling, why))
+            except BaseException:
+                self.tools.remove(t)
+                raise
+            self._server.tools[name] = t
+            self.policy, self.policy_path = policy, path
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            # Its containers were made under the old policy: make new ones.
+            pool.close()
+            self._pool = WarmPool(self, self.warm)
+            self._pool.fill()
+        return t
+
+    def custom_runner(self) -> Sandbox:
+        """The Sandbox the calls of agent-written tools run in: no tools
+        (its gate denies every call), no mounts, the small limits of
+        _custom, this Sandbox's runtime, image and audit directory."""
+        with self._lock:
+            if self._runner is None:
+                self._runner = Sandbox(runtime=self.runtime, image=self.image,
+                                       host_config=self.host_config_path, runtime_path=self.runtime_path,
+                                       audit_dir=self.audit_dir, tollgate=self.tollgate,
+                                       budgets={"max_tool_calls": 0}, memory=CALL_MEMORY, pids=CALL_PIDS,
+                                       tmp=CALL_TMP, output_max=2 * RESULT_MAX, max_custom_tools=0)
+            return self._runner
 
     def _write_checked_policy(self, path: str, policy: Policy) -> None:
         _write_json(path, policy, 0o644)

@@ -28,6 +28,8 @@ from ._errors import (CellTimeout, ContainerError, FileOperationError, InvalidAr
 
 if TYPE_CHECKING:
     from ._sandbox import Result, Sandbox
+    from ._schema import JSONSchema
+    from ._tools import Tool
 
 CELL_MAX = 8 << 20   # bytes of code per cell (kernel.CELL_MAX)
 FILE_MAX = 64 << 20  # bytes per files.write / files.read (kernel.FILE_MAX)
@@ -225,6 +227,16 @@ class Session:
         if sb.approval is not None:
             self._watcher = ApprovalWatcher(sb, cid)
             self._watcher.start()
+
+    def create_tool(self, name: str, source: str, *, description: str,
+                    schema: JSONSchema | None = None, **governance: Any) -> Tool:
+        """Sandbox.create_tool on this session's Sandbox: the tool is
+        callable from the Sandbox's later runs and from sessions opened
+        after it.  This session's gate keeps the policy it started with
+        (the sidecar takes no new policy, and a pause and resume to give it
+        one would start its budgets afresh), so call it from a new
+        session or a run."""
+        return self.sb.create_tool(name, source, description=description, schema=schema, **governance)
 
     def pause(self) -> str:
         """Checkpoint the session (runsc: processes and memory, so its

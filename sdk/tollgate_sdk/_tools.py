@@ -57,6 +57,10 @@ class Tool:
     calls .call(args) (a coroutine for async tools) for each allowed call."""
 
     function: Optional[Callable[..., Any]] = None  # the Python function, for a Tool made from one
+    # An agent-written tool (Sandbox.create_tool): its source and that
+    # source's SHA-256, which the policy entry carries to the audit log.
+    source_sha256: Optional[str] = None
+    source_text: Optional[str] = None
 
     def __init__(self, name: str, description: str, schema: JSONSchema,
                  call: Callable[[dict[str, Any]], Any], is_async: bool, *, irreversible: bool = False,
@@ -106,6 +110,8 @@ class Tool:
              "rules": self.rules}
         if self.max_calls is not None:
             t["max_calls"] = self.max_calls
+        if self.source_sha256 is not None:
+            t["source_sha256"] = self.source_sha256
         return t
 
     def __repr__(self) -> str:

@@ -135,6 +135,46 @@ Test(ceiling, budgets_caps_tools_and_irreversible) {
   ceiling_result_free(&r);
 }
 
+/* Agent-written tools (a source_sha256) are counted against the
+ * ceiling's budgets.max_custom_tools: 0 forbids them, N admits N; the
+ * policy's own figure is not compared (a policy that leaves it out is not
+ * refused for that), and a person's tool is never counted. */
+#define SHA "\"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\""
+#define CUSTOM(name) "\"" name "\": {\"backend\": {\"type\": \"builtin\", \"name\": \"echo\"}," \
+  " \"source_sha256\": " SHA ", \"rules\": [{\"effect\": \"allow\"}]}"
+#define PLAIN(name) "\"" name "\": " TOOL("[{\"effect\": \"allow\"}]")
+#define CEILING_CUSTOM(max) "{\"version\": 1, \"budgets\": {\"max_custom_tools\": " max "}," \
+  " \"tools\": {" PLAIN("a") ", " PLAIN("b") "}}"
+
+Test(ceiling, agent_written_tools_are_counted_against_max_custom_tools) {
+  struct ceiling_result r = check(POLICY(CUSTOM("a") ", " CUSTOM("b")), CEILING_CUSTOM("0"));
+  cr_assert_eq(r.verdict, CEILING_NOT_WITHIN);
+  cr_assert_eq(r.nwitnesses, 1);
+  cr_assert_str_eq(r.witnesses[0].what,
+                   "budgets.max_custom_tools: the policy has 2 agent-written tools (a, b), the ceiling "
+                   "forbids agent-written tools (max_custom_tools 0)");
+  ceiling_result_free(&r);
+
+  r = check(POLICY(CUSTOM("a") ", " CUSTOM("b")), CEILING_CUSTOM("1"));
+  cr_assert_eq(r.verdict, CEILING_NOT_WITHIN);
+  cr_assert_str_eq(r.witnesses[0].what, "budgets.max_custom_tools: the policy has 2 agent-written tools "
+                                        "(a, b), at most 1 in the ceiling");
+  ceiling_result_free(&r);
+
+  r = check(POLICY(CUSTOM("a") ", " PLAIN("b")), CEILING_CUSTOM("1"));
+  cr_assert_eq(r.verdict, CEILING_WITHIN, "%s", r.nwitnesses ? r.witnesses[0].what : "");
+  ceiling_result_free(&r);
+
+  r = check(POLICY(PLAIN("a") ", " PLAIN("b")), CEILING_CUSTOM("0"));
+  cr_assert_eq(r.verdict, CEILING_WITHIN, "%s", r.nwitnesses ? r.witnesses[0].what : "");
+  ceiling_result_free(&r);
+
+  /* A ceiling without the limit admits any number. */
+  r = check(POLICY(CUSTOM("a") ", " CUSTOM("b")), "{\"version\": 1, \"tools\": {" PLAIN("a") ", " PLAIN("b") "}}");
+  cr_assert_eq(r.verdict, CEILING_WITHIN, "%s", r.nwitnesses ? r.witnesses[0].what : "");
+  ceiling_result_free(&r);
+}
+
 Test(ceiling, an_approval_hook_of_its_own_and_a_nul_prefix) {
   /* A hook of the policy's own would decide what the ceiling leaves to a
    * person. */

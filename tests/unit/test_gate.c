@@ -122,6 +122,48 @@ Test(gate, echo_exec_deny_and_errors) {
             strstr(rec, "\"outcome\":\"budget_exhausted\""), "%s", rec);
 }
 
+/* An agent-written tool's source digest is on the record of each call
+ * that runs it (an irreversible one's intent too), so the log says which
+ * code ran; a person's tool's records have none. */
+static const char *line_of(const char *log, const char *call_id, const char *event) {
+  cleanup_free char *key = xasprintf("\"event\":\"%s\",\"call\":\"%s\"", event, call_id);
+  return strstr(log, key);
+}
+
+Test(gate, an_agent_written_tools_records_carry_its_source_digest) {
+#define SHA "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+  struct gate *g = open_gate(
+      "{\"version\": 1, \"tools\": {"
+      " \"add\": {\"backend\": {\"type\": \"builtin\", \"name\": \"echo\"}, \"source_sha256\": \"" SHA "\","
+      "   \"rules\": [{\"effect\": \"allow\"}]},"
+      " \"pay\": {\"backend\": {\"type\": \"builtin\", \"name\": \"echo\"}, \"source_sha256\": \"" SHA "\","
+      "   \"irreversible\": true, \"rules\": [{\"effect\": \"allow\"}]},"
+      " \"echo\": {\"backend\": {\"type\": \"builtin\", \"name\": \"echo\"}, \"rules\": [{\"effect\": \"allow\"}]}}}",
+      "c-custom");
+  cleanup_free char *r1 = call(g, "b1", "{\"v\":1,\"tool\":\"add\",\"args\":{\"a\":1}}");
+  cleanup_free char *r2 = call(g, "b2", "{\"v\":1,\"tool\":\"pay\",\"args\":{}}");
+  cleanup_free char *r3 = call(g, "b3", "{\"v\":1,\"tool\":\"echo\",\"args\":{}}");
+  cr_assert(strstr(r1, "\"ok\":true") && strstr(r2, "\"ok\":true") && strstr(r3, "\"ok\":true"));
+  cleanup_free char *logpath = xstrdup(gate_audit_path(g));
+  gate_close(g);
+  cleanup_free char *log = NULL;
+  size_t len = 0;
+  cr_assert_eq(read_file(logpath, 1 << 20, &log, &len, NULL), 0);
+  static const struct {
+    const char *call, *event;
+    bool digest;
+  } want[] = {{"b1", "call", true}, {"b2", "intent", true}, {"b2", "outcome", true}, {"b3", "call", false}};
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    const char *at = line_of(log, want[i].call, want[i].event);
+    cr_assert_not_null(at, "no %s record of %s:\n%s", want[i].event, want[i].call, log);
+    const char *eol = strchr(at, '\n');
+    cleanup_free char *rec = xstrndup(at, eol ? (size_t)(eol - at) : strlen(at));
+    bool has = strstr(rec, "\"source_sha256\":\"" SHA "\"") != NULL;
+    cr_assert_eq(has, want[i].digest, "%s", rec);
+  }
+#undef SHA
+}
+
 Test(gate, no_policy_denies_everything_and_still_caps) {
   struct gate *g = open_gate(NULL, "c2");
   for (int i = 0; i < 50; i++) {

@@ -88,6 +88,52 @@ Test(policy, defaults_and_fields) {
   policy_free(p);
 }
 
+/* An agent-written tool's source_sha256 (64 lowercase hex digits) is kept
+ * for the audit records; budgets.max_custom_tools caps how many a policy
+ * holds, and both refuse a bad value with its position. */
+Test(policy, source_sha256_and_max_custom_tools) {
+  static const char *const sha = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+  cleanup_free char *good = xasprintf(
+      "{\"version\": 1, \"budgets\": {\"max_custom_tools\": %s}, \"tools\": {"
+      " \"add\": {\"backend\": {\"type\": \"builtin\", \"name\": \"echo\"}, \"source_sha256\": \"%s\","
+      "  \"rules\": [{\"effect\": \"allow\"}]},"
+      " \"echo\": {\"backend\": {\"type\": \"builtin\", \"name\": \"echo\"}, \"rules\": [{\"effect\": \"allow\"}]}}}",
+      "1", sha);
+  struct policy *p = parse(good);
+  cr_assert_str_eq(policy_find(p, "add")->source_sha256, sha);
+  cr_assert_null(policy_find(p, "echo")->source_sha256);
+  cr_assert_eq(p->budgets.max_custom_tools, 1);
+  cr_assert_eq(policy_custom_tools(p), 1);
+  policy_free(p);
+
+  struct policy *none = parse("{\"version\": 1, \"tools\": {}}");
+  cr_assert_eq(none->budgets.max_custom_tools, -1, "absent: no limit");
+  policy_free(none);
+
+  static const struct {
+    const char *max, *sha, *want;
+  } bad[] = {
+      {"0", "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+       "budgets.max_custom_tools: 1 tools are agent-written (have a source_sha256), more than 0"},
+      {"1", "0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef",
+       "tools.add.source_sha256: must be the SHA-256 of the tool's source"},
+      {"1", "abc", "tools.add.source_sha256: must be the SHA-256"},
+      {"-1", "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "budgets.max_custom_tools:"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    cleanup_free char *text = xasprintf(
+        "{\"version\": 1, \"budgets\": {\"max_custom_tools\": %s}, \"tools\": {"
+        " \"add\": {\"backend\": {\"type\": \"builtin\", \"name\": \"echo\"}, \"source_sha256\": \"%s\","
+        "  \"rules\": [{\"effect\": \"allow\"}]}}}",
+        bad[i].max, bad[i].sha);
+    struct policy *q = NULL;
+    cleanup_error tg_error *err = NULL;
+    cr_assert_eq(policy_parse("/tmp/test-policy.json", text, strlen(text), &q, &err), -1, "%s", text);
+    cr_assert(strstr(err->msg, bad[i].want) != NULL, "want \"%s\" in: %s", bad[i].want, err->msg);
+    cr_assert(strstr(err->msg, "/tmp/test-policy.json:1:") != NULL, "positioned: %s", err->msg);
+  }
+}
+
 Test(policy, relative_exec_path_resolves_against_the_policy_directory) {
   char dir[] = "/tmp/tg-pol-XXXXXX";
   cr_assert_not_null(mkdtemp(dir));
