@@ -312,13 +312,15 @@ def orphan(sid):
 
 
 def before_kill():
-    """Three sandboxes for a kill -9 of the service: two to take back,
-    and one with a deadline 4 s away, left to tollgate's reaper."""
+    """Three sandboxes for a kill -9 of the service: two to take back (one
+    running, with x in its interpreter; one paused), and one with a
+    deadline 4 s away, left to tollgate's reaper."""
     a = Sandbox.create(timeout=300, metadata={"suite": "adopt"})
     a.run_code("x = 41")
     a.files.write("/tmp/kept.txt", "kept across the restart")
     b = Sandbox.create(timeout=300, metadata={"suite": "adopt"})
     b.commands.run("echo b > /tmp/b.txt")
+    check("the second is paused before the kill", b.pause() is True)
     c = Sandbox.create(timeout=4, metadata={"suite": "expires"})
     print("END", c.get_info().end_at.timestamp(), flush=True)
     print("SANDBOX", a.sandbox_id, flush=True)
@@ -334,7 +336,7 @@ def after_restart(a_id, b_id):
     check("its files are kept", a.files.read("/tmp/kept.txt") == "kept across the restart")
     check("commands run in it", a.commands.run("echo hi").stdout == "hi\n")
     b = Sandbox.connect(b_id)
-    check("connect reaches the second; its /tmp is kept", b.commands.run("cat /tmp/b.txt").stdout == "b\n")
+    check("connect resumes the paused one; its /tmp is kept", b.commands.run("cat /tmp/b.txt").stdout == "b\n")
     e = b.run_code("print(6 * 7)")
     check("the code interpreter answers in it", e.logs.stdout == ["42\n"], (e.logs, e.error))
     b.set_timeout(2)
