@@ -84,18 +84,6 @@ echo "$out" | grep -E '^(ok|FAIL) - '
 orphan=$(echo "$out" | sed -n 's/^ORPHAN //p')
 check "the client mode made a sandbox whose client then died" test -n "$orphan"
 [ -n "$orphan" ] && client orphan "$orphan" | grep -E '^(ok|FAIL) - '
-# TLS from given certificate files: a second listener of the same code.
-openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
-  -keyout "$S/tls.key" -out "$S/tls.crt" >/dev/null 2>&1
-tport=$((port + 1))
-"$TG" serve --listen 127.0.0.1:$tport --tenants "$S/tenants.json" --state "$S/state-tls" \
-  --template "base=$TG_ROOT/debian" --tls-cert "$S/tls.crt" --tls-key "$S/tls.key" >>"$S/serve-tls.out" 2>&1 &
-tls_pid=$!
-on_exit "kill $tls_pid"
-check "the TLS listener answers over HTTPS" wait_for 30 curl -sf --cacert "$S/tls.crt" -H "X-API-Key: $KEY" \
-  "https://127.0.0.1:$tport/v2/sandboxes"
-check_fails "and not over plain HTTP" curl -sf -H "X-API-Key: $KEY" "http://127.0.0.1:$tport/v2/sandboxes"
-kill "$tls_pid"; wait "$tls_pid" 2>/dev/null
 client crowd 10 5 | grep -E '^(ok|FAIL) - '
 check "after the crowd no container is left" wait_for 10 no_containers
 
@@ -109,6 +97,19 @@ end=$(echo "$out" | sed -n 's/^END //p' | cut -d. -f1)
 made=$(echo "$out" | sed -n 's/^SANDBOX //p')
 check_eq "2 containers running before the kill" 2 "$(containers)"
 kill -9 "$serve_pid"; wait "$serve_pid" 2>/dev/null; serve_pid=""
+# While the deadline comes: TLS from given certificate files, a second
+# listener of the same code.
+openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
+  -keyout "$S/tls.key" -out "$S/tls.crt" >/dev/null 2>&1
+tport=$((port + 1))
+"$TG" serve --listen 127.0.0.1:$tport --tenants "$S/tenants.json" --state "$S/state-tls" \
+  --template "base=$TG_ROOT/debian" --tls-cert "$S/tls.crt" --tls-key "$S/tls.key" >>"$S/serve-tls.out" 2>&1 &
+tls_pid=$!
+on_exit "kill $tls_pid"
+check "the TLS listener answers over HTTPS" wait_for 30 curl -sf --cacert "$S/tls.crt" -H "X-API-Key: $KEY" \
+  "https://127.0.0.1:$tport/v2/sandboxes"
+check_fails "and not over plain HTTP" curl -sf -H "X-API-Key: $KEY" "http://127.0.0.1:$tport/v2/sandboxes"
+kill "$tls_pid"; wait "$tls_pid" 2>/dev/null
 while [ "$(date +%s)" -le $((end + 6)) ]; do sleep 0.5; done
 "$TG" gc --all-roots >/dev/null
 check_eq "with no service, gc past the deadline deleted the expired one only" 1 "$(containers)"
