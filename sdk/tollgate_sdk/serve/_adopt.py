@@ -94,6 +94,8 @@ def _load(path: str, sid: str) -> tuple[Record | None, str]:
         d["end_at"] = float("inf")
     kinds: dict[str, Any] = {"str": str, "float": (int, float), "int": int, "bool": bool,
                              "dict[str, str]": dict}
+    said = {"str": "a string", "float": "a number", "int": "an integer", "bool": "a boolean",
+            "dict[str, str]": "a map of strings"}
     args: dict[str, Any] = {}
     for f_ in dataclasses.fields(Record):
         if f_.name not in d:
@@ -103,7 +105,7 @@ def _load(path: str, sid: str) -> tuple[Record | None, str]:
         v = d[f_.name]
         want = kinds.get(str(f_.type))
         if want is None or not isinstance(v, want) or (want is int and isinstance(v, bool)):
-            return None, "its record's %s is not a %s" % (f_.name, f_.type)
+            return None, "its record's %s is not %s" % (f_.name, said.get(str(f_.type), f_.type))
         if want is dict and not all(isinstance(k, str) and isinstance(x, str) for k, x in v.items()):
             return None, "its record's %s is not a map of strings" % f_.name
         args[f_.name] = v
