@@ -120,6 +120,19 @@ def test_sandbox_options_are_keyword_only(cls: type) -> None:
         cls([], None)
 
 
+def test_sandbox_with_a_server_is_the_client_mode() -> None:
+    key = "e2b_" + "0" * 40
+    r = Sandbox([], server="unix:/nonexistent.sock", api_key=key, metadata={"job": "1"})
+    assert isinstance(r, tollgate_sdk.RemoteSandbox) and r.metadata == {"job": "1"}
+    assert type(Sandbox(tollgate="/nonexistent/tollgate")) is Sandbox
+    with pytest.raises(InvalidArgument, match="policy is not taken"):
+        Sandbox(server="http://127.0.0.1:1", api_key=key, policy={})
+    with pytest.raises(InvalidArgument, match="server is http"):
+        Sandbox(server="ftp://127.0.0.1", api_key=key)
+    with pytest.raises(InvalidArgument, match="leave server out"):
+        Sandbox(server=None)
+
+
 def test_sandbox_and_async_sandbox_take_the_same_options() -> None:
     a = inspect.signature(Sandbox).parameters
     b = inspect.signature(AsyncSandbox).parameters

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import atexit
 import dataclasses
+import inspect
 import json
 import os
 import secrets
@@ -34,7 +35,7 @@ import subprocess
 import tempfile
 import threading
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping, Optional, Union, overload
 
 from ._tree import remove_tree
 from . import _audit as audit, _oom as oom_watch, _pause, _reap as reap
@@ -46,6 +47,7 @@ from ._custom import (CALL_MEMORY, CALL_PIDS, CALL_TMP, DEFAULT_MAX_CUSTOM_TOOLS
 from ._errors import (CellTimeout, ContainerError, CustomToolError, InvalidArgument, PolicyError, ProgramFailed,
                       SandboxUnavailable)
 from ._limits import RUNSC_HOST_TASKS_PER_GUEST, Size, check_mounts, check_resources, parse_size, size_text
+from ._remote import RemoteSandbox
 from ._server import ToolServer
 from ._session import Session
 from ._schema import JSONSchema
@@ -151,44 +153,13 @@ def find_rootfs(explicit: str | None = None, tollgate: str | None = None) -> str
     return candidates[0]
 
 
-class Sandbox:
-    """Governed code execution with Python functions as the tools.
+CLIENT_OPTIONS = {"server", "api_key", "tools", "template", "timeout", "lifetime", "metadata"}
 
-    tools       functions (@tool or plain, sync or async), Tool objects, or
-                objects with LangChain's tool shape
-    policy      None, a policy dict, or a policy file path: its budgets,
-                approval settings and tools (exec, socket, mcp backends) are
-                kept; a Python tool of the same name as one of its tools
-                takes that tool's rules, cost, limits from it
-    budgets     merged into the policy's budgets (max_tool_calls, max_cost,
-                max_irreversible, repeat_limit)
-    runtime     "runsc" (gVisor, the default) or "runc" (only when asked)
-    image       the rootfs (default $TOLLGATE_ROOTFS, or the source tree's
-                build/rootfs/python from bundles/rootfs/python.sh)
-    approval    None (nobody answers; the timeout denies), a callback
-                ApprovalRequest -> True/False/"allow"/"deny"/(answer, reason),
-                or "cli" (a person runs the printed `tollgate approve`)
-    approval_timeout   seconds a parked call waits (the policy's approval.timeout)
-    host_config a tollgate host config to start from (its runtime_path,
-                platform, profile, audit_dir...); runtime_path= and
-                audit_dir= override it
-    tollgate    the tollgate binary (default: $TOLLGATE, build/tollgate, PATH)
-    timeout     seconds a program may run before it is killed (default 300)
-    output_max  bytes of stdout and of stderr kept per program or cell
-                (default 8 MiB; the rest is read and dropped, and the Result
-                says so: a note at the end of the text, .stdout_cut and
-                .stderr_cut in bytes)
-    mounts      {"/data": "/host/dir"}: host directories (or files) bound
-                read-only (nosuid, nodev, noexec) into every container
-    on_stdout, on_stderr   callables given the text as it arrives
-    memory, cpus, pids, tmp   lower limits than the profile's ("1g", 2,
-                512, "256m"); above the host config's profile they are
-                refused
-    warm        containers kept created and started (0 to 16): a run takes
-                one (never reused) and another is made in the background
-    pause_dir   where session.pause() keeps its images (default: the
-                Sandbox's state directory, gone at close())
-    """
+
+class _Options:
+    """A Sandbox's options on this host, kept (Sandbox.__init__).  A class
+    of its own so that Sandbox.__new__, which makes a RemoteSandbox when
+    given server=, is the constructor type checkers read."""
 
     def __init__(self, tools: Iterable[object] = (), *, policy: Policy | str | os.PathLike[str] | None = None,
                  budgets: Mapping[str, Any] | None = None, runtime: Runtime = "runsc",
@@ -256,6 +227,90 @@ class Sandbox:
         self.config_path = ""
         self.policy_path = ""
         self.policy: Policy | None = None  # the policy document, once started
+
+
+
+class Sandbox(_Options):
+    """Governed code execution with Python functions as the tools.
+
+    tools       functions (@tool or plain, sync or async), Tool objects, or
+                objects with LangChain's tool shape
+    policy      None, a policy dict, or a policy file path: its budgets,
+                approval settings and tools (exec, socket, mcp backends) are
+                kept; a Python tool of the same name as one of its tools
+                takes that tool's rules, cost, limits from it
+    budgets     merged into the policy's budgets (max_tool_calls, max_cost,
+                max_irreversible, repeat_limit)
+    runtime     "runsc" (gVisor, the default) or "runc" (only when asked)
+    image       the rootfs (default $TOLLGATE_ROOTFS, or the source tree's
+                build/rootfs/python from bundles/rootfs/python.sh)
+    approval    None (nobody answers; the timeout denies), a callback
+                ApprovalRequest -> True/False/"allow"/"deny"/(answer, reason),
+                or "cli" (a person runs the printed `tollgate approve`)
+    approval_timeout   seconds a parked call waits (the policy's approval.timeout)
+    host_config a tollgate host config to start from (its runtime_path,
+                platform, profile, audit_dir...); runtime_path= and
+                audit_dir= override it
+    tollgate    the tollgate binary (default: $TOLLGATE, build/tollgate, PATH)
+    timeout     seconds a program may run before it is killed (default 300)
+    output_max  bytes of stdout and of stderr kept per program or cell
+                (default 8 MiB; the rest is read and dropped, and the Result
+                says so: a note at the end of the text, .stdout_cut and
+                .stderr_cut in bytes)
+    mounts      {"/data": "/host/dir"}: host directories (or files) bound
+                read-only (nosuid, nodev, noexec) into every container
+    on_stdout, on_stderr   callables given the text as it arrives
+    memory, cpus, pids, tmp   lower limits than the profile's ("1g", 2,
+                512, "256m"); above the host config's profile they are
+                refused
+    warm        containers kept created and started (0 to 16): a run takes
+                one (never reused) and another is made in the background
+    pause_dir   where session.pause() keeps its images (default: the
+                Sandbox's state directory, gone at close())
+
+    With server= ("http://HOST:PORT", "https://..." or "unix:/path") and
+    api_key=, it is the client mode instead: a RemoteSandbox of that
+    `tollgate serve` (docs/serve.md), unprivileged, whose tools are this
+    process's functions governed by the service's policy; it takes tools,
+    template, timeout, lifetime and metadata.
+    """
+
+    @overload
+    def __new__(cls, tools: Iterable[object] = (), *, server: str,  # type: ignore[misc]
+                api_key: str, template: str = "base", timeout: float = 300, lifetime: int = 600,
+                metadata: dict[str, str] | None = None) -> RemoteSandbox: ...
+
+    @overload
+    def __new__(cls,
+                tools: Iterable[object] = (), *, policy: Policy | str | os.PathLike[str] | None = None,
+                budgets: Mapping[str, Any] | None = None, runtime: Runtime = "runsc",
+                image: str | None = None, approval: Approval = None,
+                approval_timeout: float | None = None, host_config: str | None = None,
+                runtime_path: str | None = None, audit_dir: str | None = None, root: str | None = None,
+                tollgate: str | None = None, timeout: float = 300, env: Iterable[str] | None = None,
+                output_max: int = 8 << 20, mounts: Mapping[str, str | os.PathLike[str]] | None = None,
+                on_stdout: Optional[TextCallback] = None, on_stderr: Optional[TextCallback] = None,
+                memory: Size | None = None, cpus: float | None = None, pids: int | None = None,
+                tmp: Size | None = None, warm: int = 0,
+                pause_dir: str | os.PathLike[str] | None = None) -> Sandbox: ...
+
+    def __new__(cls, *args: Any, **options: Any) -> Any:
+        # server= is the client mode: a RemoteSandbox of the service at that
+        # address (docs/serve.md), which takes no host option.
+        if options.get("server") is not None:
+            extra = sorted(set(options) - CLIENT_OPTIONS)
+            if extra:
+                raise InvalidArgument("Sandbox(server=...) is the client mode: the service's tenant decides how "
+                                      "sandboxes are made, so %s %s not taken (docs/serve.md)"
+                                      % (", ".join(extra), "is" if len(extra) == 1 else "are"))
+            if len(args) > 1:
+                raise InvalidArgument("Sandbox(tools, *, server=..., api_key=...): options are keyword-only")
+            if args:
+                options["tools"] = args[0]
+            return RemoteSandbox(**options)
+        if "server" in options:
+            raise InvalidArgument("server=None: leave server out for a Sandbox on this host")
+        return super().__new__(cls)
 
     # ---- set-up ------------------------------------------------------------
 
@@ -819,6 +874,10 @@ class Sandbox:
         self.start()
         return self._pool.wait_ready(timeout) if self._pool is not None else False
 
+
+# inspect.signature(Sandbox) and help() show the host options (__init__'s),
+# as AsyncSandbox's; the client mode is __new__'s first overload.
+setattr(Sandbox, "__signature__", inspect.signature(_Options))
 
 def _parents(top: str, name: str) -> list[str]:
     """The directories between top and top/name, outermost first."""

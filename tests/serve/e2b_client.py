@@ -3,7 +3,8 @@ SDKs (tests/integration/test_serve.sh).  Each step prints "ok - NAME" or
 "FAIL - NAME: why"; the environment names the service (E2B_API_URL,
 E2B_SANDBOX_URL, E2B_API_KEY, E2B_DOMAIN=e2b.invalid).
 
-    e2b_client.py basics|connect ID|gone ID|pause|governed|refusals|crowd N M|make N
+    e2b_client.py basics|connect ID|gone ID|pause|governed|refusals|crowd N M|
+                  before_kill|after_restart A B
 """
 import json
 import os
@@ -173,11 +174,38 @@ def governed():
     check("and approved through it", st == 200, (st, r))
     t.join(60)
     check("the approved call ran", "answer" in "".join(out["e"].logs.stdout), out["e"].logs)
+    # The tollgate CLI on the service's root: the same containers, so the
+    # same verbs (docs/serve.md).
+    tg = [os.environ["TG"], "--root", os.environ["SERVE_ROOT"]]
+    t = threading.Thread(target=lambda: out.update(cli=sbx.run_code(
+        "from tollgate import careful\nprint('answer', careful(text='cli'))")))
+    t.start()
+    parked = None
+    for _ in range(200):
+        p = subprocess.run(tg + ["pending", "--format", "json"], capture_output=True, text=True)
+        waiting = [c for c in (json.loads(p.stdout) if p.returncode == 0 else []) if c.get("tool") == "careful"]
+        if waiting:
+            parked = waiting[0]
+            break
+        time.sleep(0.1)
+    check("tollgate pending on the service's root lists the parked call", parked is not None, p.stderr)
+    p = subprocess.run(tg + ["approve", parked["container"], parked["call"], "--reason", "from the CLI"],
+                       capture_output=True, text=True)
+    check("tollgate approve decides it", p.returncode == 0, p.stderr)
+    t.join(60)
+    check("the call approved from the CLI ran", "answer" in "".join(out["cli"].logs.stdout), out["cli"].logs)
+    p = subprocess.run(tg + ["calls", parked["container"], "--format", "json"], capture_output=True, text=True)
+    calls = json.loads(p.stdout).get("calls", []) if p.returncode == 0 else []
+    check("tollgate calls lists the sandbox's calls", [c.get("tool") for c in calls].count("careful") == 2,
+          (p.stderr, calls))
     st, a = http("GET", "/tollgate/sandboxes/%s/audit" % sbx.sandbox_id, key)
     check("the tenant's audit log verifies", st == 200 and a["verify"]["ok"], a and a.get("verify"))
     check("and records the calls", sum(1 for r in a["records"] if r.get("tool") == "careful") >= 1)
     check("the audit log is in the tenant's audit directory",
           a["log"].startswith(os.environ["TENANT_AUDIT"] + "/"), a["log"])
+    p = subprocess.run([os.environ["TG"], "audit", "show", a["log"]], capture_output=True, text=True)
+    check("tollgate audit show reads it, with the CLI's approval", p.returncode == 0 and "from the CLI" in p.stdout,
+          (p.stderr, p.stdout[-500:]))
     st, b = http("GET", "/tollgate/sandboxes/%s/budget" % sbx.sandbox_id, key)
     check("the budget use is served", st == 200 and b["calls"] >= 3, b)
     sbx.kill()
@@ -283,15 +311,47 @@ def orphan(sid):
     c.kill()
 
 
-def make(n):
-    for _ in range(n):
-        s = Sandbox.create(timeout=600)
-        s.run_code("z = 1")
-        print("SANDBOX", s.sandbox_id, flush=True)
+def before_kill():
+    """Three sandboxes for a kill -9 of the service: two to take back (one
+    running, with x in its interpreter; one paused), and one with a
+    deadline 4 s away, left to tollgate's reaper."""
+    a = Sandbox.create(timeout=300, metadata={"suite": "adopt"})
+    a.run_code("x = 41")
+    a.files.write("/tmp/kept.txt", "kept across the restart")
+    b = Sandbox.create(timeout=300, metadata={"suite": "adopt"})
+    b.commands.run("echo b > /tmp/b.txt")
+    check("the second is paused before the kill", b.pause() is True)
+    c = Sandbox.create(timeout=4, metadata={"suite": "expires"})
+    print("END", c.get_info().end_at.timestamp(), flush=True)
+    print("SANDBOX", a.sandbox_id, flush=True)
+    print("SANDBOX", b.sandbox_id, flush=True)
+
+
+def after_restart(a_id, b_id):
+    listed = sorted(s.sandbox_id for s in Sandbox.list(query=SandboxQuery(metadata={"suite": "adopt"})).next_items())
+    check("the restarted service lists the two sandboxes it took back", listed == sorted([a_id, b_id]), listed)
+    a = Sandbox.connect(a_id)
+    e = a.run_code("print(x + 1)")
+    check("connect reaches the first; its interpreter kept x", e.logs.stdout == ["42\n"], (e.logs, e.error))
+    check("its files are kept", a.files.read("/tmp/kept.txt") == "kept across the restart")
+    check("commands run in it", a.commands.run("echo hi").stdout == "hi\n")
+    b = Sandbox.connect(b_id)
+    check("connect resumes the paused one; its /tmp is kept", b.commands.run("cat /tmp/b.txt").stdout == "b\n")
+    e = b.run_code("print(6 * 7)")
+    check("the code interpreter answers in it", e.logs.stdout == ["42\n"], (e.logs, e.error))
+    b.set_timeout(2)
+    end = b.get_info().end_at.timestamp()
+    while b_id in [s.sandbox_id for s in Sandbox.list().next_items()] and time.time() < end + 10:
+        time.sleep(0.1)
+    late = time.time() - end
+    check("set_timeout applies to a sandbox taken back: gone within 2 s of its deadline", late < 2.0,
+          "%.2f s late" % late)
+    check("kill of a sandbox taken back answers True", a.kill() is True)
 
 
 if __name__ == "__main__":
     what = sys.argv[1]
     {"basics": lambda: basics(), "connect": lambda: connect(sys.argv[2]), "gone": lambda: gone(None),
      "pause": lambda: pause(), "governed": lambda: governed(), "refusals": lambda: refusals(),
-     "orphan": lambda: orphan(sys.argv[2]), "crowd": lambda: crowd(int(sys.argv[2]), int(sys.argv[3])), "make": lambda: make(int(sys.argv[2]))}[what]()
+     "orphan": lambda: orphan(sys.argv[2]), "crowd": lambda: crowd(int(sys.argv[2]), int(sys.argv[3])), 
+     "before_kill": lambda: before_kill(), "after_restart": lambda: after_restart(sys.argv[2], sys.argv[3])}[what]()

@@ -9,7 +9,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "sdk"))
-from tollgate_sdk import RemoteSandbox  # noqa: E402
+from tollgate_sdk import RemoteSandbox, Sandbox  # noqa: E402
 
 server, key = sys.argv[1], sys.argv[2]
 seen = []
@@ -26,7 +26,8 @@ def check(name, cond, why=""):
 
 
 check("the client runs unprivileged", os.getuid() != 0, os.getuid())
-sb = RemoteSandbox(server=server, api_key=key, tools=[lookup])
+sb = Sandbox([lookup], server=server, api_key=key)
+check("Sandbox(server=...) is the client mode", isinstance(sb, RemoteSandbox), type(sb))
 with sb.session() as s:
     s.run("x = 41")
     r = s.run("print(x + 1)")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import re
 import subprocess
@@ -27,6 +28,11 @@ __all__ = ["Box", "Boxes", "ServiceError", "Record"]
 
 ID_CHARS = string.ascii_lowercase + string.digits
 REAP_EVERY = 0.5    # seconds between deadline checks: a sandbox dies within 2 s of its deadline
+# A container's own deadline (tollgate's reaper, docs/reliability.md) is the
+# sandbox's plus this: while the service runs, its reaper is first (and
+# pauses, when asked, or records why); when the service is gone and not
+# restarted, tollgate's reaper deletes the container soon after.
+LIFETIME_GRACE = 5
 ENVD_VERSION = "0.5.7"
 _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 
@@ -50,6 +56,11 @@ class Record:
     on_timeout: str = "kill"      # kill | pause
     cpu_count: float = 1.0
     memory_mb: int = 512
+    # What a restarted service needs to take the session back (_adopt.py):
+    # the interpreter's token, the bundle, whether a client served tools.
+    session_token: str = ""
+    bundle: str = ""
+    client_tools: bool = False
 
     def listed(self) -> dict[str, Any]:
         return {"templateID": self.template, "sandboxID": self.sandbox_id, "clientID": "tollgate",
@@ -114,6 +125,9 @@ class Boxes:
         self._boxes: dict[str, Box] = {}
         self._sandboxes: dict[tuple[str, str], Sandbox] = {}
         self._stop = threading.Event()
+        # SDK state directories of a previous run that hold bundles of
+        # sandboxes taken back (runc's), removed at close (_adopt.py).
+        self.claimed: list[str] = []
         os.makedirs(os.path.join(state_dir, "sandboxes"), mode=0o700, exist_ok=True)
         set_max_sessions(sum(t.max_sandboxes for t in tenants.by_name.values()) + 4)
         self._reaper = threading.Thread(target=self._reap_loop, name="tollgate-serve-reaper", daemon=True)
@@ -121,7 +135,8 @@ class Boxes:
     # ---- lifecycle of the service ------------------------------------------
 
     def start(self) -> None:
-        self._forget_leftovers()
+        """Start the reaper (after _adopt.readopt took back what a previous
+        run left)."""
         self._reaper.start()
 
     def close(self) -> None:
@@ -133,36 +148,23 @@ class Boxes:
             self._sandboxes.clear()
         for sb in sandboxes:
             sb.close()
+        for d in self.claimed:
+            remove_tree(d)
 
-    def _forget_leftovers(self) -> None:
-        """Records a previous run of the service left: their containers
-        belonged to a process that is gone, so they are deleted (and the
-        record says why) rather than served unowned."""
-        d = os.path.join(self.state_dir, "sandboxes")
-        for name in sorted(os.listdir(d)):
-            if not name.endswith(".json"):
-                continue
-            path = os.path.join(d, name)
-            try:
-                with open(path, encoding="utf-8") as f:
-                    rec = json.load(f)
-            except (OSError, ValueError):
-                rec = {}
-            cid = rec.get("container_id")
-            deleted = False
-            if isinstance(cid, str) and cid and self.tollgate and _SAFE_ID.match(cid):
-                root = os.path.join(self.state_dir, "root")
-                subprocess.run([self.tollgate, "--root", root, "kill", cid, "KILL"], capture_output=True)
-                deleted = subprocess.run([self.tollgate, "--root", root, "delete", "--force", cid],
-                                         capture_output=True).returncode == 0
-            self.log({"event": "sandbox_dropped", "sandbox": name[:-5], "tenant": rec.get("tenant"),
-                      "container": cid, "container_deleted": deleted,
-                      "reason": "left by a previous run of the service (it was not stopped cleanly): "
-                                "its container is deleted rather than served unowned"})
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
+    @property
+    def root(self) -> str:
+        """The containers' root (tollgate --root)."""
+        return os.path.join(self.state_dir, "root")
+
+    @property
+    def pause_dir(self) -> str:
+        """Paused images and runsc bundles (PD/bundles/CID)."""
+        return os.path.join(self.state_dir, "paused")
+
+    def add(self, box: Box) -> None:
+        """Serve a sandbox taken back after a restart (_adopt.py)."""
+        with self._lock:
+            self._boxes[box.record.sandbox_id] = box
 
     # ---- lookups ---------------------------------------------------------------
 
@@ -204,8 +206,12 @@ class Boxes:
 
     def _new_sandbox(self, tenant: Tenant, rootfs: str, policy: dict[str, Any], tools: list[Any]) -> Sandbox:
         os.makedirs(tenant.audit_dir, mode=0o750, exist_ok=True)
+        # The pause directory is the service's, not the SDK's temporary
+        # state: a runsc session's bundle is made there, so the bundle (and
+        # a paused sandbox's image) outlives this process for a restarted
+        # service to take back.
         return Sandbox(tools, policy=policy, runtime=tenant.runtime, image=rootfs,
-                       audit_dir=tenant.audit_dir, root=os.path.join(self.state_dir, "root"),
+                       audit_dir=tenant.audit_dir, root=self.root, pause_dir=self.pause_dir,
                        tollgate=self.tollgate, memory=tenant.memory, cpus=tenant.cpus)
 
     def _sandbox(self, tenant: Tenant, template: str) -> Sandbox:
@@ -271,10 +277,15 @@ class Boxes:
                 session.open()
             box.session = session
             rec.container_id = session.cid or ""
+            rec.session_token, rec.bundle = session._token, session._bundle_dir
+            rec.client_tools = bool(client_tools)
+            self.hand_over(box)
             self._save(rec)
         except BaseException as e:
             with self._lock:
                 self._boxes.pop(rec.sandbox_id, None)
+            if box.session is not None:
+                box.session.close()
             self._close_own(box)
             if isinstance(e, ServiceError):
                 raise
@@ -293,6 +304,7 @@ class Boxes:
         with box.lock:
             if not only_extend or end > box.record.end_at:
                 box.record.end_at = end
+                self.hand_over(box)
             self._save(box.record)
 
     def kill(self, box: Box, why: str) -> None:
@@ -359,14 +371,36 @@ class Boxes:
             box.record.container_id = session.cid or ""
             box.record.pause_id = ""
             box.record.state = "running"
+            try:
+                self.hand_over(box)
+            except ServiceError:
+                self._remove(box, "its lifetime could not be set after the resume")
+                raise
             self._save(box.record)
         self.log({"event": "sandbox_resumed", "sandbox": box.record.sandbox_id, "tenant": box.record.tenant})
 
     def _drop_pause(self, box: Box) -> None:
-        sb = self._sandboxes.get((box.record.tenant, self.templates.get(box.record.template, "")))
-        pause_dir = getattr(sb, "pause_dir", None) or ""
-        if pause_dir and box.record.pause_id:
-            remove_tree(os.path.join(pause_dir, box.record.pause_id))
+        if box.record.pause_id and _SAFE_ID.match(box.record.pause_id):
+            remove_tree(os.path.join(self.pause_dir, box.record.pause_id))
+            remove_tree(os.path.join(self.pause_dir, "bundles", box.record.pause_id))
+
+    def hand_over(self, box: Box) -> None:
+        """Give the box's container tollgate's lifetime for a service's
+        sandbox: no owner process (the SDK made this process its owner),
+        and the sandbox's deadline plus LIFETIME_GRACE.  So a service killed
+        with kill -9 and restarted finds its containers still running and
+        takes them back (_adopt.py), and one never restarted leaves them to
+        tollgate's reaper past their deadlines: never a container without
+        an owner and without a deadline."""
+        s = box.session
+        if s is None or s.cid is None or box.record.end_at == float("inf"):
+            return
+        secs = max(1, math.ceil(box.record.end_at + LIFETIME_GRACE - time.time()))
+        p = subprocess.run(s.sb._tg("lifetime", "--owner-pid", "none", "--deadline", str(secs), s.cid),
+                           stdin=subprocess.DEVNULL, capture_output=True, text=True)
+        if p.returncode != 0:
+            raise ServiceError(500, "tollgate lifetime %s: %s" % (s.cid, (p.stderr or p.stdout).strip()[-500:]
+                                                                 or "exit status %d" % p.returncode))
 
     def _reap_loop(self) -> None:
         while not self._stop.wait(REAP_EVERY):

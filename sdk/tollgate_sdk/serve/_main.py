@@ -17,6 +17,7 @@ import uvicorn
 
 from .._errors import TollgateSDKError
 from .._sandbox import SOURCE_TREE, find_tollgate
+from ._adopt import readopt
 from ._app import App
 from ._boxes import Boxes
 from ._tenants import Tenants
@@ -101,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     os.makedirs(a.state, mode=0o700, exist_ok=True)
     log = EventLog(a.log)
     boxes = Boxes(tenants, state_dir=os.path.abspath(a.state), templates=templates, tollgate=tg, log=log)
+    readopt(boxes)
     boxes.start()
     app = App(boxes, tenants)
     servers = [uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",

@@ -1,0 +1,238 @@
+"""Taking sandboxes back after a restart of the service (kill -9 included).
+
+A service's container has no owner process and a deadline (Boxes.hand_over:
+the sandbox's plus a grace), so it outlives the service that made it, and
+tollgate's reaper deletes it past that deadline if no service takes it
+back.  A service started on the same state directory reads its records
+(STATE/sandboxes/ID.json: the service's own files, 0600, never anything a
+client or a container wrote) and, for each:
+
+- running: its container must be under the service's root, running, made
+  from the bundle the record names (`tollgate state`); then the session is
+  taken over (the interpreter's token and bundle from the record), the
+  container's lifetime is set again, and the sandbox is served as before;
+- paused: its image must be in the pause directory;
+- anything else (the container died or its deadline passed meanwhile, its
+  tenant or template is gone, a client served its tools through the
+  previous run's connection, an unreadable record) is removed and the
+  event log says why.
+
+Then whatever under the root, the pause directory and its bundles no kept
+sandbox names (a create the kill cut short) is deleted, with a record.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import stat
+import subprocess
+import tempfile
+from typing import Any
+
+from .. import _reap as reap
+from .._session import Session
+from .._tree import remove_tree
+from ._boxes import Box, Boxes, Record
+from ._service_error import ServiceError
+
+__all__ = ["readopt"]
+
+RECORD_MAX = 1 << 20
+_CONTAINER = re.compile(r"^sdk-[0-9]+-[0-9]+-[0-9a-f]{6}$")   # the SDK's session ids
+_SANDBOX = re.compile(r"^[a-z0-9]{1,64}$")
+
+
+def readopt(boxes: Boxes) -> None:
+    """Take back (or remove, with a record) what a previous run left."""
+    recs: list[tuple[str, Record | None, str]] = []
+    d = os.path.join(boxes.state_dir, "sandboxes")
+    for name in sorted(os.listdir(d)):
+        path = os.path.join(d, name)
+        if name.endswith(".tmp"):
+            _unlink(path)
+        elif name.endswith(".json"):
+            rec, why = _load(path, name[:-5])
+            recs.append((name[:-5], rec, why))
+    # A runc session's bundle is in the previous run's SDK state directory
+    # (/tmp/tollgate-sdk.*), whose owner is gone: claimed before anything
+    # sweeps it, removed at this run's close.
+    for _, rec, _why in recs:
+        if rec is not None and rec.state == "running":
+            _claim(boxes, rec.bundle)
+    kept: set[str] = set()
+    for sid, rec, why in recs:
+        if rec is not None:
+            why = _take(boxes, rec)
+            if not why:
+                kept.add(rec.container_id if rec.state == "running" else rec.pause_id)
+                continue
+        _drop(boxes, sid, rec, why)
+    _sweep_unnamed(boxes, kept)
+
+
+def _load(path: str, sid: str) -> tuple[Record | None, str]:
+    """The record at path, checked field by field, or (None, why)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        return None, "its record cannot be opened: %s" % e
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        # Only the service (root) writes records, 0600.
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+            return None, "its record is not a 0600 regular file of the service's"
+        raw = f.read(RECORD_MAX + 1)
+    try:
+        d = json.loads(raw) if len(raw) <= RECORD_MAX else None
+    except ValueError:
+        d = None
+    if not isinstance(d, dict):
+        return None, "its record is not a JSON object"
+    if d.get("end_at") is None:
+        d["end_at"] = float("inf")
+    kinds: dict[str, Any] = {"str": str, "float": (int, float), "int": int, "bool": bool,
+                             "dict[str, str]": dict}
+    said = {"str": "a string", "float": "a number", "int": "an integer", "bool": "a boolean",
+            "dict[str, str]": "a map of strings"}
+    args: dict[str, Any] = {}
+    for f_ in dataclasses.fields(Record):
+        if f_.name not in d:
+            if f_.default is dataclasses.MISSING:
+                return None, "its record has no %s" % f_.name
+            continue
+        v = d[f_.name]
+        want = kinds.get(str(f_.type))
+        if want is None or not isinstance(v, want) or (want is int and isinstance(v, bool)):
+            return None, "its record's %s is not %s" % (f_.name, said.get(str(f_.type), f_.type))
+        if want is dict and not all(isinstance(k, str) and isinstance(x, str) for k, x in v.items()):
+            return None, "its record's %s is not a map of strings" % f_.name
+        args[f_.name] = v
+    rec = Record(**args)
+    if rec.sandbox_id != sid or not _SANDBOX.match(sid):
+        return None, "its record names another sandbox (%r)" % rec.sandbox_id
+    if rec.state not in ("running", "paused"):
+        return None, "its record's state %r is neither running nor paused" % rec.state
+    return rec, ""
+
+
+def _claim(boxes: Boxes, bundle: str) -> None:
+    state = os.path.dirname(os.path.dirname(bundle))
+    tmp = tempfile.gettempdir()
+    if (os.path.dirname(state) == tmp and os.path.basename(state).startswith(reap.STATE_PREFIX)
+            and os.path.basename(os.path.dirname(bundle)) == "bundles" and state not in boxes.claimed):
+        try:
+            st = os.lstat(state)
+        except OSError:
+            return
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid():
+            reap.mark_owner(state)
+            boxes.claimed.append(state)
+
+
+def _take(boxes: Boxes, rec: Record) -> str:
+    """Serve rec's sandbox again; "" when taken, else why not."""
+    tenant = boxes.tenants.by_name.get(rec.tenant)
+    if tenant is None:
+        return "its tenant %s is no longer in the tenants file" % rec.tenant
+    if rec.template not in boxes.templates:
+        return "its template %s is no longer served" % rec.template
+    if rec.client_tools:
+        return "its client served tools through the previous run's connection, which is gone"
+    if rec.state == "paused":
+        if not _CONTAINER.match(rec.pause_id) or not os.path.isdir(os.path.join(boxes.pause_dir, rec.pause_id)):
+            return "its paused image is gone"
+        boxes.add(Box(rec, None))
+        boxes.log({"event": "sandbox_readopted", "sandbox": rec.sandbox_id, "tenant": rec.tenant,
+                   "state": "paused"})
+        return ""
+    cid = rec.container_id
+    if not _CONTAINER.match(cid) or not rec.session_token or not rec.bundle:
+        return "its record names no session to take back"
+    try:
+        sb = boxes._sandbox(tenant, rec.template)
+        sb.start()  # sweeps the roots: a container past its deadline goes now
+    except Exception as e:
+        return "its tenant's sandbox could not start: %s" % e
+    # The container must be tollgate's, under this service's root, running,
+    # and made from the bundle the record names.
+    p = subprocess.run(sb._tg("state", cid), stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    try:
+        st = json.loads(p.stdout) if p.returncode == 0 else None
+    except ValueError:
+        st = None
+    if not isinstance(st, dict):
+        return "its container is gone (it died, or its deadline passed while the service was down)"
+    if st.get("status") != "running":
+        return "its container is %s, not running" % st.get("status")
+    if st.get("bundle") != rec.bundle:
+        return "its container was not made from the bundle its record names"
+    s = Session(sb)
+    try:
+        s._reserve()
+    except Exception as e:
+        return "no session could take it: %s" % e
+    s._adopt(cid, rec.session_token, rec.bundle)
+    box = Box(rec, s)
+    try:
+        boxes.hand_over(box)
+    except ServiceError as e:
+        s._release()
+        return "its lifetime could not be taken over: %s" % e.message
+    boxes.add(box)
+    boxes.log({"event": "sandbox_readopted", "sandbox": rec.sandbox_id, "tenant": rec.tenant,
+               "container": cid, "end_at": rec.end_at})
+    return ""
+
+
+def _drop(boxes: Boxes, sid: str, rec: Record | None, why: str) -> None:
+    cid = rec.container_id if rec is not None else ""
+    deleted = False
+    if rec is not None and rec.state == "running" and _CONTAINER.match(cid):
+        deleted = _delete(boxes, cid)
+    if rec is not None and _CONTAINER.match(rec.pause_id):
+        remove_tree(os.path.join(boxes.pause_dir, rec.pause_id))
+    boxes.log({"event": "sandbox_dropped", "sandbox": sid, "tenant": rec.tenant if rec else None,
+               "container": cid or None, "container_deleted": deleted,
+               "reason": "left by a previous run of the service: %s" % why})
+    _unlink(os.path.join(boxes.state_dir, "sandboxes", sid + ".json"))
+
+
+def _delete(boxes: Boxes, cid: str) -> bool:
+    """Delete the container cid under the service's root (it may be gone)."""
+    if not boxes.tollgate or not os.path.isdir(os.path.join(boxes.root, cid)):
+        return False
+    tg = [boxes.tollgate, "--root", boxes.root]
+    subprocess.run(tg + ["kill", cid, "KILL"], stdin=subprocess.DEVNULL, capture_output=True)
+    return subprocess.run(tg + ["delete", "--force", cid], stdin=subprocess.DEVNULL,
+                          capture_output=True).returncode == 0
+
+
+def _sweep_unnamed(boxes: Boxes, kept: set[str]) -> None:
+    """What no kept sandbox names: containers under the root (a create the
+    kill cut short), paused images and bundles."""
+    try:
+        names = sorted(os.listdir(boxes.root))
+    except OSError:
+        names = []
+    for cid in names:
+        if cid in kept or not os.path.isfile(os.path.join(boxes.root, cid, "state.json")):
+            continue
+        boxes.log({"event": "container_dropped", "container": cid, "container_deleted": _delete(boxes, cid),
+                   "reason": "under the service's root and named by no sandbox it took back"})
+    for top in (boxes.pause_dir, os.path.join(boxes.pause_dir, "bundles")):
+        try:
+            entries = os.listdir(top)
+        except OSError:
+            continue
+        for e in entries:
+            if _CONTAINER.match(e) and e not in kept:
+                remove_tree(os.path.join(top, e))
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
