@@ -366,3 +366,17 @@ def test_an_async_session_opens_on_await() -> None:
         with pytest.raises(SandboxUnavailable):
             await asb.session().run("print(1)")
     asyncio.run(go())
+
+
+def test_the_local_overload_of_sandbox_names_every_option() -> None:
+    # Sandbox.__new__'s overloads are what a type checker reads; the local
+    # one must offer exactly the options __init__ takes (a new option added
+    # to one and not the other type-checks wrongly for users).
+    import inspect
+    import typing
+    from tollgate_sdk import Sandbox
+    init = [p for p in inspect.signature(Sandbox.__init__).parameters if p != "self"]
+    local = [o for o in typing.get_overloads(Sandbox.__new__)
+             if "server" not in inspect.signature(o).parameters]
+    assert len(local) == 1
+    assert [p for p in inspect.signature(local[0]).parameters if p != "cls"] == init

@@ -292,7 +292,8 @@ class Sandbox(_Options):
                 on_stdout: Optional[TextCallback] = None, on_stderr: Optional[TextCallback] = None,
                 memory: Size | None = None, cpus: float | None = None, pids: int | None = None,
                 tmp: Size | None = None, warm: int = 0,
-                pause_dir: str | os.PathLike[str] | None = None) -> Sandbox: ...
+                pause_dir: str | os.PathLike[str] | None = None,
+                max_custom_tools: int | None = None) -> Sandbox: ...
 
     def __new__(cls, *args: Any, **options: Any) -> Any:
         # server= is the client mode: a RemoteSandbox of the service at that
