@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Promptise's code-action pattern under tollgate
+# (sdk/tollgate_sdk/integrations/promptise.py, docs/integrations.md,
+# "Promptise"): a real promptise agent whose program Promptise's own
+# ScriptedModel writes (no network, no LLM) runs in a tollgate container
+# under each backend; get_order is allowed, issue_refund denied by the
+# policy and never run on the host, a loop past the call cap gets
+# Promptise's ToolBudgetExceeded, and each run's audit log verifies.  The
+# driver is tests/sdk/int_promptise.py.
+. "$(dirname "$0")/lib.sh"
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+venv=${VENV:-$repo/.venv}
+PY=$venv/bin/python
+if [ ! -x "$PY" ]; then
+  echo "FAIL - $PY is missing: run 'make deps' (sdk/venv.sh makes $venv)"
+  exit 1
+fi
+check "promptise is installed in $venv (sdk/requirements.lock)" "$PY" -c 'import promptise'
+bash "$repo/bundles/rootfs/python.sh" "$BUILD/rootfs/python" >/dev/null
+audit=$TG_ROOT/audit
+mkdir -p "$audit"
+for backend in $BACKENDS; do
+  # The checkout's SDK, whatever the venv's editable install points at.
+  PYTHONPATH=$repo/sdk TG=$TG TOLLGATE=$TG TOLLGATE_ROOTFS=$BUILD/rootfs/python AUDIT_DIR=$audit \
+    timeout 120 "$PY" "$repo/tests/sdk/int_promptise.py" "$backend"
+  check_eq "$backend: the Promptise driver exits 0" 0 "$?"
+done
