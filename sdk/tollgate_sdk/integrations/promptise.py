@@ -50,7 +50,7 @@ from promptise.sandbox import CommandResult, SandboxBackend, SandboxConfig, Sand
 
 from .. import InvalidArgument, Result, Sandbox, Tool
 
-__all__ = ["TollgateBackend", "TollgateCodeAction", "PROMPTISE_IMPORT", "GOVERNANCE_KEYS"]
+__all__ = ["TollgateBackend", "TollgateCodeAction", "parse_tools_module", "PROMPTISE_IMPORT", "GOVERNANCE_KEYS"]
 
 # The first line of every program the node writes (code_action._run_program).
 PROMPTISE_IMPORT = "from promptise_tools import *  # noqa"
