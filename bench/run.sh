@@ -17,7 +17,8 @@
 #             per-container footprint
 #   sdk       the host SDK's Sandbox.run("print(1)") first-result latency,
 #             cold against a warm pool (warm=2), and a session cell
-#   peers     (full runs, or PARTS=peers) the orders task on tollgate and on
+#   peers     (full runs, or PARTS=peers; PEERS_REPS runs each, default 3)
+#             the orders task on tollgate and on
 #             its peers: smolagents' local executor, Promptise's Docker
 #             sandbox, llm-sandbox; per-call latency, wall time and what each
 #             governed (bench/peers/run.sh -> bench/peers/results.json)

@@ -8,7 +8,8 @@ orders: list the orders, get_order each of them (40 calls), sum the EU
 amounts, then three refunds, two small and one over the 50 limit, which
 needs an approval that the approver denies.  A second program, the cap
 probe, calls get_order 100 times in a row to see whether anything stops
-it.  Each peer runs both; for each, one JSON line appended to $PEERS_ROWS: per-call latency (the
+it.  Each peer runs both, $PEERS_REPS times (default 3; the median run
+is kept); for each, one JSON line appended to $PEERS_ROWS: per-call latency (the
 40 get_order calls, timed inside the program), the task's wall time (from
 the host's call to its result, container start included), and what was
 governed: was the refund over the limit stopped, was an approval asked,
@@ -409,10 +410,30 @@ PEERS: dict[str, Callable[[], dict[str, Any]]] = {
     "llm-sandbox-docker": llm_sandbox_docker,
 }
 
+def measured(name: str, reps: int) -> dict[str, Any]:
+    """The peer run reps times (the machine is shared: one run is noise):
+    the run of median wall time, with the median per-call latency and
+    every run's wall time beside it."""
+    rows = [PEERS[name]() for _ in range(reps)]
+    if any("skipped" in r or "failed" in r for r in rows):
+        return next(r for r in rows if "skipped" in r or "failed" in r)
+    rows.sort(key=lambda r: r["task_wall_ms"])
+    row = dict(rows[len(rows) // 2])
+    calls = sorted(r["per_call_us"] for r in rows if r.get("per_call_us") is not None)
+    row["per_call_us"] = calls[len(calls) // 2] if calls else None
+    row["runs"] = reps
+    row["task_wall_ms_all"] = [r["task_wall_ms"] for r in rows]
+    # What was governed must not differ between runs.
+    keys = ("refunds_made", "over_limit_stopped", "approval_asked", "call_count_capped", "probe_calls_run")
+    row["same_every_run"] = all(all(r[k] == rows[0][k] for k in keys) for r in rows)
+    return row
+
+
 if __name__ == "__main__":
+    reps = int(os.environ.get("PEERS_REPS", "3"))
     for name in sys.argv[1:]:
         try:
-            row = PEERS[name]()
+            row = measured(name, reps)
         except Exception as e:  # a peer that cannot run here says why
             row = {"peer": name, "failed": "%s: %s" % (type(e).__name__, str(e)[:400])}
         # To a file: the peers print to stdout themselves ("[promptise] ...").

@@ -41,7 +41,7 @@ def yn(v):
     return "yes" if v else "**no**"
 
 
-print("| peer | per call | whole task | refund over limit stopped? | approval asked? | audit record? | call count capped? (100 tried) |")
+print("| peer | per call | whole task (median of %s runs) |" % max([r.get("runs", 1) for r in rows] or [1]) + " refund over limit stopped? | approval asked? | audit record? | call count capped? (100 tried) |")
 print("|---|---|---|---|---|---|---|")
 for r in rows:
     if "skipped" in r or "failed" in r:
@@ -54,6 +54,9 @@ for r in rows:
         r["peer"], pc, r["task_wall_ms"], yn(r["over_limit_stopped"]),
         ", ".join("%g" % a for a in r["refunds_made"]) or "none", yn(r["approval_asked"]), r["audit"],
         yn(r["call_count_capped"]), r["probe_calls_run"]))
+for r in rows:
+    if r.get("same_every_run") is False:
+        r["note"] = (r.get("note", "") + "; what was governed differed between runs").lstrip("; ")
 notes = [r for r in rows if r.get("note")]
 if notes:
     print()
