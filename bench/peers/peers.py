@@ -12,7 +12,9 @@ it.  Each peer runs both, $PEERS_REPS times (default 3; the median run
 is kept); for each, one JSON line appended to $PEERS_ROWS: per-call latency (the
 40 get_order calls, timed inside the program), the task's wall time (from
 the host's call to its result, container start included), and what was
-governed: was the refund over the limit stopped, was an approval asked,
+governed: was the refund over the limit stopped (and did the program see
+its refusal as an exception, or as a result it takes for success), was an
+approval asked,
 is there an audit record (and does it verify), was the call count capped.
 Everything is measured on the host side (what the tools really did), not
 taken from the program's word.  A peer that cannot run here says why.
@@ -45,13 +47,16 @@ orders = [get_order(order_id=i) for i in ids]
 per_call = (time.perf_counter() - t0) / len(ids)
 eu = sum(o["amount"] for o in orders if o["region"] == "EU")
 print("EU total %.1f over %d orders" % (eu, len(orders)))
+seen = []
 for oid, amount in REFUNDS:
     try:
-        issue_refund(order_id=oid, amount=amount, reason="bench")
-        print("refund", oid, amount, "issued")
+        r = issue_refund(order_id=oid, amount=amount, reason="bench")
+        seen.append(oid + "=returned")
+        print("refund", oid, amount, "issued:", r)
     except Exception as e:
+        seen.append(oid + "=raised")
         print("refund", oid, amount, "not issued:", e)
-print("RESULT: done PERCALL_US %.2f" % (per_call * 1e6))
+print("RESULT: done PERCALL_US %.2f SEEN %s" % (per_call * 1e6, ",".join(seen)))
 '''.replace("REFUNDS", repr(REFUNDS))
 PROBE = '''n = 0
 for i in range(100):
@@ -96,10 +101,23 @@ def percall(stdout: str) -> float | None:
     return float(m.group(1)) if m else None
 
 
+def program_saw(stdout: str, ran: bool) -> str:
+    """What the program saw of the refund over the limit: it ran, its
+    refusal raised an exception, or the refusal came back as a result
+    (which the program takes for success)."""
+    m = re.search(r"%s=(\w+)" % REFUNDS[-1][0], stdout)
+    if ran:
+        return "it ran"
+    if not m:
+        return "unknown"
+    return "an exception" if m.group(1) == "raised" else "a result, as if it had run"
+
+
 def summary(peer: str, host: Host, wall: float, stdout: str, probe_host: Host, *, asked: bool,
             audit: str, note: str = "") -> dict[str, Any]:
     over = [a for a in host.refunded() if a > LIMIT]
     return {"peer": peer, "per_call_us": percall(stdout), "task_wall_ms": round(wall * 1000, 1),
+            "program_saw": program_saw(stdout, bool(over)),
             "gets": host.gets(), "refunds_made": host.refunded(),
             "over_limit_stopped": not over, "approval_asked": asked, "audit": audit,
             "probe_calls_run": probe_host.gets(), "call_count_capped": probe_host.gets() < 100,
@@ -391,6 +409,7 @@ def llm_sandbox_docker() -> dict[str, Any]:
     return {"peer": "llm-sandbox (Docker backend, runc)", "per_call_us": percall(out),
             "task_wall_ms": round(wall * 1000, 1), "gets": out.count("EU total") and N_ORDERS,
             "refunds_made": refunds, "over_limit_stopped": not [a for a in refunds if a > LIMIT],
+            "program_saw": program_saw(out, bool([a for a in refunds if a > LIMIT])),
             "approval_asked": False, "audit": "none", "probe_calls_run": n,
             "call_count_capped": n < 100,
             "note": "no host tools: the tools were copied into the program, so nothing it does "
@@ -424,7 +443,8 @@ def measured(name: str, reps: int) -> dict[str, Any]:
     row["runs"] = reps
     row["task_wall_ms_all"] = [r["task_wall_ms"] for r in rows]
     # What was governed must not differ between runs.
-    keys = ("refunds_made", "over_limit_stopped", "approval_asked", "call_count_capped", "probe_calls_run")
+    keys = ("refunds_made", "over_limit_stopped", "program_saw", "approval_asked", "call_count_capped",
+            "probe_calls_run")
     row["same_every_run"] = all(all(r[k] == rows[0][k] for k in keys) for r in rows)
     return row
 

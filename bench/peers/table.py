@@ -41,18 +41,19 @@ def yn(v):
     return "yes" if v else "**no**"
 
 
-print("| peer | per call | whole task (median of %s runs) |" % max([r.get("runs", 1) for r in rows] or [1]) + " refund over limit stopped? | approval asked? | audit record? | call count capped? (100 tried) |")
-print("|---|---|---|---|---|---|---|")
+print("| peer | per call | whole task (median of %s runs) |" % max([r.get("runs", 1) for r in rows] or [1]) + " refund over limit stopped? | the program saw | approval asked? | audit record? | call count capped? (100 tried) |")
+print("|---|---|---|---|---|---|---|---|")
 for r in rows:
     if "skipped" in r or "failed" in r:
         why = " ".join(str(r.get("skipped") or r.get("failed")).split()).replace("|", "/")
-        print("| %s | - | - | cannot run here: %s | | | |" % (r["peer"], why))
+        print("| %s | - | - | cannot run here: %s | | | | |" % (r["peer"], why))
         continue
     us = r.get("per_call_us")
     pc = "-" if us is None else "%.1f µs" % us if us < 1000 else "%.1f ms" % (us / 1000)
-    print("| %s | %s | %.0f ms | %s (refunds made: %s) | %s | %s | %s (%d ran) |" % (
+    print("| %s | %s | %.0f ms | %s (refunds made: %s) | %s | %s | %s | %s (%d ran) |" % (
         r["peer"], pc, r["task_wall_ms"], yn(r["over_limit_stopped"]),
-        ", ".join("%g" % a for a in r["refunds_made"]) or "none", yn(r["approval_asked"]), r["audit"],
+        ", ".join("%g" % a for a in r["refunds_made"]) or "none", r.get("program_saw", "-"),
+        yn(r["approval_asked"]), r["audit"],
         yn(r["call_count_capped"]), r["probe_calls_run"]))
 for r in rows:
     if r.get("same_every_run") is False:
