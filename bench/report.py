@@ -79,7 +79,7 @@ def main():
     src, out, mode, elapsed, build, counts = sys.argv[1:7]
     rows = [json.loads(line) for line in open(src) if line.strip()]
     res = {"bridge": {}, "python": {}, "bridge-host": {}, "startup": {}, "memory": {}, "policy": {},
-           "audit": {}, "sdk": {}, "bridge-rounds": {}}
+           "audit": {}, "sdk": {}, "bridge-rounds": {}, "peers": {}}
     skipped, failed = [], []
     for r in rows:
         sec, be = r.get("section"), r.get("backend") or ""

@@ -17,6 +17,11 @@
 #             per-container footprint
 #   sdk       the host SDK's Sandbox.run("print(1)") first-result latency,
 #             cold against a warm pool (warm=2), and a session cell
+#   peers     (full runs, or PARTS=peers; PEERS_REPS runs each, default 3)
+#             the orders task on tollgate and on
+#             its peers: smolagents' local executor, Promptise's Docker
+#             sandbox, llm-sandbox; per-call latency, wall time and what each
+#             governed (bench/peers/run.sh -> bench/peers/results.json)
 #
 # Writes bench/results.json (machine, versions, run counts, every figure)
 # and prints a table.  smoke runs every part with small counts, in under a
@@ -25,7 +30,7 @@
 # reason printed.
 #
 # Environment: BUILD (default ./build), BACKENDS (default "runsc runc"),
-# PARTS (default all: "bridge python startup memory sdk host policy audit"; a
+# PARTS (default all: "bridge python startup memory sdk peers host policy audit"; a
 # subset runs only those, for profiling one path), BENCH_OUT (default
 # bench/results.json), RUNSC (a runsc binary to bench instead of the one in
 # PATH, e.g. the backports one unpacked with dpkg-deb -x), RUNSC_PLATFORM
@@ -496,6 +501,23 @@ bench_sdk() {
   emit sdk "$b" first-result "$(tail -1 "$out")"
 }
 
+# ---------------------------------------------------------------- peers
+# The orders task on tollgate and on the executors an agent could use
+# instead (smolagents' local one, Promptise's Docker sandbox, llm-sandbox):
+# latency, wall time and what each governed (bench/peers/run.sh, which
+# makes the peers' own venv once and runs a private dockerd).  Full runs
+# only, or PARTS=peers: it takes a minute or two, past the smoke's budget.
+bench_peers() {
+  local out=$W/log/peers
+  say "peers: the orders task on tollgate and its peers (bench/peers/run.sh)"
+  if ! BUILD=$BUILD PEERS_OUT=$W/peers.json timeout 1200 bash bench/peers/run.sh >"$out" 2>"$out.err"; then
+    fail peers "" "bench/peers/run.sh failed: $(tail -3 "$out.err" | tr '\n' ' ')"; return
+  fi
+  cat "$out" >&2
+  cp "$W/peers.json" "$repo/bench/peers/results.json"
+  emit peers "" table "$(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))))' "$W/peers.json")"
+}
+
 # ---------------------------------------------------------------- startup
 # median and mean of whitespace-separated integers (µs) -> "median mean"
 stats() { python3 -c 'import sys,statistics as s; v=[int(x) for x in sys.argv[1:]]; print(int(s.median(v)), int(s.mean(v)))' "$@"; }
@@ -795,6 +817,7 @@ for b in $BACKENDS; do
   want memory && bench_memory "$b"
   want sdk && bench_sdk "$b"
 done
+if [ "$mode" = full ] || [[ " ${PARTS:-} " == *" peers "* ]]; then want peers && bench_peers; fi
 want host && bench_bridge_host
 want policy && bench_policy
 want audit && bench_audit
