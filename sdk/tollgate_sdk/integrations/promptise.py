@@ -338,9 +338,10 @@ class TollgateCodeAction:
         if unknown:
             raise InvalidArgument("governance names %s, which the agent's code-action tools do not "
                                   "include (they are: %s)" % (", ".join(unknown), ", ".join(sorted(names))))
-        sb = Sandbox(tools=[self._tool(name, args) for name, args in tools], **self.sandbox_options)
-        self._sandboxes[key] = sb
-        return sb
+        # (Sandbox(**options) matches both of its overloads: say which.)
+        made: Sandbox = Sandbox(tools=[self._tool(name, args) for name, args in tools], **self.sandbox_options)
+        self._sandboxes[key] = made
+        return made
 
     def _tool(self, name: str, args: list[str]) -> Tool:
         opts = dict(self.governance.get(name, {}))
