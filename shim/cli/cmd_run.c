@@ -16,6 +16,7 @@
  * for its sandbox process to disappear, and an unreaped zombie never
  * does. */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
@@ -27,6 +28,7 @@
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "governance/gate.h"
@@ -38,6 +40,7 @@
 #include "shim/lifecycle/console.h"
 #include "shim/lifecycle/container.h"
 #include "shim/lifecycle/limit_watch.h"
+#include "shim/lifecycle/run_follow.h"
 #include "shim/lifecycle/run_guard.h"
 #include "shim/lifecycle/state.h"
 #include "base/util.h"
@@ -80,13 +83,67 @@ static void send_signal(struct cli *cli, const struct container *c, int pidfd, i
   }
 }
 
-/* The gate asked for the container to be stopped.  runsc: SIGKILL to the
+/* `runc run`'s init, followed through its pid file (run_follow.h) and
+ * handed to the run guard: the one-call path's stand-in for the split's
+ * init_pid, known only once runc has written it. */
+struct follow {
+  int dir_fd;                    /* the state directory */
+  pid_t runner;                  /* `runc run`, tollgate's unreaped child */
+  unsigned long long runner_start;
+  struct timespec deadline;      /* when to stop looking (the guard falls
+                                    back on runc run's pidfd and kill --all) */
+  int tries;
+  int init_fd;                   /* the verified init's pidfd, or -1 */
+  struct run_guard *guard;
+};
+
+/* How long to look for the pid file: `runc run` writes it tens of
+ * milliseconds after its start here; the bound keeps a runc that never
+ * does from keeping tollgate polling for ever. */
+#define FOLLOW_FOR_S 30
+
+/* The poll timeout (ms) while f still looks for the init: often at first,
+ * when the pid file is due, then every 10 ms; -1 once there is nothing
+ * to look for. */
+static int follow_timeout(const struct follow *f) {
+  if (f == NULL || f->init_fd >= 0)
+    return -1;
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  if (now.tv_sec > f->deadline.tv_sec ||
+      (now.tv_sec == f->deadline.tv_sec && now.tv_nsec >= f->deadline.tv_nsec))
+    return -1;
+  return f->tries < 50 ? 1 : 10;
+}
+
+/* One look at the pid file: once it names the verified init, the guard
+ * gets its pidfd. */
+static void follow_step(struct follow *f) {
+  if (f == NULL || f->init_fd >= 0)
+    return;
+  f->tries++;
+  int fd = -1;
+  if (run_follow_try(f->dir_fd, "backend.pid", f->runner, f->runner_start, &fd) != 1)
+    return;
+  f->init_fd = fd;
+  /* A guard that is gone cannot take it: it exits only when told, or
+   * when it already acted; either way nothing is left to hand over. */
+  if (run_guard_watch_init(f->guard, fd) < 0) {
+    /* nothing listens: the guard is over */
+  }
+}
+
+/* The gate asked for the container to be stopped.  A verified init
+ * (init_fd, runc's one-call run) is killed through its pidfd.  runsc:
+ * SIGKILL to the
  * sandbox whose pid `runsc run` wrote to pid_file, as the sidecar's stop
  * does (its init_pid is the same pid), at once; a `runsc kill` takes a
  * runsc start-up, while the program goes on (its calls refused).  It is
  * the fallback when there is no pid file yet. */
 static void stop_container(struct cli *cli, const struct container *c, int pidfd,
-                           const char *pid_file) {
+                           const char *pid_file, int init_fd) {
+  if (init_fd >= 0 && pidfd_signal(init_fd, SIGKILL) == 0)
+    return;
   long pid = 0;
   if (pid_file != NULL && state_read_pid_file(pid_file, &pid, NULL) == 0 && pid > 0) {
     cleanup_close int sandbox = pidfd_open_pid((pid_t)pid);
@@ -101,12 +158,15 @@ static void stop_container(struct cli *cli, const struct container *c, int pidfd
  * (stop_efd). */
 static int forward_until_exit(struct cli *cli, const struct container *c,
                               const struct container *stop_c,
-                              int pidfd, int sfd, const char *pid_file, tg_error **err) {
+                              int pidfd, int sfd, const char *pid_file, struct follow *f,
+                              tg_error **err) {
   for (;;) {
     struct pollfd p[3] = {{.fd = pidfd, .events = POLLIN},
                           {.fd = sfd, .events = POLLIN},
                           {.fd = stop_efd, .events = POLLIN}};
-    if (poll(p, 3, -1) < 0) {
+    int r = poll(p, 3, follow_timeout(f));
+    follow_step(f);
+    if (r < 0) {
       if (errno == EINTR)
         continue;
       return tg_error_set(err, errno, "run: poll");
@@ -118,7 +178,7 @@ static int forward_until_exit(struct cli *cli, const struct container *c,
     }
     uint64_t n;
     if ((p[2].revents & POLLIN) && read(stop_efd, &n, sizeof n) == (ssize_t)sizeof n)
-      stop_container(cli, stop_c, pidfd, pid_file);
+      stop_container(cli, stop_c, pidfd, pid_file, f != NULL ? f->init_fd : -1);
     if (p[0].revents & POLLIN)
       return 0;
   }
@@ -143,7 +203,7 @@ static int run_runc(struct cli *cli, struct created *c, int sfd,
   int r = container_call_ok(cli, &c->container, "start", NULL, &quiet, &res, err);
   proc_result_free(&res);
   if (r == 0)
-    r = forward_until_exit(cli, NULL, NULL, pidfd, sfd, NULL, err);
+    r = forward_until_exit(cli, NULL, NULL, pidfd, sfd, NULL, NULL, err);
   run_guard_release(&guard);
   if (r < 0)
     return -1;
@@ -179,30 +239,78 @@ static int run_foreground(struct cli *cli, struct created *c,
       .preserve_fds = c->run_direct ? req->preserve_fds : -1};
   struct argv args = {0};
   backend_create_args(&c->container.backend, &cf, &args);
-  /* A `runsc run` whose tollgate was killed (-9) would wait forever for
-   * a gofer nobody reaps, and the next `delete --force` would run into
-   * runsc's own timeout: it dies with tollgate instead, and its sandbox
-   * and gofer go to init, which reaps them.  Not `runc run`: it reaps its
-   * own children (a subreaper), and killed half-way it would leave a
-   * `runc init` that no state of runc's names; it outlives a killed
-   * tollgate as `runc create` does, until delete --force. */
-  struct proc_opts passthrough = {.die_with_parent = !c->run_direct};
+  /* runc's one-call run: the guard (run_guard.h) exists before `runc
+   * run` does, so that no moment has a container starting and nothing to
+   * stop it if tollgate is killed (-9).  It learns `runc run`'s pidfd
+   * right after the spawn and the init's once the pid file names it. */
+  struct run_guard guard = {.pid = 0, .done_fd = -1};
+  if (c->run_direct && run_guard_start(cli, &c->container, 0, &guard, err) < 0) {
+    argv_free(&args);
+    return -1;
+  }
+  /* Both die with tollgate.  A `runsc run` whose tollgate was killed
+   * would wait forever for a gofer nobody reaps, and the next `delete
+   * --force` would run into runsc's own timeout: it dies instead, and
+   * its sandbox and gofer go to init, which reaps them (the sidecar-less
+   * sandbox then stops on its own).  A `runc run` killed before it
+   * let the init exec never runs the user's process: this closes the
+   * moment between the spawn and the guard holding its pidfd, and the
+   * guard kills what already runs.  Killed half-way, runc may leave a
+   * `runc init` blocked before the exec, which delete --force removes. */
+  struct proc_opts passthrough = {.die_with_parent = true};
   struct proc child;
   int r = container_spawn(cli, &c->container, "run", args.v, NULL,
                           &passthrough, &child, err);
   argv_free(&args);
-  if (r < 0)
+  if (r < 0) {
+    run_guard_release(&guard);
     return -1;
+  }
   cleanup_close int pidfd = pidfd_open_pid(child.pid);
+  cleanup_close int dir_fd = -1;
+  struct follow follow = {.dir_fd = -1, .runner = child.pid, .init_fd = -1, .guard = &guard};
+  struct follow *f = NULL;
+  if (c->run_direct) {
+    struct proc_stat_fields rs;
+    dir_fd = open(c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    /* Without runc run's pidfd in the guard, a kill -9 of tollgate from
+     * here on could leave a container running that nothing governs: such
+     * a run does not go on.  (runc run is tollgate's unreaped child, so
+     * its pid, read here, is its own.) */
+    if (pidfd < 0 || dir_fd < 0 || run_follow_read_stat(child.pid, &rs) < 0 ||
+        run_guard_watch_runner(&guard, pidfd) < 0) {
+      int e = errno;
+      kill(child.pid, SIGKILL);
+      struct proc_result ignored = {0};
+      tg_error *fe = NULL;
+      container_finish(&c->container, &child, &passthrough, &ignored, &fe);
+      tg_error_free(&fe);
+      proc_result_free(&ignored);
+      run_guard_release(&guard);
+      return tg_error_set(err, e, "run: hand `runc run` (pid %d) to the container's guard",
+                          (int)child.pid);
+    }
+    follow.dir_fd = dir_fd;
+    follow.runner_start = rs.start;
+    clock_gettime(CLOCK_MONOTONIC, &follow.deadline);
+    follow.deadline.tv_sec += FOLLOW_FOR_S;
+    f = &follow;
+  }
   /* `runc run` passes the signals it gets on to the container's init:
    * they go to it through its pidfd, not through a `runc kill` each.  A
-   * stop before runc wrote the init's pid goes through the backend's
-   * kill, never to `runc run` itself (its init would run on). */
+   * stop goes to the verified init, or before runc wrote its pid through
+   * the backend's kill, never to `runc run` itself (its init would run
+   * on); runc's pid file is not read unverified for it. */
   if (pidfd >= 0)
     forward_until_exit(cli, c->run_direct ? NULL : &c->container, &c->container, pidfd, sfd,
-                       pid_file, err);
+                       c->run_direct ? NULL : pid_file, f, err);
   struct proc_result res = {0};
   int st = container_finish(&c->container, &child, &passthrough, &res, err);
+  /* Only once runc run is reaped: until then the guard still kills it
+   * and its container if tollgate dies. */
+  run_guard_release(&guard);
+  if (follow.init_fd >= 0)
+    close(follow.init_fd);
   if (st < 0)
     return -1;
   /* A non-zero status is the container's own unless runsc logged an
