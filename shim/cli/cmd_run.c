@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/eventfd.h>
+#include <sys/inotify.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -85,17 +86,38 @@ static void send_signal(struct cli *cli, const struct container *c, int pidfd, i
 
 /* `runc run`'s init, followed through its pid file (run_follow.h) and
  * handed to the run guard: the one-call path's stand-in for the split's
- * init_pid, known only once runc has written it. */
+ * init_pid, known only once runc has written it.
+ *
+ * From then on `runc run` is held stopped (SIGSTOP) until the init has
+ * exited: it would reap the init and remove the container's cgroup at
+ * once, before the limit watch's last word (the split keeps the cgroup
+ * until tollgate's delete).  It has nothing to do meanwhile: the
+ * container's stdio is tollgate's own, passed on, and the signals it
+ * would pass on go to the init's pidfd directly. */
 struct follow {
   int dir_fd;                    /* the state directory */
+  int ino_fd;                    /* inotify on it: the pid file's rename
+                                    wakes the follow at once, or -1 */
   pid_t runner;                  /* `runc run`, tollgate's unreaped child */
+  int runner_fd;                 /* its pidfd */
   unsigned long long runner_start;
   struct timespec deadline;      /* when to stop looking (the guard falls
                                     back on runc run's pidfd and kill --all) */
   int tries;
   int init_fd;                   /* the verified init's pidfd, or -1 */
+  pid_t init_pid;
+  bool runner_stopped;           /* held until the init is over */
+  bool init_over;
   struct run_guard *guard;
+  struct limit_watch *lw;
 };
+
+/* Let runc run go on (it reaps the init, removes the container, exits
+ * with the init's status). */
+static void follow_release_runner(struct follow *f) {
+  if (f != NULL && f->runner_stopped && pidfd_signal(f->runner_fd, SIGCONT) == 0)
+    f->runner_stopped = false;
+}
 
 /* How long to look for the pid file: `runc run` writes it tens of
  * milliseconds after its start here; the bound keeps a runc that never
@@ -113,7 +135,8 @@ static int follow_timeout(const struct follow *f) {
   if (now.tv_sec > f->deadline.tv_sec ||
       (now.tv_sec == f->deadline.tv_sec && now.tv_nsec >= f->deadline.tv_nsec))
     return -1;
-  return f->tries < 50 ? 1 : 10;
+  /* With inotify the timer is only a fallback. */
+  return f->ino_fd >= 0 ? 10 : f->tries < 500 ? 1 : 10;
 }
 
 /* One look at the pid file: once it names the verified init, the guard
@@ -122,10 +145,20 @@ static void follow_step(struct follow *f) {
   if (f == NULL || f->init_fd >= 0)
     return;
   f->tries++;
-  int fd = -1;
-  if (run_follow_try(f->dir_fd, "backend.pid", f->runner, f->runner_start, &fd) != 1)
+  /* Only once the file is there is runc run stopped, and then before the
+   * check: stopped, it cannot reap the init between the check and the
+   * hold, so the init found alive stays what the pidfd names. */
+  if (faccessat(f->dir_fd, "backend.pid", F_OK, AT_SYMLINK_NOFOLLOW) != 0)
     return;
+  if (pidfd_signal(f->runner_fd, SIGSTOP) == 0)
+    f->runner_stopped = true;
+  int fd = -1;
+  if (run_follow_try(f->dir_fd, "backend.pid", f->runner, f->runner_start, &fd, &f->init_pid) != 1) {
+    follow_release_runner(f);
+    return;
+  }
   f->init_fd = fd;
+  limit_watch_attach(f->lw, f->init_pid);
   /* A guard that is gone cannot take it: it exits only when told, or
    * when it already acted; either way nothing is left to hand over. */
   if (run_guard_watch_init(f->guard, fd) < 0) {
@@ -161,10 +194,20 @@ static int forward_until_exit(struct cli *cli, const struct container *c,
                               int pidfd, int sfd, const char *pid_file, struct follow *f,
                               tg_error **err) {
   for (;;) {
-    struct pollfd p[3] = {{.fd = pidfd, .events = POLLIN},
+    /* p[3]: the followed init, while runc run is held for it. */
+    bool held = f != NULL && f->runner_stopped && f->init_fd >= 0;
+    bool looking = f != NULL && f->init_fd < 0 && f->ino_fd >= 0;
+    struct pollfd p[5] = {{.fd = pidfd, .events = POLLIN},
                           {.fd = sfd, .events = POLLIN},
-                          {.fd = stop_efd, .events = POLLIN}};
-    int r = poll(p, 3, follow_timeout(f));
+                          {.fd = stop_efd, .events = POLLIN},
+                          {.fd = held ? f->init_fd : -1, .events = POLLIN},
+                          {.fd = looking ? f->ino_fd : -1, .events = POLLIN}};
+    int r = poll(p, 5, follow_timeout(f));
+    if (looking && (p[4].revents & POLLIN)) {
+      char ev[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+      while (read(f->ino_fd, ev, sizeof ev) > 0)
+        ; /* drained: what changed is looked at below, not trusted */
+    }
     follow_step(f);
     if (r < 0) {
       if (errno == EINTR)
@@ -174,7 +217,14 @@ static int forward_until_exit(struct cli *cli, const struct container *c,
     if (p[1].revents & POLLIN) {
       struct signalfd_siginfo si;
       if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
-        send_signal(cli, c, pidfd, (int)si.ssi_signo);
+        send_signal(cli, c, f != NULL && f->runner_stopped && f->init_fd >= 0 ? f->init_fd : pidfd,
+                    (int)si.ssi_signo);
+    }
+    if (held && (p[3].revents & (POLLIN | POLLHUP))) {
+      /* The init is over: its cgroup's counters while they are there,
+       * then runc run may reap it and remove the container. */
+      limit_watch_settle(f->lw);
+      follow_release_runner(f);
     }
     uint64_t n;
     if ((p[2].revents & POLLIN) && read(stop_efd, &n, sizeof n) == (ssize_t)sizeof n)
@@ -224,7 +274,7 @@ static int run_runc(struct cli *cli, struct created *c, int sfd,
  * split (c->run_direct), in the foreground, with the bundle prepared. */
 static int run_foreground(struct cli *cli, struct created *c,
                           const struct create_request *req, int sfd,
-                          tg_error **err) {
+                          struct limit_watch *lw, tg_error **err) {
   cleanup_free char *pid_file = xasprintf("%s/backend.pid", c->dir);
   /* The private bundle create wrote: `runsc run` reads its config after
    * create released the user's bundle, which another create from it may
@@ -268,7 +318,9 @@ static int run_foreground(struct cli *cli, struct created *c,
   }
   cleanup_close int pidfd = pidfd_open_pid(child.pid);
   cleanup_close int dir_fd = -1;
-  struct follow follow = {.dir_fd = -1, .runner = child.pid, .init_fd = -1, .guard = &guard};
+  cleanup_close int ino_fd = -1;
+  struct follow follow = {.dir_fd = -1, .ino_fd = -1, .runner = child.pid, .runner_fd = pidfd, .init_fd = -1,
+                          .guard = &guard, .lw = lw};
   struct follow *f = NULL;
   if (c->run_direct) {
     struct proc_stat_fields rs;
@@ -291,6 +343,15 @@ static int run_foreground(struct cli *cli, struct created *c,
                           (int)child.pid);
     }
     follow.dir_fd = dir_fd;
+    /* runc renames the pid file into place: the event wakes the follow
+     * within the moment it appears, which is what holding runc run before
+     * it can reap a short-lived init needs.  Without inotify, polling. */
+    ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (ino_fd >= 0 && inotify_add_watch(ino_fd, c->dir, IN_MOVED_TO | IN_CLOSE_WRITE | IN_ONLYDIR) < 0) {
+      close(ino_fd);
+      ino_fd = -1;
+    }
+    follow.ino_fd = ino_fd;
     follow.runner_start = rs.start;
     clock_gettime(CLOCK_MONOTONIC, &follow.deadline);
     follow.deadline.tv_sec += FOLLOW_FOR_S;
@@ -304,6 +365,8 @@ static int run_foreground(struct cli *cli, struct created *c,
   if (pidfd >= 0)
     forward_until_exit(cli, c->run_direct ? NULL : &c->container, &c->container, pidfd, sfd,
                        c->run_direct ? NULL : pid_file, f, err);
+  /* Never left stopped: container_finish waits for it. */
+  follow_release_runner(f);
   struct proc_result res = {0};
   int st = container_finish(&c->container, &child, &passthrough, &res, err);
   /* Only once runc run is reaped: until then the guard still kills it
@@ -459,9 +522,13 @@ int cmd_run(struct cli *cli, int argc, char **argv, tg_error **err) {
   if (!c.bridged || bridge_serve_in_process(&c.setup, gate, &server, err) == 0) {
     /* A limit the container met is said, not left to dmesg. */
     cleanup_free char *pid_file = xasprintf("%s/backend.pid", c.dir);
-    struct limit_watch *lw = limit_watch_start(runc && !c.run_direct ? c.init_pid : 0, pid_file);
+    /* runc's one-call run: no thread polling the pid file (its naps held
+     * the run's end up to 50 ms); the follow names the verified init and
+     * holds runc run, so its cgroup, until the last look. */
+    struct limit_watch *lw = runc && c.run_direct ? limit_watch_start(0, NULL)
+                             : limit_watch_start(runc ? c.init_pid : 0, pid_file);
     status = runc && !c.run_direct ? run_runc(cli, &c, sfd, err)
-                                   : run_foreground(cli, &c, &req.create, sfd, err);
+                                   : run_foreground(cli, &c, &req.create, sfd, lw, err);
     limit_watch_report(lw, req.create.id, !runc);
     status = report_anomaly_stop(gate, status);
     /* The gate closes (audit log synced) while the container is removed. */

@@ -116,7 +116,7 @@ int run_follow_read_stat(pid_t pid, struct proc_stat_fields *out) {
 }
 
 int run_follow_try(int dir_fd, const char *name, pid_t runner, unsigned long long runner_start,
-                   int *pidfd) {
+                   int *pidfd, pid_t *pid_out) {
   *pidfd = -1;
   /* O_NOFOLLOW: a symlink is refused, not followed; O_NONBLOCK: opening a
    * FIFO returns at once instead of waiting for a writer.  The state
@@ -150,6 +150,7 @@ int run_follow_try(int dir_fd, const char *name, pid_t runner, unsigned long lon
   if (pidfd_signal(pfd, 0) < 0)
     return 0;
   *pidfd = pfd;
+  *pid_out = pid;
   pfd = -1;
   return 1;
 }

@@ -49,9 +49,9 @@ int run_follow_read_stat(pid_t pid, struct proc_stat_fields *out);
 
 /* One attempt: the pid file name in directory dir_fd names the verified
  * init of runner (its start time runner_start)?  1 with *pidfd (owned,
- * close-on-exec), 0 when not (yet): no file, a cut or foreign one, a
- * process that fails the check.  Never blocks. */
+ * close-on-exec) and *pid, 0 when not (yet): no file, a cut or foreign
+ * one, a process that fails the check.  Never blocks. */
 int run_follow_try(int dir_fd, const char *name, pid_t runner, unsigned long long runner_start,
-                   int *pidfd);
+                   int *pidfd, pid_t *pid);
 
 #endif

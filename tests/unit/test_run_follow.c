@@ -103,22 +103,24 @@ Test(run_follow, the_runners_child_is_followed) {
   pid_t child = sleeping_child();
   cleanup_free char *text = xasprintf("%d", (int)child);
   int fd = -1;
-  cr_expect_eq(run_follow_try(dfd, "pid", getpid(), me.start, &fd), 0, "no file yet");
+  pid_t got = 0;
+  cr_expect_eq(run_follow_try(dfd, "pid", getpid(), me.start, &fd, &got), 0, "no file yet");
   cr_expect_eq(fd, -1);
   write_text_in(d, "pid", text, 0644);
-  cr_expect_eq(run_follow_try(dfd, "pid", getpid(), me.start, &fd), 1);
+  cr_expect_eq(run_follow_try(dfd, "pid", getpid(), me.start, &fd, &got), 1);
   cr_assert_geq(fd, 0);
   cr_expect_eq(pidfd_signal(fd, 0), 0, "the pidfd names the live child");
+  cr_expect_eq(got, child);
   close(fd);
   /* The same pid, but the runner named is another process: refused. */
-  cr_expect_eq(run_follow_try(dfd, "pid", getppid(), 0, &fd), 0);
+  cr_expect_eq(run_follow_try(dfd, "pid", getppid(), 0, &fd, &got), 0);
   /* A process that started after the child cannot be its runner. */
   struct proc_stat_fields cs;
   cr_assert_eq(run_follow_read_stat(child, &cs), 0);
-  cr_expect_eq(run_follow_try(dfd, "pid", getpid(), cs.start + 1, &fd), 0);
+  cr_expect_eq(run_follow_try(dfd, "pid", getpid(), cs.start + 1, &fd, &got), 0);
   /* Gone and reaped: nothing to follow. */
   reap(child);
-  cr_expect_eq(run_follow_try(dfd, "pid", getpid(), me.start, &fd), 0);
+  cr_expect_eq(run_follow_try(dfd, "pid", getpid(), me.start, &fd, &got), 0);
   const char *names[] = {"pid", NULL};
   remove_dir(d, names);
 }
@@ -133,21 +135,22 @@ Test(run_follow, links_fifos_and_foreign_text_are_not_followed, .timeout = 10) {
   cleanup_free char *text = xasprintf("%d", (int)child);
   write_text_in(d, "real", text, 0644);
   int fd = -1;
+  pid_t got = 0;
   /* A symlink to a file that would pass: never followed. */
   cr_assert_eq(symlinkat("real", dfd, "link"), 0);
-  cr_expect_eq(run_follow_try(dfd, "link", getpid(), me.start, &fd), 0);
+  cr_expect_eq(run_follow_try(dfd, "link", getpid(), me.start, &fd, &got), 0);
   /* A FIFO with no writer: refused at once, not waited on (the test's
    * timeout catches a block). */
   cr_assert_eq(mkfifoat(dfd, "fifo", 0600), 0);
-  cr_expect_eq(run_follow_try(dfd, "fifo", getpid(), me.start, &fd), 0);
+  cr_expect_eq(run_follow_try(dfd, "fifo", getpid(), me.start, &fd, &got), 0);
   /* A directory, a long text, garbage. */
   cr_assert_eq(mkdirat(dfd, "dir", 0700), 0);
-  cr_expect_eq(run_follow_try(dfd, "dir", getpid(), me.start, &fd), 0);
+  cr_expect_eq(run_follow_try(dfd, "dir", getpid(), me.start, &fd, &got), 0);
   cleanup_free char *longer = xasprintf("%d%040d", (int)child, 0);
   write_text_in(d, "long", longer, 0644);
-  cr_expect_eq(run_follow_try(dfd, "long", getpid(), me.start, &fd), 0);
+  cr_expect_eq(run_follow_try(dfd, "long", getpid(), me.start, &fd, &got), 0);
   write_text_in(d, "junk", "pid=1234", 0644);
-  cr_expect_eq(run_follow_try(dfd, "junk", getpid(), me.start, &fd), 0);
+  cr_expect_eq(run_follow_try(dfd, "junk", getpid(), me.start, &fd, &got), 0);
   cr_expect_eq(fd, -1);
   reap(child);
   const char *names[] = {"real", "link", "fifo", "long", "junk", NULL};
