@@ -5,7 +5,10 @@
  *
  * runc: tollgate becomes a child subreaper before runc's create, so the
  * container's init is re-parented to it; start, then waitpid() gives the
- * real exit status, and signals go through a pidfd.
+ * real exit status, and signals go through a pidfd.  When nothing needs
+ * runc's create/start split (shim/lifecycle/create_direct.c), one `runc
+ * run --detach` does both: its init is re-parented to tollgate as
+ * create's is, and the rest is the same.
  *
  * runsc: the exit status of a sandbox whose init exits quickly is only
  * known to the runsc process that is the sandbox's parent (`runsc wait`
@@ -25,11 +28,9 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/eventfd.h>
-#include <sys/inotify.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "governance/gate.h"
@@ -84,99 +85,13 @@ static void send_signal(struct cli *cli, const struct container *c, int pidfd, i
   }
 }
 
-/* `runc run`'s init, followed through its pid file (run_follow.h) and
- * handed to the run guard: the one-call path's stand-in for the split's
- * init_pid, known only once runc has written it.
- *
- * From then on `runc run` is held stopped (SIGSTOP) until the init has
- * exited: it would reap the init and remove the container's cgroup at
- * once, before the limit watch's last word (the split keeps the cgroup
- * until tollgate's delete).  It has nothing to do meanwhile: the
- * container's stdio is tollgate's own, passed on, and the signals it
- * would pass on go to the init's pidfd directly. */
-struct follow {
-  int dir_fd;                    /* the state directory */
-  int ino_fd;                    /* inotify on it: the pid file's rename
-                                    wakes the follow at once, or -1 */
-  pid_t runner;                  /* `runc run`, tollgate's unreaped child */
-  int runner_fd;                 /* its pidfd */
-  unsigned long long runner_start;
-  struct timespec deadline;      /* when to stop looking (the guard falls
-                                    back on runc run's pidfd and kill --all) */
-  int tries;
-  int init_fd;                   /* the verified init's pidfd, or -1 */
-  pid_t init_pid;
-  bool runner_stopped;           /* held until the init is over */
-  bool init_over;
-  struct run_guard *guard;
-  struct limit_watch *lw;
-};
-
-/* Let runc run go on (it reaps the init, removes the container, exits
- * with the init's status). */
-static void follow_release_runner(struct follow *f) {
-  if (f != NULL && f->runner_stopped && pidfd_signal(f->runner_fd, SIGCONT) == 0)
-    f->runner_stopped = false;
-}
-
-/* How long to look for the pid file: `runc run` writes it tens of
- * milliseconds after its start here; the bound keeps a runc that never
- * does from keeping tollgate polling for ever. */
-#define FOLLOW_FOR_S 30
-
-/* The poll timeout (ms) while f still looks for the init: often at first,
- * when the pid file is due, then every 10 ms; -1 once there is nothing
- * to look for. */
-static int follow_timeout(const struct follow *f) {
-  if (f == NULL || f->init_fd >= 0)
-    return -1;
-  struct timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  if (now.tv_sec > f->deadline.tv_sec ||
-      (now.tv_sec == f->deadline.tv_sec && now.tv_nsec >= f->deadline.tv_nsec))
-    return -1;
-  /* With inotify the timer is only a fallback. */
-  return f->ino_fd >= 0 ? 10 : f->tries < 500 ? 1 : 10;
-}
-
-/* One look at the pid file: once it names the verified init, the guard
- * gets its pidfd. */
-static void follow_step(struct follow *f) {
-  if (f == NULL || f->init_fd >= 0)
-    return;
-  f->tries++;
-  /* Only once the file is there is runc run stopped, and then before the
-   * check: stopped, it cannot reap the init between the check and the
-   * hold, so the init found alive stays what the pidfd names. */
-  if (faccessat(f->dir_fd, "backend.pid", F_OK, AT_SYMLINK_NOFOLLOW) != 0)
-    return;
-  if (pidfd_signal(f->runner_fd, SIGSTOP) == 0)
-    f->runner_stopped = true;
-  int fd = -1;
-  if (run_follow_try(f->dir_fd, "backend.pid", f->runner, f->runner_start, &fd, &f->init_pid) != 1) {
-    follow_release_runner(f);
-    return;
-  }
-  f->init_fd = fd;
-  limit_watch_attach(f->lw, f->init_pid);
-  /* A guard that is gone cannot take it: it exits only when told, or
-   * when it already acted; either way nothing is left to hand over. */
-  if (run_guard_watch_init(f->guard, fd) < 0) {
-    /* nothing listens: the guard is over */
-  }
-}
-
-/* The gate asked for the container to be stopped.  A verified init
- * (init_fd, runc's one-call run) is killed through its pidfd.  runsc:
- * SIGKILL to the
+/* The gate asked for the container to be stopped.  runsc: SIGKILL to the
  * sandbox whose pid `runsc run` wrote to pid_file, as the sidecar's stop
  * does (its init_pid is the same pid), at once; a `runsc kill` takes a
  * runsc start-up, while the program goes on (its calls refused).  It is
  * the fallback when there is no pid file yet. */
 static void stop_container(struct cli *cli, const struct container *c, int pidfd,
-                           const char *pid_file, int init_fd) {
-  if (init_fd >= 0 && pidfd_signal(init_fd, SIGKILL) == 0)
-    return;
+                           const char *pid_file) {
   long pid = 0;
   if (pid_file != NULL && state_read_pid_file(pid_file, &pid, NULL) == 0 && pid > 0) {
     cleanup_close int sandbox = pidfd_open_pid((pid_t)pid);
@@ -191,25 +106,12 @@ static void stop_container(struct cli *cli, const struct container *c, int pidfd
  * (stop_efd). */
 static int forward_until_exit(struct cli *cli, const struct container *c,
                               const struct container *stop_c,
-                              int pidfd, int sfd, const char *pid_file, struct follow *f,
-                              tg_error **err) {
+                              int pidfd, int sfd, const char *pid_file, tg_error **err) {
   for (;;) {
-    /* p[3]: the followed init, while runc run is held for it. */
-    bool held = f != NULL && f->runner_stopped && f->init_fd >= 0;
-    bool looking = f != NULL && f->init_fd < 0 && f->ino_fd >= 0;
-    struct pollfd p[5] = {{.fd = pidfd, .events = POLLIN},
+    struct pollfd p[3] = {{.fd = pidfd, .events = POLLIN},
                           {.fd = sfd, .events = POLLIN},
-                          {.fd = stop_efd, .events = POLLIN},
-                          {.fd = held ? f->init_fd : -1, .events = POLLIN},
-                          {.fd = looking ? f->ino_fd : -1, .events = POLLIN}};
-    int r = poll(p, 5, follow_timeout(f));
-    if (looking && (p[4].revents & POLLIN)) {
-      char ev[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-      while (read(f->ino_fd, ev, sizeof ev) > 0)
-        ; /* drained: what changed is looked at below, not trusted */
-    }
-    follow_step(f);
-    if (r < 0) {
+                          {.fd = stop_efd, .events = POLLIN}};
+    if (poll(p, 3, -1) < 0) {
       if (errno == EINTR)
         continue;
       return tg_error_set(err, errno, "run: poll");
@@ -217,21 +119,35 @@ static int forward_until_exit(struct cli *cli, const struct container *c,
     if (p[1].revents & POLLIN) {
       struct signalfd_siginfo si;
       if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
-        send_signal(cli, c, f != NULL && f->runner_stopped && f->init_fd >= 0 ? f->init_fd : pidfd,
-                    (int)si.ssi_signo);
-    }
-    if (held && (p[3].revents & (POLLIN | POLLHUP))) {
-      /* The init is over: its cgroup's counters while they are there,
-       * then runc run may reap it and remove the container. */
-      limit_watch_settle(f->lw);
-      follow_release_runner(f);
+        send_signal(cli, c, pidfd, (int)si.ssi_signo);
     }
     uint64_t n;
     if ((p[2].revents & POLLIN) && read(stop_efd, &n, sizeof n) == (ssize_t)sizeof n)
-      stop_container(cli, stop_c, pidfd, pid_file, f != NULL ? f->init_fd : -1);
+      stop_container(cli, stop_c, pidfd, pid_file);
     if (p[0].revents & POLLIN)
       return 0;
   }
+}
+
+/* Wait for our (re-parented) init, whose pidfd is pidfd, forwarding
+ * signals; the guard is released once it exited.  Its status. */
+static int wait_runc_init(struct cli *cli, struct created *c, int pidfd, int sfd,
+                          struct run_guard *guard, tg_error **err) {
+  int r = forward_until_exit(cli, NULL, NULL, pidfd, sfd, NULL, err);
+  run_guard_release(guard);
+  if (r < 0)
+    return -1;
+  int ws = 0;
+  pid_t w;
+  do
+    w = waitpid(c->init_pid, &ws, 0);
+  while (w < 0 && errno == EINTR);
+  if (w < 0)
+    return tg_error_set(err, errno,
+                        "run: the container's init %d is not tollgate's "
+                        "child, so its exit status is unknown",
+                        (int)c->init_pid);
+  return proc_exit_status(ws);
 }
 
 /* runc: start, then wait for our (re-parented) init. */
@@ -252,29 +168,128 @@ static int run_runc(struct cli *cli, struct created *c, int sfd,
     return -1;
   int r = container_call_ok(cli, &c->container, "start", NULL, &quiet, &res, err);
   proc_result_free(&res);
-  if (r == 0)
-    r = forward_until_exit(cli, NULL, NULL, pidfd, sfd, NULL, NULL, err);
-  run_guard_release(&guard);
-  if (r < 0)
+  if (r < 0) {
+    run_guard_release(&guard);
     return -1;
-  int ws = 0;
-  pid_t w;
-  do
-    w = waitpid(c->init_pid, &ws, 0);
-  while (w < 0 && errno == EINTR);
-  if (w < 0)
-    return tg_error_set(err, errno,
-                        "run: the container's init %d is not tollgate's "
-                        "child, so its exit status is unknown",
-                        (int)c->init_pid);
-  return proc_exit_status(ws);
+  }
+  return wait_runc_init(cli, c, pidfd, sfd, &guard, err);
+}
+
+/* Wait until `runc run --detach` (pidfd) has exited; a stop the gate asks
+ * for meanwhile goes through the backend's kill.  The signals to pass on
+ * stay queued in the signalfd until the init is known: sent to runc run
+ * they would end it half-way, not reach the container. */
+static int wait_runner(struct cli *cli, const struct container *c, int pidfd, tg_error **err) {
+  for (;;) {
+    struct pollfd p[2] = {{.fd = pidfd, .events = POLLIN}, {.fd = stop_efd, .events = POLLIN}};
+    if (poll(p, 2, -1) < 0) {
+      if (errno == EINTR)
+        continue;
+      return tg_error_set(err, errno, "run: poll");
+    }
+    uint64_t n;
+    if ((p[1].revents & POLLIN) && read(stop_efd, &n, sizeof n) == (ssize_t)sizeof n)
+      send_signal(cli, c, -1, SIGKILL);
+    if (p[0].revents & POLLIN)
+      return 0;
+  }
+}
+
+/* runc's one-call start: `runc run --detach` is create and start in one
+ * process (the split's `runc start` saved), and leaves the container's
+ * init re-parented to tollgate, the subreaper, as create does; then the
+ * same wait as run_runc, and the same delete after it.
+ *
+ * The guard starts before `runc run` does and holds its pidfd from the
+ * spawn: killed with tollgate, it is killed first, and a container it was
+ * still starting never reaches the user's process; `runc run` also dies
+ * with tollgate (PR_SET_PDEATHSIG), which covers the moment between the
+ * spawn and the guard holding it.  Once it has exited, the init its pid
+ * file names is trusted only as tollgate's own child that started after
+ * it (run_follow.h), and the guard gets its pidfd. */
+static int run_runc_direct(struct cli *cli, struct created *c, const struct create_request *req,
+                           int sfd, struct limit_watch *lw, tg_error **err) {
+  cleanup_free char *pid_file = xasprintf("%s/backend.pid", c->dir);
+  /* The private bundle create wrote (shim/lifecycle/backend_bundle.h). */
+  cleanup_free char *bundle = backend_bundle_path(c->dir);
+  struct create_flags cf = {.bundle = bundle,
+                            .pid_file = pid_file,
+                            .no_pivot = req->no_pivot,
+                            .no_new_keyring = req->no_new_keyring,
+                            .preserve_fds = req->preserve_fds};
+  struct argv args = {0};
+  backend_create_args(&c->container.backend, &cf, &args);
+  argv_add(&args, "--detach");
+  struct run_guard guard;
+  if (run_guard_start(cli, &c->container, 0, &guard, err) < 0) {
+    argv_free(&args);
+    return -1;
+  }
+  /* stdio passed through: runc hands it to the init (no terminal here). */
+  struct proc_opts passthrough = {.die_with_parent = true};
+  struct proc child;
+  int r = container_spawn(cli, &c->container, "run", args.v, NULL, &passthrough, &child, err);
+  argv_free(&args);
+  if (r < 0) {
+    run_guard_release(&guard);
+    return -1;
+  }
+  /* runc run is our unreaped child: its pid, read here, is its own. */
+  cleanup_close int runner_fd = pidfd_open_pid(child.pid);
+  struct proc_stat_fields rs;
+  if (runner_fd < 0 || run_follow_read_stat(child.pid, &rs) < 0 ||
+      run_guard_watch_runner(&guard, runner_fd) < 0) {
+    /* Unguarded, a kill -9 of tollgate could leave the container running
+     * with no gate: it does not start. */
+    int e = errno;
+    kill(child.pid, SIGKILL);
+    struct proc_result ignored = {0};
+    tg_error *fe = NULL;
+    container_finish(&c->container, &child, &passthrough, &ignored, &fe);
+    tg_error_free(&fe);
+    proc_result_free(&ignored);
+    run_guard_release(&guard);
+    return tg_error_set(err, e, "run: hand `runc run` (pid %d) to the container's guard", (int)child.pid);
+  }
+  if (wait_runner(cli, &c->container, runner_fd, err) < 0)
+    kill(child.pid, SIGKILL);
+  struct proc_result res = {0};
+  int st = container_finish(&c->container, &child, &passthrough, &res, err);
+  if (st != 0) {
+    if (st > 0)
+      container_backend_error(&c->container, "run", &res, err);
+    proc_result_free(&res);
+    run_guard_release(&guard);
+    return -1;
+  }
+  proc_result_free(&res);
+  cleanup_close int dir_fd = open(c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+  int init_fd = -1;
+  pid_t init = 0;
+  if (dir_fd < 0 || run_follow_try(dir_fd, "backend.pid", getpid(), rs.start, &init_fd, &init) != 1) {
+    /* runc said it started the container, and no init of it is
+     * tollgate's child: nothing here can wait for it, so it is killed
+     * before the guard goes (run's delete --force removes the rest). */
+    send_signal(cli, &c->container, -1, SIGKILL);
+    run_guard_release(&guard);
+    return tg_error_set(err, 0, "run: runc run started container %s, but its pid file %s names no "
+                        "init that is tollgate's child; it was killed", c->container.id, pid_file);
+  }
+  cleanup_close int pidfd = init_fd;
+  c->init_pid = init;
+  limit_watch_attach(lw, init);
+  if (run_guard_watch_init(&guard, pidfd) < 0) {
+    /* The guard is gone (it only exits when told or when it acted):
+     * nothing to hand over. */
+  }
+  return wait_runc_init(cli, c, pidfd, sfd, &guard, err);
 }
 
 /* `runsc run`, or `runc run` when create found nothing that needs the
  * split (c->run_direct), in the foreground, with the bundle prepared. */
 static int run_foreground(struct cli *cli, struct created *c,
                           const struct create_request *req, int sfd,
-                          struct limit_watch *lw, tg_error **err) {
+                          tg_error **err) {
   cleanup_free char *pid_file = xasprintf("%s/backend.pid", c->dir);
   /* The private bundle create wrote: `runsc run` reads its config after
    * create released the user's bundle, which another create from it may
@@ -289,91 +304,30 @@ static int run_foreground(struct cli *cli, struct created *c,
       .preserve_fds = c->run_direct ? req->preserve_fds : -1};
   struct argv args = {0};
   backend_create_args(&c->container.backend, &cf, &args);
-  /* runc's one-call run: the guard (run_guard.h) exists before `runc
-   * run` does, so that no moment has a container starting and nothing to
-   * stop it if tollgate is killed (-9).  It learns `runc run`'s pidfd
-   * right after the spawn and the init's once the pid file names it. */
-  struct run_guard guard = {.pid = 0, .done_fd = -1};
-  if (c->run_direct && run_guard_start(cli, &c->container, 0, &guard, err) < 0) {
-    argv_free(&args);
-    return -1;
-  }
-  /* Both die with tollgate.  A `runsc run` whose tollgate was killed
-   * would wait forever for a gofer nobody reaps, and the next `delete
-   * --force` would run into runsc's own timeout: it dies instead, and
-   * its sandbox and gofer go to init, which reaps them (the sidecar-less
-   * sandbox then stops on its own).  A `runc run` killed before it
-   * let the init exec never runs the user's process: this closes the
-   * moment between the spawn and the guard holding its pidfd, and the
-   * guard kills what already runs.  Killed half-way, runc may leave a
-   * `runc init` blocked before the exec, which delete --force removes. */
-  struct proc_opts passthrough = {.die_with_parent = true};
+  /* A `runsc run` whose tollgate was killed (-9) would wait forever for
+   * a gofer nobody reaps, and the next `delete --force` would run into
+   * runsc's own timeout: it dies with tollgate instead, and its sandbox
+   * and gofer go to init, which reaps them.  Not `runc run`: it reaps its
+   * own children (a subreaper), and killed half-way it would leave a
+   * `runc init` that no state of runc's names; it outlives a killed
+   * tollgate as `runc create` does, until delete --force. */
+  struct proc_opts passthrough = {.die_with_parent = !c->run_direct};
   struct proc child;
   int r = container_spawn(cli, &c->container, "run", args.v, NULL,
                           &passthrough, &child, err);
   argv_free(&args);
-  if (r < 0) {
-    run_guard_release(&guard);
+  if (r < 0)
     return -1;
-  }
   cleanup_close int pidfd = pidfd_open_pid(child.pid);
-  cleanup_close int dir_fd = -1;
-  cleanup_close int ino_fd = -1;
-  struct follow follow = {.dir_fd = -1, .ino_fd = -1, .runner = child.pid, .runner_fd = pidfd, .init_fd = -1,
-                          .guard = &guard, .lw = lw};
-  struct follow *f = NULL;
-  if (c->run_direct) {
-    struct proc_stat_fields rs;
-    dir_fd = open(c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-    /* Without runc run's pidfd in the guard, a kill -9 of tollgate from
-     * here on could leave a container running that nothing governs: such
-     * a run does not go on.  (runc run is tollgate's unreaped child, so
-     * its pid, read here, is its own.) */
-    if (pidfd < 0 || dir_fd < 0 || run_follow_read_stat(child.pid, &rs) < 0 ||
-        run_guard_watch_runner(&guard, pidfd) < 0) {
-      int e = errno;
-      kill(child.pid, SIGKILL);
-      struct proc_result ignored = {0};
-      tg_error *fe = NULL;
-      container_finish(&c->container, &child, &passthrough, &ignored, &fe);
-      tg_error_free(&fe);
-      proc_result_free(&ignored);
-      run_guard_release(&guard);
-      return tg_error_set(err, e, "run: hand `runc run` (pid %d) to the container's guard",
-                          (int)child.pid);
-    }
-    follow.dir_fd = dir_fd;
-    /* runc renames the pid file into place: the event wakes the follow
-     * within the moment it appears, which is what holding runc run before
-     * it can reap a short-lived init needs.  Without inotify, polling. */
-    ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-    if (ino_fd >= 0 && inotify_add_watch(ino_fd, c->dir, IN_MOVED_TO | IN_CLOSE_WRITE | IN_ONLYDIR) < 0) {
-      close(ino_fd);
-      ino_fd = -1;
-    }
-    follow.ino_fd = ino_fd;
-    follow.runner_start = rs.start;
-    clock_gettime(CLOCK_MONOTONIC, &follow.deadline);
-    follow.deadline.tv_sec += FOLLOW_FOR_S;
-    f = &follow;
-  }
   /* `runc run` passes the signals it gets on to the container's init:
    * they go to it through its pidfd, not through a `runc kill` each.  A
-   * stop goes to the verified init, or before runc wrote its pid through
-   * the backend's kill, never to `runc run` itself (its init would run
-   * on); runc's pid file is not read unverified for it. */
+   * stop before runc wrote the init's pid goes through the backend's
+   * kill, never to `runc run` itself (its init would run on). */
   if (pidfd >= 0)
     forward_until_exit(cli, c->run_direct ? NULL : &c->container, &c->container, pidfd, sfd,
-                       c->run_direct ? NULL : pid_file, f, err);
-  /* Never left stopped: container_finish waits for it. */
-  follow_release_runner(f);
+                       pid_file, err);
   struct proc_result res = {0};
   int st = container_finish(&c->container, &child, &passthrough, &res, err);
-  /* Only once runc run is reaped: until then the guard still kills it
-   * and its container if tollgate dies. */
-  run_guard_release(&guard);
-  if (follow.init_fd >= 0)
-    close(follow.init_fd);
   if (st < 0)
     return -1;
   /* A non-zero status is the container's own unless runsc logged an
@@ -522,13 +476,18 @@ int cmd_run(struct cli *cli, int argc, char **argv, tg_error **err) {
   if (!c.bridged || bridge_serve_in_process(&c.setup, gate, &server, err) == 0) {
     /* A limit the container met is said, not left to dmesg. */
     cleanup_free char *pid_file = xasprintf("%s/backend.pid", c.dir);
-    /* runc's one-call run: no thread polling the pid file (its naps held
-     * the run's end up to 50 ms); the follow names the verified init and
-     * holds runc run, so its cgroup, until the last look. */
-    struct limit_watch *lw = runc && c.run_direct ? limit_watch_start(0, NULL)
-                             : limit_watch_start(runc ? c.init_pid : 0, pid_file);
-    status = runc && !c.run_direct ? run_runc(cli, &c, sfd, err)
-                                   : run_foreground(cli, &c, &req.create, sfd, lw, err);
+    /* runc's one-call run: the init is known once runc run has exited;
+     * its counters are opened then (limit_watch_attach), and the cgroup
+     * stays until delete, as after create. */
+    bool attach = runc && c.run_direct && c.bridged;
+    struct limit_watch *lw = attach ? limit_watch_start(0, NULL)
+                                    : limit_watch_start(runc && !c.run_direct ? c.init_pid : 0, pid_file);
+    /* An ungoverned one-call run (passthrough, no bridge) stays one
+     * foreground `runc run`: nothing is governed that tollgate's death
+     * could leave running without its gate. */
+    status = !runc || (c.run_direct && !c.bridged) ? run_foreground(cli, &c, &req.create, sfd, err)
+             : c.run_direct                      ? run_runc_direct(cli, &c, &req.create, sfd, lw, err)
+                                                 : run_runc(cli, &c, sfd, err);
     limit_watch_report(lw, req.create.id, !runc);
     status = report_anomaly_stop(gate, status);
     /* The gate closes (audit log synced) while the container is removed. */

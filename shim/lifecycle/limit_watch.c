@@ -174,7 +174,7 @@ struct limit_watch *limit_watch_start(pid_t pid, const char *pid_file) {
   lw->pid = pid;
   lw->pid_file = pid_file ? xstrdup(pid_file) : NULL;
   atomic_init(&lw->stop, false);
-  /* Nothing to watch yet: no thread; settle names the pid at the end. */
+  /* Nothing to watch yet: no thread; limit_watch_attach names the pid. */
   if (pid <= 0 && pid_file == NULL) {
     lw->joined = true;
     return lw;
@@ -203,13 +203,6 @@ void limit_watch_attach(struct limit_watch *lw, pid_t pid) {
       return;
   lw->pid = pid;
   open_counters(lw);
-  sample(lw, true);
-}
-
-void limit_watch_settle(struct limit_watch *lw) {
-  if (lw == NULL)
-    return;
-  join_watch(lw);
   sample(lw, true);
 }
 

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # `tollgate run` under runc as one `runc run` (issue 41): when the
 # effective config has no hook, a fresh network namespace, no terminal,
-# no pid file and no pod, run skips runc's create/start/delete split (two
-# Go process starts), governed or not.  What must hold either way:
+# no pid file and no pod, run skips runc's create/start split: a governed
+# container is `runc run --detach` (create and start in one Go process)
+# and the delete, an ungoverned one (passthrough, no policy) one
+# foreground `runc run`.  What must hold either way:
 #   - the container's output and exit status (0, 7, a signal's 128+n);
 #   - a signal sent to tollgate reaches the container's init;
 #   - the container holds lo alone, and a hook that adds an interface
@@ -37,9 +39,10 @@ make_bundle "$B" sh -c 'echo hello; exit 7'
 out=$(tg --runtime "$WRAP/runc" run -b "$B" rr-plain 2>/dev/null); rc=$?
 check_eq "plain: the output" hello "$out"
 check_eq "plain: the exit status" 7 "$rc"
-# A governed (hardened, bridged) container is one `runc run` too: its run
-# guard follows runc run and then its init (shim/lifecycle/run_follow.h).
-check_eq "plain: a governed container is one runc run" run "$(verbs | sed 's/^--version //')"
+# A governed (hardened, bridged) container is one `runc run --detach`
+# (create and start in one) and the delete: its run guard holds runc run
+# and then the init it follows (shim/lifecycle/run_follow.h).
+check_eq "plain: a governed container is runc run, then delete" "run delete" "$(verbs | sed 's/^--version //')"
 check_fails "plain: runc keeps nothing" test -e "$runc_root/rr-plain"
 check_fails "plain: tollgate keeps nothing" test -e "$TG_ROOT/rr-plain"
 
@@ -69,7 +72,7 @@ make_bundle "$B" sh -c 'echo up; while :; do sleep 0.1; done; echo rr-k9a-marker
 tpid=$!
 on_exit "kill -9 $tpid; tg delete --force rr-k9a"
 wait_for 10 grep -q up "$TG_ROOT/k9a.out"
-check_eq "kill -9 after start: a governed run is one runc run" run "$(verbs | sed 's/^--version //')"
+check_eq "kill -9 after start: a governed run starts with one runc run" run "$(verbs | sed 's/^--version //')"
 inside=$(marker_pids rr-k9a-marker)
 check "kill -9 after start: the program runs" test -n "$inside"
 # The guard (a child of tollgate) holds a pidfd of the init it followed
