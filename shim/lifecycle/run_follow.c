@@ -85,14 +85,14 @@ int run_follow_parse_pid(const char *buf, size_t len, pid_t *pid) {
   return 0;
 }
 
-bool run_follow_trusts(const struct proc_stat_fields *init, pid_t runner,
+bool run_follow_trusts(const struct proc_stat_fields *init, pid_t parent,
                        unsigned long long runner_start) {
-  /* The parent test is what makes the pid unforgeable: runner is
-   * tollgate's unreaped child, so its pid is its own, and only it (or a
-   * process cloned with CLONE_PARENT from its children, runc's own
-   * init stages) can have that parent.  The start time rules out a
-   * process that held runner's pid before runner did. */
-  return runner > 1 && init->ppid == runner && init->start >= runner_start;
+  /* The parent test is what makes the pid unforgeable: parent is alive
+   * (tollgate) or tollgate's unreaped child (runc run), so its pid is its
+   * own, and only its children have it as their parent: processes runc
+   * made, or (tollgate, a subreaper) re-parented descendants.  The start
+   * time rules out a child older than this runc run. */
+  return parent > 1 && init->ppid == parent && init->start >= runner_start;
 }
 
 int run_follow_read_stat(pid_t pid, struct proc_stat_fields *out) {
@@ -115,7 +115,7 @@ int run_follow_read_stat(pid_t pid, struct proc_stat_fields *out) {
   return 0;
 }
 
-int run_follow_try(int dir_fd, const char *name, pid_t runner, unsigned long long runner_start,
+int run_follow_try(int dir_fd, const char *name, pid_t parent, unsigned long long runner_start,
                    int *pidfd, pid_t *pid_out) {
   *pidfd = -1;
   /* O_NOFOLLOW: a symlink is refused, not followed; O_NONBLOCK: opening a
@@ -143,7 +143,7 @@ int run_follow_try(int dir_fd, const char *name, pid_t runner, unsigned long lon
   if (pfd < 0)
     return 0; /* gone already: nothing to hold */
   struct proc_stat_fields f;
-  if (run_follow_read_stat(pid, &f) < 0 || !run_follow_trusts(&f, runner, runner_start))
+  if (run_follow_read_stat(pid, &f) < 0 || !run_follow_trusts(&f, parent, runner_start))
     return 0;
   /* Still unreaped after the read: the pid was not reused in between, so
    * what /proc said is what the pidfd names. */
