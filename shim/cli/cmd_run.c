@@ -175,11 +175,14 @@ static int run_runc(struct cli *cli, struct created *c, int sfd,
   return wait_runc_init(cli, c, pidfd, sfd, &guard, err);
 }
 
-/* Wait until `runc run --detach` (pidfd) has exited; a stop the gate asks
- * for meanwhile goes through the backend's kill.  The signals to pass on
- * stay queued in the signalfd until the init is known: sent to runc run
- * they would end it half-way, not reach the container. */
-static int wait_runner(struct cli *cli, const struct container *c, int pidfd, tg_error **err) {
+/* Wait until `runc run --detach` (pidfd) has exited.  A stop the gate
+ * asks for meanwhile goes through the backend's kill and is remembered
+ * (*stop): runc may not know the container yet, and the init is killed
+ * once known.  The signals to pass on stay queued in the signalfd until
+ * then: sent to runc run they would end it half-way, not reach the
+ * container. */
+static int wait_runner(struct cli *cli, const struct container *c, int pidfd, bool *stop,
+                       tg_error **err) {
   for (;;) {
     struct pollfd p[2] = {{.fd = pidfd, .events = POLLIN}, {.fd = stop_efd, .events = POLLIN}};
     if (poll(p, 2, -1) < 0) {
@@ -188,8 +191,10 @@ static int wait_runner(struct cli *cli, const struct container *c, int pidfd, tg
       return tg_error_set(err, errno, "run: poll");
     }
     uint64_t n;
-    if ((p[1].revents & POLLIN) && read(stop_efd, &n, sizeof n) == (ssize_t)sizeof n)
+    if ((p[1].revents & POLLIN) && read(stop_efd, &n, sizeof n) == (ssize_t)sizeof n) {
+      *stop = true;
       send_signal(cli, c, -1, SIGKILL);
+    }
     if (p[0].revents & POLLIN)
       return 0;
   }
@@ -242,7 +247,9 @@ static int run_runc_direct(struct cli *cli, struct created *c, const struct crea
     /* Unguarded, a kill -9 of tollgate could leave the container running
      * with no gate: it does not start. */
     int e = errno;
-    kill(child.pid, SIGKILL);
+    if (kill(child.pid, SIGKILL) < 0) {
+      /* our unreaped child: it cannot be gone; reaped below either way */
+    }
     struct proc_result ignored = {0};
     tg_error *fe = NULL;
     container_finish(&c->container, &child, &passthrough, &ignored, &fe);
@@ -251,8 +258,10 @@ static int run_runc_direct(struct cli *cli, struct created *c, const struct crea
     run_guard_release(&guard);
     return tg_error_set(err, e, "run: hand `runc run` (pid %d) to the container's guard", (int)child.pid);
   }
-  if (wait_runner(cli, &c->container, runner_fd, err) < 0)
-    kill(child.pid, SIGKILL);
+  bool stop = false;
+  if (wait_runner(cli, &c->container, runner_fd, &stop, err) < 0 && kill(child.pid, SIGKILL) < 0) {
+    /* our unreaped child: it cannot be gone; reaped below */
+  }
   struct proc_result res = {0};
   int st = container_finish(&c->container, &child, &passthrough, &res, err);
   if (st != 0) {
@@ -277,6 +286,14 @@ static int run_runc_direct(struct cli *cli, struct created *c, const struct crea
   }
   cleanup_close int pidfd = init_fd;
   c->init_pid = init;
+  /* The gate's stop, asked during the start.  An init already gone is
+   * stopped. */
+  if (stop && pidfd_signal(pidfd, SIGKILL) < 0 && errno != ESRCH) {
+    int e = errno;
+    send_signal(cli, &c->container, -1, SIGKILL);
+    run_guard_release(&guard);
+    return tg_error_set(err, e, "run: stop container %s as its gate asked", c->container.id);
+  }
   limit_watch_attach(lw, init);
   if (run_guard_watch_init(&guard, pidfd) < 0) {
     /* The guard is gone (it only exits when told or when it acted):
