@@ -63,6 +63,36 @@ def steps_of(ev, backend):
                  "harden", "harden_ret", "pins", "pins_ret", "points", "points_ret",
                  "bridge", "bridge_ret", "reach_ret", "strip", "strip_ret", "waited", "exit"):
         at[name] = first(ev, name)
+    if (at["strip"] is None and len(backend) >= 2 and at["waited"] is not None
+            and backend[-2][1] <= at["waited"] <= backend[-1][0]):
+        # A governed one-call run (shim/cli/cmd_run.c run_runc_direct):
+        # `runc run --detach` (create and start in one), the init waited
+        # for as tollgate's child, then `runc delete`.
+        if any(v is None for k, v in at.items() if k not in ("strip", "strip_ret")):
+            return None
+        run, delete = backend[-2], backend[-1]
+        s = [
+            ("process start (exec to main)", at["main"] - at["exec"]),
+            ("arguments, host config, console check", at["create"] - at["main"]),
+            ("backend choice, runc version floor", at["floor_ret"] - at["create"]),
+            ("bundle read and parse, effective mark", at["statedir"] - at["floor_ret"]),
+            ("state directory, policy", at["idrange"] - at["statedir"]),
+            ("user namespace: id range claim", at["idrange_ret"] - at["idrange"]),
+            ("hardening (oci_harden)", at["harden_ret"] - at["idrange_ret"]),
+            ("joins checked, CRI policy", at["pins"] - at["harden_ret"]),
+            ("mount pins", at["pins_ret"] - at["pins"]),
+            ("mount points", at["points_ret"] - at["points"]),
+            ("bridge area", at["bridge_ret"] - at["bridge"]),
+            ("reach view, config and state written, gate joined, bridge started, guard", run[0] - at["reach_ret"]),
+            ("backend: runc run --detach (spawn to reaped)", run[1] - run[0]),
+            ("init followed, the container runs (/bin/true) until tollgate sees it exit", at["waited"] - run[1]),
+            ("gate closing begun, state loaded", delete[0] - at["waited"]),
+            ("backend: runc delete", delete[1] - delete[0]),
+            ("teardown: bridge, pins, state, id range, exit", at["exit"] - delete[1]),
+        ]
+        s.append(("total (exec to exit)", at["exit"] - at["exec"]))
+        s.append(("backend calls", (run[1] - run[0]) + (delete[1] - delete[0])))
+        return s
     if at["strip"] is None:
         # One `runc run` (shim/lifecycle/create_direct.c): no network
         # check between create and start, no separate delete.  The last

@@ -5,7 +5,10 @@
  *
  * runc: tollgate becomes a child subreaper before runc's create, so the
  * container's init is re-parented to it; start, then waitpid() gives the
- * real exit status, and signals go through a pidfd.
+ * real exit status, and signals go through a pidfd.  When nothing needs
+ * runc's create/start split (shim/lifecycle/create_direct.c), one `runc
+ * run --detach` does both: its init is re-parented to tollgate as
+ * create's is, and the rest is the same.
  *
  * runsc: the exit status of a sandbox whose init exits quickly is only
  * known to the runsc process that is the sandbox's parent (`runsc wait`
@@ -16,6 +19,7 @@
  * for its sandbox process to disappear, and an unreaped zombie never
  * does. */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
@@ -38,6 +42,7 @@
 #include "shim/lifecycle/console.h"
 #include "shim/lifecycle/container.h"
 #include "shim/lifecycle/limit_watch.h"
+#include "shim/lifecycle/run_follow.h"
 #include "shim/lifecycle/run_guard.h"
 #include "shim/lifecycle/state.h"
 #include "base/util.h"
@@ -124,6 +129,27 @@ static int forward_until_exit(struct cli *cli, const struct container *c,
   }
 }
 
+/* Wait for our (re-parented) init, whose pidfd is pidfd, forwarding
+ * signals; the guard is released once it exited.  Its status. */
+static int wait_runc_init(struct cli *cli, struct created *c, int pidfd, int sfd,
+                          struct run_guard *guard, tg_error **err) {
+  int r = forward_until_exit(cli, NULL, NULL, pidfd, sfd, NULL, err);
+  run_guard_release(guard);
+  if (r < 0)
+    return -1;
+  int ws = 0;
+  pid_t w;
+  do
+    w = waitpid(c->init_pid, &ws, 0);
+  while (w < 0 && errno == EINTR);
+  if (w < 0)
+    return tg_error_set(err, errno,
+                        "run: the container's init %d is not tollgate's "
+                        "child, so its exit status is unknown",
+                        (int)c->init_pid);
+  return proc_exit_status(ws);
+}
+
 /* runc: start, then wait for our (re-parented) init. */
 static int run_runc(struct cli *cli, struct created *c, int sfd,
                     tg_error **err) {
@@ -142,22 +168,138 @@ static int run_runc(struct cli *cli, struct created *c, int sfd,
     return -1;
   int r = container_call_ok(cli, &c->container, "start", NULL, &quiet, &res, err);
   proc_result_free(&res);
-  if (r == 0)
-    r = forward_until_exit(cli, NULL, NULL, pidfd, sfd, NULL, err);
-  run_guard_release(&guard);
-  if (r < 0)
+  if (r < 0) {
+    run_guard_release(&guard);
     return -1;
-  int ws = 0;
-  pid_t w;
-  do
-    w = waitpid(c->init_pid, &ws, 0);
-  while (w < 0 && errno == EINTR);
-  if (w < 0)
-    return tg_error_set(err, errno,
-                        "run: the container's init %d is not tollgate's "
-                        "child, so its exit status is unknown",
-                        (int)c->init_pid);
-  return proc_exit_status(ws);
+  }
+  return wait_runc_init(cli, c, pidfd, sfd, &guard, err);
+}
+
+/* Wait until `runc run --detach` (pidfd) has exited.  A stop the gate
+ * asks for meanwhile goes through the backend's kill and is remembered
+ * (*stop): runc may not know the container yet, and the init is killed
+ * once known.  The signals to pass on stay queued in the signalfd until
+ * then: sent to runc run they would end it half-way, not reach the
+ * container. */
+static int wait_runner(struct cli *cli, const struct container *c, int pidfd, bool *stop,
+                       tg_error **err) {
+  for (;;) {
+    struct pollfd p[2] = {{.fd = pidfd, .events = POLLIN}, {.fd = stop_efd, .events = POLLIN}};
+    if (poll(p, 2, -1) < 0) {
+      if (errno == EINTR)
+        continue;
+      return tg_error_set(err, errno, "run: poll");
+    }
+    uint64_t n;
+    if ((p[1].revents & POLLIN) && read(stop_efd, &n, sizeof n) == (ssize_t)sizeof n) {
+      *stop = true;
+      send_signal(cli, c, -1, SIGKILL);
+    }
+    if (p[0].revents & POLLIN)
+      return 0;
+  }
+}
+
+/* runc's one-call start: `runc run --detach` is create and start in one
+ * process (the split's `runc start` saved), and leaves the container's
+ * init re-parented to tollgate, the subreaper, as create does; then the
+ * same wait as run_runc, and the same delete after it.
+ *
+ * The guard starts before `runc run` does and holds its pidfd from the
+ * spawn: killed with tollgate, it is killed first, and a container it was
+ * still starting never reaches the user's process; `runc run` also dies
+ * with tollgate (PR_SET_PDEATHSIG), which covers the moment between the
+ * spawn and the guard holding it.  Once it has exited, the init its pid
+ * file names is trusted only as tollgate's own child that started after
+ * it (run_follow.h), and the guard gets its pidfd. */
+static int run_runc_direct(struct cli *cli, struct created *c, const struct create_request *req,
+                           int sfd, struct limit_watch *lw, tg_error **err) {
+  cleanup_free char *pid_file = xasprintf("%s/backend.pid", c->dir);
+  /* The private bundle create wrote (shim/lifecycle/backend_bundle.h). */
+  cleanup_free char *bundle = backend_bundle_path(c->dir);
+  struct create_flags cf = {.bundle = bundle,
+                            .pid_file = pid_file,
+                            .no_pivot = req->no_pivot,
+                            .no_new_keyring = req->no_new_keyring,
+                            .preserve_fds = req->preserve_fds};
+  struct argv args = {0};
+  backend_create_args(&c->container.backend, &cf, &args);
+  argv_add(&args, "--detach");
+  struct run_guard guard;
+  if (run_guard_start(cli, &c->container, 0, &guard, err) < 0) {
+    argv_free(&args);
+    return -1;
+  }
+  /* stdio passed through: runc hands it to the init (no terminal here). */
+  struct proc_opts passthrough = {.die_with_parent = true};
+  struct proc child;
+  int r = container_spawn(cli, &c->container, "run", args.v, NULL, &passthrough, &child, err);
+  argv_free(&args);
+  if (r < 0) {
+    run_guard_release(&guard);
+    return -1;
+  }
+  /* runc run is our unreaped child: its pid, read here, is its own. */
+  cleanup_close int runner_fd = pidfd_open_pid(child.pid);
+  struct proc_stat_fields rs;
+  if (runner_fd < 0 || run_follow_read_stat(child.pid, &rs) < 0 ||
+      run_guard_watch_runner(&guard, runner_fd) < 0) {
+    /* Unguarded, a kill -9 of tollgate could leave the container running
+     * with no gate: it does not start. */
+    int e = errno;
+    if (kill(child.pid, SIGKILL) < 0) {
+      /* our unreaped child: it cannot be gone; reaped below either way */
+    }
+    struct proc_result ignored = {0};
+    tg_error *fe = NULL;
+    container_finish(&c->container, &child, &passthrough, &ignored, &fe);
+    tg_error_free(&fe);
+    proc_result_free(&ignored);
+    run_guard_release(&guard);
+    return tg_error_set(err, e, "run: hand `runc run` (pid %d) to the container's guard", (int)child.pid);
+  }
+  bool stop = false;
+  if (wait_runner(cli, &c->container, runner_fd, &stop, err) < 0 && kill(child.pid, SIGKILL) < 0) {
+    /* our unreaped child: it cannot be gone; reaped below */
+  }
+  struct proc_result res = {0};
+  int st = container_finish(&c->container, &child, &passthrough, &res, err);
+  if (st != 0) {
+    if (st > 0)
+      container_backend_error(&c->container, "run", &res, err);
+    proc_result_free(&res);
+    run_guard_release(&guard);
+    return -1;
+  }
+  proc_result_free(&res);
+  cleanup_close int dir_fd = open(c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+  int init_fd = -1;
+  pid_t init = 0;
+  if (dir_fd < 0 || run_follow_try(dir_fd, "backend.pid", getpid(), rs.start, &init_fd, &init) != 1) {
+    /* runc said it started the container, and no init of it is
+     * tollgate's child: nothing here can wait for it, so it is killed
+     * before the guard goes (run's delete --force removes the rest). */
+    send_signal(cli, &c->container, -1, SIGKILL);
+    run_guard_release(&guard);
+    return tg_error_set(err, 0, "run: runc run started container %s, but its pid file %s names no "
+                        "init that is tollgate's child; it was killed", c->container.id, pid_file);
+  }
+  cleanup_close int pidfd = init_fd;
+  c->init_pid = init;
+  /* The gate's stop, asked during the start.  An init already gone is
+   * stopped. */
+  if (stop && pidfd_signal(pidfd, SIGKILL) < 0 && errno != ESRCH) {
+    int e = errno;
+    send_signal(cli, &c->container, -1, SIGKILL);
+    run_guard_release(&guard);
+    return tg_error_set(err, e, "run: stop container %s as its gate asked", c->container.id);
+  }
+  limit_watch_attach(lw, init);
+  if (run_guard_watch_init(&guard, pidfd) < 0) {
+    /* The guard is gone (it only exits when told or when it acted):
+     * nothing to hand over. */
+  }
+  return wait_runc_init(cli, c, pidfd, sfd, &guard, err);
 }
 
 /* `runsc run`, or `runc run` when create found nothing that needs the
@@ -351,9 +493,18 @@ int cmd_run(struct cli *cli, int argc, char **argv, tg_error **err) {
   if (!c.bridged || bridge_serve_in_process(&c.setup, gate, &server, err) == 0) {
     /* A limit the container met is said, not left to dmesg. */
     cleanup_free char *pid_file = xasprintf("%s/backend.pid", c.dir);
-    struct limit_watch *lw = limit_watch_start(runc && !c.run_direct ? c.init_pid : 0, pid_file);
-    status = runc && !c.run_direct ? run_runc(cli, &c, sfd, err)
-                                   : run_foreground(cli, &c, &req.create, sfd, err);
+    /* runc's one-call run: the init is known once runc run has exited;
+     * its counters are opened then (limit_watch_attach), and the cgroup
+     * stays until delete, as after create. */
+    bool attach = runc && c.run_direct && c.bridged;
+    struct limit_watch *lw = attach ? limit_watch_start(0, NULL)
+                                    : limit_watch_start(runc && !c.run_direct ? c.init_pid : 0, pid_file);
+    /* An ungoverned one-call run (passthrough, no bridge) stays one
+     * foreground `runc run`: nothing is governed that tollgate's death
+     * could leave running without its gate. */
+    status = !runc || (c.run_direct && !c.bridged) ? run_foreground(cli, &c, &req.create, sfd, err)
+             : c.run_direct                      ? run_runc_direct(cli, &c, &req.create, sfd, lw, err)
+                                                 : run_runc(cli, &c, sfd, err);
     limit_watch_report(lw, req.create.id, !runc);
     status = report_anomaly_stop(gate, status);
     /* The gate closes (audit log synced) while the container is removed. */

@@ -50,12 +50,11 @@ int create_choose_direct_run(struct create_context *cx, tg_error **err) {
     return 0;
   if (cx->kind_only.kind != BACKEND_RUNC)
     return 0;
-  /* A governed container keeps the split: its guard must hold the init's
-   * pidfd before anything of the user's runs, so that a kill -9 of
-   * tollgate run stops the container instead of leaving it ungoverned
-   * (run_guard.h); `runc run` names no init until it is already running. */
-  if (cx->out->bridged)
-    return 0;
+  /* A governed container may take it too: its run guard starts before
+   * `runc run` and holds that process's pidfd from its spawn, then the
+   * init's once the pid file names it (verified, run_follow.h), so that a
+   * kill -9 of tollgate run stops the container at any moment of its
+   * start (run_guard.h); the bridge is served before `runc run` starts. */
   /* A console, a caller's pid file, a pod or a joined owner each need
    * something between runc's create and start (the console's master, the
    * init's pid, the pod network's check). */

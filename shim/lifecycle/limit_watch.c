@@ -18,6 +18,7 @@ enum { W_PIDS_EVENTS, W_PIDS_MAX, W_MEM_EVENTS, W_MEM_MAX, W_N };
 
 struct limit_watch {
   pthread_t thread;
+  bool joined;
   atomic_bool stop;
   pid_t pid;
   char *pid_file;
@@ -173,7 +174,12 @@ struct limit_watch *limit_watch_start(pid_t pid, const char *pid_file) {
   lw->pid = pid;
   lw->pid_file = pid_file ? xstrdup(pid_file) : NULL;
   atomic_init(&lw->stop, false);
-  if ((pid <= 0 && pid_file == NULL) || pthread_create(&lw->thread, NULL, watch, lw) != 0) {
+  /* Nothing to watch yet: no thread; limit_watch_attach names the pid. */
+  if (pid <= 0 && pid_file == NULL) {
+    lw->joined = true;
+    return lw;
+  }
+  if (pthread_create(&lw->thread, NULL, watch, lw) != 0) {
     free(lw->pid_file);
     free(lw);
     return NULL;
@@ -181,11 +187,29 @@ struct limit_watch *limit_watch_start(pid_t pid, const char *pid_file) {
   return lw;
 }
 
+static void join_watch(struct limit_watch *lw) {
+  if (lw->joined)
+    return;
+  atomic_store(&lw->stop, true);
+  pthread_join(lw->thread, NULL);
+  lw->joined = true;
+}
+
+void limit_watch_attach(struct limit_watch *lw, pid_t pid) {
+  if (lw == NULL || !lw->joined || pid <= 0)
+    return;
+  for (int i = 0; i < W_N; i++)
+    if (lw->fd[i] >= 0)
+      return;
+  lw->pid = pid;
+  open_counters(lw);
+  sample(lw, true);
+}
+
 bool limit_watch_report(struct limit_watch *lw, const char *id, bool runsc) {
   if (lw == NULL)
     return false;
-  atomic_store(&lw->stop, true);
-  pthread_join(lw->thread, NULL);
+  join_watch(lw);
   sample(lw, true); /* runc keeps the cgroup until delete: the last word */
   bool said = false;
   if (lw->pids_refused > 0) {

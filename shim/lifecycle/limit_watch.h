@@ -26,9 +26,16 @@ struct limit_watch;
 
 /* Start watching the cgroup of pid, or (pid 0) of the pid that the file
  * pid_file names once it appears (runsc writes it when the sandbox
- * runs).  NULL when no thread could be started (nothing is reported
- * then). */
+ * runs), or (neither) of the pid limit_watch_attach names later, with
+ * no thread (runc's one-call run: the init is known once `runc run
+ * --detach` has exited, and its cgroup stays until delete).  NULL when
+ * no thread could be started (nothing is reported then). */
 struct limit_watch *limit_watch_start(pid_t pid, const char *pid_file);
+
+/* A watch started with neither pid nor pid file: open the counters of
+ * the cgroups of pid (the verified init, tollgate's unreaped child, so
+ * its cgroups are still there) and take a sample.  Once only. */
+void limit_watch_attach(struct limit_watch *lw, pid_t pid);
 
 /* Stop watching, and print on stderr one line per limit the container
  * met, naming it and its value: "tollgate: container ID: ...".  Frees

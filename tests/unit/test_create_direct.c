@@ -83,3 +83,23 @@ Test(create_direct, not_asked_not_direct) {
   cr_expect(!out.run_direct);
   json_free(cfg);
 }
+
+/* A governed (bridged) container takes the one-call run too: its run
+ * guard follows `runc run` (shim/lifecycle/run_guard.h). */
+Test(create_direct, governed_is_direct) {
+  struct created out;
+  memset(&out, 0, sizeof out);
+  out.bridged = true;
+  struct create_request req = {.run_direct_if_eligible = true};
+  json_t *cfg = config("", "");
+  struct create_context cx;
+  memset(&cx, 0, sizeof cx);
+  cx.req = &req;
+  cx.out = &out;
+  cx.config = cfg;
+  cx.kind_only.kind = BACKEND_RUNC;
+  cleanup_error tg_error *err = NULL;
+  cr_assert_eq(create_choose_direct_run(&cx, &err), 0);
+  cr_expect(out.run_direct);
+  json_free(cfg);
+}
