@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "governance/control.h"
 #include "governance/gate.h"
 #include "governance/gate_state.h"
 #include "governance/policy.h"
@@ -240,4 +241,30 @@ Test(add_tool, a_live_gate_takes_one_tool_and_keeps_its_budgets) {
   g = open_gate(NULL);
   expect_code(g, "e1", "{\"tool\": \"mul\", \"args\": {}}", "unknown_tool");
   gate_close(g);
+}
+
+/* Over the socket itself, as `tollgate tool add` asks: the peer's uid
+ * comes from the kernel (the test's own, which the gate takes as its
+ * owner's), and the gate's reason comes back. */
+Test(add_tool, over_the_control_socket) {
+  write_text_in(dir, "policy.json", POLICY, 0644);
+  cleanup_free char *pp = xasprintf("%s/policy.json", dir);
+  cleanup_free char *audit = xasprintf("%s/audit", dir);
+  cleanup_free char *sock = xasprintf("%s/control.sock", dir);
+  struct gate_config cfg = {.container_id = "at2", .policy_path = pp, .audit_dir = audit,
+                            .control_socket = sock};
+  struct gate *g = NULL;
+  cleanup_error tg_error *err = NULL;
+  cr_assert_eq(gate_open(&cfg, &g, &err), 0, "%s", err ? err->msg : "");
+  cleanup_json json_t *req = parse(ADD_MUL);
+  cleanup_json json_t *reply = NULL;
+  cr_assert_eq(control_request(sock, req, 5000, &reply, &err), 0, "%s", err ? err->msg : "");
+  cr_assert(json_is_true(json_object_get(reply, "ok")), "%s",
+            json_string_value(json_object_get(reply, "error")));
+  cleanup_json json_t *again = NULL;
+  cr_assert_eq(control_request(sock, req, 5000, &again, &err), 0);
+  cr_assert_not(json_is_true(json_object_get(again, "ok")));
+  cr_assert(strstr(json_string_value(json_object_get(again, "error")), "already"));
+  expect_code(g, "s1", "{\"tool\": \"mul\", \"args\": {}}", "ok");
+  cr_assert_eq(gate_close(g), 0);
 }
