@@ -118,7 +118,6 @@ void policy_free(struct policy *p) {
   free(p);
 }
 
-
 /* Check obj's keys against the allowed list; unknown keys are errors so a
  * typo ("rule" for "rules") never silently weakens a policy. */
 static void check_keys(struct policy_ctx *c, const json_t *obj, const char *path,
