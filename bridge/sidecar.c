@@ -51,6 +51,7 @@ void bridge_gate_config(const struct bridge_setup *setup,
       .control_socket = *control_socket,
       .audit_max_bytes = h ? h->audit_max_bytes : 0,
       .state_dir = setup->state_dir,
+      .policy_ceiling = h ? h->policy_ceiling : NULL,
   };
 }
 

@@ -24,6 +24,7 @@ struct budget {
   double cost;
   long long irreversible;
   long long *per_tool;
+  size_t nper_tool; /* slots in per_tool: the policy's tools + 1 */
   struct repeat_slot *repeats;
   size_t nrepeats, repeats_size;
 };
@@ -32,7 +33,8 @@ struct budget *budget_new(const struct policy *p) {
   struct budget *b = xcalloc(1, sizeof *b);
   b->p = p;
   b->max_calls = p ? p->budgets.max_tool_calls : 50;
-  b->per_tool = xcalloc(p ? p->ntools + 1 : 1, sizeof *b->per_tool);
+  b->nper_tool = p ? p->ntools + 1 : 1;
+  b->per_tool = xcalloc(b->nper_tool, sizeof *b->per_tool);
   return b;
 }
 
@@ -206,10 +208,19 @@ void budget_reset(struct budget *b) {
   b->attempts = 0;
   b->cost = 0;
   b->irreversible = 0;
-  memset(b->per_tool, 0, (b->p ? b->p->ntools + 1 : 1) * sizeof *b->per_tool);
+  memset(b->per_tool, 0, b->nper_tool * sizeof *b->per_tool);
   free(b->repeats);
   b->repeats = NULL;
   b->nrepeats = b->repeats_size = 0;
+}
+
+void budget_tool_added(struct budget *b) {
+  size_t n = b->p ? b->p->ntools + 1 : 1;
+  if (n <= b->nper_tool)
+    return;
+  b->per_tool = xrealloc(b->per_tool, n * sizeof *b->per_tool);
+  memset(b->per_tool + b->nper_tool, 0, (n - b->nper_tool) * sizeof *b->per_tool);
+  b->nper_tool = n;
 }
 
 void budget_release(struct budget *b, const struct tool *t) {

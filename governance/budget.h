@@ -44,6 +44,10 @@ void budget_take(struct budget *b, const struct tool *t);
 /* Forget everything spent (a new run of the same log). */
 void budget_reset(struct budget *b);
 
+/* The policy gained a tool (policy_insert_tool): its per-tool counter
+ * starts at 0; every other counter is left as it is. */
+void budget_tool_added(struct budget *b);
+
 /* Give back a reservation for a call that never ran (e.g. its intent
  * record could not be written). */
 void budget_release(struct budget *b, const struct tool *t);

@@ -8,6 +8,9 @@
  *   {"verb":"calls"}
  *   {"verb":"approve","call":ID,"reason":TEXT}
  *   {"verb":"deny","call":ID,"reason":TEXT}
+ *   {"verb":"cancel","reason":TEXT}
+ *   {"verb":"add_tool","name":NAME,"entry":{...}}  (root or the sidecar's
+ *     own uid only: an agent-written tool joins the live gate, gate.h)
  * Replies: {"ok":true,...} or {"ok":false,"error":MESSAGE}.
  * The peer's uid and gid come from SO_PEERCRED, never from the request:
  * only root or a member of the approver group may approve or deny. */

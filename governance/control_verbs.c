@@ -1,6 +1,6 @@
 /* What a gate's control socket answers (control.h serves the socket):
- * pending, calls, approve, deny and cancel, and the same listings for an
- * in-process caller (gate.h). */
+ * pending, calls, approve, deny and cancel (add_tool is gate_tools.c's),
+ * and the same listings for an in-process caller (gate.h). */
 #include "governance/gate.h"
 
 #include <stdio.h>
@@ -84,7 +84,7 @@ json_t *gate_answer_control(void *ctx, const json_t *req, uid_t uid, bool may_de
   struct gate *g = ctx;
   const char *verb = json_string_value(json_object_get(req, "verb"));
   if (verb == NULL)
-    return reply_error("%s", "the request needs \"verb\": pending, calls, approve, deny or cancel");
+    return reply_error("%s", "the request needs \"verb\": pending, calls, approve, deny, cancel or add_tool");
   if (strcmp(verb, "calls") == 0)
     return calls_json(g);
   if (strcmp(verb, "pending") == 0) {
@@ -94,10 +94,13 @@ json_t *gate_answer_control(void *ctx, const json_t *req, uid_t uid, bool may_de
     json_object_set(o, "pending", approvals_pending_json(g->approvals));
     return o;
   }
+  /* Its own permission check, stricter than may_decide (gate_tools.c). */
+  if (strcmp(verb, "add_tool") == 0)
+    return gate_add_tool_verb(g, req, uid);
   bool approve = strcmp(verb, "approve") == 0;
   bool cancel = strcmp(verb, "cancel") == 0;
   if (!approve && !cancel && strcmp(verb, "deny") != 0)
-    return reply_error("unknown verb \"%s\"; use pending, calls, approve, deny or cancel", verb);
+    return reply_error("unknown verb \"%s\"; use pending, calls, approve, deny, cancel or add_tool", verb);
   if (!may_decide)
     return reply_error("%s", "permission denied: only root or the approver group may approve, deny or cancel");
   if (cancel)

@@ -5,6 +5,8 @@
  * state they share is gate_state.h. */
 #include "governance/gate.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -127,6 +129,10 @@ int gate_open(const struct gate_config *cfg, struct gate **out, tg_error **err) 
     return tg_error_set(err, 0, "gate: no audit directory; set audit_dir in the host config");
   struct gate *g = xcalloc(1, sizeof *g);
   pthread_mutex_init(&g->mu, NULL);
+  pthread_mutex_init(&g->add_mu, NULL);
+  pthread_rwlock_init(&g->tools_lock, NULL);
+  g->tools_dirfd = -1;
+  g->policy_ceiling = cfg->policy_ceiling ? xstrdup(cfg->policy_ceiling) : NULL;
   g->container_id = xstrdup(cfg->container_id);
   g->calls = call_list_new();
   if (cfg->policy_path && policy_load(cfg->policy_path, &g->policy, err) < 0)
@@ -154,6 +160,12 @@ int gate_open(const struct gate_config *cfg, struct gate **out, tg_error **err) 
                                                           : DEFAULT_APPROVAL_TIMEOUT_MS;
   if (gate_log_open(cfg, &g->audit, err) < 0)
     goto fail;
+  /* The tools the run added (add_tool) are the run's: a restarted sidecar
+   * has them again, before the budgets that their calls spent. */
+  if (cfg->resume != NULL && gate_replay_added_tools(g, err) < 0) {
+    tg_error_wrap(err, "read back the tools the run added from its audit log");
+    goto fail;
+  }
   /* A restarted sidecar carries on the run's budgets, not fresh ones:
    * otherwise every death of a sidecar would refill them. */
   if (cfg->resume != NULL &&
@@ -194,6 +206,16 @@ static json_t *seconds_json(int ms) {
 }
 
 int gate_write_tools_json(struct gate *g, int dirfd, const char *name, tg_error **err) {
+  if (dirfd != g->tools_dirfd) {
+    int fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+    if (fd < 0)
+      return tg_error_set(err, errno, "keep the directory of %s", name);
+    if (g->tools_dirfd >= 0)
+      close(g->tools_dirfd);
+    g->tools_dirfd = fd;
+    free(g->tools_name);
+    g->tools_name = xstrdup(name);
+  }
   json_t *o = json_new_object();
   json_object_set(o, "v", json_new_integer(1));
   json_object_set(o, "approval_timeout", seconds_json(g->approval_timeout_ms));
@@ -201,6 +223,7 @@ int gate_write_tools_json(struct gate *g, int dirfd, const char *name, tg_error 
    * clients size their own timeout from it. */
   json_object_set(o, "approval_timeout_ms", json_new_integer(g->approval_timeout_ms));
   json_t *arr = json_new_array();
+  pthread_rwlock_rdlock(&g->tools_lock);
   for (size_t i = 0; g->policy && i < g->policy->ntools; i++) {
     const struct tool *t = g->policy->tools[i];
     json_t *e = json_new_object();
@@ -219,6 +242,7 @@ int gate_write_tools_json(struct gate *g, int dirfd, const char *name, tg_error 
       json_object_set(e, "backend", json_new_string("http"));
     json_array_append(arr, e);
   }
+  pthread_rwlock_unlock(&g->tools_lock);
   json_object_set(o, "tools", arr);
   size_t len = 0;
   cleanup_free char *s = json_dump(o, true, &len);
@@ -276,7 +300,9 @@ void gate_record_unanswerable(struct gate *g, const char *what) {
 }
 
 int gate_decide(struct gate *g, const char *tool, const json_t *args, const char **reason) {
+  pthread_rwlock_rdlock(&g->tools_lock);
   const struct tool *t = g->policy ? policy_find(g->policy, tool) : NULL;
+  pthread_rwlock_unlock(&g->tools_lock);
   if (t == NULL) {
     *reason = g->policy ? "unknown tool" : "no policy";
     return g->policy ? GATE_DECISION_UNKNOWN_TOOL : GATE_DECISION_DENY;
@@ -366,6 +392,12 @@ int gate_close(struct gate *g) {
   call_list_free(g->calls);
   free(g->stop_why);
   free(g->stop_call);
+  free(g->policy_ceiling);
+  free(g->tools_name);
+  if (g->tools_dirfd >= 0)
+    close(g->tools_dirfd);
+  pthread_rwlock_destroy(&g->tools_lock);
+  pthread_mutex_destroy(&g->add_mu);
   pthread_mutex_destroy(&g->mu);
   free(g->container_id);
   free(g);

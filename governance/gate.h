@@ -63,6 +63,9 @@ struct gate_config {
   unsigned long long audit_max_bytes; /* the log's quota; 0: 256 MiB
                                          (AUDIT_DEFAULT_MAX_BYTES) */
   const struct gate_resume *resume;   /* NULL: a new run ("open") */
+  const char *policy_ceiling; /* the host config's policy_ceiling, or NULL:
+                                 add_tool counts against its
+                                 max_custom_tools too */
 };
 
 /* Load the policy and open the audit log.  A broken policy fails here with
@@ -85,7 +88,9 @@ int gate_start_tools(struct gate *g, tg_error **err);
 void gate_stop_control(struct gate *g);
 
 /* Write tools.json (name, description, args schema, timeout of each tool)
- * into dirfd/name for the in-container clients. */
+ * into dirfd/name for the in-container clients.  The gate keeps a dup of
+ * dirfd and the name, and writes the file again when a tool is added
+ * (gate_add_tool), so the container's next `from tollgate import` finds it. */
 int gate_write_tools_json(struct gate *g, int dirfd, const char *name,
                           tg_error **err);
 
@@ -202,6 +207,18 @@ int gate_decide_pending(struct gate *g, const char *call_id, bool approve, const
  * else 60 s).  The clients' own timeout must exceed it, so the bridge
  * should publish this value, not the host config's, in bridge.json. */
 int gate_approval_timeout_ms(struct gate *g);
+
+/* Add one agent-written tool to the running gate (the control socket's
+ * add_tool verb; docs/policy.md "Adding a tool to a running gate"): entry
+ * is the tool's policy entry, which must carry source_sha256 and name no
+ * tool the policy has; it is validated as the policy loader validates it
+ * and counted against budgets.max_custom_tools (and the host ceiling's).
+ * Nothing else changes: budgets, counters and the other tools stay.  A
+ * synced "tool_added" audit record (name, digest, entry, who) comes
+ * first; a restarted sidecar adds the tool again from it.  0, or -1 with
+ * *err naming the problem. */
+int gate_add_tool(struct gate *g, const char *name, const json_t *entry, const char *who,
+                  tg_error **err);
 
 /* The audit log's path (borrowed). */
 const char *gate_audit_path(struct gate *g);

@@ -4,7 +4,9 @@
  *   govern.c         one call: decide, budget, run, record;
  *   control_verbs.c  what the control socket answers (pending, calls,
  *                    approve, deny, cancel);
- *   call_list.c      the calls list those answers show. */
+ *   call_list.c      the calls list those answers show;
+ *   gate_tools.c     agent-written tools added to the live gate (add_tool)
+ *                    and a restarted sidecar's replay of them. */
 #ifndef TOLLGATE_GATE_STATE_H
 #define TOLLGATE_GATE_STATE_H
 
@@ -13,6 +15,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+#include "base/error.h"
 #include "base/json.h"
 
 struct policy;
@@ -53,10 +56,29 @@ struct gate {
   struct stop_grace *grace;     /* a stop's grace, until the hook is called */
   char *stop_why;               /* the anomaly that stopped the run (mu) */
   char *stop_call;              /* the call that reached it (mu) */
+  /* Agent-written tools added while the gate runs (gate_tools.c).  The
+   * policy's tools array and table change only under tools_lock held for
+   * writing (and mu, for the budget's per-tool counters and budget_to_json);
+   * every lookup or walk of them while calls are served holds it for
+   * reading.  Tools are never removed or freed before gate_close, so a
+   * looked-up tool outlives the lock. */
+  pthread_rwlock_t tools_lock;
+  pthread_mutex_t add_mu;   /* one add_tool at a time: check, record, insert */
+  char *policy_ceiling;     /* the host config's ceiling, or NULL */
+  int tools_dirfd;          /* where tools.json was written (a dup), or -1 */
+  char *tools_name;
 };
 
 /* The control socket's handler (control.h's control_handler), ctx being
  * the gate; in control_verbs.c. */
 json_t *gate_answer_control(void *ctx, const json_t *req, uid_t uid, bool may_decide);
+
+/* {"verb":"add_tool","name":N,"entry":{...}} from a peer of uid; in
+ * gate_tools.c. */
+json_t *gate_add_tool_verb(struct gate *g, const json_t *req, uid_t uid);
+
+/* A resumed run: add again the tools its log's current segment records
+ * as added ("tool_added"), before its budgets are replayed; gate_tools.c. */
+int gate_replay_added_tools(struct gate *g, tg_error **err);
 
 #endif

@@ -304,7 +304,10 @@ static char *admit(struct call *c, const json_t *request, size_t *len) {
     c->reason = xstrdup(what);
     return finish_error(c, GATE_CONTAINER_STOPPED, what, len);
   }
-  if (g->policy == NULL || g->policy->ntools == 0) {
+  pthread_rwlock_rdlock(&g->tools_lock); /* add_tool may grow the tools (gate_state.h) */
+  bool none = g->policy == NULL || g->policy->ntools == 0;
+  pthread_rwlock_unlock(&g->tools_lock);
+  if (none) {
     c->reason = xstrdup("no policy");
     return finish_error(c, GATE_DENIED, "denied: no policy", len);
   }
@@ -344,7 +347,9 @@ static char *read_request(struct call *c, const json_t *request, const char *bad
     c->reason = xstrdup("\"args\" must be an object");
     return finish_error(c, GATE_BAD_REQUEST, c->reason, len);
   }
+  pthread_rwlock_rdlock(&g->tools_lock); /* the tool outlives the lock: never freed */
   c->tool = policy_find(g->policy, c->tool_name);
+  pthread_rwlock_unlock(&g->tools_lock);
   if (c->tool == NULL) {
     c->reason = xasprintf("no tool named \"%.64s\" (the tools are listed in /run/tollgate/tools.json)",
                           c->tool_name);

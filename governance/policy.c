@@ -1,6 +1,7 @@
 /* Policy parsing and checking.  Every problem is collected with its line,
  * column and field path, so one `tollgate policy check` run shows them all. */
 #include "governance/policy.h"
+#include "governance/policy_parse.h"
 #include "governance/egress_config.h"
 #include "governance/tool_identity.h"
 
@@ -117,14 +118,9 @@ void policy_free(struct policy *p) {
   free(p);
 }
 
-struct ctx {
-  struct policy *p;
-  struct policy_errors errs;
-};
-
 /* Check obj's keys against the allowed list; unknown keys are errors so a
  * typo ("rule" for "rules") never silently weakens a policy. */
-static void check_keys(struct ctx *c, const json_t *obj, const char *path,
+static void check_keys(struct policy_ctx *c, const json_t *obj, const char *path,
                        const char *const *allowed) {
   for (size_t i = 0; i < obj->u.object.len; i++) {
     const char *k = obj->u.object.keys[i];
@@ -145,7 +141,7 @@ static void check_keys(struct ctx *c, const json_t *obj, const char *path,
   }
 }
 
-static bool get_seconds(struct ctx *c, const json_t *v, const char *path, int *ms) {
+static bool get_seconds(struct policy_ctx *c, const json_t *v, const char *path, int *ms) {
   if (!json_is(v, JSON_NUMBER) || !(v->u.number.value > 0) ||
       v->u.number.value > MAX_TIMEOUT_S) {
     policy_error_add(&c->errs, v, path, "must be a number of seconds greater than 0 and at most %g",
@@ -156,7 +152,7 @@ static bool get_seconds(struct ctx *c, const json_t *v, const char *path, int *m
   return true;
 }
 
-static bool get_count(struct ctx *c, const json_t *v, const char *path, long long *out) {
+static bool get_count(struct policy_ctx *c, const json_t *v, const char *path, long long *out) {
   long long n;
   if (!json_integer_value(v, &n) || n < 0) {
     policy_error_add(&c->errs, v, path, "must be a whole number, 0 or more");
@@ -167,7 +163,7 @@ static bool get_count(struct ctx *c, const json_t *v, const char *path, long lon
 }
 
 /* A relative program path resolves against the policy's directory. */
-static char *resolve_program(struct ctx *c, const char *prog) {
+static char *resolve_program(struct policy_ctx *c, const char *prog) {
   if (prog[0] == '/')
     return xstrdup(prog);
   return xasprintf("%s/%s", c->p->dir, prog);
@@ -207,7 +203,7 @@ static const char *unreachable_by_nobody(const char *path) {
 }
 
 /* Parse an argv array (or, when allow_string, a single program string). */
-static char **parse_argv(struct ctx *c, const json_t *v, const char *path,
+static char **parse_argv(struct policy_ctx *c, const json_t *v, const char *path,
                          bool allow_string) {
   if (allow_string && json_is(v, JSON_STRING) && json_string_value(v)[0]) {
     char **argv = xcalloc(2, sizeof *argv);
@@ -251,7 +247,7 @@ static char **parse_argv(struct ctx *c, const json_t *v, const char *path,
   return argv;
 }
 
-static void parse_backend(struct ctx *c, struct tool *t, const json_t *v, const char *path) {
+static void parse_backend(struct policy_ctx *c, struct tool *t, const json_t *v, const char *path) {
   if (!json_is(v, JSON_OBJECT)) {
     policy_error_add(&c->errs, v, path,
                      "must be an object such as {\"type\": \"builtin\", \"name\": \"echo\"} or {\"type\": \"exec\", \"argv\": [...]}");
@@ -327,7 +323,7 @@ static void parse_backend(struct ctx *c, struct tool *t, const json_t *v, const 
   }
 }
 
-static struct tool *parse_tool(struct ctx *c, const char *name, const json_t *v) {
+struct tool *policy_parse_tool(struct policy_ctx *c, const char *name, const json_t *v) {
   cleanup_free char *path = xasprintf("tools.%s", name);
   if (!tool_name_is_valid(name))
     policy_error_add(&c->errs, v, path,
@@ -417,7 +413,7 @@ static struct tool *parse_tool(struct ctx *c, const char *name, const json_t *v)
   return t;
 }
 
-static void parse_budgets(struct ctx *c, const json_t *v) {
+static void parse_budgets(struct policy_ctx *c, const json_t *v) {
   if (!json_is(v, JSON_OBJECT)) {
     policy_error_add(&c->errs, v, "budgets", "must be an object, e.g. {\"max_tool_calls\": 50}");
     return;
@@ -452,7 +448,7 @@ static void parse_budgets(struct ctx *c, const json_t *v) {
   }
 }
 
-static void parse_approval(struct ctx *c, const json_t *v) {
+static void parse_approval(struct policy_ctx *c, const json_t *v) {
   if (!json_is(v, JSON_OBJECT)) {
     policy_error_add(&c->errs, v, "approval", "must be an object, e.g. {\"timeout\": 60}");
     return;
@@ -484,7 +480,7 @@ static const char *const anomaly_actions[] = {
 const char *anomaly_kind_name(enum anomaly_kind k) { return anomaly_kinds[k]; }
 const char *anomaly_action_name(enum anomaly_action a) { return anomaly_actions[a]; }
 
-static bool get_action(struct ctx *c, const json_t *v, const char *path, enum anomaly_action *out) {
+static bool get_action(struct policy_ctx *c, const json_t *v, const char *path, enum anomaly_action *out) {
   const char *s = json_string_value(v);
   for (size_t i = 0; s && i < sizeof anomaly_actions / sizeof *anomaly_actions; i++)
     if (strcmp(s, anomaly_actions[i]) == 0) {
@@ -499,7 +495,7 @@ static bool get_action(struct ctx *c, const json_t *v, const char *path, enum an
 
 /* One limit: a whole number, or {"limit": N, "action": A}; shared is the
  * action the limits without their own take. */
-static void parse_anomaly_limit(struct ctx *c, enum anomaly_kind k, const json_t *v,
+static void parse_anomaly_limit(struct policy_ctx *c, enum anomaly_kind k, const json_t *v,
                                 enum anomaly_action shared) {
   cleanup_free char *path = xasprintf("anomalies.%s", anomaly_kinds[k]);
   struct anomaly_limit *l = &c->p->anomalies.of[k];
@@ -538,7 +534,7 @@ static void parse_anomaly_limit(struct ctx *c, enum anomaly_kind k, const json_t
 
 /* denials_in_window: {"count": C, "calls": N} (and an "action"): C
  * denials among the last N calls, 1 <= C <= N <= ANOMALY_MAX_WINDOW_CALLS. */
-static void parse_denial_window(struct ctx *c, const json_t *v, enum anomaly_action shared) {
+static void parse_denial_window(struct policy_ctx *c, const json_t *v, enum anomaly_action shared) {
   static const char *const path = "anomalies.denials_in_window";
   struct anomaly_limit *l = &c->p->anomalies.of[ANOMALY_DENIALS_IN_WINDOW];
   l->action = shared;
@@ -580,7 +576,7 @@ static void parse_denial_window(struct ctx *c, const json_t *v, enum anomaly_act
     l->calls = 0; /* not set, whatever was valid of it */
 }
 
-static void parse_anomalies(struct ctx *c, const json_t *v) {
+static void parse_anomalies(struct policy_ctx *c, const json_t *v) {
   if (!json_is(v, JSON_OBJECT)) {
     policy_error_add(&c->errs, v, "anomalies",
                      "must be an object, e.g. {\"denials_in_a_row\": 3, \"action\": \"stop\"}");
@@ -624,7 +620,7 @@ static void parse_anomalies(struct ctx *c, const json_t *v) {
   }
 }
 
-static void parse_mcp(struct ctx *c, const json_t *v) {
+static void parse_mcp(struct policy_ctx *c, const json_t *v) {
   if (!json_is(v, JSON_OBJECT)) {
     policy_error_add(&c->errs, v, "mcp_servers", "must be an object mapping server names to {\"argv\": [...]}");
     return;
@@ -671,7 +667,7 @@ int policy_parse(const char *path, const char *buf, size_t len, struct policy **
                           col, what + 2);
     return tg_error_set(err, 0, "%s: (JSON syntax): %s; fix the JSON syntax", path, perr->msg);
   }
-  struct ctx c = {.p = xcalloc(1, sizeof *c.p), .errs = {.file = path}};
+  struct policy_ctx c = {.p = xcalloc(1, sizeof *c.p), .errs = {.file = path}};
   struct policy *p = c.p;
   p->path = xstrdup(path);
   const char *slash = strrchr(path, '/');
@@ -704,7 +700,7 @@ int policy_parse(const char *path, const char *buf, size_t len, struct policy **
     } else {
       p->tools = xcalloc(f->u.object.len, sizeof *p->tools);
       for (size_t i = 0; i < f->u.object.len; i++) {
-        struct tool *t = parse_tool(&c, f->u.object.keys[i], f->u.object.values[i]);
+        struct tool *t = policy_parse_tool(&c, f->u.object.keys[i], f->u.object.values[i]);
         if (t == NULL)
           continue;
         t->index = p->ntools;
@@ -748,6 +744,16 @@ size_t policy_custom_tools(const struct policy *p) {
     n += p->tools[i]->source_sha256 != NULL;
   return n;
 }
+
+void policy_insert_tool(struct policy *p, struct tool *t) {
+  p->tools = xrealloc(p->tools, (p->ntools + 1) * sizeof *p->tools);
+  t->index = p->ntools;
+  p->tools[p->ntools++] = t;
+  free(p->table);
+  build_table(p);
+}
+
+void policy_tool_free(struct tool *t) { tool_free(t); }
 
 int policy_load(const char *path, struct policy **out, tg_error **err) {
   cleanup_free char *buf = NULL;

@@ -135,6 +135,27 @@ const struct tool *policy_find(const struct policy *p, const char *name);
 /* How many of the policy's tools are agent-written (have a source_sha256). */
 size_t policy_custom_tools(const struct policy *p);
 
+/* Agent-written tools added to a live gate (the control socket's add_tool,
+ * docs/policy.md "Adding a tool to a running gate").  Validate one tool
+ * entry exactly as policy_parse() validates a tool of the policy, and
+ * refuse, naming the fix, an entry without source_sha256 (only
+ * agent-written tools may be added: a person's tools change by editing
+ * the policy), a name the policy already has, an mcp backend (its server's
+ * schema is imported only at start) and one past budgets.max_custom_tools
+ * (or ceiling_max, when >= 0: the host ceiling's).  Nothing else of p is
+ * read or changed.  *out is the parsed tool, not yet part of p (for
+ * policy_insert_tool, or policy_tool_free). */
+int policy_parse_added_tool(const struct policy *p, const char *name, const json_t *entry,
+                            long long ceiling_max, struct tool **out, tg_error **err);
+
+/* Make t (from policy_parse_added_tool on this p) one of p's tools:
+ * appended, so every other tool keeps its index (the budget's per-tool
+ * counters are indexed by it).  The caller serialises this against every
+ * reader of p's tools. */
+void policy_insert_tool(struct policy *p, struct tool *t);
+
+void policy_tool_free(struct tool *t);
+
 /* A tool name: [A-Za-z_][A-Za-z0-9_.-]{0,63}, so it is a valid Python
  * identifier after replacing '.' and '-' and never a path. */
 bool tool_name_is_valid(const char *name);

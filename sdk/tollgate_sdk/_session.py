@@ -23,8 +23,8 @@ from . import _audit as audit, _cells as cells, _oom as oom_watch, _pause
 from ._tree import remove_tree
 from ._approvals import ApprovalWatcher
 from ._capture import TextCallback, wait_capture
-from ._errors import (CellTimeout, ContainerError, FileOperationError, InvalidArgument, ProgramFailed,
-                      SandboxUnavailable, SessionClosed, SessionLimit)
+from ._errors import (CellTimeout, ContainerError, CustomToolError, FileOperationError, InvalidArgument,
+                      ProgramFailed, SandboxUnavailable, SessionClosed, SessionLimit)
 
 if TYPE_CHECKING:
     from ._sandbox import Result, Sandbox
@@ -230,13 +230,37 @@ class Session:
 
     def create_tool(self, name: str, source: str, *, description: str,
                     schema: JSONSchema | None = None, **governance: Any) -> Tool:
-        """Sandbox.create_tool on this session's Sandbox: the tool is
-        callable from the Sandbox's later runs and from sessions opened
-        after it.  This session's gate keeps the policy it started with
-        (the sidecar takes no new policy, and a pause and resume to give it
-        one would start its budgets afresh), so call it from a new
-        session or a run."""
-        return self.sb.create_tool(name, source, description=description, schema=schema, **governance)
+        """Sandbox.create_tool on this session's Sandbox, and the tool
+        added to this session's running gate (`tollgate tool add`): the
+        session's next cell calls it (`from tollgate import NAME`), and so
+        do the Sandbox's later runs and sessions.  The gate's budgets are
+        the session's still: what earlier cells spent stays spent.  Raises
+        CustomToolError when the gate refuses it (its max_custom_tools
+        reached, say); the Sandbox keeps the tool for later sessions then."""
+        cid = self._need_open()
+        sb = self.sb
+        t = sb.create_tool(name, source, description=description, schema=schema, **governance)
+        # The entry as the Sandbox's policy has it (the policy file's word
+        # on governance merged in), so the session's gate and a later
+        # session's govern the tool alike.
+        assert sb.policy is not None  # create_tool started the Sandbox
+        entry = sb.policy["tools"][name]
+        path = os.path.join(self._bundle_dir, "tool-%s.json" % name)
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump({name: entry}, f)
+        try:
+            p = subprocess.run(sb._tg("tool", "add", cid, path), capture_output=True, text=True,
+                               stdin=subprocess.DEVNULL, timeout=30)
+        except subprocess.TimeoutExpired:
+            raise CustomToolError("create_tool(%s): this session's gate did not answer within 30 s; "
+                                  "the tool is the Sandbox's for later sessions" % name) from None
+        finally:
+            os.unlink(path)
+        if p.returncode != 0:
+            msg = (p.stderr.strip() or p.stdout.strip() or "refused").replace("tollgate: ", "", 1)
+            raise CustomToolError("create_tool(%s): this session's gate refused it: %s (the tool is the "
+                                  "Sandbox's for later sessions)" % (name, msg))
+        return t
 
     def pause(self) -> str:
         """Checkpoint the session (runsc: processes and memory, so its

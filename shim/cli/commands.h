@@ -46,6 +46,7 @@ int cmd_pending(struct cli *, int, char **, tg_error **); /* pending [ID] */
 int cmd_approve(struct cli *, int, char **, tg_error **); /* approve ID CALL */
 int cmd_deny(struct cli *, int, char **, tg_error **);    /* deny ID CALL */
 int cmd_audit(struct cli *, int, char **, tg_error **);   /* audit verify|show */
+int cmd_tool(struct cli *, int, char **, tg_error **);    /* tool add ID FILE */
 
 /* agents (shim/cli/cmd_mcp.c): exec the host SDK's MCP server */
 int cmd_mcp(struct cli *, int, char **, tg_error **);

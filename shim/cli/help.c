@@ -60,6 +60,9 @@ static const struct verb verbs[] = {
      "list calls waiting for approval"},
     {"approve", cmd_approve, true, "approve ID CALL", "approve a call"},
     {"deny", cmd_deny, true, "deny ID CALL", "deny a call"},
+    {"tool", cmd_tool, true, "tool add ID FILE",
+     "add one agent-written tool (FILE: {\"NAME\": entry with source_sha256}) to a running "
+     "container's gate, its budgets untouched"},
     {"audit", cmd_audit, true, "audit verify|show ...",
      "verify or show the audit log"},
     {"mcp", cmd_mcp, true,

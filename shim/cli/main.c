@@ -23,7 +23,7 @@
 static bool verb_reaps(const char *verb) {
   static const char *const reaping[] = {"create", "start", "run", "kill", "delete", "exec",
                                         "ps", "list", "pause", "resume", "checkpoint", "restore",
-                                        "update", "calls", "pending", "approve", "deny", NULL};
+                                        "update", "calls", "pending", "approve", "deny", "tool", NULL};
   for (size_t i = 0; reaping[i] != NULL; i++)
     if (strcmp(reaping[i], verb) == 0)
       return true;

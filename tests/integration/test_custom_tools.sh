@@ -7,7 +7,11 @@
 # and called from a later program, its source digest on its audit records
 # (the log verifies), its rules applied, the cap and the ceiling refusing
 # create_tool, and its code kept from a host file, the host's loopback and
-# the network.
+# the network; and a tool created in an open session (the gate's add_tool,
+# through `tollgate tool add`): called from the session's next cell, the
+# calls spent before it still counted, an entry without source_sha256 or
+# naming an existing tool refused, the addition on a log that verifies, and
+# the tool still served after the sidecar is killed and restarted.
 . "$(dirname "$0")/lib.sh"
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 PY=${VENV:-$repo/.venv}/bin/python
