@@ -294,7 +294,10 @@ static int run_runc_direct(struct cli *cli, struct created *c, const struct crea
     run_guard_release(&guard);
     return tg_error_set(err, e, "run: stop container %s as its gate asked", c->container.id);
   }
-  limit_watch_attach(lw, init);
+  cleanup_free char *runc_dir = c->container.backend.root && c->container.backend_id
+                                    ? xasprintf("%s/%s", c->container.backend.root, c->container.backend_id)
+                                    : NULL;
+  limit_watch_attach(lw, init, runc_dir);
   if (run_guard_watch_init(&guard, pidfd) < 0) {
     /* The guard is gone (it only exits when told or when it acted):
      * nothing to hand over. */

@@ -12,7 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/json.h"
 #include "base/util.h"
+#include "shim/lifecycle/state.h"
 
 enum { W_PIDS_EVENTS, W_PIDS_MAX, W_MEM_EVENTS, W_MEM_MAX, W_N };
 
@@ -64,6 +66,23 @@ static long long limit_value(const char *text) {
   return v >= (LLONG_MAX / 2) ? 0 : v;
 }
 
+/* Open the counters in the cgroup directories pdir (pids) and mdir
+ * (memory); legacy_* say whether each is a v1 hierarchy's. */
+static void open_counters_in(struct limit_watch *lw, const char *pdir, bool legacy_p, const char *mdir, bool legacy_m) {
+  static const char *const names[W_N][2] = {{"pids.events", "pids.events"},
+                                            {"pids.max", "pids.max"},
+                                            {"memory.oom_control", "memory.events"},
+                                            {"memory.limit_in_bytes", "memory.max"}};
+  for (int i = 0; i < W_N; i++) {
+    const char *dir = i < W_MEM_EVENTS ? pdir : mdir;
+    if (dir == NULL || dir[0] == '\0')
+      continue;
+    bool legacy = i < W_MEM_EVENTS ? legacy_p : legacy_m;
+    cleanup_free char *file = xasprintf("%s/%s", dir, names[i][legacy ? 0 : 1]);
+    lw->fd[i] = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  }
+}
+
 /* Open the counters of pid's cgroups: v1 hierarchies "pids" and
  * "memory", or the v2 one when those are not mounted. */
 static void open_counters(struct limit_watch *lw) {
@@ -80,6 +99,10 @@ static void open_counters(struct limit_watch *lw) {
       continue;
     *b = '\0';
     const char *ctrls = a + 1, *cg = b + 1;
+    /* "/": an exited task (a zombie shows the root on v1), not a
+     * container's cgroup. */
+    if (strcmp(cg, "/") == 0)
+      continue;
     if (strcmp(ctrls, "pids") == 0)
       snprintf(pids, sizeof pids, "/sys/fs/cgroup/pids%s", cg);
     else if (strcmp(ctrls, "memory") == 0)
@@ -89,20 +112,8 @@ static void open_counters(struct limit_watch *lw) {
   }
   fclose(f);
   bool v2 = access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0;
-  const char *pdir = pids[0] ? pids : v2 ? unified : NULL;
-  const char *mdir = mem[0] ? mem : v2 ? unified : NULL;
-  static const char *const names[W_N][2] = {{"pids.events", "pids.events"},
-                                            {"pids.max", "pids.max"},
-                                            {"memory.oom_control", "memory.events"},
-                                            {"memory.limit_in_bytes", "memory.max"}};
-  for (int i = 0; i < W_N; i++) {
-    const char *dir = i < W_MEM_EVENTS ? pdir : mdir;
-    if (dir == NULL || dir[0] == '\0')
-      continue;
-    bool legacy = i < W_MEM_EVENTS ? pids[0] != '\0' : mem[0] != '\0';
-    cleanup_free char *file = xasprintf("%s/%s", dir, names[i][legacy ? 0 : 1]);
-    lw->fd[i] = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  }
+  open_counters_in(lw, pids[0] ? pids : v2 ? unified : NULL, pids[0] != '\0', mem[0] ? mem : v2 ? unified : NULL,
+                   mem[0] != '\0');
 }
 
 /* One sample (with_limits: the limits too); false once the cgroup is
@@ -195,14 +206,35 @@ static void join_watch(struct limit_watch *lw) {
   lw->joined = true;
 }
 
-void limit_watch_attach(struct limit_watch *lw, pid_t pid) {
+/* A cgroup directory runc recorded: under /sys/fs/cgroup, no dot
+ * segment (runc's own state, but a path is still checked before use). */
+static const char *cgroup_dir(const json_t *paths, const char *key) {
+  const char *p = json_string_value(json_object_get(paths, key));
+  if (p == NULL || strncmp(p, "/sys/fs/cgroup/", 15) != 0 || strstr(p, "/.") != NULL || strlen(p) > 4000)
+    return NULL;
+  return p;
+}
+
+void limit_watch_attach(struct limit_watch *lw, pid_t pid, const char *runc_dir) {
   if (lw == NULL || !lw->joined || pid <= 0)
     return;
   for (int i = 0; i < W_N; i++)
     if (lw->fd[i] >= 0)
       return;
   lw->pid = pid;
-  open_counters(lw);
+  /* The cgroups runc made for the container, from its state: an init
+   * that already exited (a fork bomb's is quick) shows no cgroup of its
+   * own any more, and its counters stay until runc's delete. */
+  tg_error *e = NULL;
+  cleanup_json json_t *st = runc_dir ? state_read_json(runc_dir, "state.json", &e) : NULL;
+  tg_error_free(&e);
+  const json_t *paths = json_object_get(st, "cgroup_paths");
+  const char *pdir = cgroup_dir(paths, "pids"), *mdir = cgroup_dir(paths, "memory");
+  const char *unified = cgroup_dir(paths, "");
+  if (pdir != NULL || mdir != NULL || unified != NULL)
+    open_counters_in(lw, pdir ? pdir : unified, pdir != NULL, mdir ? mdir : unified, mdir != NULL);
+  else
+    open_counters(lw);
   sample(lw, true);
 }
 

@@ -33,9 +33,10 @@ struct limit_watch;
 struct limit_watch *limit_watch_start(pid_t pid, const char *pid_file);
 
 /* A watch started with neither pid nor pid file: open the counters of
- * the cgroups of pid (the verified init, tollgate's unreaped child, so
- * its cgroups are still there) and take a sample.  Once only. */
-void limit_watch_attach(struct limit_watch *lw, pid_t pid);
+ * the container's cgroups, as runc's state.json in runc_dir (runc's
+ * directory of the container) records them (else, or when NULL, those of
+ * pid, the verified init) and take a sample.  Once only. */
+void limit_watch_attach(struct limit_watch *lw, pid_t pid, const char *runc_dir);
 
 /* Stop watching, and print on stderr one line per limit the container
  * met, naming it and its value: "tollgate: container ID: ...".  Frees
