@@ -11,7 +11,7 @@ mkdir -p "$work"
 # Wait (bounded) until the container reaches a status; prints the last one.
 wait_status() {
   local id=$1 want=$2 s="" i
-  for i in $(seq 1 100); do
+  for i in $(seq 1 300); do
     s=$(tg state "$id" 2>/dev/null | json_get status)
     [ "$s" = "$want" ] && break
     sleep 0.1
@@ -220,13 +220,14 @@ PY
   make_bundle "$b" sh -c 'trap "exit 42" TERM; while :; do sleep 0.1; done'
   # not through tg(): $! must be tollgate itself, not a subshell
   "$TG" --root "$TG_ROOT" --config "$TG_CONFIG" --runtime "$rt" run --bundle "$b" "$id" \
-    </dev/null >/dev/null 2>&1 &
+    </dev/null >/dev/null 2>"$work/sig-$rt.err" &
   runner=$!
   wait_status "$id" running >/dev/null
   sleep 0.3 # let the shell install its trap
   kill -TERM "$runner"
   wait "$runner"
-  check_eq "$rt: run forwards TERM and exits with the container's status" 42 "$?"
+  rc=$?
+  check_eq "$rt: run forwards TERM and exits with the container's status" 42 "$rc$([ "$rc" = 42 ] || echo " ($(cat "$work/sig-$rt.err"))")"
   check_eq "$rt: run cleaned up after the signal" "" "$(tg list -q)"
 done
 
