@@ -75,6 +75,7 @@ class Job:
         self.done = threading.Event()
         self.touched = time.monotonic()
         self.waiting = 0                  # callers inside wait(): never reaped then
+        self._stopping = False            # abandon() began: the session goes, however the program ends
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, args=(code, timeout), daemon=True,
                                         name="tollgate-job-" + key[:32])
@@ -101,6 +102,7 @@ class Job:
         broken, or the job was stopped)."""
         with self._lock:
             lease, self.lease = self.lease, None
+            broken = broken or self._stopping
         if lease is not None:
             self._release(lease, broken)
 
@@ -136,6 +138,10 @@ class Job:
     def abandon(self, reason: str) -> None:
         """Deny whatever is parked and stop the program (its session,
         its conversation's too, is closed: the program was in it)."""
+        # First: a program that ends of the denial below (it often does,
+        # at once) must not hand its session back to the conversation.
+        with self._lock:
+            self._stopping = True
         for p in self.asked:
             if not p.answered:
                 self.answer(p, False, reason)
