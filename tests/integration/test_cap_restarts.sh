@@ -84,9 +84,12 @@ for rt in $BACKENDS; do
   killed=0
   for k in $(seq 1 $KILLS); do
     wait_for 60 tools_running 4 || break
-    [ "$k" = "$KILLS" ] && touch "$TG_ROOT/$id/bridge/calls/go"
     sc=$(state_of "$id" tollgate.sidecar.pid)
     kill -9 "$sc" || break
+    # The go only now: given before the kill, a fast program could reach
+    # the cap while the sidecar about to die still served it, and the
+    # refusals it only counted (docs/audit.md, Summaries) die with it.
+    [ "$k" = "$KILLS" ] && touch "$TG_ROOT/$id/bridge/calls/go"
     # After the last kill the program has its "go" and may reach the cap
     # and end before the restarted sidecar is seen running: then the
     # restart count is what says it came back.
