@@ -149,6 +149,11 @@ Test(idrange, shared_slot_lives_until_its_last_owner) {
   cr_assert_eq(idrange_release(&pool, app, &e), 0);
   cr_assert_eq(idrange_release(&pool, other, &e), 0);
   cr_expect_eq(count_claims(pool_dir), 0, "a claim outlived its last owner");
+  free(late);
+  free(other);
+  free(app);
+  free(pause);
+  free(pool_dir);
 }
 
 /* One container's mappings may reach at most max_per_owner slots (one by
