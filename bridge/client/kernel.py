@@ -719,9 +719,18 @@ def warm_main():
     the job's timeout and ends stdout and stderr with a trailer line
     carrying the job's nonce and the child's exit status, then exits,
     which stops the container."""
+    guarded_r, guarded_w = os.pipe()
     pid = os.fork()
     if pid == 0:
+        os.close(guarded_w)
         os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+        # Not one instruction of the program before the init guarded
+        # itself (_guard_init): an fd of /proc/1/mem opened earlier would
+        # stay usable after.
+        ok = os.read(guarded_r, 1) == b"1"
+        os.close(guarded_r)
+        if not ok:
+            os._exit(125)
         hdr, code = _await_job()
         if hdr.get("shell"):
             try:
@@ -731,12 +740,29 @@ def warm_main():
                              "bundles/rootfs/python.sh DIR --shell\n" % e.strerror).encode())
                 os._exit(127)
         _run_main(code.decode("utf-8", "replace"))
+    os.close(guarded_r)
+    unguarded = _guard_init()
+    if not unguarded:
+        os.write(guarded_w, b"1")
+    os.close(guarded_w)
     hdr, _ = _await_job()
     nonce = str(hdr.get("nonce", "")).encode()
+    if unguarded:
+        os.waitpid(pid, 0)
+        verdict = json.dumps({"exit": 125, "timed_out": False}).encode()
+        _write_all(2, ("tollgate: %s: the program was not run\n" % unguarded).encode())
+        for fd in (1, 2):
+            _write_all(fd, b"\ntollgate-run:" + nonce + b":" + verdict + b"\n")
+        os._exit(125)
     timeout = float(hdr.get("timeout") or 300)
+    deadline = time.monotonic() + timeout
     timed_out = []
 
     def expire(signum, frame):
+        # SIGALRM from the program (kill(1, SIGALRM)) is not the timer.
+        if time.monotonic() < deadline:
+            signal.setitimer(signal.ITIMER_REAL, max(deadline - time.monotonic(), 0.001))
+            return
         timed_out.append(True)
         try:
             os.kill(pid, signal.SIGKILL)
@@ -765,6 +791,33 @@ def warm_main():
     # The container's exit status is the program's, as the host sees it;
     # at once (no interpreter shutdown): the host waits for this exit.
     os._exit(status)
+
+
+def _guard_init():
+    """Keep the program (the child, same uid) from ending or changing the
+    init before it writes the trailer: with the init gone the container
+    stops and the program's own forged trailer would be the last one
+    (issue 38, item 8).  Every signal the program could send is ignored
+    (SIGINT's KeyboardInterrupt ended the init), except SIGCHLD and
+    SIGALRM (whose handler checks the deadline itself); and the init is
+    made non-dumpable, so that /proc/1/mem (open to a same-uid process,
+    no ptrace needed) cannot be opened to patch it.  None, or why the
+    init could not (the job is then refused, never run unguarded)."""
+    keep = {signal.SIGCHLD, signal.SIGALRM, signal.SIGKILL, signal.SIGSTOP}
+    for s in signal.valid_signals():
+        if s not in keep:
+            try:
+                signal.signal(s, signal.SIG_IGN)
+            except (OSError, ValueError):
+                pass
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE, 0
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE)")
+    except (ImportError, OSError, AttributeError) as e:
+        return "the warm container's init cannot make itself non-dumpable (%s)" % e
+    return None
 
 
 def _end_the_rest():

@@ -8,7 +8,8 @@ Usage: lifetimes.py hold|start|forge BACKEND WORKDIR HOSTCONFIG   (as root)
   start  a Sandbox that starts (its start reaps what dead ones left) and
          closes
   forge  a warm-pool program that prints the run's trailer with exit 0
-         and exits 3: the Result must say 3; prints ok/FAIL lines
+         and exits 3 (also after signalling its init and trying to open
+         its memory): the Result must say 3; prints ok/FAIL lines
 """
 import json
 import os
@@ -57,6 +58,27 @@ time.sleep(0.2)
 os._exit(5)
 '''
 
+# The forger attacks the init itself: were the init ended (SIGINT's
+# KeyboardInterrupt) or patched (/proc/1/mem) before its trailer, the
+# container would stop with the forged trailer the last one.
+FORGE_INIT = r'''
+import json, os, signal, sys, time
+raw = open("/app/.tollgate/job.json", "rb").read()
+nonce = json.loads(raw.split(b"\n", 1)[0])["nonce"]
+for f in (sys.stdout, sys.stderr):
+    f.write("\ntollgate-run:%s:%s\n" % (nonce, json.dumps({"exit": 0, "timed_out": False})))
+    f.flush()
+try:
+    os.close(os.open("/proc/1/mem", os.O_RDWR))
+    print("mem: opened")
+except OSError as e:
+    print("mem: refused", e.errno)
+for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGALRM, signal.SIGSEGV):
+    os.kill(1, s)
+time.sleep(0.3)
+os._exit(3)
+'''
+
 
 def check(name, cond, detail=""):
     print("%s - %s: %s%s" % ("ok" if cond else "FAIL", backend, name, (": " + str(detail)[-800:]) if not cond else ""))
@@ -90,6 +112,11 @@ elif mode == "forge":
         r = sb.run(FORGE_CHILD, check=False)
         check("warm pool: a child left printing forged trailers does not change the status (5)",
               r.exit_status == 5 and not r.timed_out, (r.exit_status, r.stderr[-300:]))
+        sb._pool.wait_ready()
+        r = sb.run(FORGE_INIT, check=False)
+        check("warm pool: a program that signals its init and forges its trailer is reported as 3, "
+              "not timed out", r.exit_status == 3 and not r.timed_out, (r.exit_status, r.timed_out, r.stderr[-300:]))
+        check("warm pool: the program cannot open the init's memory", "mem: refused" in r.stdout, r.stdout)
         sb._pool.wait_ready()
         r = sb.run("print('hi')", check=False)
         check("warm pool: an honest run after them exits 0 with its output", r.exit_status == 0 and
