@@ -185,6 +185,8 @@ PY
   mcp_pid=$(cat "$TG_ROOT/mcp-$b.pid")
   wait_for 60 test -n "$("$TG" --root "$mroot" list -q 2>/dev/null)"
   check_eq "$b: mcp: its program runs in a container" 1 "$("$TG" --root "$mroot" list -q 2>/dev/null | wc -l)"
+  check_match "$b: mcp: list --all-roots shows the server's root" "$mroot" \
+    "$("$TG" list --all-roots 2>/dev/null | grep -F "$mroot" | head -1)"
   sleep 1
   IFS='|' read -r sc br <<<"$(facts "$mroot")"
   kill -9 "$mcp_pid" 2>/dev/null
