@@ -380,3 +380,39 @@ def test_the_local_overload_of_sandbox_names_every_option() -> None:
              if "server" not in inspect.signature(o).parameters]
     assert len(local) == 1
     assert [p for p in inspect.signature(local[0]).parameters if p != "cls"] == init
+
+
+# ---- one error tree in the subpackages too ------------------------------------------
+
+def _every_module() -> list[str]:
+    return sorted(os.path.relpath(os.path.join(d, f), PKG) for d, _, fs in os.walk(PKG)
+                  if "_container" not in d and "__pycache__" not in d for f in fs if f.endswith(".py"))
+
+
+# Exception classes outside the tree, and why.
+OUTSIDE_THE_TREE = {
+    ("mcp/_core.py", "ToolError"): "carries a bad tool call to the MCP layer, which answers it as an error result",
+    ("integrations/smolagents.py", "_TollgateFinalAnswer"): "control flow of final_answer(), never an error",
+    ("_cells.py", "_Lost"): "a lost channel inside _cells, caught there (a lost cell, or FileOperationError)",
+    ("_errors.py", "TollgateSDKError"): "the tree's root",
+}
+
+
+def test_no_module_of_the_package_raises_outside_the_error_tree() -> None:
+    """RuntimeError and bare Exception were raised to callers (issue 39):
+    mcp/, serve/ and integrations/ raise SDK errors too, and every exception
+    class they define is a TollgateSDKError."""
+    bad = []
+    for name in _every_module():
+        tree = _tree(name)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Raise) and node.exc is not None:
+                exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+                if isinstance(exc, ast.Name) and exc.id in ("RuntimeError", "Exception", "BaseException"):
+                    bad.append("%s:%d raise %s" % (name, node.lineno, exc.id))
+            if isinstance(node, ast.ClassDef) and (name, node.name) not in OUTSIDE_THE_TREE:
+                bases = [ast.unparse(b) for b in node.bases]
+                builtin = [b for b in bases if b in ("Exception", "BaseException", "RuntimeError", "ValueError")]
+                if builtin and not any("Error" in b and b not in builtin for b in bases):
+                    bad.append("%s:%d class %s(%s)" % (name, node.lineno, node.name, ", ".join(bases)))
+    assert bad == []
