@@ -148,6 +148,24 @@ def test_run_has_no_private_arguments(fn: object) -> None:
     assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for n, p in params.items() if n not in ("self", "code", "command"))
 
 
+def test_no_public_function_has_a_private_argument() -> None:
+    """run(..., _policy=None) had a private argument in its public
+    signature; hint_schema's _seen and to_policy_schema's _defs and _depth
+    were the same."""
+    bad = []
+    for n in tollgate_sdk.__all__:
+        obj = getattr(tollgate_sdk, n)
+        fns = [(n, obj)] if not isinstance(obj, type) else \
+            [("%s.%s" % (n, k), v) for k, v in vars(obj).items() if callable(v) and not k.startswith("_")]
+        for name, fn in fns:
+            try:
+                params = inspect.signature(fn).parameters
+            except (TypeError, ValueError):
+                continue
+            bad += ["%s(%s)" % (name, p) for p in params if p.startswith("_")]
+    assert bad == []
+
+
 @pytest.mark.parametrize("fn", [tool, as_tool, from_langchain, Tool.from_function])
 def test_tool_options_are_spelled_out(fn: object) -> None:
     params = inspect.signature(fn).parameters  # type: ignore[arg-type]
@@ -155,6 +173,18 @@ def test_tool_options_are_spelled_out(fn: object) -> None:
     for opt in ("name", "description", "args_schema", "irreversible", "cost", "timeout", "max_calls",
                 "approve", "deny", "rules"):
         assert params[opt].kind is inspect.Parameter.KEYWORD_ONLY, opt
+
+
+@pytest.mark.parametrize("fn", [Sandbox.create_tool, tollgate_sdk.Session.create_tool,
+                                AsyncSandbox.create_tool, tollgate_sdk.AsyncSession.create_tool])
+def test_create_tool_options_are_spelled_out(fn: object) -> None:
+    """Session.create_tool and the async pair took **governance, hiding
+    what Sandbox.create_tool spells out (as tool(fn=None, **opts) did)."""
+    params = inspect.signature(fn).parameters  # type: ignore[arg-type]
+    want = inspect.signature(Sandbox.create_tool).parameters
+    assert not [p for p in params.values() if p.kind is inspect.Parameter.VAR_KEYWORD]
+    assert [(p.name, p.kind, p.default) for p in params.values()] == \
+        [(p.name, p.kind, p.default) for p in want.values()]
 
 
 def test_tool_with_and_without_options() -> None:
