@@ -5,9 +5,11 @@
 # never one above: this fails on any include that points back up and
 # prints the offending line.  bridge/client/ runs inside the container and
 # includes nothing of the tree.
-# The Python floor above shim/cli (sdk/tollgate_sdk) is checked by
-# sdk/tests/test_api.py in make sdk-unit: no import cycle, none hidden in a
-# function, the core never importing tollgate_sdk.mcp or an integration.
+# The Python floor above shim/cli (sdk/tollgate_sdk) is checked here too,
+# by tests/layering_py.py: the core never imports tollgate_sdk.mcp, serve or
+# an integration (nor anything outside the standard library), mcp/ and
+# serve/ never each other or an integration.  sdk/tests/test_api.py (make
+# sdk-unit) adds no import cycle and none hidden in a function.
 set -u
 cd "$(dirname "$0")/.."
 
@@ -59,6 +61,7 @@ check() { # floor dir (non-recursive)
   done
 }
 for floor in "${!may[@]}"; do check "$floor"; done
+python3 tests/layering_py.py || bad=1
 if [ $bad = 0 ]; then
   echo "layering: every include points down (${#may[@]} floors)"
 fi

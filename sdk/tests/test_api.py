@@ -148,6 +148,24 @@ def test_run_has_no_private_arguments(fn: object) -> None:
     assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for n, p in params.items() if n not in ("self", "code", "command"))
 
 
+def test_no_public_function_has_a_private_argument() -> None:
+    """run(..., _policy=None) had a private argument in its public
+    signature; hint_schema's _seen and to_policy_schema's _defs and _depth
+    were the same."""
+    bad = []
+    for n in tollgate_sdk.__all__:
+        obj = getattr(tollgate_sdk, n)
+        fns = [(n, obj)] if not isinstance(obj, type) else \
+            [("%s.%s" % (n, k), v) for k, v in vars(obj).items() if callable(v) and not k.startswith("_")]
+        for name, fn in fns:
+            try:
+                params = inspect.signature(fn).parameters
+            except (TypeError, ValueError):
+                continue
+            bad += ["%s(%s)" % (name, p) for p in params if p.startswith("_")]
+    assert bad == []
+
+
 @pytest.mark.parametrize("fn", [tool, as_tool, from_langchain, Tool.from_function])
 def test_tool_options_are_spelled_out(fn: object) -> None:
     params = inspect.signature(fn).parameters  # type: ignore[arg-type]
@@ -155,6 +173,18 @@ def test_tool_options_are_spelled_out(fn: object) -> None:
     for opt in ("name", "description", "args_schema", "irreversible", "cost", "timeout", "max_calls",
                 "approve", "deny", "rules"):
         assert params[opt].kind is inspect.Parameter.KEYWORD_ONLY, opt
+
+
+@pytest.mark.parametrize("fn", [Sandbox.create_tool, tollgate_sdk.Session.create_tool,
+                                AsyncSandbox.create_tool, tollgate_sdk.AsyncSession.create_tool])
+def test_create_tool_options_are_spelled_out(fn: object) -> None:
+    """Session.create_tool and the async pair took **governance, hiding
+    what Sandbox.create_tool spells out (as tool(fn=None, **opts) did)."""
+    params = inspect.signature(fn).parameters  # type: ignore[arg-type]
+    want = inspect.signature(Sandbox.create_tool).parameters
+    assert not [p for p in params.values() if p.kind is inspect.Parameter.VAR_KEYWORD]
+    assert [(p.name, p.kind, p.default) for p in params.values()] == \
+        [(p.name, p.kind, p.default) for p in want.values()]
 
 
 def test_tool_with_and_without_options() -> None:
@@ -380,3 +410,39 @@ def test_the_local_overload_of_sandbox_names_every_option() -> None:
              if "server" not in inspect.signature(o).parameters]
     assert len(local) == 1
     assert [p for p in inspect.signature(local[0]).parameters if p != "cls"] == init
+
+
+# ---- one error tree in the subpackages too ------------------------------------------
+
+def _every_module() -> list[str]:
+    return sorted(os.path.relpath(os.path.join(d, f), PKG) for d, _, fs in os.walk(PKG)
+                  if "_container" not in d and "__pycache__" not in d for f in fs if f.endswith(".py"))
+
+
+# Exception classes outside the tree, and why.
+OUTSIDE_THE_TREE = {
+    ("mcp/_core.py", "ToolError"): "carries a bad tool call to the MCP layer, which answers it as an error result",
+    ("integrations/smolagents.py", "_TollgateFinalAnswer"): "control flow of final_answer(), never an error",
+    ("_cells.py", "_Lost"): "a lost channel inside _cells, caught there (a lost cell, or FileOperationError)",
+    ("_errors.py", "TollgateSDKError"): "the tree's root",
+}
+
+
+def test_no_module_of_the_package_raises_outside_the_error_tree() -> None:
+    """RuntimeError and bare Exception were raised to callers (issue 39):
+    mcp/, serve/ and integrations/ raise SDK errors too, and every exception
+    class they define is a TollgateSDKError."""
+    bad = []
+    for name in _every_module():
+        tree = _tree(name)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Raise) and node.exc is not None:
+                exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+                if isinstance(exc, ast.Name) and exc.id in ("RuntimeError", "Exception", "BaseException"):
+                    bad.append("%s:%d raise %s" % (name, node.lineno, exc.id))
+            if isinstance(node, ast.ClassDef) and (name, node.name) not in OUTSIDE_THE_TREE:
+                bases = [ast.unparse(b) for b in node.bases]
+                builtin = [b for b in bases if b in ("Exception", "BaseException", "RuntimeError", "ValueError")]
+                if builtin and not any("Error" in b and b not in builtin for b in bases):
+                    bad.append("%s:%d class %s(%s)" % (name, node.lineno, node.name, ", ".join(bases)))
+    assert bad == []

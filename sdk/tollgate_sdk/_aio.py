@@ -27,7 +27,7 @@ from ._limits import Size
 from ._sandbox import Approval, Policy, Result, Runtime, Sandbox
 from ._schema import JSONSchema
 from ._session import AREA, FileInfo, Files, Session
-from ._tools import Tool
+from ._tools import Condition, Rule, Tool
 
 # on_stdout/on_stderr of the async classes: a plain callable, or a
 # coroutine function scheduled on the caller's loop
@@ -109,10 +109,13 @@ class AsyncSandbox:
         return AsyncSession(self, s)
 
     async def create_tool(self, name: str, source: str, *, description: str,
-                          schema: JSONSchema | None = None, **governance: Any) -> Tool:
+                          schema: JSONSchema | None = None, timeout: float = 30, cost: float = 0,
+                          max_calls: int | None = None, approve: Condition = None,
+                          deny: Condition = None, rules: list[Rule] | None = None) -> Tool:
         """Sandbox.create_tool, on a worker thread."""
         return await asyncio.to_thread(self.sync.create_tool, name, source, description=description,
-                                       schema=schema, **governance)
+                                       schema=schema, timeout=timeout, cost=cost,
+                                       max_calls=max_calls, approve=approve, deny=deny, rules=rules)
 
     async def pending(self) -> list[dict[str, Any]]:
         return await asyncio.to_thread(self.sync.pending)
@@ -189,10 +192,13 @@ class AsyncSession:
                               on_stderr=on_stderr)
 
     async def create_tool(self, name: str, source: str, *, description: str,
-                          schema: JSONSchema | None = None, **governance: Any) -> Tool:
+                          schema: JSONSchema | None = None, timeout: float = 30, cost: float = 0,
+                          max_calls: int | None = None, approve: Condition = None,
+                          deny: Condition = None, rules: list[Rule] | None = None) -> Tool:
         """Session.create_tool, on a worker thread."""
         return await asyncio.to_thread(self.sync.create_tool, name, source, description=description,
-                                       schema=schema, **governance)
+                                       schema=schema, timeout=timeout, cost=cost,
+                                       max_calls=max_calls, approve=approve, deny=deny, rules=rules)
 
     async def pause(self) -> str:
         return await asyncio.to_thread(self.sync.pause)

@@ -49,11 +49,15 @@ def _unsupported(where: str, hint: object, why: str = "") -> ToolDefinitionError
                                % (where, name, (" (" + why + ")") if why else "", _SUPPORTED))
 
 
-def hint_schema(hint: object, where: str, _seen: tuple[object, ...] | None = None) -> JSONSchema:
+def hint_schema(hint: object, where: str) -> JSONSchema:
     """The JSON Schema (a dict in tollgate's subset) for one type hint.
     where names the place for error messages ("refund(): parameter 'amount'").
     Raises ToolDefinitionError for a hint the subset cannot express."""
-    seen = _seen or ()
+    return _hint_schema(hint, where, ())
+
+
+def _hint_schema(hint: object, where: str, seen: tuple[object, ...]) -> JSONSchema:
+    """hint_schema, seen holding the classes being expanded (a cycle)."""
     if hint is typing.Any or hint is inspect.Parameter.empty:
         return {}
     if hint is None or hint is type(None):
@@ -63,7 +67,7 @@ def hint_schema(hint: object, where: str, _seen: tuple[object, ...] | None = Non
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
     if origin is typing.Annotated:
-        s = hint_schema(args[0], where, seen)
+        s = _hint_schema(args[0], where, seen)
         docs = [a for a in args[1:] if isinstance(a, str)]
         if docs:
             s = dict(s, description=" ".join(docs))
@@ -79,7 +83,7 @@ def hint_schema(hint: object, where: str, _seen: tuple[object, ...] | None = Non
             lit["type"] = kinds.pop()
         return lit
     if origin in (typing.Union, types.UnionType):
-        parts = [hint_schema(a, where, seen) for a in args]
+        parts = [_hint_schema(a, where, seen) for a in args]
         # tollgate's subset has no anyOf: a union is a list of type names,
         # which is exact only when at most one member carries keywords of
         # its own (items, properties, enum) besides its type.
@@ -113,13 +117,13 @@ def hint_schema(hint: object, where: str, _seen: tuple[object, ...] | None = Non
         s = {"type": "array"}
         if origin is tuple and args:
             if len(args) == 2 and args[1] is Ellipsis:
-                s["items"] = hint_schema(args[0], where, seen)
+                s["items"] = _hint_schema(args[0], where, seen)
             elif len(set(args)) == 1:
-                s["items"] = hint_schema(args[0], where, seen)
+                s["items"] = _hint_schema(args[0], where, seen)
             else:
                 raise _unsupported(where, hint, "fixed tuples of mixed types; use tuple[X, ...] or list[X]")
         elif args:
-            s["items"] = hint_schema(args[0], where, seen)
+            s["items"] = _hint_schema(args[0], where, seen)
         return s
     if hint is dict or origin is dict or (
             origin is not None and getattr(origin, "__name__", "") == "Mapping"):
@@ -130,7 +134,7 @@ def hint_schema(hint: object, where: str, _seen: tuple[object, ...] | None = Non
         # schema's description rather than pretend.
         s = {"type": "object"}
         if args and args[1] is not typing.Any:
-            hint_schema(args[1], where, seen)  # still refuse an unsupported value type
+            _hint_schema(args[1], where, seen)  # still refuse an unsupported value type
         return s
     if _is_typeddict(hint) or dataclasses.is_dataclass(hint):
         if hint in seen:
@@ -148,13 +152,13 @@ def _record_schema(cls: Any, where: str, seen: tuple[object, ...]) -> JSONSchema
     required: list[str] = []
     if dataclasses.is_dataclass(cls):
         for f in dataclasses.fields(cls):
-            props[f.name] = hint_schema(hints.get(f.name, typing.Any),
-                                        "%s, field %s.%s" % (where, cls_name, f.name), seen)
+            props[f.name] = _hint_schema(hints.get(f.name, typing.Any),
+                                         "%s, field %s.%s" % (where, cls_name, f.name), seen)
             if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
                 required.append(f.name)
     else:
         for name, h in hints.items():
-            props[name] = hint_schema(h, "%s, key %s[%r]" % (where, cls_name, name), seen)
+            props[name] = _hint_schema(h, "%s, key %s[%r]" % (where, cls_name, name), seen)
         required = [k for k in hints if k in cls.__required_keys__]
     s: JSONSchema = {"type": "object", "properties": props, "additionalProperties": False}
     if required:
@@ -205,8 +209,7 @@ def signature_schema(fn: Callable[..., Any], name: str | None = None) -> JSONSch
     return out
 
 
-def to_policy_schema(schema: object, where: str, _defs: dict[str, Any] | None = None,
-                     _depth: int = 0) -> JSONSchema:
+def to_policy_schema(schema: object, where: str) -> JSONSchema:
     """A JSON Schema from elsewhere (LangChain's args_schema, pydantic's
     model_json_schema(), an MCP tool) rewritten into tollgate's subset:
     $ref into $defs is inlined, anyOf of plain types becomes a type list,
@@ -215,6 +218,13 @@ def to_policy_schema(schema: object, where: str, _defs: dict[str, Any] | None = 
     them, and the tool itself still validates its input, as with schemas
     imported from MCP servers.  Raises ToolDefinitionError for a shape
     with no faithful translation (a oneOf of objects, say)."""
+    return _to_policy_schema(schema, where, None, 0)
+
+
+def _to_policy_schema(schema: object, where: str, _defs: dict[str, Any] | None,
+                      _depth: int) -> JSONSchema:
+    """to_policy_schema at nesting _depth, with the outermost schema's
+    $defs."""
     if not isinstance(schema, dict):
         raise ToolDefinitionError("%s: a schema must be a JSON object, not %r" % (where, type(schema).__name__))
     if _depth > 32:
@@ -232,10 +242,10 @@ def to_policy_schema(schema: object, where: str, _defs: dict[str, Any] | None = 
     if "allOf" in s and isinstance(s["allOf"], list) and len(s["allOf"]) == 1:
         merged = dict(s["allOf"][0])
         merged.update({k: v for k, v in s.items() if k != "allOf"})
-        return to_policy_schema(merged, where, defs, _depth + 1)
+        return _to_policy_schema(merged, where, defs, _depth + 1)
     for key in ("anyOf", "oneOf"):
         if key in s:
-            alts = [to_policy_schema(a, where, defs, _depth + 1) for a in s[key]]
+            alts = [_to_policy_schema(a, where, defs, _depth + 1) for a in s[key]]
             names: list[str] = []
             extra: JSONSchema = {}
             for a in alts:
@@ -253,7 +263,7 @@ def to_policy_schema(schema: object, where: str, _defs: dict[str, Any] | None = 
                                                   "equivalent in tollgate's schema subset" % (where, key))
                     extra = rest
             base = {k: v for k, v in s.items() if k != key}
-            alt = to_policy_schema(base, where, defs, _depth + 1) if base else {}
+            alt = _to_policy_schema(base, where, defs, _depth + 1) if base else {}
             alt.update(extra)
             alt["type"] = names[0] if len(names) == 1 else names
             return alt
@@ -264,11 +274,11 @@ def to_policy_schema(schema: object, where: str, _defs: dict[str, Any] | None = 
         if k == "properties":
             if not isinstance(v, dict):
                 raise ToolDefinitionError("%s: properties must be an object" % where)
-            out[k] = {pk: to_policy_schema(pv, "%s.%s" % (where, pk), defs, _depth + 1)
+            out[k] = {pk: _to_policy_schema(pv, "%s.%s" % (where, pk), defs, _depth + 1)
                       for pk, pv in v.items()}
         elif k == "items":
             if isinstance(v, dict):
-                out[k] = to_policy_schema(v, where + "[]", defs, _depth + 1)
+                out[k] = _to_policy_schema(v, where + "[]", defs, _depth + 1)
         elif k == "additionalProperties":
             if isinstance(v, bool):
                 out[k] = v

@@ -29,7 +29,7 @@ from ._errors import (CellTimeout, ContainerError, CustomToolError, FileOperatio
 if TYPE_CHECKING:
     from ._sandbox import Result, Sandbox
     from ._schema import JSONSchema
-    from ._tools import Tool
+    from ._tools import Condition, Rule, Tool
 
 CELL_MAX = 8 << 20   # bytes of code per cell (kernel.CELL_MAX)
 FILE_MAX = 64 << 20  # bytes per files.write / files.read (kernel.FILE_MAX)
@@ -229,7 +229,9 @@ class Session:
             self._watcher.start()
 
     def create_tool(self, name: str, source: str, *, description: str,
-                    schema: JSONSchema | None = None, **governance: Any) -> Tool:
+                    schema: JSONSchema | None = None, timeout: float = 30, cost: float = 0,
+                    max_calls: int | None = None, approve: Condition = None, deny: Condition = None,
+                    rules: list[Rule] | None = None) -> Tool:
         """Sandbox.create_tool on this session's Sandbox, and the tool
         added to this session's running gate (`tollgate tool add`): the
         session's next cell calls it (`from tollgate import NAME`), and so
@@ -239,7 +241,8 @@ class Session:
         reached, say); the Sandbox keeps the tool for later sessions then."""
         cid = self._need_open()
         sb = self.sb
-        t = sb.create_tool(name, source, description=description, schema=schema, **governance)
+        t = sb.create_tool(name, source, description=description, schema=schema, timeout=timeout, cost=cost,
+                           max_calls=max_calls, approve=approve, deny=deny, rules=rules)
         # The entry as the Sandbox's policy has it (the policy file's word
         # on governance merged in), so the session's gate and a later
         # session's govern the tool alike.

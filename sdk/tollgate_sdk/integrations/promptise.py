@@ -48,7 +48,7 @@ from promptise.engine import PromptGraph
 from promptise.engine.code_action import CodeActionConfig
 from promptise.sandbox import CommandResult, SandboxBackend, SandboxConfig, SandboxSession
 
-from .. import InvalidArgument, Result, Sandbox, Tool
+from .. import InvalidArgument, Result, Sandbox, SessionClosed, TollgateSDKError, Tool
 
 __all__ = ["TollgateBackend", "TollgateCodeAction", "parse_tools_module", "PROMPTISE_IMPORT", "GOVERNANCE_KEYS"]
 
@@ -87,12 +87,12 @@ def _call(_tool, _args):
 '''
 
 
-class ToolBudgetExceeded(RuntimeError):
+class ToolBudgetExceeded(TollgateSDKError, RuntimeError):
     """Promptise's bridge refused a call tollgate allowed: the node's own
     max_tool_calls is used up.  The program sees ToolBudgetExceeded."""
 
 
-class PromptiseToolError(RuntimeError):
+class PromptiseToolError(TollgateSDKError, RuntimeError):
     """Promptise's bridge ran the tool and it failed (its message is the
     node's answer)."""
 
@@ -146,7 +146,7 @@ class _Workspace:
         call = _Call()
         with self.lock:
             if self.closed:
-                raise RuntimeError("the code-action session has ended")
+                raise SessionClosed("the code-action session has ended")
             self.pending[rid] = call
             self.files["%s/req_%s.json" % (_RPC_DIR, rid)] = json.dumps({"tool": tool, "args": args})
         try:
@@ -158,7 +158,7 @@ class _Workspace:
                 for name in ("req_%s.json", "resp_%s.json", "resp_%s.done"):
                     self.files.pop("%s/%s" % (_RPC_DIR, name % rid), None)
         if self.closed and not call.answer:
-            raise RuntimeError("the code-action session ended before %s was answered" % tool)
+            raise SessionClosed("the code-action session ended before %s was answered" % tool)
         resp = json.loads(call.answer)
         if resp.get("budget_exceeded"):
             raise ToolBudgetExceeded(str(resp.get("error", "")))
@@ -204,7 +204,7 @@ class TollgateBackend(SandboxBackend):
     def _space(self, container_id: str) -> _Workspace:
         space = self._spaces.get(container_id)
         if space is None:
-            raise RuntimeError("no tollgate code-action session %r (it was removed)" % container_id)
+            raise SessionClosed("no tollgate code-action session %r (it was removed)" % container_id)
         return space
 
     async def create_container(self) -> str:
@@ -311,7 +311,7 @@ class TollgateCodeAction:
 
     async def __call__(self) -> SandboxSession:
         if self._closed:
-            raise RuntimeError("this TollgateCodeAction was closed")
+            raise SessionClosed("this TollgateCodeAction was closed")
         cid = await self.backend.create_container()
         return SandboxSession(cid, self.backend, self.backend.config)
 
@@ -355,7 +355,7 @@ class TollgateCodeAction:
         def forward(call_args: dict[str, Any]) -> Any:
             space = self._running
             if space is None:
-                raise RuntimeError("no code-action program is running")
+                raise SessionClosed("no code-action program is running")
             return space.forward(name, call_args, timeout)
 
         return Tool(name, description, schema, forward, False, **opts)

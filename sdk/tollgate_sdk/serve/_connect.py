@@ -7,6 +7,8 @@ import json
 import struct
 from typing import Any
 
+from .._errors import TollgateSDKError
+
 __all__ = ["ConnectError", "STATUS", "envelope", "end_of_stream", "read_envelope", "read_unary"]
 
 # Connect codes and the HTTP status each maps to on a unary call.
@@ -20,7 +22,7 @@ STATUS = {
 MESSAGE_MAX = 4 << 20
 
 
-class ConnectError(Exception):
+class ConnectError(TollgateSDKError):
     """An RPC refused with a Connect code and a message for the client."""
 
     def __init__(self, code: str, message: str) -> None:

@@ -13,11 +13,17 @@ import threading
 import time
 from typing import Any
 
-from .._errors import ToolDefinitionError
+from .._errors import TollgateSDKError, ToolDefinitionError
 from .._tools import Tool
 from ._service_error import ServiceError
 
-__all__ = ["Relay", "client_tools_of", "without_client_tools"]
+__all__ = ["ClientToolFailed", "Relay", "client_tools_of", "without_client_tools"]
+
+class ClientToolFailed(TollgateSDKError):
+    """A client-served tool's call failed: its client is gone, has too
+    many calls waiting, did not answer in time, or answered an error.
+    The program in the sandbox sees it as the tool's failure."""
+
 
 POLL_GRACE = 3.0     # seconds after a poll ends during which the client still counts as there
 ANSWER_MAX = 1 << 20
@@ -43,7 +49,7 @@ class Relay:
 
     def _call(self, name: str, args: dict[str, Any], timeout: float) -> Any:
         if not self._client_there():
-            raise RuntimeError("the client that serves %s is gone" % name)
+            raise ClientToolFailed("the client that serves %s is gone" % name)
         call_id = secrets.token_hex(8)
         ev = threading.Event()
         slot: dict[str, Any] = {}
@@ -53,19 +59,19 @@ class Relay:
             try:
                 self._calls.put({"id": call_id, "tool": name, "args": args}, timeout=1)
             except queue.Full:
-                raise RuntimeError("the client that serves %s has too many calls waiting" % name) from None
+                raise ClientToolFailed("the client that serves %s has too many calls waiting" % name) from None
             end = time.monotonic() + timeout
             while not ev.wait(0.5):
                 if time.monotonic() > end:
-                    raise RuntimeError("the client that serves %s did not answer in %g s" % (name, timeout))
+                    raise ClientToolFailed("the client that serves %s did not answer in %g s" % (name, timeout))
                 if not self._client_there():
-                    raise RuntimeError("the client that serves %s is gone" % name)
+                    raise ClientToolFailed("the client that serves %s is gone" % name)
         finally:
             with self._lock:
                 self._waiting.pop(call_id, None)
         if slot.get("ok"):
             return slot.get("result")
-        raise RuntimeError(str(slot.get("error") or "the client's tool failed")[:2000])
+        raise ClientToolFailed(str(slot.get("error") or "the client's tool failed")[:2000])
 
     def next_call(self, wait: float) -> dict[str, Any] | None:
         """The next call for the client, waiting up to wait seconds."""
