@@ -31,14 +31,14 @@ import stat
 import threading
 import time
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Literal, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
 
 if TYPE_CHECKING:
     from ._sandbox import Result
 
-from . import _audit as audit, _oom as oom_watch
+from ._cell import Cell
 from ._capture import TAIL, TextCallback, stream_text
-from ._errors import CellTimeout, FileOperationError, InvalidArgument, ProgramFailed
+from ._errors import FileOperationError, InvalidArgument
 
 CHANNEL_MAX = 4 << 20   # payload bytes per request (kernel.CHANNEL_MAX)
 STREAM_MAX = 8 << 20    # output bytes kept per stream (kernel.STREAM_MAX)
@@ -341,11 +341,8 @@ def run_cell(session: Any, raw: bytes, check: bool, timeout: float, shell: bool,
     ch = Channel.of(sb.root, cid)
     if ch is None:
         return None
-    log = os.path.join(sb.audit_dir, cid + ".jsonl")
-    first = len(audit.calls_of_last_run(audit.read_records(log)))
-    session.cells += 1
-    memwatch = oom_watch.Watch(cid, sb.runtime)
-    gone = _Alive(sb.root, cid, memwatch.killed)
+    cell = Cell(session, cid, timeout, check)
+    gone = _Alive(sb.root, cid, cell.memwatch.killed)
     streams = sinks(sb.output_max, on_stdout, on_stderr)
     head = {"v": 1, "op": "cell", "timeout": timeout, "shell": bool(shell), "cap": min(sb.output_max, STREAM_MAX)}
     answer, lost = None, False
@@ -358,40 +355,13 @@ def run_cell(session: Any, raw: bytes, check: bool, timeout: float, shell: bool,
         streams[0].set_total(answer.get("out_total"))
         streams[1].set_total(answer.get("err_total"))
     out, err = stream_text(streams[0]), stream_text(streams[1])
-    oom = memwatch.killed()
-    memwatch.close()
     if answer is None:
-        status = 125
-        session.close()
-        result: "Result" = sb._result(cid, out, err, status, lost, sb.policy, first=first)
-        if oom:
-            result.oom_killed, result.memory_limit = True, sb.memory_text()
-            result.stderr += ("\ntollgate_sdk: the session ran out of memory and was killed (memory "
-                              "limit %s; Sandbox(memory=...) raises it); the session is closed\n"
-                              % result.memory_limit)
-            raise ProgramFailed(result)
-        if lost:
-            raise CellTimeout(result, timeout, "lost")
-        result.stderr += ("\ntollgate_sdk: the session's interpreter ended (a cell called os._exit, "
-                          "or the container stopped); the session is closed\n")
-        raise ProgramFailed(result)
+        cell.interpreter_gone(out, err, 125, lost)
     try:
         status = int(answer.get("exit", 1)) & 0xFF
     except (TypeError, ValueError):
         status = 1
-    timed_out = bool(answer.get("timed_out"))
-    result = sb._result(cid, out, err, status, timed_out, sb.policy, first=first)
-    result.stdout_cut, result.stderr_cut = streams[0].cut, streams[1].cut
-    result.warnings = []
-    if timed_out:
-        how: Literal["abandoned", "interrupted"] = "abandoned" if answer.get("abandoned") else "interrupted"
-        result.timeout_how = how
-        if check:
-            raise CellTimeout(result, timeout, how)
-        return result
-    if check and status != 0:
-        raise ProgramFailed(result)
-    return result
+    return cell.answered(out, err, status, answer, (streams[0].cut, streams[1].cut), [])
 
 
 def files_op(session: Any, op: str, path: str, data: Optional[bytes], cap: int) -> Optional[bytes]:
