@@ -22,7 +22,6 @@ left there (fake answers, a flood) never meets the next one.  When no
 answer comes in time the session is lost, as when a `tollgate exec`
 never returned.
 """
-import codecs
 import json
 import os
 import secrets
@@ -37,7 +36,7 @@ if TYPE_CHECKING:
     from ._sandbox import Result
 
 from ._cell import Cell
-from ._capture import TAIL, TextCallback, stream_text
+from ._capture import KeptOutput, TextCallback, stream_text
 from ._errors import FileOperationError, InvalidArgument
 
 CHANNEL_MAX = 4 << 20   # payload bytes per request (kernel.CHANNEL_MAX)
@@ -221,21 +220,14 @@ def _truncate(path: str) -> None:
         os.close(fd)
 
 
-class _Sink:
-    """One output stream of a channel request, as _capture.Stream keeps
-    it (buf, tail, total, cut, diverted), for _capture.stream_text."""
+class _Sink(KeptOutput):
+    """One output stream of a channel request, kept as _capture.Stream
+    keeps it, for _capture.stream_text."""
 
     def __init__(self, name: str, cap: int, callback: Optional[TextCallback]) -> None:
-        self.name, self.cap, self.callback = name, cap, callback
-        self.buf, self.tail, self.total, self.cut = bytearray(), bytearray(), 0, 0
-        self.diverted: List[str] = []
-        self.lock = threading.Lock()
-        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        super().__init__(cap, callback)
+        self.name = name
         self.read_cap = min(cap, STREAM_MAX)
-
-    @property
-    def dropped(self) -> int:
-        return max(0, self.total - len(self.buf))
 
     def take(self, fd: int) -> None:
         """Read what the file has now (at most what is kept)."""
@@ -250,15 +242,9 @@ class _Sink:
             if not chunk:
                 return
             with self.lock:
-                room = self.cap - len(self.buf)
-                if room > 0:
-                    self.buf += chunk[:room]
-                self.total += len(chunk)
-                self.tail = (self.tail + chunk)[-TAIL:]
+                self._keep(chunk)
             if self.callback is not None:
-                text = self.decoder.decode(chunk)
-                if text:
-                    self._safe(text)
+                self._call(chunk)
 
     def set_total(self, n: object) -> None:
         """The interpreter's count of the stream's bytes (what its cap
@@ -266,21 +252,6 @@ class _Sink:
         if isinstance(n, int) and not isinstance(n, bool) and n > self.total:
             with self.lock:
                 self.total = n
-
-    def end(self) -> None:
-        if self.callback is not None:
-            rest = self.decoder.decode(b"", final=True)
-            if rest:
-                self._safe(rest)
-
-    def _safe(self, text: str) -> None:
-        cb = self.callback
-        if cb is None:
-            return
-        try:
-            cb(text)
-        except Exception:
-            self.callback = None
 
 
 def sinks(cap: int, on_stdout: Optional[TextCallback] = None,
