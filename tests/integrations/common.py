@@ -31,6 +31,11 @@ def check(name, cond, detail=""):
     sys.stdout.flush()
 
 
+def exit_by_checks():
+    """End the driver: status 1 when a check failed, else 0."""
+    sys.exit(1 if failures else 0)
+
+
 def verifies(path):
     return bool(path) and subprocess.run([TG, "audit", "verify", path], capture_output=True).returncode == 0
 

@@ -6,7 +6,6 @@ Usage: langgraph_run.py BACKEND WORKDIR    (as root, after `make`)
 Prints ok/FAIL lines for tests/integration/test_int_langgraph_pydantic_ai.sh.
 """
 import asyncio
-import sys
 import time
 
 import common
@@ -132,4 +131,4 @@ try:
 finally:
     sb.close()
 print("   # langgraph %s: %.1f s" % (common.backend, time.monotonic() - t0))
-sys.exit(1 if common.failures else 0)
+common.exit_by_checks()

@@ -6,7 +6,6 @@ answered with DeferredToolResults.
 Usage: pydantic_ai_run.py BACKEND WORKDIR    (as root, after `make`)
 Prints ok/FAIL lines for tests/integration/test_int_langgraph_pydantic_ai.sh.
 """
-import sys
 import time
 
 import common
@@ -131,4 +130,4 @@ try:
 finally:
     sb.close()
 print("   # pydantic_ai %s: %.1f s" % (common.backend, time.monotonic() - t0))
-sys.exit(1 if common.failures else 0)
+common.exit_by_checks()
