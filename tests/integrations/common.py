@@ -137,6 +137,13 @@ def check_program_report(text, what):
               calls)
 
 
+# What the LangGraph and Pydantic AI docs examples print: the refund
+# parked, approved by the person's answer, run, and the audit log.
+REFUND_EXAMPLE_PRINTS = [
+    r"approve\? issue_refund \{'order_id': 'A-1', 'amount': 80(\.0)?\} - issue_refund needs approval",
+    r"refunded 80\.0 to A-1", r"issue_refund .*: allow \(uid:0, ok\)", r"audit log: /"]
+
+
 def run_doc_example(name, what, expects):
     """Run docs/integrations.md's NAME block (the script extracts it into
     WORKDIR) in this process, as written, under runsc (its Sandbox's
