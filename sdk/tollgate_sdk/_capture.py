@@ -31,22 +31,64 @@ TAIL = 4096  # bytes of each stream's end always kept (the cell trailer lives th
 NOTICE = b"tollgate: warning: "
 
 
-class Stream:
-    def __init__(self, name: str, f: IO[bytes], cap: int, callback: Optional[TextCallback],
-                 divert: bytes | None = None) -> None:
-        self.name = name
-        self.divert = divert      # a line prefix taken out while it leads the stream
-        self.pending = b""
-        self.diverted: list[str] = []
-        self.f = f
+class KeptOutput:
+    """What is kept of one output stream (its first cap bytes, its last
+    TAIL, how many came, how many the text left out) and its callback,
+    handed the text as it comes; _cells._Sink keeps a channel's alike."""
+
+    def __init__(self, cap: int, callback: Optional[TextCallback]) -> None:
         self.cap = cap
         self.callback = callback
         self.buf = bytearray()
         self.tail = bytearray()
         self.total = 0
         self.cut = 0
+        self.diverted: list[str] = []
         self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self.lock = threading.Lock()
+
+    def _keep(self, chunk: bytes) -> None:
+        """Count chunk in; the caller holds the lock."""
+        room = self.cap - len(self.buf)
+        if room > 0:
+            self.buf += chunk[:room]
+        self.total += len(chunk)
+        self.tail = (self.tail + chunk)[-TAIL:]
+
+    def _call(self, chunk: bytes) -> None:
+        text = self.decoder.decode(chunk)
+        if text:
+            self._safe(text)
+
+    def end(self) -> None:
+        """Hand the callback what the decoder still holds."""
+        if self.callback is not None:
+            rest = self.decoder.decode(b"", final=True)
+            if rest:
+                self._safe(rest)
+
+    def _safe(self, text: str) -> None:
+        cb = self.callback
+        if cb is None:
+            return
+        try:
+            cb(text)
+        except Exception:  # a broken callback must not stop the draining
+            self.callback = None
+
+    @property
+    def dropped(self) -> int:
+        return max(0, self.total - len(self.buf))
+
+
+class Stream(KeptOutput):
+    def __init__(self, name: str, f: IO[bytes], cap: int, callback: Optional[TextCallback],
+                 divert: bytes | None = None) -> None:
+        super().__init__(cap, callback)
+        self.name = name
+        self.divert = divert      # a line prefix taken out while it leads the stream
+        self.pending = b""
+        self.f = f
         self.changed = threading.Condition(self.lock)
         self.ended = False
         self.stop = threading.Event()
@@ -73,11 +115,7 @@ class Stream:
                     if not chunk:
                         continue
                 with self.lock:
-                    room = self.cap - len(self.buf)
-                    if room > 0:
-                        self.buf += chunk[:room]
-                    self.total += len(chunk)
-                    self.tail = (self.tail + chunk)[-TAIL:]
+                    self._keep(chunk)
                     cb = self.callback
                     self.changed.notify_all()
                 if cb is not None:
@@ -86,17 +124,12 @@ class Stream:
             pass  # closed under us after the linger
         if self.pending:  # a leading partial line that was not a notice
             with self.lock:
-                self.buf += self.pending[:max(0, self.cap - len(self.buf))]
-                self.total += len(self.pending)
-                self.tail = (self.tail + self.pending)[-TAIL:]
+                self._keep(self.pending)
             self.pending = b""
         with self.lock:
             self.ended = True
             self.changed.notify_all()
-        if self.callback is not None:
-            rest = self.decoder.decode(b"", final=True)
-            if rest:
-                self._safe(rest)
+        self.end()
 
     def _take_notices(self, chunk: bytes) -> bytes:
         """While the stream starts with tollgate's notice lines, keep them
@@ -120,24 +153,6 @@ class Stream:
             self.diverted.append(data[:nl].decode("utf-8", "replace"))
             data = data[nl + 1:]
         return data
-
-    def _call(self, chunk: bytes) -> None:
-        text = self.decoder.decode(chunk)
-        if text:
-            self._safe(text)
-
-    def _safe(self, text: str) -> None:
-        cb = self.callback
-        if cb is None:
-            return
-        try:
-            cb(text)
-        except Exception:  # a broken callback must not stop the draining
-            self.callback = None
-
-    @property
-    def dropped(self) -> int:
-        return max(0, self.total - len(self.buf))
 
     def reset(self, cap: int, callback: Optional[TextCallback]) -> None:
         """Forget what came so far (a warm container's wait) and start

@@ -22,7 +22,6 @@ left there (fake answers, a flood) never meets the next one.  When no
 answer comes in time the session is lost, as when a `tollgate exec`
 never returned.
 """
-import codecs
 import json
 import os
 import secrets
@@ -31,14 +30,14 @@ import stat
 import threading
 import time
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Literal, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
 
 if TYPE_CHECKING:
     from ._sandbox import Result
 
-from . import _audit as audit, _oom as oom_watch
-from ._capture import TAIL, TextCallback, stream_text
-from ._errors import CellTimeout, FileOperationError, InvalidArgument, ProgramFailed
+from ._cell import Cell
+from ._capture import KeptOutput, TextCallback, stream_text
+from ._errors import FileOperationError, InvalidArgument
 
 CHANNEL_MAX = 4 << 20   # payload bytes per request (kernel.CHANNEL_MAX)
 STREAM_MAX = 8 << 20    # output bytes kept per stream (kernel.STREAM_MAX)
@@ -221,21 +220,14 @@ def _truncate(path: str) -> None:
         os.close(fd)
 
 
-class _Sink:
-    """One output stream of a channel request, as _capture.Stream keeps
-    it (buf, tail, total, cut, diverted), for _capture.stream_text."""
+class _Sink(KeptOutput):
+    """One output stream of a channel request, kept as _capture.Stream
+    keeps it, for _capture.stream_text."""
 
     def __init__(self, name: str, cap: int, callback: Optional[TextCallback]) -> None:
-        self.name, self.cap, self.callback = name, cap, callback
-        self.buf, self.tail, self.total, self.cut = bytearray(), bytearray(), 0, 0
-        self.diverted: List[str] = []
-        self.lock = threading.Lock()
-        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        super().__init__(cap, callback)
+        self.name = name
         self.read_cap = min(cap, STREAM_MAX)
-
-    @property
-    def dropped(self) -> int:
-        return max(0, self.total - len(self.buf))
 
     def take(self, fd: int) -> None:
         """Read what the file has now (at most what is kept)."""
@@ -250,15 +242,9 @@ class _Sink:
             if not chunk:
                 return
             with self.lock:
-                room = self.cap - len(self.buf)
-                if room > 0:
-                    self.buf += chunk[:room]
-                self.total += len(chunk)
-                self.tail = (self.tail + chunk)[-TAIL:]
+                self._keep(chunk)
             if self.callback is not None:
-                text = self.decoder.decode(chunk)
-                if text:
-                    self._safe(text)
+                self._call(chunk)
 
     def set_total(self, n: object) -> None:
         """The interpreter's count of the stream's bytes (what its cap
@@ -266,21 +252,6 @@ class _Sink:
         if isinstance(n, int) and not isinstance(n, bool) and n > self.total:
             with self.lock:
                 self.total = n
-
-    def end(self) -> None:
-        if self.callback is not None:
-            rest = self.decoder.decode(b"", final=True)
-            if rest:
-                self._safe(rest)
-
-    def _safe(self, text: str) -> None:
-        cb = self.callback
-        if cb is None:
-            return
-        try:
-            cb(text)
-        except Exception:
-            self.callback = None
 
 
 def sinks(cap: int, on_stdout: Optional[TextCallback] = None,
@@ -341,11 +312,8 @@ def run_cell(session: Any, raw: bytes, check: bool, timeout: float, shell: bool,
     ch = Channel.of(sb.root, cid)
     if ch is None:
         return None
-    log = os.path.join(sb.audit_dir, cid + ".jsonl")
-    first = len(audit.calls_of_last_run(audit.read_records(log)))
-    session.cells += 1
-    memwatch = oom_watch.Watch(cid, sb.runtime)
-    gone = _Alive(sb.root, cid, memwatch.killed)
+    cell = Cell(session, cid, timeout, check)
+    gone = _Alive(sb.root, cid, cell.memwatch.killed)
     streams = sinks(sb.output_max, on_stdout, on_stderr)
     head = {"v": 1, "op": "cell", "timeout": timeout, "shell": bool(shell), "cap": min(sb.output_max, STREAM_MAX)}
     answer, lost = None, False
@@ -358,40 +326,13 @@ def run_cell(session: Any, raw: bytes, check: bool, timeout: float, shell: bool,
         streams[0].set_total(answer.get("out_total"))
         streams[1].set_total(answer.get("err_total"))
     out, err = stream_text(streams[0]), stream_text(streams[1])
-    oom = memwatch.killed()
-    memwatch.close()
     if answer is None:
-        status = 125
-        session.close()
-        result: "Result" = sb._result(cid, out, err, status, lost, sb.policy, first=first)
-        if oom:
-            result.oom_killed, result.memory_limit = True, sb.memory_text()
-            result.stderr += ("\ntollgate_sdk: the session ran out of memory and was killed (memory "
-                              "limit %s; Sandbox(memory=...) raises it); the session is closed\n"
-                              % result.memory_limit)
-            raise ProgramFailed(result)
-        if lost:
-            raise CellTimeout(result, timeout, "lost")
-        result.stderr += ("\ntollgate_sdk: the session's interpreter ended (a cell called os._exit, "
-                          "or the container stopped); the session is closed\n")
-        raise ProgramFailed(result)
+        cell.interpreter_gone(out, err, 125, lost)
     try:
         status = int(answer.get("exit", 1)) & 0xFF
     except (TypeError, ValueError):
         status = 1
-    timed_out = bool(answer.get("timed_out"))
-    result = sb._result(cid, out, err, status, timed_out, sb.policy, first=first)
-    result.stdout_cut, result.stderr_cut = streams[0].cut, streams[1].cut
-    result.warnings = []
-    if timed_out:
-        how: Literal["abandoned", "interrupted"] = "abandoned" if answer.get("abandoned") else "interrupted"
-        result.timeout_how = how
-        if check:
-            raise CellTimeout(result, timeout, how)
-        return result
-    if check and status != 0:
-        raise ProgramFailed(result)
-    return result
+    return cell.answered(out, err, status, answer, (streams[0].cut, streams[1].cut), [])
 
 
 def files_op(session: Any, op: str, path: str, data: Optional[bytes], cap: int) -> Optional[bytes]:

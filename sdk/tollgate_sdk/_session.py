@@ -17,14 +17,15 @@ import posixpath
 import secrets
 import subprocess
 import threading
-from typing import IO, TYPE_CHECKING, Any, Literal, Optional
+from typing import IO, TYPE_CHECKING, Any, Optional
 
-from . import _audit as audit, _cells as cells, _oom as oom_watch, _pause
+from . import _cells as cells, _pause
+from ._cell import Cell
 from ._tree import remove_tree
 from ._approvals import ApprovalWatcher
 from ._capture import TextCallback, wait_capture
-from ._errors import (CellTimeout, ContainerError, CustomToolError, FileOperationError, InvalidArgument,
-                      ProgramFailed, SandboxUnavailable, SessionClosed, SessionLimit)
+from ._errors import (ContainerError, CustomToolError, FileOperationError, InvalidArgument,
+                      SandboxUnavailable, SessionClosed, SessionLimit)
 
 if TYPE_CHECKING:
     from ._sandbox import Result, Sandbox
@@ -384,12 +385,9 @@ class Session:
             return r
         sb = self.sb
         cid = self._need_open()
-        log = os.path.join(sb.audit_dir, cid + ".jsonl")
-        first = len(audit.calls_of_last_run(audit.read_records(log)))
         nonce = secrets.token_hex(16)
         head = json.dumps({"nonce": nonce, "timeout": timeout, "shell": bool(shell)}).encode() + b"\n"
-        self.cells += 1
-        memwatch = oom_watch.Watch(cid, sb.runtime)
+        cell = Cell(self, cid, timeout, check)
         proc = subprocess.Popen(sb._tg("exec", cid, "python3", KERNEL, "cell", self._token),
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         assert proc.stdin is not None
@@ -400,43 +398,17 @@ class Session:
             lost.append(True)
             proc.kill()
         cap, _ = wait_capture(proc, sb.output_max, timeout + GRACE + 30, lose, on_stdout, on_stderr,
-                              abort=memwatch.killed)
+                              abort=cell.memwatch.killed)
         verdict, trailer = _trailer(bytes(cap.err.tail), nonce)
         out = cap.text(cap.out)
         err = cap.text(cap.err, strip_tail=trailer)
-        oom = memwatch.killed()
-        memwatch.close()
         if verdict is None or verdict.get("gone"):
             # The interpreter is gone (a cell ended it with os._exit, the
             # OOM killer, a kill) or never answered: the session cannot go on.
             status = proc.returncode if proc.returncode and proc.returncode > 0 else 125
-            self.close()
-            result = sb._result(cid, out, err, status, bool(lost), sb.policy, first=first)
-            if oom:
-                result.oom_killed, result.memory_limit = True, sb.memory_text()
-                result.stderr += ("\ntollgate_sdk: the session ran out of memory and was killed (memory "
-                                  "limit %s; Sandbox(memory=...) raises it); the session is closed\n"
-                                  % result.memory_limit)
-                raise ProgramFailed(result)
-            if lost:
-                raise CellTimeout(result, timeout, "lost")
-            result.stderr += ("\ntollgate_sdk: the session's interpreter ended (a cell called os._exit, "
-                              "or the container stopped); the session is closed\n")
-            raise ProgramFailed(result)
+            cell.interpreter_gone(out, err, status, bool(lost))
         status = int(verdict.get("exit", 1)) & 0xFF
-        timed_out = bool(verdict.get("timed_out"))
-        result = sb._result(cid, out, err, status, timed_out, sb.policy, first=first)
-        result.stdout_cut, result.stderr_cut = cap.out.cut, cap.err.cut
-        result.warnings = list(cap.err.diverted)
-        if timed_out:
-            how: Literal["abandoned", "interrupted"] = "abandoned" if verdict.get("abandoned") else "interrupted"
-            result.timeout_how = how
-            if check:
-                raise CellTimeout(result, timeout, how)
-            return result
-        if check and status != 0:
-            raise ProgramFailed(result)
-        return result
+        return cell.answered(out, err, status, verdict, (cap.out.cut, cap.err.cut), list(cap.err.diverted))
 
     def run_shell(self, command: str, *, check: bool = True, timeout: float | None = None,
                   on_stdout: Optional[TextCallback] = None, on_stderr: Optional[TextCallback] = None) -> Result:

@@ -18,6 +18,7 @@
 #   bundles       make_bundle, probe_bundle, own_rootfs, py_bundle, fresh,
 #                 add_ro_bind, join_netns
 #   refusals      check_refused
+#   python        project_python, doc_block
 set -u
 _lib_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 TG=${TG:-$BUILD/tollgate}
@@ -258,3 +259,20 @@ py_bundle() {
 # fresh TEMPLATE BUNDLE: BUNDLE's config.json is TEMPLATE again, with what
 # tollgate kept beside it (config.json.orig, the mark) removed.
 fresh() { cp "$1" "$2/config.json"; rm -f "$2"/config.json.*; }
+
+# project_python: PY, the project's virtual environment's python ($VENV,
+# else .venv at the top: make deps, sdk/venv.sh), and venv; when it is
+# missing, a FAIL line and the script ends.
+project_python() {
+  venv=${VENV:-$(cd "$_lib_dir/../.." && pwd)/.venv}
+  PY=$venv/bin/python
+  if [ ! -x "$PY" ]; then
+    echo "FAIL - $PY is missing: run 'make deps' (sdk/venv.sh makes $venv)"
+    exit 1
+  fi
+}
+# doc_block MARKDOWN NAME: the python block that follows MARKDOWN's
+# `<!-- NAME` marker (a docs example as written), on stdout.
+doc_block() {
+  awk -v name="$2" '$0 ~ "<!-- " name {m = 1; next} m && /^```python/ {p = 1; next} p && /^```/ {exit} p {print}' "$1"
+}

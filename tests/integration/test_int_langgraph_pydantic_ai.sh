@@ -13,18 +13,12 @@
 . "$(dirname "$0")/lib.sh"
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 drivers=$repo/tests/integrations
-venv=${VENV:-$repo/.venv}
-PY=$venv/bin/python
-if [ ! -x "$PY" ]; then
-  echo "FAIL - $PY is missing: run 'make deps' (sdk/venv.sh makes $venv)"
-  exit 1
-fi
+project_python
 check "make built the Python rootfs beside build/tollgate" test -x "$BUILD/rootfs/python/usr/bin/python3"
 
 # docs/integrations.md's examples, as written (the drivers run them under runsc)
 for ex in langgraph_example.py pydantic_ai_example.py; do
-  awk -v ex="$ex" '$0 ~ "<!-- " ex {m = 1; next} m && /^```python/ {p = 1; next} p && /^```/ {exit} p {print}' \
-    "$repo/docs/integrations.md" > "$TG_ROOT/$ex"
+  doc_block "$repo/docs/integrations.md" "$ex" > "$TG_ROOT/$ex"
   check "docs/integrations.md has the $ex block" test -s "$TG_ROOT/$ex"
 done
 

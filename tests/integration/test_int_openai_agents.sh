@@ -21,8 +21,7 @@ work=$(mktemp -d /tmp/tollgate-oai.XXXXXX)
 on_exit "rm -rf $work"
 # The doc's example as written (docs/integrations.md), from another
 # directory, with TOLLGATE naming the binary; under runsc, as it says.
-awk '/<!-- openai_agents_example.py/ {m = 1; next} m && /^```python/ {p = 1; next} p && /^```/ {exit} p {print}' \
-  "$top/docs/integrations.md" > "$work/example.py"
+doc_block "$top/docs/integrations.md" openai_agents_example.py > "$work/example.py"
 check "docs/integrations.md has the OpenAI Agents SDK example" grep -q "TollgateCodeTool(tools=" "$work/example.py"
 out=$(cd "$work" && PYTHONPATH=$top/sdk OPENAI_AGENTS_DISABLE_TRACING=1 TOLLGATE="$TG" TOLLGATE_ROOTFS=$BUILD/rootfs/python \
       timeout 120 "$py" example.py 2>&1)

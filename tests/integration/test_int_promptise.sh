@@ -10,20 +10,14 @@
 # tests/sdk/int_promptise.py.
 . "$(dirname "$0")/lib.sh"
 repo=$(cd "$(dirname "$0")/../.." && pwd)
-venv=${VENV:-$repo/.venv}
-PY=$venv/bin/python
-if [ ! -x "$PY" ]; then
-  echo "FAIL - $PY is missing: run 'make deps' (sdk/venv.sh makes $venv)"
-  exit 1
-fi
+project_python
 check "promptise is installed in $venv (sdk/requirements.lock)" "$PY" -c 'import promptise'
 bash "$repo/bundles/rootfs/python.sh" "$BUILD/rootfs/python" >/dev/null
 audit=$TG_ROOT/audit
 mkdir -p "$audit"
 # docs/integrations.md's example, as written.
 ex=$TG_ROOT/promptise_example.py
-awk '/<!-- promptise_example.py/ {m = 1; next} m && /^```python/ {p = 1; next} p && /^```/ {exit} p {print}' \
-  "$repo/docs/integrations.md" > "$ex"
+doc_block "$repo/docs/integrations.md" promptise_example.py > "$ex"
 check "docs/integrations.md has the promptise_example.py block" grep -q TollgateCodeAction "$ex"
 for backend in $BACKENDS; do
   out=$(cd "$TG_ROOT" && PYTHONPATH=$repo/sdk TOLLGATE=$TG TOLLGATE_ROOTFS=$BUILD/rootfs/python RUNTIME=$backend \
@@ -39,6 +33,6 @@ done
 for backend in $BACKENDS; do
   # The checkout's SDK, whatever the venv's editable install points at.
   PYTHONPATH=$repo/sdk TG=$TG TOLLGATE=$TG TOLLGATE_ROOTFS=$BUILD/rootfs/python AUDIT_DIR=$audit \
-    timeout 120 "$PY" "$repo/tests/sdk/int_promptise.py" "$backend"
+    timeout 120 "$PY" "$repo/tests/sdk/int_promptise.py" "$backend" "$TG_ROOT"
   check_eq "$backend: the Promptise driver exits 0" 0 "$?"
 done

@@ -8,12 +8,7 @@
 # agent's result and the audit log verifies.  Then the docs' example.
 . "$(dirname "$0")/lib.sh"
 repo=$(cd "$(dirname "$0")/../.." && pwd)
-venv=${VENV:-$repo/.venv}
-PY=$venv/bin/python
-if [ ! -x "$PY" ]; then
-  echo "FAIL - $PY is missing: run 'make deps' (sdk/venv.sh makes $venv)"
-  exit 1
-fi
+project_python
 check "smolagents 1.26.0 is installed in $venv" \
   sh -c '[ "$("$1" -c "import smolagents; print(smolagents.__version__)")" = 1.26.0 ]' sh "$PY"
 check "make built the Python rootfs" test -x "$BUILD/rootfs/python/usr/bin/python3"

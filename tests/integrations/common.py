@@ -31,6 +31,11 @@ def check(name, cond, detail=""):
     sys.stdout.flush()
 
 
+def exit_by_checks():
+    """End the driver: status 1 when a check failed, else 0."""
+    sys.exit(1 if failures else 0)
+
+
 def verifies(path):
     return bool(path) and subprocess.run([TG, "audit", "verify", path], capture_output=True).returncode == 0
 
@@ -130,6 +135,13 @@ def check_program_report(text, what):
               ("lookup_order", "allow", "policy") in decided and ("read_secret", "deny", "policy") in decided
               and ("issue_refund", "allow", "uid:0") in decided and ("issue_refund", "deny", "uid:0") in decided,
               calls)
+
+
+# What the LangGraph and Pydantic AI docs examples print: the refund
+# parked, approved by the person's answer, run, and the audit log.
+REFUND_EXAMPLE_PRINTS = [
+    r"approve\? issue_refund \{'order_id': 'A-1', 'amount': 80(\.0)?\} - issue_refund needs approval",
+    r"refunded 80\.0 to A-1", r"issue_refund .*: allow \(uid:0, ok\)", r"audit log: /"]
 
 
 def run_doc_example(name, what, expects):

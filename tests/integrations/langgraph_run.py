@@ -6,7 +6,6 @@ Usage: langgraph_run.py BACKEND WORKDIR    (as root, after `make`)
 Prints ok/FAIL lines for tests/integration/test_int_langgraph_pydantic_ai.sh.
 """
 import asyncio
-import sys
 import time
 
 import common
@@ -126,10 +125,8 @@ try:
     except InvalidArgument as e:
         check("a Sandbox with its own approval callback is refused, naming the fix",
               "approval=None" in str(e), e)
-    common.run_doc_example("langgraph_example.py", "LangGraph", [
-        r"approve\? issue_refund \{'order_id': 'A-1', 'amount': 80(\.0)?\} - issue_refund needs approval",
-        r"refunded 80\.0 to A-1", r"issue_refund .*: allow \(uid:0, ok\)", r"audit log: /"])
+    common.run_doc_example("langgraph_example.py", "LangGraph", common.REFUND_EXAMPLE_PRINTS)
 finally:
     sb.close()
 print("   # langgraph %s: %.1f s" % (common.backend, time.monotonic() - t0))
-sys.exit(1 if common.failures else 0)
+common.exit_by_checks()

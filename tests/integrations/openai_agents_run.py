@@ -21,39 +21,17 @@ and removes the container.  Every audit log verifies.
 import asyncio
 import json
 import os
-import subprocess
-import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
-sys.path.insert(0, os.path.join(REPO, "sdk"))
+import common
+from agents import Agent, RunConfig, Runner, RunState, set_tracing_disabled
+from agents.testing import ScriptedModel, assistant_message, function_call
+from common import TG, backend, check, verifies, work
+from tollgate_sdk import live_sessions, tool
+from tollgate_sdk.integrations.openai_agents import TollgateCodeTool
 
-from agents import Agent, RunConfig, Runner, RunState, set_tracing_disabled  # noqa: E402
-from agents.testing import ScriptedModel, assistant_message, function_call  # noqa: E402
-
-from tollgate_sdk import live_sessions, tool  # noqa: E402
-from tollgate_sdk.integrations.openai_agents import TollgateCodeTool  # noqa: E402
-
-backend, work = sys.argv[1], os.path.abspath(sys.argv[2])
 audit_dir = os.path.join(work, "audit-oai-" + backend)
-TG = os.environ.get("TG") or os.path.join(REPO, "build", "tollgate")
 set_tracing_disabled(True)   # no trace export: no network
-failures = 0
-
-
-def check(name, cond, detail=""):
-    global failures
-    if cond:
-        print("ok - %s: %s" % (backend, name))
-    else:
-        failures += 1
-        print("FAIL - %s: %s%s" % (backend, name, (": " + str(detail)[-1500:]) if detail else ""))
-    sys.stdout.flush()
-
-
-def verifies(path):
-    return subprocess.run([TG, "audit", "verify", path], capture_output=True).returncode == 0
 
 
 ORDERS = {"A-1": {"id": "A-1", "amount": 120.0, "region": "EU"},
@@ -303,4 +281,4 @@ async def main():
 
 
 asyncio.run(main())
-sys.exit(1 if failures else 0)
+common.exit_by_checks()

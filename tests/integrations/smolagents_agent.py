@@ -15,38 +15,21 @@ still there, and final_answer ends the run with the agent's result.  Then
 a code action past its timeout is stopped and the session lives on, and a
 tool with an image input is refused before any container starts.
 """
-import json
 import os
 import secrets
 import socket
 import subprocess
-import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
-sys.path.insert(0, os.path.join(REPO, "sdk"))
-from smolagents import CodeAgent, Tool, tool  # noqa: E402
-from smolagents.memory import ActionStep  # noqa: E402
-from smolagents.models import ChatMessage, MessageRole, Model  # noqa: E402
-from smolagents.monitoring import LogLevel, TokenUsage  # noqa: E402
+import common
+from common import TG, backend, check, verifies, work
+from smolagents import CodeAgent, Tool, tool
+from smolagents.memory import ActionStep
+from smolagents.models import ChatMessage, MessageRole, Model
+from smolagents.monitoring import LogLevel, TokenUsage
+from tollgate_sdk import TollgateSDKError
+from tollgate_sdk.integrations.smolagents import StepFailed, TollgateExecutor
 
-from tollgate_sdk import TollgateSDKError  # noqa: E402
-from tollgate_sdk.integrations.smolagents import StepFailed, TollgateExecutor  # noqa: E402
-
-backend, work = sys.argv[1], os.path.abspath(sys.argv[2])
 audit_dir = os.path.join(work, "audit-smolagents-" + backend)
-TG = os.environ.get("TG") or os.path.join(REPO, "build", "tollgate")
-failures = 0
-
-
-def check(name, cond, detail=""):
-    global failures
-    if cond:
-        print("ok - %s: %s" % (backend, name))
-    else:
-        failures += 1
-        print("FAIL - %s: %s%s" % (backend, name, (": " + str(detail)[-1500:]) if detail else ""))
-    sys.stdout.flush()
 
 
 # ---- the host's tools: what ran here is counted -------------------------------
@@ -217,8 +200,7 @@ check("every call crossed the gate: one allowed, three denied (policy, approver,
 check("the refund's denial is the approver's (the SDK's callback)", calls[2][2] == "uid:0", calls)
 logs = executor.audit_logs
 check("the session wrote one audit log", len(logs) == 1, logs)
-check("the audit log verifies",
-      logs and subprocess.run([TG, "audit", "verify", logs[0]], capture_output=True).returncode == 0, logs)
+check("the audit log verifies", logs and verifies(logs[0]), logs)
 listed = subprocess.run([TG, "list", "--all-roots"], capture_output=True, text=True).stdout
 check("cleanup() removed the session's container", cid and cid not in listed, cid)
 
@@ -241,4 +223,4 @@ except Exception as e:  # ToolDefinitionError, before any container
           type(e).__name__ == "ToolDefinitionError" and "caption" in str(e) and "'image'" in str(e)
           and "JSON" in str(e), e)
 check("StepFailed is an SDK error", issubclass(StepFailed, TollgateSDKError))
-sys.exit(1 if failures else 0)
+common.exit_by_checks()

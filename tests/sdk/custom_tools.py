@@ -20,35 +20,18 @@ import sys
 import threading
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
-sys.path.insert(0, os.path.join(REPO, "sdk"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integrations"))
+import common  # noqa: E402
+from common import TG, backend, check, verifies, work  # noqa: E402
 from tollgate_sdk import CustomToolError, ProgramFailed, Sandbox  # noqa: E402
 from tollgate_sdk._approvals import control_request  # noqa: E402
 
-backend, work = sys.argv[1], os.path.abspath(sys.argv[2])
 audit_dir = os.path.join(work, "audit-custom-" + backend)
-TG = os.environ.get("TG") or os.path.join(REPO, "build", "tollgate")
-failures = 0
-
-
-def check(name, cond, detail=""):
-    global failures
-    if cond:
-        print("ok - %s: %s" % (backend, name))
-    else:
-        failures += 1
-        print("FAIL - %s: %s%s" % (backend, name, (": " + str(detail)[-1500:]) if detail else ""))
-    sys.stdout.flush()
 
 
 def records(path):
     with open(path, encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
-
-
-def verifies(path):
-    return subprocess.run([TG, "audit", "verify", path], capture_output=True).returncode == 0
 
 
 # What the host holds that the tool must not reach: a file, and a TCP
@@ -304,5 +287,5 @@ finally:
     ceiled.close()
 
 listener.close()
-print("# %s: %d failed" % (backend, failures))
-sys.exit(1 if failures else 0)
+print("# %s: %d failed" % (backend, common.failures))
+common.exit_by_checks()

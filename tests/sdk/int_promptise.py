@@ -1,6 +1,6 @@
 """Promptise's code-action agent under tollgate (tests/integration/test_int_promptise.sh).
 
-    python int_promptise.py BACKEND
+    python int_promptise.py BACKEND WORKDIR
 
 A real promptise 1.10 agent (build_agent, agent_pattern = the code-action
 graph with tollgate_sdk.integrations.promptise's factory) and Promptise's
@@ -13,27 +13,18 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
 import sys
 
-from promptise import build_agent
-from promptise.testing import ScriptedModel
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integrations"))
+import common  # noqa: E402
+from common import backend, check, verifies  # noqa: E402
+from promptise import build_agent  # noqa: E402
+from promptise.testing import ScriptedModel  # noqa: E402
 
-from tollgate_sdk import Sandbox
-from tollgate_sdk.integrations.promptise import TollgateCodeAction
+from tollgate_sdk import Sandbox  # noqa: E402
+from tollgate_sdk.integrations.promptise import TollgateCodeAction  # noqa: E402
 
-backend = sys.argv[1]
-failures = 0
 ran: list[tuple[str, tuple[object, ...]]] = []   # what really ran on the host
-
-
-def check(name: str, ok: bool, detail: object = "") -> None:
-    global failures
-    if ok:
-        print("ok - %s: %s" % (backend, name))
-    else:
-        failures += 1
-        print("FAIL - %s: %s %s" % (backend, name, detail))
 
 
 def get_order(order_id: str) -> dict:
@@ -74,11 +65,6 @@ print("RESULT: done")
 ```'''
 
 
-def verify(log: str) -> bool:
-    tg = os.environ["TG"]
-    return subprocess.run([tg, "audit", "verify", log], capture_output=True).returncode == 0
-
-
 async def main() -> None:
     tg = TollgateCodeAction(
         runtime=backend,
@@ -107,7 +93,7 @@ async def main() -> None:
                   "amount > 100" in (res.calls[1].reason or ""), res.calls[1].reason)
             check("only the allowed call ran on the host (through Promptise's bridge)",
                   ran == [("get_order", ("A-1004",))], ran)
-            check("the run's audit log verifies", verify(res.audit_log), res.audit_log)
+            check("the run's audit log verifies", verifies(res.audit_log), res.audit_log)
             check("Promptise saw the model once (one program, no repair)", len(model.calls) == 1,
                   len(model.calls))
 
@@ -118,11 +104,11 @@ async def main() -> None:
                   "capped after 4 True" in res.stdout, res.stdout + res.stderr)
             check("the call over the cap never ran on the host", len(ran) == 4, ran)
             check("tollgate counted every attempt", res.budget_used["calls"] == 5, res.budget_used)
-            check("the capped run's audit log verifies", verify(res.audit_log), res.audit_log)
+            check("the capped run's audit log verifies", verifies(res.audit_log), res.audit_log)
         finally:
             await agent.shutdown()
     check("close() ended the Sandboxes", not tg._sandboxes, tg._sandboxes)
 
 
 asyncio.run(main())
-sys.exit(1 if failures else 0)
+common.exit_by_checks()
