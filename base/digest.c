@@ -120,8 +120,13 @@ void digest_hex(const unsigned char d[DIGEST_BYTES], char out[DIGEST_HEX_SIZE]) 
   out[DIGEST_HEX_LEN] = '\0';
 }
 
-bool digest_hex_is_valid(const char *s) {
-  return strlen(s) == DIGEST_HEX_LEN && strspn(s, "0123456789abcdef") == DIGEST_HEX_LEN;
+bool digest_hex_is_valid(const char *s, size_t len) {
+  if (len != DIGEST_HEX_LEN)
+    return false;
+  for (size_t i = 0; i < len; i++)
+    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+      return false;
+  return true;
 }
 
 bool digest_hex_equal(const char *a, const char *b) {

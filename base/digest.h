@@ -58,9 +58,10 @@ int digest_fd(int fd, size_t max_bytes, unsigned char out[DIGEST_BYTES], tg_erro
  * shorter name takes a prefix of it. */
 void digest_hex(const unsigned char d[DIGEST_BYTES], char out[DIGEST_HEX_SIZE]);
 
-/* Whether s is exactly 64 lowercase hex digits (the spelling digest_hex
- * writes and the policy's source_sha256 requires). */
-bool digest_hex_is_valid(const char *s);
+/* Whether s[0..len) is exactly 64 lowercase hex digits (the spelling
+ * digest_hex writes, the audit chain stores and the policy's
+ * source_sha256 requires).  s needs no NUL. */
+bool digest_hex_is_valid(const char *s, size_t len);
 
 /* Whether the first 64 bytes of a and b are equal, in time that does not
  * depend on where they differ: for comparing a computed MAC or digest

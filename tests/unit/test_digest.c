@@ -121,12 +121,20 @@ Test(digest, fd) {
 }
 
 Test(digest, hex_helpers) {
-  cr_assert(digest_hex_is_valid(ABC));
-  cr_assert_not(digest_hex_is_valid(""));
-  cr_assert_not(digest_hex_is_valid(ABC "0"));
-  cr_assert_not(digest_hex_is_valid("BA7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"));
-  cr_assert_not(digest_hex_is_valid("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015a"));
-  cr_assert_not(digest_hex_is_valid("ga7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"));
+  cr_assert(digest_hex_is_valid(ABC, strlen(ABC)));
+  cr_assert(digest_hex_is_valid(ABC "\"}", 64)); /* a span of a line, no NUL after it */
+  static const char *const bad[] = {
+      "",
+      ABC "0",
+      "BA7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad", /* upper case */
+      "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015a",  /* 63 digits */
+      "ga7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+    cr_assert_not(digest_hex_is_valid(bad[i], strlen(bad[i])), "[%s]", bad[i]);
+  char nul[] = ABC;
+  nul[10] = '\0';
+  cr_assert_not(digest_hex_is_valid(nul, 64));
 
   cr_assert(digest_hex_equal(ABC, ABC));
   cr_assert_not(digest_hex_equal(ABC, EMPTY));
