@@ -21,7 +21,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +35,7 @@
 #include "shim/lifecycle/effective_mark.h"
 #include "base/error.h"
 #include "base/json.h"
+#include "base/digest.h"
 #include "base/util.h"
 
 enum { PARSE, GATE, PREPARE, SPAWN, TEARDOWN, SERVE, STOP, NSTEPS };
@@ -238,7 +238,7 @@ int main(int argc, char **argv) {
    * beside the main thread: otherwise the first round carries it, and with
    * smoke's two rounds that round is the median.  The steps of a real run
    * (bench/steps.py) show what create waits for it. */
-  EVP_MD_free(EVP_MD_fetch(NULL, "SHA256", NULL));
+  digest_warm_up();
   b.bundle_fd = open(b.bundle, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (b.bundle_fd < 0)
     fail(b.bundle, NULL);

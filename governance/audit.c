@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/digest.h"
 #include "base/util.h"
 
 #define GROUP_COMMIT_MS 50
@@ -40,7 +41,7 @@ struct audit {
   unsigned long long quota; /* 0: none; see audit_set_quota */
   atomic_bool full;
   pthread_mutex_t resume_mu; /* one "resumed" record per recovery */
-  EVP_MD_CTX *md;   /* the chain hash's context, reused under mu */
+  struct digest *md; /* the chain hash's context, reused under mu */
   EVP_MAC_CTX *mac; /* with a key: HMAC's, reused under mu */
 };
 
@@ -52,12 +53,10 @@ char *audit_log_path(const char *dir, const char *container_id) {
 }
 
 char *audit_log_stem_for_state(const char *container_id, const char *state_dir) {
-  unsigned char d[EVP_MAX_MD_SIZE];
-  unsigned int n = 0;
-  if (EVP_Digest(state_dir, strlen(state_dir), d, &n, EVP_sha256(), NULL) != 1)
+  char hex[DIGEST_HEX_SIZE];
+  if (digest_buffer_hex(state_dir, strlen(state_dir), hex, NULL) < 0)
     abort();
-  return xasprintf("%s@%02x%02x%02x%02x%02x%02x%02x%02x", container_id, d[0], d[1], d[2], d[3],
-                   d[4], d[5], d[6], d[7]);
+  return xasprintf("%s@%.16s", container_id, hex); /* the first 8 bytes */
 }
 
 /* One writer per log: the same container id under two --roots (or a
@@ -72,18 +71,9 @@ static int lock_log(struct audit *a, int fd, tg_error **err) {
   return tg_error_set(err, errno, "lock the audit log %s", a->path);
 }
 
-/* SHA-256 fetched once: EVP_sha256() passed to EVP_Digest makes OpenSSL 3
- * fetch the algorithm implicitly on every record (1.6 us against 0.8 us
- * per 450-byte record, docs/performance.md finding 1).  Never freed: it
- * lives as long as the process. */
-static EVP_MD *sha256_fetched;
-static void fetch_sha256(void) { sha256_fetched = EVP_MD_fetch(NULL, "SHA256", NULL); }
-static const EVP_MD *sha256_md(void) {
-  static pthread_once_t once = PTHREAD_ONCE_INIT;
-  pthread_once(&once, fetch_sha256);
-  return sha256_fetched ? sha256_fetched : EVP_sha256();
-}
-
+/* HMAC fetched once, for the reason base/digest.c fetches SHA-256 once
+ * (an implicit fetch per record, docs/performance.md finding 1).  Never
+ * freed: it lives as long as the process. */
 static EVP_MAC *hmac_fetched;
 static void fetch_hmac(void) { hmac_fetched = EVP_MAC_fetch(NULL, "HMAC", NULL); }
 static EVP_MAC *hmac_mac(void) {
@@ -94,6 +84,8 @@ static EVP_MAC *hmac_mac(void) {
   return hmac_fetched;
 }
 
+_Static_assert(AUDIT_HASH_HEX == DIGEST_HEX_LEN, "the chain hash is a SHA-256 in hex");
+
 struct hash_part {
   const void *p;
   size_t n;
@@ -102,11 +94,10 @@ struct hash_part {
 /* The chain hash over prev, a newline, then the parts in order, fed to the
  * digest piece by piece: the record is never copied into one buffer for
  * it.  With mac, HMAC-SHA-256 under key; otherwise SHA-256 with md. */
-static void chain_hash_parts(EVP_MD_CTX *md, EVP_MAC_CTX *mac, const unsigned char *key,
+static void chain_hash_parts(struct digest *md, EVP_MAC_CTX *mac, const unsigned char *key,
                              size_t keylen, const char *prev_hex, const struct hash_part *parts,
                              size_t nparts, char out[AUDIT_HASH_HEX + 1]) {
   unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int mdlen = 0;
   /* The input is prev, a newline, then the record's exact bytes: editing
    * any byte of the record or of the chain before it changes the hash. */
   if (mac != NULL) {
@@ -120,43 +111,35 @@ static void chain_hash_parts(EVP_MD_CTX *md, EVP_MAC_CTX *mac, const unsigned ch
     for (size_t i = 0; i < nparts; i++)
       if (EVP_MAC_update(mac, parts[i].p, parts[i].n) != 1)
         abort();
-    if (EVP_MAC_final(mac, digest, &outl, sizeof digest) != 1)
+    if (EVP_MAC_final(mac, digest, &outl, sizeof digest) != 1 || outl != DIGEST_BYTES)
       abort();
-    mdlen = (unsigned)outl;
   } else {
-    if (EVP_DigestInit_ex(md, sha256_md(), NULL) != 1 ||
-        EVP_DigestUpdate(md, prev_hex, AUDIT_HASH_HEX) != 1 || EVP_DigestUpdate(md, "\n", 1) != 1)
+    if (digest_init(md, NULL) < 0 || digest_update(md, prev_hex, AUDIT_HASH_HEX, NULL) < 0 ||
+        digest_update(md, "\n", 1, NULL) < 0)
       abort();
     for (size_t i = 0; i < nparts; i++)
-      if (EVP_DigestUpdate(md, parts[i].p, parts[i].n) != 1)
+      if (digest_update(md, parts[i].p, parts[i].n, NULL) < 0)
         abort();
-    if (EVP_DigestFinal_ex(md, digest, &mdlen) != 1)
+    if (digest_final(md, digest, NULL) < 0)
       abort();
   }
-  /* By table, not snprintf: 32 snprintf calls per record showed in the
-   * sidecar's profile (vfprintf, ~2 % of its CPU per call). */
-  static const char hex[] = "0123456789abcdef";
-  for (unsigned i = 0; i < mdlen && i < 32; i++) {
-    out[2 * i] = hex[digest[i] >> 4];
-    out[2 * i + 1] = hex[digest[i] & 0xf];
-  }
-  out[AUDIT_HASH_HEX] = '\0';
+  digest_hex(digest, out);
 }
 
 void audit_chain_hash(const unsigned char *key, size_t keylen, const char *prev_hex,
                       const char *body, size_t bodylen, char out[AUDIT_HASH_HEX + 1]) {
   struct hash_part part = {body, bodylen};
-  EVP_MD_CTX *md = NULL;
+  cleanup_digest struct digest *md = NULL;
   EVP_MAC_CTX *mac = NULL;
-  if (key != NULL)
+  if (key != NULL) {
     mac = EVP_MAC_CTX_new(hmac_mac());
-  else
-    md = EVP_MD_CTX_new();
-  if (md == NULL && mac == NULL)
-    abort();
+    if (mac == NULL)
+      abort();
+  } else {
+    md = digest_new();
+  }
   chain_hash_parts(md, mac, key, keylen, prev_hex, &part, 1, out);
   EVP_MAC_CTX_free(mac);
-  EVP_MD_CTX_free(md);
 }
 
 int audit_read_key(const char *path, unsigned char **key, size_t *len, tg_error **err) {
@@ -309,7 +292,7 @@ int audit_open_resumed(const char *dir, const char *stem, const char *container_
   if (a->key)
     a->mac = EVP_MAC_CTX_new(hmac_mac());
   else
-    a->md = EVP_MD_CTX_new();
+    a->md = digest_new();
   if (a->md == NULL && a->mac == NULL) {
     tg_error_set(err, ENOMEM, "audit: create the hash context");
     goto fail;
@@ -389,7 +372,7 @@ fail:
     close(a->fd);
   if (a->dir_fd >= 0)
     close(a->dir_fd);
-  EVP_MD_CTX_free(a->md);
+  digest_free(a->md);
   EVP_MAC_CTX_free(a->mac);
   free(a->key);
   free(a->path);
@@ -653,7 +636,7 @@ int audit_close(struct audit *a) {
   pthread_mutex_destroy(&a->mu);
   pthread_mutex_destroy(&a->resume_mu);
   pthread_cond_destroy(&a->cond);
-  EVP_MD_CTX_free(a->md);
+  digest_free(a->md);
   EVP_MAC_CTX_free(a->mac);
   if (a->key) {
     memset(a->key, 0, a->keylen);

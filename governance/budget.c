@@ -3,16 +3,16 @@
  * call is constant whatever the arguments' size. */
 #include "governance/budget.h"
 
-#include <openssl/evp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/digest.h"
 #include "base/util.h"
 
 struct repeat_slot {
-  unsigned char digest[32];
+  unsigned char digest[DIGEST_BYTES];
   long long count;
   bool used;
 };
@@ -104,21 +104,20 @@ char *json_canonical(const json_t *v, size_t *len) {
   return b.s;
 }
 
-static void digest_call(const struct tool *t, const json_t *args, unsigned char out[32]) {
+static void digest_call(const struct tool *t, const json_t *args, unsigned char out[DIGEST_BYTES]) {
   size_t len = 0;
   cleanup_free char *canon = args ? json_canonical(args, &len) : xstrdup("{}");
   if (args == NULL)
     len = 2;
-  EVP_MD_CTX *md = EVP_MD_CTX_new();
-  unsigned int outlen = 32;
-  if (md == NULL || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1 ||
-      EVP_DigestUpdate(md, t->name, strlen(t->name) + 1) != 1 ||
-      EVP_DigestUpdate(md, canon, len) != 1 || EVP_DigestFinal_ex(md, out, &outlen) != 1)
+  /* The name with its NUL, then the canonical arguments: no two
+   * (name, args) pairs feed the same bytes. */
+  cleanup_digest struct digest *md = digest_new();
+  if (digest_init(md, NULL) < 0 || digest_update(md, t->name, strlen(t->name) + 1, NULL) < 0 ||
+      digest_update(md, canon, len, NULL) < 0 || digest_final(md, out, NULL) < 0)
     abort(); /* libcrypto failing on SHA-256 means memory exhaustion */
-  EVP_MD_CTX_free(md);
 }
 
-static struct repeat_slot *repeat_slot(struct budget *b, const unsigned char d[32]) {
+static struct repeat_slot *repeat_slot(struct budget *b, const unsigned char d[DIGEST_BYTES]) {
   if (b->nrepeats * 2 >= b->repeats_size) {
     size_t nsize = b->repeats_size ? b->repeats_size * 2 : 64;
     struct repeat_slot *n = xcalloc(nsize, sizeof *n);
@@ -145,7 +144,7 @@ static struct repeat_slot *repeat_slot(struct budget *b, const unsigned char d[3
       b->nrepeats++;
       return s;
     }
-    if (memcmp(s->digest, d, 32) == 0)
+    if (memcmp(s->digest, d, DIGEST_BYTES) == 0)
       return s;
   }
 }
@@ -155,7 +154,7 @@ bool budget_count_repeat(struct budget *b, const struct tool *t, const json_t *a
   *why = NULL;
   if (b->p == NULL || b->p->budgets.repeat_limit < 0)
     return true;
-  unsigned char d[32];
+  unsigned char d[DIGEST_BYTES];
   digest_call(t, args, d);
   struct repeat_slot *s = repeat_slot(b, d);
   s->count++;

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/digest.h"
 #include "base/util.h"
 
 #define POLICY_MAX_BYTES (4u << 20)
@@ -397,7 +398,7 @@ struct tool *policy_parse_tool(struct policy_ctx *c, const char *name, const jso
   if ((f = json_object_get(v, "source_sha256")) != NULL) {
     cleanup_free char *p = xasprintf("%s.source_sha256", path);
     const char *h = json_is(f, JSON_STRING) ? json_string_value(f) : NULL;
-    if (h == NULL || strlen(h) != 64 || strspn(h, "0123456789abcdef") != 64)
+    if (h == NULL || !digest_hex_is_valid(h, strlen(h)))
       policy_error_add(&c->errs, f, p, "must be the SHA-256 of the tool's source: 64 lowercase hex digits");
     else
       t->source_sha256 = xstrdup(h);

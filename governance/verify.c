@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "governance/audit.h"
+#include "base/digest.h"
 #include "base/util.h"
 
 /* ,"hash":"<64 hex>"} */
@@ -21,15 +22,6 @@ static const char zero_hash[] =
 void audit_verify_result_clear(struct audit_verify_result *res) {
   free(res->message);
   memset(res, 0, sizeof *res);
-}
-
-static bool is_hex64(const char *s, size_t n) {
-  if (n != AUDIT_HASH_HEX)
-    return false;
-  for (size_t i = 0; i < n; i++)
-    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-      return false;
-  return true;
 }
 
 static int fail(struct audit_verify_result *res, long long line, const char *fmt, ...)
@@ -264,7 +256,7 @@ int audit_verify(const char *path, const char *key_path, unsigned accept,
     res->records++;
     if (n < HASH_SUFFIX_LEN + 2 || memcmp(line + n - HASH_SUFFIX_LEN, ",\"hash\":\"", 9) != 0 ||
         memcmp(line + n - 2, "\"}", 2) != 0 ||
-        !is_hex64(line + n - HASH_SUFFIX_LEN + 9, AUDIT_HASH_HEX))
+        !digest_hex_is_valid(line + n - HASH_SUFFIX_LEN + 9, AUDIT_HASH_HEX))
       return fail(res, lineno, "not a chained record (it must end with ,\"hash\":\"<64 hex>\"}): edited or damaged");
     cleanup_json json_t *rec = json_parse(line, n, NULL, NULL);
     if (rec == NULL || !json_is(rec, JSON_OBJECT))
@@ -301,7 +293,11 @@ int audit_verify(const char *path, const char *key_path, unsigned accept,
     body[bodylen] = '\0';
     char want[AUDIT_HASH_HEX + 1];
     audit_chain_hash(keyed ? key : NULL, keyed ? keylen : 0, rprev, body, bodylen, want);
-    if (memcmp(want, line + n - HASH_SUFFIX_LEN + 9, AUDIT_HASH_HEX) != 0)
+    /* Constant-time: keyed, want is an HMAC under the host's key, and the
+     * log's hash is whatever its writer put there; an early-exit compare
+     * would tell someone timing repeated verifications how many leading
+     * digits of their forgery are right. */
+    if (!digest_hex_equal(want, line + n - HASH_SUFFIX_LEN + 9))
       return fail(res, lineno, "seq %lld: the hash does not match the record: it was edited%s", rseq,
                   keyed ? " (or the chain was rebuilt without the key)" : "");
     /* Deleted, inserted or reordered?  The chain links break. */

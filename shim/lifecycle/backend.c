@@ -2,7 +2,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <openssl/evp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +9,7 @@
 #include <unistd.h>
 
 #include "shim/lifecycle/runsc_version.h"
+#include "base/digest.h"
 #include "base/util.h"
 
 void argv_add(struct argv *a, const char *s) {
@@ -270,19 +270,13 @@ char *backend_container_id(const struct backend *b, const char *root, const char
     return xstrdup(id);
   /* A digest, not a cheap hash: two ids whose backend ids collided would
    * name one runsc container, and create's undo of the second would
-   * delete the first's.  Fetched by name as create's warm-up does, so
-   * this finds OpenSSL initialised (create calls it after the warm-up). */
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_MD *sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
-  if (sha256 == NULL ||
-      EVP_Digest(id, strlen(id), md, &len, sha256, NULL) != 1 || len < 16)
+   * delete the first's.  The algorithm is the one create's warm-up
+   * fetched, so this finds OpenSSL initialised.  The first 32 hex digits,
+   * lowercase: the SDK (_oom.py) spells the same name. */
+  char hex[DIGEST_HEX_SIZE];
+  if (digest_buffer_hex(id, strlen(id), hex, NULL) < 0)
     abort(); /* SHA-256 is built into libcrypto: this cannot fail */
-  EVP_MD_free(sha256);
-  char hex[33];
-  for (int i = 0; i < 16; i++)
-    snprintf(hex + 2 * i, 3, "%02x", md[i]);
-  return xasprintf("tg-%s", hex);
+  return xasprintf("tg-%.32s", hex);
 }
 
 void backend_argv(const struct backend *b, const struct backend_call *call,

@@ -2,13 +2,13 @@
 #include "shim/lifecycle/checkpoint.h"
 
 #include <errno.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "bridge/sidecar.h"
+#include "base/digest.h"
 #include "base/util.h"
 #include "shim/lifecycle/checkpoint_seal.h"
 #include "shim/lifecycle/proc_creds.h"
@@ -71,14 +71,11 @@ static int criu_args(const struct backend *b, const char *verb,
   return 0;
 }
 
-/* "sha256:<hex>" of bytes, owned. */
-static char *sha256_text(const char *data, size_t len) {
-  unsigned char md[32] = {0};
-  size_t n = 0;
-  EVP_Q_digest(NULL, "SHA256", NULL, data, len, md, &n);
-  char hex[65];
-  for (size_t i = 0; i < sizeof md; i++)
-    snprintf(hex + 2 * i, 3, "%02x", md[i]);
+/* "sha256:<hex>" of bytes, owned, or NULL with *err. */
+static char *sha256_text(const char *data, size_t len, tg_error **err) {
+  char hex[DIGEST_HEX_SIZE];
+  if (digest_buffer_hex(data, len, hex, err) < 0)
+    return NULL;
   return xasprintf("sha256:%s", hex);
 }
 
@@ -95,7 +92,10 @@ static int seal_image(const struct cli *cli, const struct container *c, const ch
   cleanup_json json_t *config = json_parse(bytes, len, &po, err);
   if (config == NULL)
     return tg_error_wrap(err, "checkpoint: the container's effective config %s", path);
-  cleanup_free char *digest = sha256_text(bytes, len);
+  /* A failed digest ends the seal: it never records a digest of zeros. */
+  cleanup_free char *digest = sha256_text(bytes, len, err);
+  if (digest == NULL)
+    return tg_error_wrap(err, "checkpoint: the digest of %s", path);
   const char *profile = json_string_value(json_object_get(c->state, "profile"));
   cleanup_json json_t *creds = seal_credentials(config, profile);
   return seal_write(&cli->config, image, c->id, c->backend.name, digest, creds, err);

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/digest.h"
 #include "base/util.h"
 
 #define KEY_BYTES 32
@@ -141,13 +142,12 @@ static int mac_field(struct mac *m, char tag, const char *s, size_t len) {
   return mac_update(m, &tag, 1) < 0 || mac_u64(m, len) < 0 || mac_update(m, s, len) < 0 ? -1 : 0;
 }
 
-static int mac_final_hex(struct mac *m, char hex[65]) {
+static int mac_final_hex(struct mac *m, char hex[DIGEST_HEX_SIZE]) {
   unsigned char out[EVP_MAX_MD_SIZE];
   size_t n = 0;
-  if (EVP_MAC_final(m->ctx, out, &n, sizeof out) != 1 || n != 32)
+  if (EVP_MAC_final(m->ctx, out, &n, sizeof out) != 1 || n != DIGEST_BYTES)
     return -1;
-  for (size_t i = 0; i < n; i++)
-    snprintf(hex + 2 * i, 3, "%02x", out[i]);
+  digest_hex(out, hex);
   return 0;
 }
 
@@ -297,7 +297,7 @@ static int check_ancestors(const char *real, char **reason) {
 }
 
 /* The MAC of body and image directory dir (open as dfd) under key. */
-static int image_mac(const unsigned char key[KEY_BYTES], const char *body, int dfd, char hex[65], char **reason,
+static int image_mac(const unsigned char key[KEY_BYTES], const char *body, int dfd, char hex[DIGEST_HEX_SIZE], char **reason,
                      tg_error **err) {
   struct mac m;
   if (mac_begin(&m, key, err) < 0) {
@@ -400,7 +400,7 @@ int seal_write(const struct host_config *cfg, const char *image_dir, const char 
   json_object_set(b, "config_digest", json_new_string(config_digest));
   json_object_set(b, "credentials", json_copy(credentials));
   cleanup_free char *body = json_dump(b, false, NULL);
-  char hex[65];
+  char hex[DIGEST_HEX_SIZE];
   char *reason = NULL;
   int r = image_mac(key, body, dfd, hex, &reason, err);
   OPENSSL_cleanse(key, sizeof key);
@@ -474,7 +474,7 @@ int seal_verify(const struct host_config *cfg, const char *image_dir, enum seal_
     tg_error_free(&e);
     return verdict(status, SEAL_INVALID, reason, why);
   }
-  char hex[65];
+  char hex[DIGEST_HEX_SIZE];
   int r = image_mac(key, btext, dfd, hex, &why, &e);
   OPENSSL_cleanse(key, sizeof key);
   if (r < 0) {
@@ -483,7 +483,9 @@ int seal_verify(const struct host_config *cfg, const char *image_dir, enum seal_
     tg_error_free(&e);
     return verdict(status, SEAL_INVALID, reason, why);
   }
-  if (CRYPTO_memcmp(hex, mac, 64) != 0)
+  /* Constant-time (the seal's mac is the image writer's to choose): an
+   * early-exit compare would leak how much of a forged MAC is right. */
+  if (!digest_hex_equal(hex, mac))
     return verdict(status, SEAL_INVALID, reason,
                    xstrdup("the seal does not verify under this host's checkpoint key: the image was changed "
                            "after tollgate sealed it, or sealed on another host"));

@@ -3,7 +3,6 @@
  * did when one fails. */
 #include "shim/lifecycle/container.h"
 
-#include <openssl/evp.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +17,7 @@
 #include "shim/lifecycle/mount_reach.h"
 #include "shim/lifecycle/roots.h"
 #include "shim/lifecycle/state.h"
+#include "base/digest.h"
 #include "base/util.h"
 
 /* The gate's audit log hashes its first record (the "open") with
@@ -25,16 +25,17 @@
  * library: its config file, the default provider, every algorithm's
  * method; callgrind put that at a third of the instructions of a whole
  * `tollgate run` (~1.5 ms), and the sidecar paid it again before it was
- * ready.  A thread pays it while create parses and hardens the bundle;
- * the audit log's own fetch (run's gate opening, on its own thread, or
- * the sidecar, which inherits the initialised library through fork) then
- * finds it in OpenSSL's cache.  Nothing is skipped: the same
- * initialisation, earlier and on the other core.  The thread is joined
- * before create starts the backend or the sidecar, so no forked child can
- * inherit a lock it holds.  (struct warm_up: create_steps.h.) */
+ * ready.  A thread pays it while create parses and hardens the bundle
+ * (digest_warm_up: base/digest fetches SHA-256 once per process); the
+ * audit log's digests (run's gate opening, on its own thread, or the
+ * sidecar, which inherits the fetched algorithm through fork) then reuse
+ * it, and its HMAC finds the library initialised.  Nothing is skipped:
+ * the same initialisation, earlier and on the other core.  The thread is
+ * joined before create starts the backend or the sidecar, so no forked
+ * child can inherit a lock it holds.  (struct warm_up: create_steps.h.) */
 static void *warm_up_sha256(void *arg) {
   (void)arg;
-  EVP_MD_free(EVP_MD_fetch(NULL, "SHA256", NULL));
+  digest_warm_up();
   return NULL;
 }
 

@@ -1,11 +1,11 @@
 /* The effective config's mark (shim/lifecycle/effective_mark.h). */
 #include "shim/lifecycle/effective_mark.h"
 
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/digest.h"
 #include "base/util.h"
 
 #define MARK_MAX_BYTES 4096
@@ -13,15 +13,13 @@
  * still recognised, so a bundle they rewrote is not hardened twice. */
 #define LEGACY_EFFECTIVE_ANNOTATION "dev.tollgate.effective"
 
-/* "sha256:<hex>" of data, NUL-terminated into out (72 bytes). */
-static void config_digest(const char *data, size_t len, char out[72]) {
-  unsigned char md[32];
-  size_t n = 0;
-  memset(md, 0, sizeof md);
-  EVP_Q_digest(NULL, "SHA256", NULL, data, len, md, &n);
-  int used = snprintf(out, 72, "sha256:");
-  for (size_t i = 0; i < sizeof md; i++)
-    used += snprintf(out + used, 72 - (size_t)used, "%02x", md[i]);
+#define MARK_PREFIX "sha256:"
+#define MARK_SIZE (sizeof MARK_PREFIX - 1 + DIGEST_HEX_SIZE)
+
+/* "sha256:<hex>" of data, NUL-terminated into out.  0, or -1 with *err. */
+static int config_digest(const char *data, size_t len, char out[MARK_SIZE], tg_error **err) {
+  memcpy(out, MARK_PREFIX, sizeof MARK_PREFIX - 1);
+  return digest_buffer_hex(data, len, out + sizeof MARK_PREFIX - 1, err);
 }
 
 /* The mark beside config.json (untrusted: the bundle is the user's), or
@@ -42,8 +40,11 @@ bool effective_mark_is_ours(int bundle_fd, const char *data, size_t len, const j
       json_object_get(parsed, "annotations"), LEGACY_EFFECTIVE_ANNOTATION));
   if (legacy != NULL && strcmp(legacy, "true") == 0)
     return true;
-  char digest[72];
-  config_digest(data, len, digest);
+  char digest[MARK_SIZE];
+  /* No digest, no match: the config is taken as the user's and hardened,
+   * never trusted as already ours. */
+  if (config_digest(data, len, digest, NULL) < 0)
+    return false;
   cleanup_free char *mark = read_mark(bundle_fd);
   size_t dl = strlen(digest);
   for (const char *line = mark; *line != '\0';) {
@@ -61,11 +62,13 @@ bool effective_mark_is_ours(int bundle_fd, const char *data, size_t len, const j
 int effective_mark_write(int bundle_fd, const char *bundle, const char *eff, size_t eff_len,
                          const char *replaced, size_t replaced_len, bool replaced_ours,
                          tg_error **err) {
-  char now[72], before[72];
-  config_digest(eff, eff_len, now);
+  char now[MARK_SIZE], before[MARK_SIZE];
+  if (config_digest(eff, eff_len, now, err) < 0)
+    return tg_error_wrap(err, "bundle %s", bundle);
   cleanup_free char *text = NULL;
   if (replaced_ours) {
-    config_digest(replaced, replaced_len, before);
+    if (config_digest(replaced, replaced_len, before, err) < 0)
+      return tg_error_wrap(err, "bundle %s", bundle);
     text = xasprintf("%s\n%s\n", now, before);
   } else {
     text = xasprintf("%s\n", now);

@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <openssl/evp.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/digest.h"
 #include "base/util.h"
 
 #define VIEW_MOUNT "state"
@@ -25,14 +25,10 @@ static char *legacy_view_of(const char *dir) {
   cleanup_free char *real = realpath(dir, NULL);
   if (real == NULL)
     return NULL;
-  unsigned char d[EVP_MAX_MD_SIZE];
-  unsigned int n = 0;
-  if (EVP_Digest(real, strlen(real), d, &n, EVP_sha256(), NULL) != 1 || n < 16)
+  char hex[DIGEST_HEX_SIZE];
+  if (digest_buffer_hex(real, strlen(real), hex, NULL) < 0)
     return NULL;
-  char hex[33];
-  for (int i = 0; i < 16; i++)
-    snprintf(hex + 2 * i, 3, "%02x", d[i]);
-  return xasprintf("%s/%s", MOUNT_REACH_DIR, hex);
+  return xasprintf("%s/%.32s", MOUNT_REACH_DIR, hex);
 }
 
 static bool is_hex_name(const char *s, size_t len) {
