@@ -516,8 +516,7 @@ int cmd_run(struct cli *cli, int argc, char **argv, tg_error **err) {
   console_relay_stop(relay);
   if (!req.keep || status < 0) {
     tg_error *e = NULL;
-    /* status >= 0: the init has exited and was reaped */
-    if (container_delete_after_run(cli, req.create.id, status >= 0, &e) < 0 && status >= 0) {
+    if (container_delete_after_run(cli, req.create.id, &e) < 0 && status >= 0) {
       *err = e;
       e = NULL;
       status = -1;

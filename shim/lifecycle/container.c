@@ -266,29 +266,8 @@ static bool backend_still_knows(const struct cli *cli,
   return knows;
 }
 
-/* The host-side mounts of a state directory, released in order; the
- * first error is kept. */
-static int release_mounts(const char *dir, tg_error **err) {
-  int r = mount_reach_release(dir, err);
-  if (r == 0)
-    r = bridge_teardown(dir, err);
-  if (r == 0)
-    r = mount_pin_release(dir, err);
-  return r;
-}
-
-/* overlap: the container's init has exited (a run's delete), so the
- * host-side mounts are released while the backend's delete runs, not
- * after it: they are tollgate's own (lazily detached pins, the bridge
- * area, the reach view), a process of the container that is still on its
- * way out keeps its own copies in its mount namespace, and runc's delete
- * of a stopped container touches none of them (its cgroup and its state
- * only; a run that may delete directly has no hook).  Issue 41: ~1 ms of
- * a /bin/true run under runc.  The state directory itself still goes only
- * after the backend's delete succeeded, so a failed delete can be
- * repeated (the releases are idempotent). */
 static int delete_container(struct cli *cli, const char *id, bool force,
-                            bool skip_forgotten, bool overlap, tg_error **err) {
+                            bool skip_forgotten, tg_error **err) {
   if (state_check_id(id, err) < 0)
     return -1;
   /* A create of this id still in flight finishes (or undoes itself)
@@ -331,23 +310,10 @@ static int delete_container(struct cli *cli, const char *id, bool force,
   /* After `runsc run` the backend has already destroyed the container;
    * its `delete` would only start a Go process to say so (~25 ms of a
    * /bin/true run's start-up, docs/performance.md). */
-  int released = 1; /* not yet */
-  tg_error *release_err = NULL;
-  int st;
-  if (skip_forgotten && !backend_may_know(&c)) {
-    st = 0;
-  } else if (overlap) {
-    struct proc p;
-    st = container_spawn(cli, &c, "delete", args, NULL, &quiet, &p, err);
-    if (st == 0) {
-      released = release_mounts(c.dir, &release_err);
-      st = container_finish(&c, &p, &quiet, &res, err);
-    }
-  } else {
-    st = container_call(cli, &c, "delete", args, NULL, &quiet, &res, err);
-  }
+  int st = skip_forgotten && !backend_may_know(&c)
+               ? 0
+               : container_call(cli, &c, "delete", args, NULL, &quiet, &res, err);
   if (st < 0) {
-    tg_error_free(&release_err);
     container_free(&c);
     return -1;
   }
@@ -367,7 +333,6 @@ static int delete_container(struct cli *cli, const char *id, bool force,
                 (force && !backend_still_knows(cli, &c));
     if (!gone) {
       *err = be;
-      tg_error_free(&release_err);
       proc_result_free(&res);
       container_free(&c);
       return -1;
@@ -376,11 +341,11 @@ static int delete_container(struct cli *cli, const char *id, bool force,
   }
   proc_result_free(&res);
   runsc_clear_leftovers(&c);
-  int r = released;
-  if (r > 0)
-    r = release_mounts(c.dir, err);
-  else if (r < 0)
-    *err = release_err;
+  int r = mount_reach_release(c.dir, err);
+  if (r == 0)
+    r = bridge_teardown(c.dir, err);
+  if (r == 0)
+    r = mount_pin_release(c.dir, err);
   if (r == 0)
     r = remove_tree(c.dir, err);
   if (r == 0)
@@ -391,12 +356,12 @@ static int delete_container(struct cli *cli, const char *id, bool force,
 
 int container_delete(struct cli *cli, const char *id, bool force,
                      tg_error **err) {
-  return delete_container(cli, id, force, false, false, err);
+  return delete_container(cli, id, force, false, err);
 }
 
-int container_delete_after_run(struct cli *cli, const char *id, bool exited,
+int container_delete_after_run(struct cli *cli, const char *id,
                                tg_error **err) {
-  return delete_container(cli, id, true, true, exited, err);
+  return delete_container(cli, id, true, true, err);
 }
 
 static void copy_key(json_t *dst, const char *key, const json_t *src,

@@ -126,10 +126,8 @@ int container_delete(struct cli *cli, const char *id, bool force,
 
 /* delete --force after the backend's own `run` returned: the same, except
  * that the backend's delete is skipped when the backend keeps nothing for
- * the id any more (runsc run destroys its container when it ends), and,
- * when exited (the container's init has exited and was reaped), tollgate's
- * host-side mounts are released while the backend's delete runs. */
-int container_delete_after_run(struct cli *cli, const char *id, bool exited,
+ * the id any more (runsc run destroys its container when it ends). */
+int container_delete_after_run(struct cli *cli, const char *id,
                                tg_error **err);
 
 
