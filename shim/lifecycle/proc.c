@@ -4,13 +4,11 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -60,78 +58,61 @@ static int spawn_plain(char *const argv[], int out_w, int err_w, pid_t *pid) {
   return e;
 }
 
-/* A child that must die with tollgate: posix_spawn has no way to set a
- * parent-death signal, and a fork copies tollgate's page tables (~1.5 ms
- * at its size, in front of `runc run`; issue 41).  So this does what
- * glibc's posix_spawn does, clone(CLONE_VM | CLONE_VFORK) on a small
- * stack of its own, and sets PR_SET_PDEATHSIG in the child before exec.
- * The child shares tollgate's memory until it execs (the calling thread
- * is suspended meanwhile), so it only makes raw, async-signal-safe calls,
- * writes nothing but the shared `err` field, and never returns from
- * child_main; its signal handlers are its own copy (no CLONE_SIGHAND), so
- * resetting them leaves tollgate's alone. */
-struct dying_child {
-  char *const *argv;
-  int out_w, err_w;
-  pid_t parent;
-  int err; /* the exec's (or a step's) errno, seen by the parent */
-};
-
-static int dying_child_main(void *arg) {
-  struct dying_child *c = arg;
-  struct sigaction dfl = {.sa_handler = SIG_DFL};
-  for (int sig = 1; sig < NSIG; sig++)
-    sigaction(sig, &dfl, NULL); /* KILL, STOP and the gaps just fail */
-  int e = 0;
-  if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
-    e = errno;
-  else if (getppid() != c->parent) /* tollgate died before the prctl */
-    _exit(127);
-  if (e == 0 && c->out_w >= 0 && dup2(c->out_w, STDOUT_FILENO) < 0)
-    e = errno;
-  if (e == 0 && c->err_w >= 0 && dup2(c->err_w, STDERR_FILENO) < 0)
-    e = errno;
-  if (e == 0) {
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    execve(c->argv[0], c->argv, environ);
-    e = errno;
-  }
-  c->err = e ? e : ENOEXEC;
-  _exit(127);
-}
-
-#define DYING_CHILD_STACK (64 * 1024)
-
+/* fork + exec for a child that must die with tollgate: posix_spawn has
+ * no way to set a parent-death signal.  The child only makes
+ * async-signal-safe calls (tollgate may have threads); an exec failure
+ * comes back as its errno through a close-on-exec pipe. */
 static int spawn_dying_with_parent(char *const argv[], int out_w, int err_w,
                                    pid_t *pid_out) {
-  struct dying_child c = {.argv = argv, .out_w = out_w, .err_w = err_w,
-                          .parent = getpid(), .err = 0};
-  /* its own stack, not this thread's: the child runs while this frame
-   * is suspended, but on the same memory */
-  char *stack = mmap(NULL, DYING_CHILD_STACK, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-  if (stack == MAP_FAILED)
+  int report[2];
+  if (pipe2(report, O_CLOEXEC) < 0)
     return errno;
-  sigset_t all, old;
+  pid_t parent = getpid();
+  sigset_t all, none, old;
   sigfillset(&all);
+  sigemptyset(&none);
   /* No signal handler of tollgate's may run in the child before exec. */
   pthread_sigmask(SIG_SETMASK, &all, &old);
-  int saved_errno = errno;
-  pid_t pid = clone(dying_child_main, stack + DYING_CHILD_STACK,
-                    CLONE_VM | CLONE_VFORK | SIGCHLD, &c);
-  int clone_errno = errno;
-  errno = saved_errno; /* the child shares this thread's errno */
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(report[0]);
+    struct sigaction dfl = {.sa_handler = SIG_DFL};
+    for (int sig = 1; sig < NSIG; sig++)
+      sigaction(sig, &dfl, NULL); /* KILL, STOP and the gaps just fail */
+    int e = 0;
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+      e = errno;
+    else if (getppid() != parent) /* tollgate died before the prctl */
+      _exit(127);
+    if (e == 0 && out_w >= 0 && dup2(out_w, STDOUT_FILENO) < 0)
+      e = errno;
+    if (e == 0 && err_w >= 0 && dup2(err_w, STDERR_FILENO) < 0)
+      e = errno;
+    if (e == 0) {
+      sigprocmask(SIG_SETMASK, &none, NULL);
+      execve(argv[0], argv, environ);
+      e = errno;
+    }
+    (void)!write(report[1], &e, sizeof e);
+    _exit(127);
+  }
+  int fork_errno = errno;
   pthread_sigmask(SIG_SETMASK, &old, NULL);
-  munmap(stack, DYING_CHILD_STACK);
-  if (pid < 0)
-    return clone_errno;
-  /* CLONE_VFORK: the child has exec'd or exited by now */
-  if (c.err != 0) {
+  close(report[1]);
+  if (pid < 0) {
+    close(report[0]);
+    return fork_errno;
+  }
+  int child_errno = 0;
+  ssize_t n;
+  do
+    n = read(report[0], &child_errno, sizeof child_errno);
+  while (n < 0 && errno == EINTR);
+  close(report[0]);
+  if (n == (ssize_t)sizeof child_errno) {
     while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
       ;
-    return c.err;
+    return child_errno;
   }
   *pid_out = pid;
   return 0;
@@ -149,9 +130,8 @@ int proc_spawn(char *const argv[], const struct proc_opts *opts,
     close_pipe(errp);
     return tg_error_set(err, e, "pipe for %s", argv[0]);
   }
-  /* The usual path is posix_spawn; a child that must die with tollgate
-   * takes the same vfork-style clone with a parent-death signal set
-   * (spawn_dying_with_parent). */
+  /* The usual path is posix_spawn; only a child that must die with
+   * tollgate pays for a fork (spawn_dying_with_parent). */
   pid_t pid = -1;
   int e = opts->die_with_parent ? spawn_dying_with_parent(argv, out[1], errp[1], &pid)
                                 : spawn_plain(argv, out[1], errp[1], &pid);
