@@ -2,7 +2,7 @@
  * host files, but the checker must never crash on a broken one: whatever
  * the bytes, it either loads a policy or reports problems with positions.
  *
- * FUZZ_SOURCES: governance/policy.c governance/egress_config.c governance/egress_check.c governance/policy_errors.c governance/rules.c governance/schema.c governance/args_canonical.c governance/arg_path.c governance/tool_identity.c base/json.c base/json_parse.c base/json_write.c base/utf8.c base/util.c base/error.c
+ * FUZZ_SOURCES: governance/policy.c governance/egress_config.c governance/egress_check.c governance/policy_errors.c governance/rules.c governance/schema.c governance/args_canonical.c governance/arg_path.c governance/tool_identity.c base/digest.c base/json.c base/json_parse.c base/json_write.c base/utf8.c base/util.c base/error.c
  */
 #include <stdint.h>
 #include <stdlib.h>

@@ -15,7 +15,7 @@ command -v clang >/dev/null || { echo "fuzz: clang is missing; run 'make deps'" 
 targets=("$here"/fuzz_*.c)
 per=$(( seconds / ${#targets[@]} )); [ "$per" -ge 1 ] || per=1
 cflags="-g -O1 -std=c11 -D_GNU_SOURCE -I$top $(pkg-config --cflags yajl)"
-libs="$(pkg-config --libs yajl) -lpthread"
+libs="$(pkg-config --libs yajl libcrypto) -lpthread"
 status=0
 for src in "${targets[@]}"; do
   name=$(basename "$src" .c)
