@@ -42,14 +42,11 @@ printf '%s\n%s\n' "$stamp" "$(shape "$tmp")" > "$tmp/.tollgate-rootfs"
 find "$tmp" -exec touch -h -d @0 {} +
 # A tree a container still uses (its pin, a bind mount, is a mount whose
 # root is that tree) is moved aside, not emptied under it; trees moved
-# aside earlier go once nothing mounts them.
+# aside earlier go once no process uses them, in any mount namespace
+# (drop_old_trees.py).
 # One step, so that a create beside the rebuild never finds no tree:
 # $tmp names the old tree afterwards (bundles/rootfs/replace_tree.py).
 python3 "$(dirname "$0")/replace_tree.py" "$tmp" "$dest"
 [ -e "$tmp" ] && mv "$tmp" "$dest.old.$$"
-for old in "$dest".old.*; do
-  [ -d "$old" ] || continue
-  awk -v t="$old" '$4 == t || index($4, t "/") == 1 {found = 1} END {exit !found}' /proc/self/mountinfo ||
-    rm -rf "$old"
-done
+python3 "$(dirname "$0")/drop_old_trees.py" "$dest"
 echo "busybox rootfs: $dest ($(du -sh "$dest" | cut -f1))" >&2

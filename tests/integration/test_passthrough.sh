@@ -136,6 +136,33 @@ PY
   if [ "$be" = runc ]; then want='^ *0 +100000 +65536'; else want='^ *0 +0 +4294967295'; fi
   check_match "$be: passthrough: a user-namespace config runs" "$want" "$got"
 
+  # --- a rebuilt rootfs is not emptied under a container that uses it -----
+  # A passthrough config names its tree by path (no pin, nothing in the
+  # host's mount table): a rebuild that swaps the tree (replace_tree.py)
+  # must leave the old one to the container, as bundles/rootfs/*.sh do.
+  T=$TG_ROOT/rebuild-$be/rootfs
+  rm -rf "$TG_ROOT/rebuild-$be"
+  mkdir -p "$TG_ROOT/rebuild-$be"
+  cp -a "$BUSYBOX_ROOTFS" "$T"
+  make_bundle "$TG_ROOT/rebuild-$be/b" sleep 60
+  edit_json "$TG_ROOT/rebuild-$be/b/config.json" 'c["root"]["path"] = args[0]' "$T"
+  if tg --runtime "$be" run --detach --bundle "$TG_ROOT/rebuild-$be/b" "tree-$be" 2>"$TG_ROOT/err"; then
+    cp -a "$BUSYBOX_ROOTFS" "$T.new"
+    python3 "$here/../../bundles/rootfs/replace_tree.py" "$T.new" "$T"
+    mv "$T.new" "$T.old.1"
+    python3 "$here/../../bundles/rootfs/drop_old_trees.py" "$T"
+    check "$be: rebuild: the old tree stays while a passthrough container uses it" test -x "$T.old.1/bin/busybox"
+    check_eq "$be: rebuild: the container still runs programs from its tree" still \
+      "$(tg exec "tree-$be" sh -c 'echo still' 2>&1)"
+    tg delete --force "tree-$be" 2>/dev/null
+    python3 "$here/../../bundles/rootfs/drop_old_trees.py" "$T"
+    check_fails "$be: rebuild: the old tree goes once nothing uses it" test -e "$T.old.1"
+  else
+    check "$be: rebuild: passthrough run --detach on its own tree" false
+    sed 's/^/# /' "$TG_ROOT/err"
+  fi
+  rm -rf "$TG_ROOT/rebuild-$be"
+
   # --- the mark: a second create hardens the user's original --------------
   write_config
   fresh "$TG_ROOT/user.json" "$B"
