@@ -647,7 +647,7 @@ idrange=idrange_claim idrange_ret=idrange_claim%return harden=oci_harden harden_
 pins=mount_pin_all pins_ret=mount_pin_all%return points=mount_points_make points_ret=mount_points_make%return
 bridge=bridge_prepare bridge_ret=bridge_prepare%return reach_ret=mount_reach_make%return
 strip=oci_netns_strip_to_loopback strip_ret=oci_netns_strip_to_loopback%return waited=forward_until_exit%return
-spawn=proc_spawn reaped=proc_finish%return released=backend_hold_release%return"
+spawn=proc_spawn reaped=proc_finish%return"
 bench_steps() {
   local b=$1 probed=$BUILD/tollgate-probed p i
   [ "$b" = runc ] || return 0

@@ -8,9 +8,8 @@
  *   <start ns> <end ns> <exit status> <argv...>
  * (CLOCK_REALTIME, so the harness can compare with its own clock) and, for
  * `create` and `run`, copies the bundle's config.json (the effective config
- * tollgate produced) to DIR/effective.json once the backend has run.  The
- * backend runs as a child with the same stdio, so its output and exit
- * status pass through.
+ * tollgate produced) to DIR/effective.json.  The backend runs as a child
+ * with the same stdio, so its output and exit status pass through.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -80,24 +78,11 @@ int main(int argc, char **argv) {
     else if (!strncmp(argv[i], "--bundle=", 9))
       bundle = argv[i] + 9;
   }
-  /* A call tollgate spawned ahead and holds at the open of its log (a
-   * FIFO, shim/lifecycle/backend_hold.h): the spy waits there as runc
-   * would, so that its start is the moment tollgate let the call go on;
-   * runc's own start-up then counts as the backend's.  (Without the spy,
-   * runc's start-up overlaps tollgate's work: bench/steps.py sees that.) */
-  const char *log_arg = NULL;
-  for (int i = 1; i < argc; i++) {
-    if (!strncmp(argv[i], "--log=", 6))
-      log_arg = argv[i] + 6;
-    else if (!strcmp(argv[i], "--log") && i + 1 < argc)
-      log_arg = argv[i + 1];
-  }
-  struct stat lst;
-  if (log_arg != NULL && stat(log_arg, &lst) == 0 && S_ISFIFO(lst.st_mode)) {
-    int gate = open(log_arg, O_WRONLY | O_CLOEXEC);
-    if (gate >= 0)
-      close(gate);
-    start = now_ns();
+  if (verb && (!strcmp(verb, "create") || !strcmp(verb, "run"))) {
+    char from[PATH_MAX + 16], to[PATH_MAX + 16];
+    snprintf(from, sizeof from, "%s/config.json", bundle);
+    snprintf(to, sizeof to, "%s/effective.json", dir);
+    copy_file(from, to);
   }
 
   pid_t pid = fork();
@@ -116,14 +101,6 @@ int main(int argc, char **argv) {
     ;
   long long end = now_ns();
   int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  /* The config the backend read: copied once it has run (a held call's
-   * bundle is written after the call was spawned). */
-  if (verb && (!strcmp(verb, "create") || !strcmp(verb, "run"))) {
-    char from[PATH_MAX + 16], to[PATH_MAX + 16];
-    snprintf(from, sizeof from, "%s/config.json", bundle);
-    snprintf(to, sizeof to, "%s/effective.json", dir);
-    copy_file(from, to);
-  }
 
   char logpath[PATH_MAX + 8];
   snprintf(logpath, sizeof logpath, "%s/log", dir);

@@ -63,7 +63,6 @@ def steps_of(ev, backend):
                  "harden", "harden_ret", "pins", "pins_ret", "points", "points_ret",
                  "bridge", "bridge_ret", "reach_ret", "strip", "strip_ret", "waited", "exit"):
         at[name] = first(ev, name)
-    at_released = first(ev, "released")
     if (at["strip"] is None and len(backend) >= 2 and at["waited"] is not None
             and backend[-2][1] <= at["waited"] <= backend[-1][0]):
         # A governed one-call run (shim/cli/cmd_run.c run_runc_direct):
@@ -84,21 +83,15 @@ def steps_of(ev, backend):
             ("mount pins", at["pins_ret"] - at["pins"]),
             ("mount points", at["points_ret"] - at["points"]),
             ("bridge area", at["bridge_ret"] - at["bridge"]),
-        ]
-        # `runc run --detach` is spawned during create and held at its
-        # log until the run releases it (shim/lifecycle/backend_hold.h):
-        # its time on the run's path is from the release to its reaping.
-        released = at_released if at_released is not None and run[0] <= at_released <= run[1] else run[0]
-        s += [
-            ("reach view, config and state written, gate joined, bridge started, guard", released - at["reach_ret"]),
-            ("backend: runc run --detach (released to reaped; spawned and held during create)", run[1] - released),
+            ("reach view, config and state written, gate joined, bridge started, guard", run[0] - at["reach_ret"]),
+            ("backend: runc run --detach (spawn to reaped)", run[1] - run[0]),
             ("init followed, the container runs (/bin/true) until tollgate sees it exit", at["waited"] - run[1]),
             ("gate closing begun, state loaded", delete[0] - at["waited"]),
             ("backend: runc delete", delete[1] - delete[0]),
             ("teardown: bridge, pins, state, id range, exit", at["exit"] - delete[1]),
         ]
         s.append(("total (exec to exit)", at["exit"] - at["exec"]))
-        s.append(("backend calls on the run's path", (run[1] - released) + (delete[1] - delete[0])))
+        s.append(("backend calls", (run[1] - run[0]) + (delete[1] - delete[0])))
         return s
     if at["strip"] is None:
         # One `runc run` (shim/lifecycle/create_direct.c): no network

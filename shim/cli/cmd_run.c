@@ -36,7 +36,6 @@
 #include "governance/gate.h"
 #include "shim/lifecycle/backend.h"
 #include "shim/lifecycle/backend_bundle.h"
-#include "shim/lifecycle/backend_hold.h"
 #include "shim/lifecycle/bundle_snapshot.h"
 #include "shim/cli/cli_parse.h"
 #include "shim/cli/commands.h"
@@ -176,26 +175,21 @@ static int run_runc(struct cli *cli, struct created *c, int sfd,
   return wait_runc_init(cli, c, pidfd, sfd, &guard, err);
 }
 
-/* Wait until `runc run --detach` (pidfd) has exited, copying what it
- * writes into its held log (backend_hold.h; -1: none).  A stop the gate
+/* Wait until `runc run --detach` (pidfd) has exited.  A stop the gate
  * asks for meanwhile goes through the backend's kill and is remembered
  * (*stop): runc may not know the container yet, and the init is killed
  * once known.  The signals to pass on stay queued in the signalfd until
  * then: sent to runc run they would end it half-way, not reach the
  * container. */
-static int wait_runner(struct cli *cli, const struct container *c, int pidfd, struct backend_hold *h,
-                       bool *stop, tg_error **err) {
+static int wait_runner(struct cli *cli, const struct container *c, int pidfd, bool *stop,
+                       tg_error **err) {
   for (;;) {
-    struct pollfd p[3] = {{.fd = pidfd, .events = POLLIN},
-                          {.fd = stop_efd, .events = POLLIN},
-                          {.fd = backend_hold_fd(h), .events = POLLIN}};
-    if (poll(p, 3, -1) < 0) {
+    struct pollfd p[2] = {{.fd = pidfd, .events = POLLIN}, {.fd = stop_efd, .events = POLLIN}};
+    if (poll(p, 2, -1) < 0) {
       if (errno == EINTR)
         continue;
       return tg_error_set(err, errno, "run: poll");
     }
-    if (p[2].revents & (POLLIN | POLLHUP))
-      backend_hold_drain(c, h);
     uint64_t n;
     if ((p[1].revents & POLLIN) && read(stop_efd, &n, sizeof n) == (ssize_t)sizeof n) {
       *stop = true;
@@ -209,51 +203,67 @@ static int wait_runner(struct cli *cli, const struct container *c, int pidfd, st
 /* runc's one-call start: `runc run --detach` is create and start in one
  * process (the split's `runc start` saved), and leaves the container's
  * init re-parented to tollgate, the subreaper, as create does; then the
- * same wait as run_runc, and the same delete after it.  create spawned
- * that `runc run` and holds it before it reads the config
- * (c->held_run, backend_hold.h), or left it to be started here.
+ * same wait as run_runc, and the same delete after it.
  *
- * The guard starts before `runc run` goes on and holds its pidfd from
- * then: killed with tollgate, it is killed first, and a container it was
+ * The guard starts before `runc run` does and holds its pidfd from the
+ * spawn: killed with tollgate, it is killed first, and a container it was
  * still starting never reaches the user's process; `runc run` also dies
  * with tollgate (PR_SET_PDEATHSIG), which covers the moment between the
- * spawn and the guard holding it (held, it has read nothing yet).  Once
- * it has exited, the init its pid file names is trusted only as
- * tollgate's own child that started after it (run_follow.h), and the
- * guard gets its pidfd. */
-static int run_runc_direct(struct cli *cli, struct created *c, int sfd, struct limit_watch *lw,
-                           tg_error **err) {
+ * spawn and the guard holding it.  Once it has exited, the init its pid
+ * file names is trusted only as tollgate's own child that started after
+ * it (run_follow.h), and the guard gets its pidfd. */
+static int run_runc_direct(struct cli *cli, struct created *c, const struct create_request *req,
+                           int sfd, struct limit_watch *lw, tg_error **err) {
   cleanup_free char *pid_file = xasprintf("%s/backend.pid", c->dir);
-  struct backend_hold *h = c->held_run;
+  /* The private bundle create wrote (shim/lifecycle/backend_bundle.h). */
+  cleanup_free char *bundle = backend_bundle_path(c->dir);
+  struct create_flags cf = {.bundle = bundle,
+                            .pid_file = pid_file,
+                            .no_pivot = req->no_pivot,
+                            .no_new_keyring = req->no_new_keyring,
+                            .preserve_fds = req->preserve_fds};
+  struct argv args = {0};
+  backend_create_args(&c->container.backend, &cf, &args);
+  argv_add(&args, "--detach");
   struct run_guard guard;
-  if (run_guard_start(cli, &c->container, 0, &guard, err) < 0)
+  if (run_guard_start(cli, &c->container, 0, &guard, err) < 0) {
+    argv_free(&args);
     return -1;
+  }
   /* stdio passed through: runc hands it to the init (no terminal here). */
-  if (backend_hold_start(cli, &c->container, h, err) < 0) {
+  struct proc_opts passthrough = {.die_with_parent = true};
+  struct proc child;
+  int r = container_spawn(cli, &c->container, "run", args.v, NULL, &passthrough, &child, err);
+  argv_free(&args);
+  if (r < 0) {
     run_guard_release(&guard);
     return -1;
   }
-  pid_t runner = h->proc.pid;
   /* runc run is our unreaped child: its pid, read here, is its own. */
-  cleanup_close int runner_fd = pidfd_open_pid(runner);
+  cleanup_close int runner_fd = pidfd_open_pid(child.pid);
   struct proc_stat_fields rs;
-  if (runner_fd < 0 || run_follow_read_stat(runner, &rs) < 0 ||
-      run_guard_watch_runner(&guard, runner_fd) < 0 ||
-      backend_hold_release(&c->container, h, err) < 0) {
+  if (runner_fd < 0 || run_follow_read_stat(child.pid, &rs) < 0 ||
+      run_guard_watch_runner(&guard, runner_fd) < 0) {
     /* Unguarded, a kill -9 of tollgate could leave the container running
      * with no gate: it does not start. */
     int e = errno;
-    tg_error_free(err);
-    backend_hold_cancel(h);
+    if (kill(child.pid, SIGKILL) < 0) {
+      /* our unreaped child: it cannot be gone; reaped below either way */
+    }
+    struct proc_result ignored = {0};
+    tg_error *fe = NULL;
+    container_finish(&c->container, &child, &passthrough, &ignored, &fe);
+    tg_error_free(&fe);
+    proc_result_free(&ignored);
     run_guard_release(&guard);
-    return tg_error_set(err, e, "run: hand `runc run` (pid %d) to the container's guard", (int)runner);
+    return tg_error_set(err, e, "run: hand `runc run` (pid %d) to the container's guard", (int)child.pid);
   }
   bool stop = false;
-  if (wait_runner(cli, &c->container, runner_fd, h, &stop, err) < 0 && kill(runner, SIGKILL) < 0) {
+  if (wait_runner(cli, &c->container, runner_fd, &stop, err) < 0 && kill(child.pid, SIGKILL) < 0) {
     /* our unreaped child: it cannot be gone; reaped below */
   }
   struct proc_result res = {0};
-  int st = backend_hold_finish(&c->container, h, &res, err);
+  int st = container_finish(&c->container, &child, &passthrough, &res, err);
   if (st != 0) {
     if (st > 0)
       container_backend_error(&c->container, "run", &res, err);
@@ -496,7 +506,7 @@ int cmd_run(struct cli *cli, int argc, char **argv, tg_error **err) {
      * foreground `runc run`: nothing is governed that tollgate's death
      * could leave running without its gate. */
     status = !runc || (c.run_direct && !c.bridged) ? run_foreground(cli, &c, &req.create, sfd, err)
-             : c.run_direct                      ? run_runc_direct(cli, &c, sfd, lw, err)
+             : c.run_direct                      ? run_runc_direct(cli, &c, &req.create, sfd, lw, err)
                                                  : run_runc(cli, &c, sfd, err);
     limit_watch_report(lw, req.create.id, !runc);
     status = report_anomaly_stop(gate, status);

@@ -20,6 +20,7 @@
 #include "oci/podnet.h"
 #include "shim/lifecycle/waiter.h"
 
+#define BACKEND_LOG "backend.log"
 
 int container_load(const struct cli *cli, const char *id, struct container *c,
                    tg_error **err) {
@@ -99,29 +100,11 @@ static char *log_since(const char *path, off_t offset) {
 static __thread char *last_log;
 static __thread off_t log_offset;
 
-off_t container_log_size(const struct container *c) {
-  cleanup_free char *log_path = xasprintf("%s/%s", c->dir, CONTAINER_BACKEND_LOG);
-  return file_size(log_path);
-}
-
-void container_take_log(const struct container *c, off_t from) {
-  cleanup_free char *log_path = xasprintf("%s/%s", c->dir, CONTAINER_BACKEND_LOG);
-  free(last_log);
-  last_log = log_since(log_path, from >= 0 ? from : log_offset);
-}
-
 int container_spawn(const struct cli *cli, const struct container *c,
                     const char *verb, char *const *args, char *const *after_id,
                     const struct proc_opts *opts, struct proc *p,
                     tg_error **err) {
-  cleanup_free char *log_path = xasprintf("%s/%s", c->dir, CONTAINER_BACKEND_LOG);
-  return container_spawn_logging(cli, c, verb, args, after_id, opts, log_path, p, err);
-}
-
-int container_spawn_logging(const struct cli *cli, const struct container *c,
-                            const char *verb, char *const *args, char *const *after_id,
-                            const struct proc_opts *opts, const char *log_path,
-                            struct proc *p, tg_error **err) {
+  cleanup_free char *log_path = xasprintf("%s/%s", c->dir, BACKEND_LOG);
   struct backend_call call = {.log_path = log_path,
                               .debug = cli->debug,
                               .systemd_cgroup = cli->systemd_cgroup};
@@ -142,7 +125,7 @@ int container_spawn_logging(const struct cli *cli, const struct container *c,
     }
     log_line(cli->log_path, cli->log_json, "debug", line);
   }
-  log_offset = container_log_size(c);
+  log_offset = file_size(log_path);
   int r = proc_spawn(argv.v, opts, p, err);
   argv_free(&argv);
   if (r < 0)
@@ -155,7 +138,9 @@ int container_finish(const struct container *c, struct proc *p,
                      tg_error **err) {
   if (proc_finish(p, opts, res, err) < 0)
     return -1;
-  container_take_log(c, -1);
+  cleanup_free char *log_path = xasprintf("%s/%s", c->dir, BACKEND_LOG);
+  free(last_log);
+  last_log = log_since(log_path, log_offset);
   return res->status;
 }
 

@@ -13,8 +13,6 @@
 #include "base/json.h"
 #include "shim/lifecycle/proc.h"
 
-struct backend_hold;
-
 struct container {
   char *id;
   char *backend_id; /* what the backend calls it (state_backend_id) */
@@ -107,9 +105,6 @@ struct created {
   struct container container;   /* loaded after a successful create */
   bool run_direct;              /* run_direct_if_eligible, and it was:
                                    prepared only, the caller runs `runc run` */
-  struct backend_hold *held_run; /* run_direct: that `runc run --detach`,
-                                   spawned during create and held
-                                   (backend_hold.h); the caller's */
 };
 
 /* The whole of create (see docs/architecture.md): check the id, choose
@@ -177,20 +172,5 @@ int container_spawn(const struct cli *cli, const struct container *c,
 int container_finish(const struct container *c, struct proc *p,
                      const struct proc_opts *opts, struct proc_result *res,
                      tg_error **err);
-
-/* The backend's log in the container's state directory: every call's
- * --log, or where a held call's log is copied (backend_hold.h). */
-#define CONTAINER_BACKEND_LOG "backend.log"
-
-/* container_spawn with --log naming log_path (backend_hold.h's FIFO). */
-int container_spawn_logging(const struct cli *cli, const struct container *c,
-                            const char *verb, char *const *args, char *const *after_id,
-                            const struct proc_opts *opts, const char *log_path,
-                            struct proc *p, tg_error **err);
-/* The size of c's backend log now; and make what it holds from offset
- * from on (from < 0: from where it ended at the last spawn) the log that
- * container_backend_error() quotes. */
-off_t container_log_size(const struct container *c);
-void container_take_log(const struct container *c, off_t from);
 
 #endif

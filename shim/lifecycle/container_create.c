@@ -12,7 +12,6 @@
 #include "shim/lifecycle/create_steps.h"
 #include "shim/lifecycle/effective_mark.h"
 #include "shim/lifecycle/idrange.h"
-#include "shim/lifecycle/backend_hold.h"
 #include "shim/lifecycle/lifetime.h"
 #include "shim/lifecycle/mount_pin.h"
 #include "shim/lifecycle/mount_reach.h"
@@ -136,7 +135,6 @@ static create_step *const up_to_the_backend[] = {
     create_read_bundle,        /* config.json, or the original behind the mark */
     create_check_rootfs,
     claim_state_dir,           /* <root>/<id>, locked */
-    create_hold_direct_run,    /* run under runc: `runc run` started, held */
     record_lifetime,           /* its owner and deadline; the root registered */
     create_decide_join,        /* whose namespaces, by the join rule */
     create_resolve_policy,
@@ -146,7 +144,6 @@ static create_step *const up_to_the_backend[] = {
     create_read_pod_network,   /* the pod network's path, before hardening */
     create_claim_id_range,
     create_harden,             /* oci_harden() */
-    create_hold_direct_run,    /* ... or now that the profile is known */
     create_settle_id_range,
     create_check_kept_network,
     create_join_pod,           /* the pod's policy, its sandbox */
@@ -157,7 +154,6 @@ static create_step *const up_to_the_backend[] = {
     create_defer_rlimits,      /* runc: address-space rlimits after its init */
     create_write_configs,      /* the effective config, the original kept */
     create_choose_direct_run,  /* run under runc: one `runc run`? */
-    create_settle_direct_run,  /* its call, if none is held yet */
     create_record_state,       /* state.json: creating */
     create_load_container,     /* run's gate joined */
 };
@@ -217,11 +213,6 @@ int container_create(struct cli *cli, const struct create_request *req,
     r = -1;
   create_warm_up_wait(&warm);
   if (r < 0) {
-    if (out->held_run != NULL) { /* a held `runc run`: never released */
-      backend_hold_cancel(out->held_run);
-      free(out->held_run);
-      out->held_run = NULL;
-    }
     if (out->gate != NULL) { /* before its control socket's directory goes */
       gate_close(out->gate);
       out->gate = NULL;
@@ -239,10 +230,6 @@ int container_create(struct cli *cli, const struct create_request *req,
 }
 
 void created_free(struct created *c) {
-  if (c->held_run != NULL) {
-    backend_hold_cancel(c->held_run);
-    free(c->held_run);
-  }
   if (c->gate != NULL)
     gate_close(c->gate);
   free(c->dir);

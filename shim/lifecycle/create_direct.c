@@ -2,12 +2,7 @@
  * instead of create, start and delete (create_steps.h). */
 #include "shim/lifecycle/create_steps.h"
 
-#include <stdlib.h>
 #include <string.h>
-
-#include "base/util.h"
-#include "shim/lifecycle/backend_bundle.h"
-#include "shim/lifecycle/backend_hold.h"
 
 /* Whether the effective config has a hook at any stage.  A hook (Docker's
  * prestart hook adds a veth, for one) could change the container between
@@ -47,16 +42,16 @@ static bool fresh_network_namespace(const json_t *config) {
   return fresh;
 }
 
-/* Whether nothing found so far needs runc's create/start split. */
-static bool direct_run_eligible(const struct create_context *cx) {
+int create_choose_direct_run(struct create_context *cx, tg_error **err) {
+  (void)err;
   const struct create_request *req = cx->req;
+  cx->out->run_direct = false;
   if (!req->run_direct_if_eligible || req->restore != NULL || req->prepare_only)
-    return false;
+    return 0;
   if (cx->kind_only.kind != BACKEND_RUNC)
-    return false;
+    return 0;
   /* A governed container may take it too: its run guard starts before
-   * `runc run` goes on (held until then, backend_hold.h) and holds that
-   * process's pidfd from then, then the
+   * `runc run` and holds that process's pidfd from its spawn, then the
    * init's once the pid file names it (verified, run_follow.h), so that a
    * kill -9 of tollgate run stops the container at any moment of its
    * start (run_guard.h); the bridge is served before `runc run` starts. */
@@ -65,91 +60,11 @@ static bool direct_run_eligible(const struct create_context *cx) {
    * init's pid, the pod network's check). */
   if (req->console_socket != NULL || req->pid_file != NULL || cx->joined ||
       cx->podnet || cx->pod_pid > 0 || req->join != NULL)
-    return false;
+    return 0;
   if (json_is_true(json_get_path(cx->config, "process.terminal")))
-    return false;
+    return 0;
   if (has_hooks(cx->config) || !fresh_network_namespace(cx->config))
-    return false;
-  return true;
-}
-
-/* A governed one-call run (the bridge served from tollgate run; an
- * ungoverned one stays a foreground `runc run`, cmd_run.c). */
-static bool governed(const struct create_context *cx) {
-  return !cx->passthrough || cx->policy != NULL;
-}
-
-/* The `runc run --detach` of this container, with its arguments: the
- * private bundle, the pid file the run follows, the caller's flags;
- * spawned and held when spawn (backend_hold.h). */
-static void hold_direct_run(struct create_context *cx, bool spawn, tg_error **err) {
-  const struct create_request *req = cx->req;
-  struct backend b;
-  if (backend_from_state(cx->state, &b, err) < 0)
-    return;
-  cleanup_free char *bundle = backend_bundle_path(cx->u->dir);
-  cleanup_free char *pid_file = xasprintf("%s/backend.pid", cx->u->dir);
-  struct create_flags cf = {.bundle = bundle,
-                            .pid_file = pid_file,
-                            .no_pivot = req->no_pivot,
-                            .no_new_keyring = req->no_new_keyring,
-                            .preserve_fds = req->preserve_fds};
-  struct argv args = {0};
-  backend_create_args(&b, &cf, &args);
-  argv_add(&args, "--detach");
-  struct backend_hold *h = xmalloc(sizeof *h);
-  backend_hold_prepare(h, "run", args.v);
-  argv_free(&args);
-  cleanup_free char *backend_id = backend_container_id(&cx->kind_only, cx->cli->root, cx->id);
-  struct container view = {.id = (char *)cx->id, .backend_id = backend_id, .dir = cx->u->dir, .backend = b};
-  if (spawn && backend_hold_spawn(cx->cli, &view, h, err) < 0) {
-    backend_hold_free(h);
-    free(h);
-    h = NULL;
-  }
-  backend_free(&b);
-  cx->out->held_run = h;
-}
-
-static void drop_held_run(struct create_context *cx) {
-  if (cx->out->held_run != NULL) {
-    backend_hold_cancel(cx->out->held_run);
-    free(cx->out->held_run);
-    cx->out->held_run = NULL;
-  }
-}
-
-int create_hold_direct_run(struct create_context *cx, tg_error **err) {
-  (void)err;
-  /* Run twice: as soon as the state directory is claimed, on what is
-   * known then (the user's config; governed for sure only when the host
-   * config allows no passthrough), and after hardening, when it is
-   * known.  The final choice drops a hold it does not make. */
-  bool hardened = cx->profile != NULL;
-  bool gov = hardened ? governed(cx) : !cx->cli->config.allow_passthrough;
-  if (cx->out->held_run != NULL || !gov || !direct_run_eligible(cx))
     return 0;
-  /* Not being able to start runc early only loses the overlap: the run
-   * starts it at its moment, and says why if it cannot. */
-  tg_error *e = NULL;
-  hold_direct_run(cx, true, &e);
-  tg_error_free(&e);
+  cx->out->run_direct = true;
   return 0;
-}
-
-int create_choose_direct_run(struct create_context *cx, tg_error **err) {
-  (void)err;
-  cx->out->run_direct = direct_run_eligible(cx);
-  /* Held early on what was known then: not to be made after all. */
-  if (!cx->out->run_direct || !governed(cx))
-    drop_held_run(cx);
-  return 0;
-}
-
-int create_settle_direct_run(struct create_context *cx, tg_error **err) {
-  if (!cx->out->run_direct || !governed(cx) || cx->out->held_run != NULL)
-    return 0;
-  /* Not held (--debug, no FIFO, or eligible only now): the run starts it. */
-  hold_direct_run(cx, false, err);
-  return cx->out->held_run != NULL ? 0 : -1;
 }

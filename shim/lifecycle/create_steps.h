@@ -156,12 +156,6 @@ int create_start_sidecar(struct create_context *cx, tg_error **err);
 /* create_direct.c: run under runc, one `runc run` when nothing needs
  * the split (out->run_direct). */
 int create_choose_direct_run(struct create_context *cx, tg_error **err);
-/* A governed one-call run's `runc run --detach`, spawned as soon as it
- * is known and held until the run releases it (backend_hold.h). */
-int create_hold_direct_run(struct create_context *cx, tg_error **err);
-/* A governed one-call run's `runc run --detach` when none was held: made
- * here, started by the run. */
-int create_settle_direct_run(struct create_context *cx, tg_error **err);
 
 /* create_backend.c */
 int create_choose_backend(struct create_context *cx, tg_error **err);

@@ -13,10 +13,8 @@
  * left (`kill --all ID KILL`).  `tollgate delete` removes the rest.
  *
  * Under the one-call `runc run` (create_direct.c) the guard starts before
- * `runc run` goes on (create spawned it held at its log, backend_hold.h,
- * where it has read nothing; it dies with tollgate until then), learns
- * its pidfd before it is released and the init's once the pid file names
- * it (run_follow.h): on tollgate's death
+ * `runc run` does, and learns its pidfd right after the spawn and the
+ * init's once the pid file names it (run_follow.h): on tollgate's death
  * it kills `runc run` first and waits (bounded) for it to be gone, so
  * that a container half-way through its start never reaches the user's
  * process, then the init, then the backend's kill as above. */

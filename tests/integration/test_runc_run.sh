@@ -13,9 +13,6 @@
 #   - the run guard of a governed one-call run (shim/lifecycle/run_guard.h):
 #     kill -9 of tollgate before `runc run` lets the program start, and
 #     once it runs, leaves nothing of the container running;
-#   - a governed run's `runc run` is spawned during create and held at
-#     its log (a FIFO) until the config is written and the guard holds
-#     it; its log reaches tollgate's error; a create that fails kills it;
 #   - nothing is left: no runc state, no tollgate state, no mount.
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
@@ -132,54 +129,6 @@ check "kill -9 mid-start: no process of it runs on" wait_for 20 test -z "$(marke
 check "kill -9 mid-start: delete --force removes what is left" tg delete --force rr-k9m
 check_fails "kill -9 mid-start: runc keeps nothing" test -e "$runc_root/rr-k9m"
 check_eq "kill -9: nothing left in tollgate's list" "" "$(tg list -q 2>/dev/null)"
-
-# --- held: runc run starts while tollgate still works (backend_hold.h) -----
-# A runtime that notes, as it starts, whether its --log is a FIFO and
-# whether the config it will read exists yet, then becomes runc: create
-# spawns a governed run's `runc run` before it writes the config, held at
-# its log until the run releases it.
-mkdir -p "$WRAP/held"
-cat >"$WRAP/held/runc" <<SH
-#!/bin/sh
-for a in "\$@"; do case \$a in --log=*) log=\${a#--log=} ;; --bundle=*) bundle=\${a#--bundle=} ;; -*) ;; *) v=\${v:-\$a} ;; esac; done
-if [ "\$v" = run ]; then
-  echo \$\$ >"$WRAP/held/pid"
-  { [ -p "\$log" ] && echo fifo || echo file; [ -e "\$bundle/config.json" ] && echo config || echo no-config; } >"$WRAP/held/seen"
-  if [ -e "$WRAP/held/refuse" ]; then
-    echo '{"level":"error","msg":"held-log-check: refused by the test runtime","time":"2026-12-06T00:00:00Z"}' >>"\$log"
-    exit 1
-  fi
-fi
-exec "$RUNC" "\$@"
-SH
-chmod 755 "$WRAP/held/runc"
-make_bundle "$B" sh -c 'echo held-ok; exit 5'
-rm -f "$WRAP/held/seen" "$WRAP/held/refuse"
-out=$(tg --runtime "$WRAP/held/runc" run -b "$B" rr-held 2>"$TG_ROOT/held.err"); rc=$?
-check_eq "held: the output" held-ok "$out"
-check_eq "held: the exit status" 5 "$rc"
-check_eq "held: runc run was spawned before its config existed, its log a FIFO" "fifo no-config" \
-  "$(tr '\n' ' ' <"$WRAP/held/seen" 2>/dev/null | sed 's/ $//')"
-check_fails "held: tollgate keeps nothing" test -e "$TG_ROOT/rr-held"
-# What runc writes into the held log is what tollgate's error quotes.
-: >"$WRAP/held/refuse"
-tg --runtime "$WRAP/held/runc" run -b "$B" rr-heldlog >/dev/null 2>"$TG_ROOT/heldlog.err"; rc=$?
-rm -f "$WRAP/held/refuse"
-check "held: a refused run fails" test "$rc" -ne 0
-check_match "held: its error quotes the held log" "held-log-check: refused by the test runtime" "$(cat "$TG_ROOT/heldlog.err")"
-check_fails "held: nothing left of the refused run" test -e "$TG_ROOT/rr-heldlog"
-# A create that fails after the spawn (a bind source that is not there:
-# the mount pins come after it) kills the held runc run, never released.
-make_bundle "$B" sh -c 'echo never'
-add_ro_bind "$B/config.json" /data "$TG_ROOT/no-such-source"
-rm -f "$WRAP/held/pid"
-out=$(tg --runtime "$WRAP/held/runc" run -b "$B" rr-heldundo 2>"$TG_ROOT/heldundo.err"); rc=$?
-check "held: the failed create fails the run" test "$rc" -ne 0
-check_match "held: it names the missing source" no-such-source "$(cat "$TG_ROOT/heldundo.err")"
-check "held: the held runc run was spawned" test -s "$WRAP/held/pid"
-check "held: and is gone, never released" wait_for 5 pid_gone "$(cat "$WRAP/held/pid" 2>/dev/null)"
-check_eq "held: the program never ran" "" "$out"
-check_fails "held: nothing left of the failed create" test -e "$TG_ROOT/rr-heldundo"
 
 # --- network: lo alone -----------------------------------------------------
 make_bundle "$B" sh -c 'tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " " | tr "\n" " "'

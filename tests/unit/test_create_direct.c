@@ -5,7 +5,6 @@
 
 #include "base/json.h"
 #include "base/util.h"
-#include "shim/lifecycle/backend_hold.h"
 #include "shim/lifecycle/container.h"
 #include "shim/lifecycle/create_steps.h"
 
@@ -103,30 +102,4 @@ Test(create_direct, governed_is_direct) {
   cr_assert_eq(create_choose_direct_run(&cx, &err), 0);
   cr_expect(out.run_direct);
   json_free(cfg);
-}
-
-/* A `runc run` create spawned early and held (backend_hold.h) on what it
- * knew then goes when the final choice is the split, or the container
- * turns out ungoverned: it is never released. */
-Test(create_direct, a_held_run_not_made_is_dropped) {
-  const char *cases[] = {",\"hooks\":{\"prestart\":[{\"path\":\"/bin/true\"}]}", ""};
-  for (int i = 0; i < 2; i++) {
-    struct created out;
-    memset(&out, 0, sizeof out);
-    out.held_run = xmalloc(sizeof *out.held_run);
-    backend_hold_prepare(out.held_run, "run", NULL);
-    struct create_request req = {.run_direct_if_eligible = true};
-    json_t *cfg = config("", cases[i]);
-    struct create_context cx;
-    memset(&cx, 0, sizeof cx);
-    cx.req = &req;
-    cx.out = &out;
-    cx.config = cfg;
-    cx.kind_only.kind = BACKEND_RUNC;
-    cx.passthrough = i == 1; /* passthrough without a policy: no bridge */
-    cleanup_error tg_error *err = NULL;
-    cr_assert_eq(create_choose_direct_run(&cx, &err), 0);
-    cr_expect_null(out.held_run, "case %d: dropped", i);
-    json_free(cfg);
-  }
 }
