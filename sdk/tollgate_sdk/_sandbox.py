@@ -387,7 +387,10 @@ class Sandbox(_Options):
                 _write_json(self.config_path, cfg, 0o600)
                 self.root = os.path.abspath(self.root_arg or os.path.join(state, "root"))
                 os.makedirs(self.root, exist_ok=True)
-                self._server = ToolServer(self.tools) if self.tools else None
+                # Its socket lives in the state directory, so that a
+                # program killed -9 leaves it where the next Sandbox's
+                # sweep (_reap.py) removes it with the rest.
+                self._server = ToolServer(self.tools, directory=state) if self.tools else None
                 self.policy = self._policy_document()
                 self.policy_path = os.path.join(state, "policy.json")
                 self._write_checked_policy(self.policy_path, self.policy)
@@ -548,7 +551,7 @@ class Sandbox(_Options):
             self.tools.append(t)
             try:
                 if self._server is None:
-                    self._server = ToolServer([])
+                    self._server = ToolServer([], directory=self._state_dir())
                 policy = self._policy_document()
                 self._write_checked_policy(path, policy)
                 ceiling = self._user_host_config().get("policy_ceiling")

@@ -46,7 +46,10 @@ class ToolServer:
 
     def __init__(self, tools: Iterable[Tool], directory: str | None = None) -> None:
         self.tools = {t.name: t for t in tools}
-        self._dir = tempfile.mkdtemp(prefix="tollgate-sdk-sock.", dir=directory)
+        # A socket path has 107 bytes at most: inside a directory of the
+        # caller's (the SDK's state directory) the name stays short.
+        self._dir = tempfile.mkdtemp(prefix="tollgate-sdk-sock." if directory is None else "sock.",
+                                     dir=directory)
         os.chmod(self._dir, 0o700)
         self.path = os.path.join(self._dir, "tools.sock")
         self.served: list[tuple[str, str, bool]] = []

@@ -130,6 +130,7 @@ for b in $BACKENDS; do
     wait_for 180 test -s "$hold_out"
     state=$(json_get state <"$hold_out" 2>/dev/null)
     root=$(json_get root <"$hold_out" 2>/dev/null)
+    sock=$(json_get socket <"$hold_out" 2>/dev/null)
     if [ -z "$root" ]; then
       echo "FAIL - $b: SDK ($how): the holding program did not start: $(tail -c 600 "$TG_ROOT/hold-$b-$how.err")"
       kill -9 "$holder" 2>/dev/null; wait "$holder" 2>/dev/null
@@ -152,6 +153,7 @@ for b in $BACKENDS; do
       check_eq "$b: SDK (start): a new Sandbox's start exits 0" 0 "$?"
       gone_all "$b: SDK killed, a new Sandbox started" "$root" "$state" "$sc" "$br" "$b"
       check "$b: SDK (start): the dead program's state directory is removed" test ! -e "$state"
+      check "$b: SDK (start): so is its tool server's socket" test -n "$sock" -a ! -e "$sock" -a ! -e "$(dirname "$sock")"
     fi
   done
 

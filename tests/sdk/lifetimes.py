@@ -19,16 +19,22 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(REPO, "sdk"))
-from tollgate_sdk import Sandbox  # noqa: E402
+from tollgate_sdk import Sandbox, tool  # noqa: E402
 
 mode, backend, work, host_config = sys.argv[1:5]
 TG = os.environ.get("TG") or os.path.join(REPO, "build", "tollgate")
 ROOTFS = os.environ.get("TOLLGATE_ROOTFS") or os.path.join(REPO, "build", "rootfs", "python")
 
 
-def sandbox(warm):
+def sandbox(warm, tools=()):
     return Sandbox(runtime=backend, image=ROOTFS, warm=warm, tollgate=TG, host_config=host_config,
-                   audit_dir=os.path.join(work, "audit-" + backend))
+                   audit_dir=os.path.join(work, "audit-" + backend), tools=list(tools))
+
+
+@tool
+def ping(n: int) -> int:
+    """Return n: a tool, so that the holding program serves a socket."""
+    return n
 
 
 FORGE = r'''
@@ -86,13 +92,15 @@ def check(name, cond, detail=""):
 
 
 if mode == "hold":
-    sb = sandbox(2)
+    sb = sandbox(2, tools=[ping])
     sb.start()
     sb._pool.wait_ready()
     s = sb.session()
     s.open()
     s.run("x = 1")
-    print(json.dumps({"pid": os.getpid(), "state": sb._state, "root": sb.root}), flush=True)
+    assert sb._server is not None
+    print(json.dumps({"pid": os.getpid(), "state": sb._state, "root": sb.root,
+                      "socket": sb._server.path}), flush=True)
     while True:
         time.sleep(60)
 elif mode == "start":
