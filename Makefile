@@ -154,11 +154,11 @@ integration: all
 # spend most of their time waiting on sandboxes: the suite's wall time is
 # the integration's, not the sum (docs/performance.md, "The suite").
 check: deps
-	@rm -f $(BUILD)/check-counts
+	@rm -f $(BUILD)/check-counts; mkdir -p $(BUILD); touch $(BUILD)/check-started
 	$(MAKE) all
 	COUNTS_FILE=$(abspath $(BUILD))/check-counts $(MAKE) -k -j2 check-side integration
 	$(MAKE) bench-smoke
-	@COUNTS_FILE=$(abspath $(BUILD))/check-counts bash tests/leaks.sh
+	@COUNTS_FILE=$(abspath $(BUILD))/check-counts CHECK_STARTED=$(abspath $(BUILD))/check-started bash tests/leaks.sh
 check-side:
 	$(MAKE) structure
 	$(MAKE) unit

@@ -14,6 +14,7 @@ get ready.  Cold and warm samples alternate, so drift hits both alike.
 """
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -92,6 +93,7 @@ def main():
     finally:
         cold.close()
         warm.close()
+        shutil.rmtree(audit, ignore_errors=True)
     ms = lambda v: round(v * 1000, 1)
     print(json.dumps({"reps": reps, "cold_p50_ms": ms(statistics.median(tc)), "cold_p90_ms": ms(q(tc, 0.9)),
                       "warm_p50_ms": ms(statistics.median(tw)), "warm_p90_ms": ms(q(tw, 0.9)),

@@ -20,6 +20,16 @@ p=$(pgrep -af 'runsc-(sandbox|gofer)|tollgate' | grep -E '/tmp/(tollgate-|tg-)' 
 [ -z "$p" ] && ok || leak "processes left from test roots: $p"
 d=$(ls -d /tmp/tollgate-root.* 2>/dev/null)
 [ -z "$d" ] && ok || leak "test roots left: $d"
+# Temporary directories of the SDK's outside its state directory (a tool
+# server's socket made on its own, the bench's audit directory) made since
+# the check started (CHECK_STARTED, a file the Makefile touches first;
+# else any).  Not the state directories themselves: a program killed -9
+# (an MCP client kills its server 2 s after closing stdin) leaves its own
+# for the next Sandbox's sweep (sdk/tollgate_sdk/_reap.py), by design.
+newer=()
+[ -n "${CHECK_STARTED:-}" ] && [ -e "$CHECK_STARTED" ] && newer=(-newer "$CHECK_STARTED")
+d=$(find /tmp -maxdepth 1 \( -name 'tollgate-sdk-sock.*' -o -name 'tollgate-sdkbench.*' \) "${newer[@]}" 2>/dev/null)
+[ -z "$d" ] && ok || leak "SDK temporary directories left: $d"
 echo "leaks: $pass passed, $fail failed"
 
 if [ -n "${COUNTS_FILE:-}" ] && [ -f "$COUNTS_FILE" ]; then
