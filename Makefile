@@ -150,15 +150,14 @@ integration: all
 # The last line is the whole run's count: unit suites, integration checks
 # and the final leak checks.
 # The checks that need no container (structure, unit, typecheck, sdk-unit,
-# fuzz-smoke), then the bench's smoke run (small counts: it checks that
-# every part runs, its figures mean nothing), run one after another beside
-# the integration lanes, which spend most of their time waiting on
-# sandboxes: the suite's wall time is the integration's, not the sum
-# (docs/performance.md, "The suite").
+# fuzz-smoke) run one after another beside the integration lanes, which
+# spend most of their time waiting on sandboxes: the suite's wall time is
+# the integration's, not the sum (docs/performance.md, "The suite").
 check: deps
 	@rm -f $(BUILD)/check-counts; mkdir -p $(BUILD); touch $(BUILD)/check-started
 	$(MAKE) all
 	COUNTS_FILE=$(abspath $(BUILD))/check-counts $(MAKE) -k -j2 check-side integration
+	$(MAKE) bench-smoke
 	@COUNTS_FILE=$(abspath $(BUILD))/check-counts CHECK_STARTED=$(abspath $(BUILD))/check-started bash tests/leaks.sh
 check-side:
 	$(MAKE) structure
@@ -166,7 +165,6 @@ check-side:
 	$(MAKE) typecheck
 	$(MAKE) sdk-unit
 	$(MAKE) fuzz-smoke
-	$(MAKE) bench-smoke
 
 # Sanitizer build in its own directory so it never mixes with the normal one.
 # The unit tests run the static client and the binary of the normal build.
