@@ -84,6 +84,11 @@ int digest_buffer_hex(const void *data, size_t len, char out[DIGEST_HEX_SIZE], t
   return 0;
 }
 
+int digest_buffer_text(const void *data, size_t len, char out[DIGEST_TEXT_SIZE], tg_error **err) {
+  memcpy(out, DIGEST_TEXT_PREFIX, sizeof DIGEST_TEXT_PREFIX - 1);
+  return digest_buffer_hex(data, len, out + sizeof DIGEST_TEXT_PREFIX - 1, err);
+}
+
 int digest_fd(int fd, size_t max_bytes, unsigned char out[DIGEST_BYTES], tg_error **err) {
   cleanup_digest struct digest *d = digest_new();
   if (digest_init(d, err) < 0)

@@ -15,6 +15,8 @@
 #define DIGEST_BYTES 32                  /* a SHA-256 digest */
 #define DIGEST_HEX_LEN (2 * DIGEST_BYTES) /* its hex, without the NUL */
 #define DIGEST_HEX_SIZE (DIGEST_HEX_LEN + 1)
+#define DIGEST_TEXT_PREFIX "sha256:"       /* a digest named with its algorithm */
+#define DIGEST_TEXT_SIZE (sizeof DIGEST_TEXT_PREFIX - 1 + DIGEST_HEX_SIZE)
 
 /* A streaming SHA-256 context (opaque). */
 struct digest;
@@ -44,6 +46,10 @@ int digest_buffer(const void *data, size_t len, unsigned char out[DIGEST_BYTES],
 
 /* The same as lowercase hex, NUL-terminated, into out. */
 int digest_buffer_hex(const void *data, size_t len, char out[DIGEST_HEX_SIZE], tg_error **err);
+
+/* The same as "sha256:<hex>", NUL-terminated, into out: how the effective
+ * config's mark and a checkpoint's seal name a config's digest. */
+int digest_buffer_text(const void *data, size_t len, char out[DIGEST_TEXT_SIZE], tg_error **err);
 
 /* SHA-256 of what fd reads from its current offset to end of file, at
  * most max_bytes: more than that fails with EFBIG rather than digesting a

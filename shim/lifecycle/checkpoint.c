@@ -71,14 +71,6 @@ static int criu_args(const struct backend *b, const char *verb,
   return 0;
 }
 
-/* "sha256:<hex>" of bytes, owned, or NULL with *err. */
-static char *sha256_text(const char *data, size_t len, tg_error **err) {
-  char hex[DIGEST_HEX_SIZE];
-  if (digest_buffer_hex(data, len, hex, err) < 0)
-    return NULL;
-  return xasprintf("sha256:%s", hex);
-}
-
 /* Seal the image the backend just wrote with the container's effective
  * config (the very bytes its backend was given) and the credentials that
  * config gives its process. */
@@ -93,8 +85,8 @@ static int seal_image(const struct cli *cli, const struct container *c, const ch
   if (config == NULL)
     return tg_error_wrap(err, "checkpoint: the container's effective config %s", path);
   /* A failed digest ends the seal: it never records a digest of zeros. */
-  cleanup_free char *digest = sha256_text(bytes, len, err);
-  if (digest == NULL)
+  char digest[DIGEST_TEXT_SIZE];
+  if (digest_buffer_text(bytes, len, digest, err) < 0)
     return tg_error_wrap(err, "checkpoint: the digest of %s", path);
   const char *profile = json_string_value(json_object_get(c->state, "profile"));
   cleanup_json json_t *creds = seal_credentials(config, profile);

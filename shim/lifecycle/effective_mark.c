@@ -13,15 +13,6 @@
  * still recognised, so a bundle they rewrote is not hardened twice. */
 #define LEGACY_EFFECTIVE_ANNOTATION "dev.tollgate.effective"
 
-#define MARK_PREFIX "sha256:"
-#define MARK_SIZE (sizeof MARK_PREFIX - 1 + DIGEST_HEX_SIZE)
-
-/* "sha256:<hex>" of data, NUL-terminated into out.  0, or -1 with *err. */
-static int config_digest(const char *data, size_t len, char out[MARK_SIZE], tg_error **err) {
-  memcpy(out, MARK_PREFIX, sizeof MARK_PREFIX - 1);
-  return digest_buffer_hex(data, len, out + sizeof MARK_PREFIX - 1, err);
-}
-
 /* The mark beside config.json (untrusted: the bundle is the user's), or
  * an empty owned string. */
 static char *read_mark(int bundle_fd) {
@@ -40,10 +31,10 @@ bool effective_mark_is_ours(int bundle_fd, const char *data, size_t len, const j
       json_object_get(parsed, "annotations"), LEGACY_EFFECTIVE_ANNOTATION));
   if (legacy != NULL && strcmp(legacy, "true") == 0)
     return true;
-  char digest[MARK_SIZE];
+  char digest[DIGEST_TEXT_SIZE];
   /* No digest, no match: the config is taken as the user's and hardened,
    * never trusted as already ours. */
-  if (config_digest(data, len, digest, NULL) < 0)
+  if (digest_buffer_text(data, len, digest, NULL) < 0)
     return false;
   cleanup_free char *mark = read_mark(bundle_fd);
   size_t dl = strlen(digest);
@@ -62,12 +53,12 @@ bool effective_mark_is_ours(int bundle_fd, const char *data, size_t len, const j
 int effective_mark_write(int bundle_fd, const char *bundle, const char *eff, size_t eff_len,
                          const char *replaced, size_t replaced_len, bool replaced_ours,
                          tg_error **err) {
-  char now[MARK_SIZE], before[MARK_SIZE];
-  if (config_digest(eff, eff_len, now, err) < 0)
+  char now[DIGEST_TEXT_SIZE], before[DIGEST_TEXT_SIZE];
+  if (digest_buffer_text(eff, eff_len, now, err) < 0)
     return tg_error_wrap(err, "bundle %s", bundle);
   cleanup_free char *text = NULL;
   if (replaced_ours) {
-    if (config_digest(replaced, replaced_len, before, err) < 0)
+    if (digest_buffer_text(replaced, replaced_len, before, err) < 0)
       return tg_error_wrap(err, "bundle %s", bundle);
     text = xasprintf("%s\n%s\n", now, before);
   } else {

@@ -34,6 +34,9 @@ Test(digest, nist_one_shot) {
   cr_assert_eq(digest_buffer("abc", 3, raw, NULL), 0);
   cr_assert_eq(raw[0], 0xba);
   cr_assert_eq(raw[31], 0xad);
+  char text[DIGEST_TEXT_SIZE];
+  cr_assert_eq(digest_buffer_text("abc", 3, text, NULL), 0);
+  cr_assert_str_eq(text, "sha256:" ABC);
 }
 
 /* A million 'a' fed in chunks of 1, 2, ... 997 bytes, cycling: the
