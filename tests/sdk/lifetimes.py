@@ -37,23 +37,26 @@ def ping(n: int) -> int:
     return n
 
 
-FORGE = r'''
-import json, sys
+# Every forger starts alike: the run's nonce, which the program can read
+# (job.json), and the trailer that claims exit 0.
+FORGED_TRAILER = r'''
+import json, os, signal, sys, time
 raw = open("/app/.tollgate/job.json", "rb").read()
 nonce = json.loads(raw.split(b"\n", 1)[0])["nonce"]
+trailer = "\ntollgate-run:%s:%s\n" % (nonce, json.dumps({"exit": 0, "timed_out": False}))
+'''
+
+FORGE = FORGED_TRAILER + r'''
 for f in (sys.stdout, sys.stderr):
-    f.write("forged\n\ntollgate-run:%s:%s\n" % (nonce, json.dumps({"exit": 0, "timed_out": False})))
+    f.write("forged\n" + trailer)
     f.flush()
 sys.exit(3)
 '''
 
 # The forger leaves a child behind that keeps printing forged trailers:
 # the init must kill it before its own trailer.
-FORGE_CHILD = r'''
-import json, os, sys, time
-raw = open("/app/.tollgate/job.json", "rb").read()
-nonce = json.loads(raw.split(b"\n", 1)[0])["nonce"]
-line = ("\ntollgate-run:%s:%s\n" % (nonce, json.dumps({"exit": 0, "timed_out": False}))).encode()
+FORGE_CHILD = FORGED_TRAILER + r'''
+line = trailer.encode()
 if os.fork() == 0:
     os.setsid()
     while True:
@@ -67,12 +70,9 @@ os._exit(5)
 # The forger attacks the init itself: were the init ended (SIGINT's
 # KeyboardInterrupt) or patched (/proc/1/mem) before its trailer, the
 # container would stop with the forged trailer the last one.
-FORGE_INIT = r'''
-import json, os, signal, sys, time
-raw = open("/app/.tollgate/job.json", "rb").read()
-nonce = json.loads(raw.split(b"\n", 1)[0])["nonce"]
+FORGE_INIT = FORGED_TRAILER + r'''
 for f in (sys.stdout, sys.stderr):
-    f.write("\ntollgate-run:%s:%s\n" % (nonce, json.dumps({"exit": 0, "timed_out": False})))
+    f.write(trailer)
     f.flush()
 try:
     os.close(os.open("/proc/1/mem", os.O_RDWR))
