@@ -20,7 +20,8 @@ def mount_roots(pid: str) -> list[str]:
     """The root field of each mount in pid's mount namespace."""
     try:
         with open(f"/proc/{pid}/mountinfo", encoding="utf-8", errors="replace") as f:
-            return [line.split()[3] for line in f if len(line.split()) > 3]
+            fields = (line.split() for line in f)
+            return [x[3] for x in fields if len(x) > 3]
     except OSError:  # gone, or a kernel thread
         return []
 
