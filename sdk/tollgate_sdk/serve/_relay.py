@@ -19,6 +19,7 @@ from ._service_error import ServiceError
 
 __all__ = ["ClientToolFailed", "Relay", "client_tools_of", "without_client_tools"]
 
+
 class ClientToolFailed(TollgateSDKError):
     """A client-served tool's call failed: its client is gone, has too
     many calls waiting, did not answer in time, or answered an error.
