@@ -48,7 +48,7 @@ DEB_PACKAGES := build-essential pkg-config libyajl-dev libseccomp-dev libcap-ng-
                 libmnl-dev libcriterion-dev libssl-dev runc busybox-static \
                 containerd clang libclang-rt-14-dev python3 python3-yaml iproute2 \
                 python3-grpcio python3-grpc-tools docker.io \
-                podman containernetworking-plugins mmdebstrap libcurl4-openssl-dev python3-venv
+                podman containernetworking-plugins mmdebstrap libcurl4-openssl-dev python3-venv tini
 
 .PHONY: all deps check check-side unit sdk-unit typecheck rootfs structure integration asan fuzz fuzz-smoke install clean \
         demo demo-interactive demo-agent bench bench-smoke
