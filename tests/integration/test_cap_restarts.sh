@@ -18,13 +18,21 @@ CAP=120
 KILLS=5
 bridge_fixtures
 cp "$here/bridge/slow.py" "$POL/"
-cat > "$POL/cap.json" <<P
+# slow's argument: a file made beside the container's "go" (where the
+# tools' uid can see it).  A caller that
+# looked for "go" just before the last kill's touch made it may still
+# call slow, on the sidecar that nothing kills any more: that call then
+# answers at once instead of after its 60 s.
+for rt in $BACKENDS; do
+cat > "$POL/cap-$rt.json" <<P
 {"version": 1,
- "tools": {"slow": {"backend": {"type": "exec", "argv": ["slow.py"]}, "irreversible": true,
+ "tools": {"slow": {"backend": {"type": "exec", "argv": ["slow.py", "$POL/go-$rt"]},
+                    "irreversible": true,
                     "timeout": 90, "rules": [{"effect": "allow"}]},
            "echo": {"backend": {"type": "builtin", "name": "echo"}, "rules": [{"effect": "allow"}]}},
  "budgets": {"max_tool_calls": $CAP, "max_irreversible": 1000}}
 P
+done
 chmod -R a+rX "$POL"
 write_config 'sidecar_max_restarts=20'
 
@@ -78,7 +86,7 @@ for rt in $BACKENDS; do
   log=$TG_ROOT/audit/$id.jsonl
   out=$TG_ROOT/$id.out
   make_bundle "$TG_ROOT/bundles/$id" sh -c "$PROGRAM"
-  tg --runtime "$rt" create --policy "$POL/cap.json" -b "$TG_ROOT/bundles/$id" "$id" >"$out" 2>&1
+  tg --runtime "$rt" create --policy "$POL/cap-$rt.json" -b "$TG_ROOT/bundles/$id" "$id" >"$out" 2>&1
   on_exit "tg delete --force $id"
   tg start "$id"
   killed=0
@@ -89,7 +97,7 @@ for rt in $BACKENDS; do
     # The go only now: given before the kill, a fast program could reach
     # the cap while the sidecar about to die still served it, and the
     # refusals it only counted (docs/audit.md, Summaries) die with it.
-    [ "$k" = "$KILLS" ] && touch "$TG_ROOT/$id/bridge/calls/go"
+    [ "$k" = "$KILLS" ] && touch "$TG_ROOT/$id/bridge/calls/go" "$POL/go-$rt"
     # After the last kill the program has its "go" and may reach the cap
     # and end before the restarted sidecar is seen running: then the
     # restart count is what says it came back.
