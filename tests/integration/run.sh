@@ -14,18 +14,8 @@
 # writes this run's per-script seconds to tests/integration/durations.txt,
 # the order a fresh clone schedules by.
 set -u
-# The scripts run under a subreaper that reaps at once (tini -s).  A
-# runsc sandbox is an orphan once `runsc create` returns, and `runsc
-# delete` waits until the sandbox's process is gone; without a subreaper
-# it is PID 1's to reap, and where PID 1 reaps late (this machine's does:
-# zombies seconds old) every delete of a runsc container waited for it,
-# 1-2 s each.  A host's init, or containerd's shim, reaps at once, so
-# this is the host the scripts are meant to see.
-if [ "${TG_SUBREAPED:-}" != 1 ]; then
-  command -v tini >/dev/null || { echo "run.sh: tini is missing: run 'make deps'" >&2; exit 2; }
-  export TG_SUBREAPED=1
-  exec tini -s -- bash "$0" "$@"
-fi
+# Under a subreaper that reaps at once (tests/subreaper.sh says why).
+. "$(dirname "$0")/../subreaper.sh"
 save_durations=0
 while [ $# -gt 0 ]; do
   case $1 in
