@@ -42,7 +42,9 @@ if "$venv/bin/python" -m pip install -q --disable-pip-version-check --require-ha
   :
 else
   echo "sdk/venv.sh: uv could not install the lock; installing it with pip" >&2
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check --require-hashes --no-deps -r "$lock"
+  # (without uv itself: where it failed, it has no wheel for this platform)
+  awk '/^uv==/ {p = 1} !p {print} p && !/\\$/ {p = 0}' "$lock" > "$venv/rest.req"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check --require-hashes --no-deps -r "$venv/rest.req"
 fi
 "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation --no-index -e "$here"
 backend_wheel
