@@ -37,6 +37,7 @@ import threading
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping, Optional, Union, overload
 
+from ._pid1 import PID1_FIX
 from ._tree import remove_tree
 from . import _audit as audit, _oom as oom_watch, _pause, _reap as reap
 from ._approvals import ApprovalRequest, ApprovalWatcher, control_request
@@ -325,6 +326,12 @@ class Sandbox(_Options):
         if os.geteuid() != 0:
             raise SandboxUnavailable("tollgate starts containers and mounts the bridge tmpfs: run "
                                      "this program as root; nothing was run")
+        if os.getpid() == 1:
+            # The sandboxes' processes that outlive tollgate's calls would
+            # become this program's children, and nothing would reap them:
+            # removing a gVisor sandbox then waits minutes (_pid1.py).
+            raise SandboxUnavailable("this program is PID 1 of its PID namespace, which must reap the "
+                                     "orphaned processes of the sandboxes: %s; nothing was run" % PID1_FIX)
         cfg = self._user_host_config()
         path = self.runtime_path or (cfg.get("runtime_path") if cfg.get("runtime", "runsc")
                                      == self.runtime else None)

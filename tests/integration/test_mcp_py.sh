@@ -37,6 +37,15 @@ for rev in 2025-11-25 2026-07-28; do
   check_eq "stdio $rev: the Python client exits 0" 0 "$?"
 done
 
+# The server as PID 1 of a PID namespace (a container started with no
+# init): it splits in two (sdk/tollgate_sdk/_pid1.py), the first process
+# staying an init that reaps the sandboxes' orphans, so the client's
+# whole run works as above, and no zombie waits under that init.
+pid1=$(python3 -c 'import json, sys; print(json.dumps(sys.argv[1:]))' \
+       unshare --pid --fork --mount-proc --kill-child "${server[@]}")
+timeout 180 "$py" "$here/py_client.py" "stdio as PID 1" 2026-07-28 "$TG_ROOT/audit" stdio "$pid1"
+check_eq "stdio as PID 1 of a PID namespace: the Python client exits 0" 0 "$?"
+
 # Streamable HTTP on loopback: one server for both revisions.
 port=$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 "${server[@]}" --http "127.0.0.1:$port" 2>"$stage/http.err" &

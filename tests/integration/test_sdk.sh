@@ -47,6 +47,19 @@ check "README quick start: its audit log verifies" sh -c '"$1" audit verify "$2"
 [ -n "$qs_log" ] && rm -f "$qs_log"
 
 
+# A program that is PID 1 of its PID namespace (a container with no
+# init) would be the parent of its sandboxes' orphans and reap none of
+# them: Sandbox refuses there, naming the fix, before anything runs.
+out=$(unshare --pid --fork --mount-proc env TOLLGATE="$TG" TOLLGATE_ROOTFS="$BUILD/rootfs/python" "$PY" -c '
+from tollgate_sdk import Sandbox, SandboxUnavailable
+try:
+    Sandbox().run("print(1)")
+    print("it ran")
+except SandboxUnavailable as e:
+    print("refused:", e)' 2>&1)
+check_match "a program that is PID 1 of its PID namespace: Sandbox refuses, naming an init as the fix" \
+  "^refused: this program is PID 1 .*docker run --init.*nothing was run" "$out"
+
 "$PY" "$sdk_tests/run_unit.py" 2>"$TG_ROOT/unit.err"
 [ -s "$TG_ROOT/unit.err" ] && grep -v '^$' "$TG_ROOT/unit.err" | grep -iv 'warning' | sed 's/^/   # /' | tail -n 40
 

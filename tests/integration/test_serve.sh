@@ -123,3 +123,27 @@ stop_serve
 check_eq "nothing left under the service's root" 0 "$(containers)"
 check_eq "no sandbox records left" "" "$(ls "$S/state/sandboxes" 2>/dev/null)"
 check_eq "no bundles or paused images left" "" "$(ls "$S/state/paused" "$S/state/paused/bundles" 2>/dev/null | grep sdk-)"
+
+# The service as PID 1 of a PID namespace (a container started with no
+# init, `docker run IMAGE tollgate serve`).  Every sandbox's orphans are
+# that PID 1's to reap, and runsc's delete waits for its sandbox's
+# process: reaping nothing, the service took 2 minutes per kill.  It now
+# splits in two (sdk/tollgate_sdk/_pid1.py): PID 1 stays an init that
+# reaps them and passes TERM on.
+p1port=$((port + 2))
+unshare --pid --fork --mount-proc --kill-child "$TG" serve --listen 127.0.0.1:$p1port \
+  --tenants "$S/tenants.json" --state "$S/state-pid1" --template "base=$TG_ROOT/debian" \
+  --log "$S/events-pid1.log" >>"$S/serve-pid1.out" 2>&1 &
+p1=$!
+on_exit "kill -9 $p1 2>/dev/null"
+check "as PID 1: the service starts and answers" wait_for 30 curl -s -o /dev/null "http://127.0.0.1:$p1port/v2/sandboxes"
+E2B_API_URL=http://127.0.0.1:$p1port E2B_SANDBOX_URL=http://127.0.0.1:$p1port client pid1 | grep -E '^(ok|FAIL) - '
+init=$(pgrep -P "$p1")
+check_eq "as PID 1: the first process stays, with the service as its one child" 1 "$(pgrep -P "$init" | grep -c .)"
+zombies() { ps -o stat= --ppid "$init" | grep -c Z; }
+check "as PID 1: no zombie is left under it" wait_for 5 eval '[ "$(zombies)" = 0 ]'
+kill -TERM "$init"
+wait "$p1"
+check_eq "as PID 1: TERM to it is passed on, and the service ends with exit 0" 0 "$?"
+check_eq "as PID 1: nothing left under its root" "" "$("$TG" --root "$S/state-pid1/root" list -q 2>/dev/null)"
+check_eq "as PID 1: the service recorded its stop" 1 "$(grep -c '"event": "stopped"' "$S/events-pid1.log")"

@@ -366,9 +366,28 @@ def after_restart(a_id, b_id):
     check("kill of a sandbox taken back answers True", a.kill() is True)
 
 
+def pid1():
+    """Against a service that is PID 1 of its PID namespace: two sandboxes,
+    each run and killed; a kill waited minutes when that PID 1 reaped
+    nothing (sdk/tollgate_sdk/_pid1.py)."""
+    slow = []
+    for i in range(2):
+        sbx = Sandbox.create(timeout=120)
+        e = sbx.run_code("print(%d * 7)" % (i + 6))
+        check("as PID 1: sandbox %d runs code" % (i + 1), e.logs.stdout == ["%d\n" % ((i + 6) * 7)], e.logs)
+        t = time.monotonic()
+        gone = sbx.kill()
+        took = time.monotonic() - t
+        check("as PID 1: sandbox %d's kill answers True" % (i + 1), gone is True, gone)
+        if took > 10:
+            slow.append(took)
+    check("as PID 1: no kill waited on an unreaped sandbox (over 10 s)", not slow, slow)
+    check("as PID 1: none left in the list", Sandbox.list().next_items() == [])
+
+
 if __name__ == "__main__":
     what = sys.argv[1]
     {"basics": lambda: basics(), "connect": lambda: connect(sys.argv[2]), "gone": lambda: gone(None),
      "pause": lambda: pause(), "governed": lambda: governed(), "refusals": lambda: refusals(),
      "orphan": lambda: orphan(sys.argv[2]), "crowd": lambda: crowd(int(sys.argv[2]), int(sys.argv[3])), 
-     "before_kill": lambda: before_kill(), "after_restart": lambda: after_restart(sys.argv[2], sys.argv[3])}[what]()
+     "before_kill": lambda: before_kill(), "after_restart": lambda: after_restart(sys.argv[2], sys.argv[3]), "pid1": lambda: pid1()}[what]()

@@ -20,5 +20,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.exit("tollgate mcp: the Python package `mcp` is missing for %s: run `make deps` (it makes "
                  "the project's .venv, which `tollgate mcp` uses), or set TOLLGATE_PYTHON to a Python "
                  "that has it (pip install './sdk[mcp]')" % sys.executable)
+    from .._pid1 import split_when_pid1
+    split_when_pid1()  # PID 1 of a container with no init: stay its init
     from ._server import main as serve
     return serve(argv)

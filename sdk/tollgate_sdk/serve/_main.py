@@ -16,6 +16,7 @@ from typing import Any
 import uvicorn
 
 from .._errors import TollgateSDKError
+from .._pid1 import split_when_pid1
 from .._sandbox import SOURCE_TREE, find_tollgate
 from ._adopt import readopt
 from ._app import App
@@ -88,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tls-key")
     ap.add_argument("--log", help="append the service's events (JSON lines) here instead of stderr")
     a = ap.parse_args(argv)
+    split_when_pid1()  # PID 1 of a container with no init: stay its init (_pid1.py)
     host, port = _listen(a.listen)
     if bool(a.tls_cert) != bool(a.tls_key):
         raise SystemExit("tollgate serve: --tls-cert and --tls-key go together")
