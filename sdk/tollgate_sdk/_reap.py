@@ -19,7 +19,7 @@ from typing import List, Optional, Tuple
 
 from ._tree import mounts_under, remove_tree
 
-OWNER_FILE = "owner"        # in the SDK's state directory: "PID START\n"
+OWNER_FILE = "owner"        # in the SDK's state directory: "PID START PIDNS\n"
 STATE_PREFIX = "tollgate-sdk."
 
 
@@ -42,24 +42,45 @@ def _identity(pid: int) -> Optional[Tuple[str, int]]:
         return None
 
 
+def _pid_namespace() -> int:
+    """The inode of this process's PID namespace, or 0."""
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return 0
+
+
 def mark_owner(state: str) -> None:
-    """Record this process as the owner of the SDK state directory."""
+    """Record this process as the owner of the SDK state directory: its
+    pid, start time and PID namespace (a pid means nothing outside it)."""
     me = _identity(os.getpid())
     if me is None:
         return
     tmp = os.path.join(state, OWNER_FILE + ".tmp")
     with open(tmp, "w", encoding="ascii") as f:
-        f.write("%d %d\n" % (os.getpid(), me[1]))
+        f.write("%d %d %d\n" % (os.getpid(), me[1], _pid_namespace()))
     os.replace(tmp, os.path.join(state, OWNER_FILE))
 
 
-def _owner_dead(state: str) -> bool:
+def owner_dead(state: str) -> bool:
+    """Whether the owner recorded in an SDK state directory is gone.  An
+    owner recorded in another PID namespace (a `tollgate serve` or `tollgate
+    mcp` in a container, sharing /tmp) cannot be judged from here: its pid
+    names another process, or none, in this one.  Such an owner counts as
+    alive, as tollgate's reaper counts a container's (lifetime.h)."""
     try:
         with open(os.path.join(state, OWNER_FILE), encoding="ascii") as f:
-            pid_s, start_s = f.read().split()
-        pid, start = int(pid_s), int(start_s)
+            fields = [int(v) for v in f.read().split()]
     except (OSError, ValueError):
         return False  # not an SDK state directory we marked: not ours to judge
+    if len(fields) == 3:
+        pid, start, pidns = fields
+        if pidns != _pid_namespace():
+            return False
+    elif len(fields) == 2:  # written before the namespace was recorded
+        pid, start = fields
+    else:
+        return False
     now = _identity(pid)
     return now is None or now[1] != start or now[0] in ("Z", "X")
 
@@ -97,5 +118,5 @@ def sweep(tollgate: str, root: Optional[str], config: Optional[str]) -> None:
         # Only a real directory of ours (root's, not a link planted in /tmp).
         if not os.path.isdir(state) or os.path.islink(state) or st.st_uid != os.geteuid():
             continue
-        if _owner_dead(state) and not _busy(state):
+        if owner_dead(state) and not _busy(state):
             remove_tree(state)

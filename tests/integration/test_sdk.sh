@@ -60,6 +60,35 @@ except SandboxUnavailable as e:
 check_match "a program that is PID 1 of its PID namespace: Sandbox refuses, naming an init as the fix" \
   "^refused: this program is PID 1 .*docker run --init.*nothing was run" "$out"
 
+# An SDK program in another PID namespace (`tollgate mcp` or serve in a
+# container that shares /tmp) must not take this one's state directory for
+# a dead owner's: this program's pid means nothing there.  The holder has
+# run once (its state directory holds its host config) and runs again
+# after the other's sweep; a sweep that removed the directory made that
+# second run fail ("host config ... does not exist").
+holder_in=$TG_ROOT/holder.in
+mkfifo "$holder_in"
+TOLLGATE="$TG" TOLLGATE_ROOTFS="$BUILD/rootfs/python" "$PY" -c '
+import sys
+from tollgate_sdk import Sandbox
+sb = Sandbox(runtime="runc")
+print("first", sb.run("print(6 * 7)").stdout.strip(), flush=True)
+open(sys.argv[1]).read()
+print("second", sb.run("print(7 * 7)").stdout.strip(), flush=True)
+sb.close()' "$holder_in" >"$TG_ROOT/holder.out" 2>&1 &
+holder=$!
+wait_for 120 grep -q '^first' "$TG_ROOT/holder.out"
+check_eq "another PID namespace: the holder's first run" "first 42" "$(head -1 "$TG_ROOT/holder.out")"
+out=$(unshare --pid --fork --mount-proc --kill-child tini -s -- env TOLLGATE="$TG" \
+      TOLLGATE_ROOTFS="$BUILD/rootfs/python" "$PY" -c '
+from tollgate_sdk import Sandbox
+print("there", Sandbox(runtime="runc").run("print(1 + 1)").stdout.strip())' 2>&1)
+check_eq "another PID namespace: a Sandbox runs there (and sweeps)" "there 2" "$out"
+echo go >"$holder_in"
+wait "$holder"
+check_eq "another PID namespace: its sweep left the holder's state directory, whose second run works" \
+  "second 49" "$(sed -n 2p "$TG_ROOT/holder.out")"
+
 "$PY" "$sdk_tests/run_unit.py" 2>"$TG_ROOT/unit.err"
 [ -s "$TG_ROOT/unit.err" ] && grep -v '^$' "$TG_ROOT/unit.err" | grep -iv 'warning' | sed 's/^/   # /' | tail -n 40
 
