@@ -13,9 +13,17 @@ want=$(sha256sum "$lock" | cut -d' ' -f1)
 # DIR/wheels: `pip install --no-index --find-links DIR/wheels ./sdk` then
 # builds the SDK in a fresh virtual environment with nothing fetched
 # (tests/integration/test_sdk.sh does, as the README's quick start says).
+# lock_entry NAME [--without]: NAME's entry of the lock (its pin and
+# hashes), or with --without the lock but that entry.
+lock_entry() {
+  awk -v name="$1==" -v without="${2:-}" '
+    index($0, name) == 1 {p = 1}
+    (p && without == "") || (!p && without != "") {print}
+    p && !/\\$/ {p = 0}' "$lock"
+}
 backend_wheel() {
   ls "$venv"/wheels/setuptools-*.whl >/dev/null 2>&1 && return 0
-  awk '/^setuptools==/ {p = 1} p {print} p && !/\\$/ {exit}' "$lock" > "$venv/backend.req"
+  lock_entry setuptools > "$venv/backend.req"
   "$venv/bin/python" -m pip download -q --disable-pip-version-check --no-deps --require-hashes \
     -r "$venv/backend.req" -d "$venv/wheels"
 }
@@ -35,7 +43,7 @@ rm -rf "$venv"
 # pip takes 75-90 s here to fetch and install them one after another (a
 # fresh clone's `make check` pays it), uv 15 s with the bytecode.  pip
 # alone when uv cannot be installed on this platform.
-awk '/^uv==/ {p = 1} p {print} p && !/\\$/ {exit}' "$lock" > "$venv/uv.req"
+lock_entry uv > "$venv/uv.req"
 if "$venv/bin/python" -m pip install -q --disable-pip-version-check --require-hashes --no-deps -r "$venv/uv.req" &&
    "$venv/bin/uv" pip install -q --no-cache --compile-bytecode --python "$venv/bin/python" \
      --require-hashes --no-deps -r "$lock"; then
@@ -43,7 +51,7 @@ if "$venv/bin/python" -m pip install -q --disable-pip-version-check --require-ha
 else
   echo "sdk/venv.sh: uv could not install the lock; installing it with pip" >&2
   # (without uv itself: where it failed, it has no wheel for this platform)
-  awk '/^uv==/ {p = 1} !p {print} p && !/\\$/ {p = 0}' "$lock" > "$venv/rest.req"
+  lock_entry uv --without > "$venv/rest.req"
   "$venv/bin/python" -m pip install -q --disable-pip-version-check --require-hashes --no-deps -r "$venv/rest.req"
 fi
 "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation --no-index -e "$here"
