@@ -47,6 +47,16 @@ def http(method, path, key=None, body=None, headers=None):
             return e.code, raw.decode("utf-8", "replace")
 
 
+def at_once(fns, timeout):
+    """Run each of fns in its own thread, all at once; wait up to timeout
+    seconds for each."""
+    ts = [threading.Thread(target=f) for f in fns]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(timeout)
+
+
 def basics():
     sbx = Sandbox.create(metadata={"suite": "basics"}, timeout=120)
     check("create answers a sandbox id of 20 characters", len(sbx.sandbox_id) == 20, sbx.sandbox_id)
@@ -260,22 +270,14 @@ def refusals():
             made.append(Sandbox.create(timeout=60))
         except Exception as ex:
             refused.append(ex)
-    ts = [threading.Thread(target=one) for _ in range(12)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join(300)
+    at_once([one] * 12, 300)
     check("12 creates at once over a quota of 12 with one running: 11 made", len(made) == 12,
           "made %d, refused %s" % (len(made), refused))
     check("over the quota: e2b's error shape naming the quota",
           len(refused) == 1 and "max_sandboxes" in str(refused[0]), refused)
-    # and killed at once (a runsc container's removal waits here for the
-    # host's init to reap its sandbox: 1-2 s each, one after another)
-    kills = [threading.Thread(target=s.kill) for s in made]
-    for t in kills:
-        t.start()
-    for t in kills:
-        t.join(120)
+    # and killed at once (where the host's init reaps late, a runsc
+    # container's removal waits for it: 1-2 s each, one after another)
+    at_once([s.kill for s in made], 120)
     # The other tenant: 256 MiB sandboxes under a 512 MiB quota.
     theirs = [Sandbox.create(api_key=other, timeout=60) for _ in range(2)]
     try:
@@ -306,11 +308,7 @@ def crowd(clients, each):
                 done.append(1)
             except Exception as ex:
                 errors.append("client %d run %d: %s: %s" % (i, j, type(ex).__name__, ex))
-    ts = [threading.Thread(target=one, args=(i,)) for i in range(clients)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join(900)
+    at_once([lambda i=i: one(i) for i in range(clients)], 900)
     check("%d clients x %d sandboxes: every request answered" % (clients, each),
           not errors and len(done) == clients * each, errors[:3])
     check("none left in the list", Sandbox.list().next_items() == [])
