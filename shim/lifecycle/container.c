@@ -95,16 +95,65 @@ static char *log_since(const char *path, off_t offset) {
   return out;
 }
 
-/* The log text of the last call, kept so the error can quote it, and
- * where the log ended when the call in flight started. */
+/* The log text of the last call, kept so the error can quote it. */
 static __thread char *last_log;
-static __thread off_t log_offset;
+
+/* The backend calls in flight in this thread, by pid: where each one
+ * logs and where its lines begin.  A call may start while another is in
+ * flight (a kill forwarded during `runsc run`, the waiter's kill during
+ * its `runsc wait`), so each keeps its own. */
+struct call_log {
+  pid_t pid;    /* 0: a free slot */
+  char *own;    /* the call's private log, or NULL: backend.log */
+  off_t offset; /* where its lines start in the log */
+};
+#define CALLS_IN_FLIGHT 8
+static __thread struct call_log in_flight[CALLS_IN_FLIGHT];
+
+/* Whether a call of verb logs to a file of its own.  run and exec exit
+ * with their process's status, and a non-zero one is the backend's own
+ * failure only when the backend logged an error.  Every other call of
+ * the container appends to backend.log too: a `runsc state` of a poller
+ * racing the exit logs "container does not exist", which must not turn
+ * a program's exit status 3 into that error.  Only these two verbs: the
+ * sandbox a `runsc create` starts keeps the log's fd for its life. */
+static bool logs_alone(const char *verb) {
+  return strcmp(verb, "run") == 0 || strcmp(verb, "exec") == 0;
+}
+
+/* Append what a call logged alone to backend.log, which stays the
+ * container's whole log (docs/cli.md), and remove the call's file.  A
+ * container deleted meanwhile has neither left. */
+static void fold_into_backend_log(const char *dir, const char *own) {
+  cleanup_close int in = open(own, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  cleanup_free char *path = xasprintf("%s/%s", dir, BACKEND_LOG);
+  cleanup_close int out =
+      in < 0 ? -1 : open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  char buf[16384];
+  ssize_t n;
+  while (out >= 0 && (n = read(in, buf, sizeof buf)) > 0)
+    if (write_all(out, buf, (size_t)n) < 0)
+      break;
+  if (unlink(own) < 0) {
+    /* gone with the container's directory: nothing to remove */
+  }
+}
 
 int container_spawn(const struct cli *cli, const struct container *c,
                     const char *verb, char *const *args, char *const *after_id,
                     const struct proc_opts *opts, struct proc *p,
                     tg_error **err) {
-  cleanup_free char *log_path = xasprintf("%s/%s", c->dir, BACKEND_LOG);
+  struct call_log *slot = NULL;
+  for (size_t i = 0; i < CALLS_IN_FLIGHT && slot == NULL; i++)
+    if (in_flight[i].pid == 0)
+      slot = &in_flight[i];
+  if (slot == NULL)
+    return tg_error_set(err, 0, "run %s %s: more than %d backend calls in flight at once",
+                        c->backend.name, verb, CALLS_IN_FLIGHT);
+  cleanup_free char *own = logs_alone(verb)
+      ? xasprintf("%s/backend-%s.%d.%llu.log", c->dir, verb, (int)getpid(), monotonic_ns())
+      : NULL;
+  cleanup_free char *log_path = own ? xstrdup(own) : xasprintf("%s/%s", c->dir, BACKEND_LOG);
   struct backend_call call = {.log_path = log_path,
                               .debug = cli->debug,
                               .systemd_cgroup = cli->systemd_cgroup};
@@ -125,23 +174,44 @@ int container_spawn(const struct cli *cli, const struct container *c,
     }
     log_line(cli->log_path, cli->log_json, "debug", line);
   }
-  log_offset = file_size(log_path);
+  off_t offset = own ? 0 : file_size(log_path);
   int r = proc_spawn(argv.v, opts, p, err);
   argv_free(&argv);
-  if (r < 0)
+  if (r < 0) {
+    if (own != NULL)
+      fold_into_backend_log(c->dir, own);
     return tg_error_wrap(err, "run %s %s", c->backend.name, verb);
+  }
+  /* A call reaped without container_finish (the waiter's `runsc
+   * events`) left its slot: a new process of that pid makes it stale. */
+  for (size_t i = 0; i < CALLS_IN_FLIGHT; i++)
+    if (in_flight[i].pid == p->pid) {
+      free(in_flight[i].own);
+      in_flight[i] = (struct call_log){0};
+    }
+  *slot = (struct call_log){.pid = p->pid, .own = own, .offset = offset};
+  own = NULL;
   return 0;
 }
 
 int container_finish(const struct container *c, struct proc *p,
                      const struct proc_opts *opts, struct proc_result *res,
                      tg_error **err) {
-  if (proc_finish(p, opts, res, err) < 0)
-    return -1;
-  cleanup_free char *log_path = xasprintf("%s/%s", c->dir, BACKEND_LOG);
+  struct call_log call = {0};
+  for (size_t i = 0; i < CALLS_IN_FLIGHT && p->pid != 0; i++)
+    if (in_flight[i].pid == p->pid) {
+      call = in_flight[i];
+      in_flight[i] = (struct call_log){0};
+      break;
+    }
+  cleanup_free char *own = call.own;
+  int r = proc_finish(p, opts, res, err);
+  cleanup_free char *log_path = own ? xstrdup(own) : xasprintf("%s/%s", c->dir, BACKEND_LOG);
   free(last_log);
-  last_log = log_since(log_path, log_offset);
-  return res->status;
+  last_log = log_since(log_path, call.offset);
+  if (own != NULL)
+    fold_into_backend_log(c->dir, own);
+  return r < 0 ? -1 : res->status;
 }
 
 int container_call(const struct cli *cli, const struct container *c,

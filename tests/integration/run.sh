@@ -96,8 +96,15 @@ report() {
     failing="$failing $name"
     sed 's/^/   | /' "$log_dir/$name.log" | tail -n 60
     # Again at the end, just the failed checks: a CI page that shows only
-    # the last lines of the run still names them.
-    grep '^FAIL - ' "$log_dir/$name.log" | head -n 20 | cut -c1-600 | sed "s/^/$name: /" >>"$log_dir/failed-checks"
+    # the last lines of the run still names them.  A check's detail may
+    # span lines (a client printing a tool's text result): the lines up to
+    # the next check are joined onto its FAIL line, " | " between them, so
+    # the why survives that page too.
+    awk '/^(ok|FAIL) - / {if (f != "") print f; f = ""}
+         /^FAIL - / {f = $0; next}
+         f != "" && NF {f = f " | " $0}
+         END {if (f != "") print f}' "$log_dir/$name.log" |
+      head -n 20 | cut -c1-900 | sed "s/^/$name: /" >>"$log_dir/failed-checks"
   fi
 }
 

@@ -11,6 +11,9 @@
 #     leaves nothing.
 #   - a runsc state torn by a kill mid-write: delete --force still removes
 #     the container, its runsc processes and runsc's files.
+#   - a program's exit status under concurrent calls of its container: a
+#     poller's `state` racing `run`'s exit, failing execs beside an exec;
+#     the status stays the program's, and tollgate adds no error.
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 
@@ -86,6 +89,53 @@ PY
   check_eq "$rt: every gate's audit log verifies" "" "${bad_logs:-}"
   check_eq "$rt: the user's bundle keeps the user's config as config.json.orig" "$N" \
     "$(python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); print(sys.argv[2] if c["process"]["args"][-1].startswith("t=") else "changed")' "$B/config.json.orig" "$N" 2>&1)"
+  check_eq "$rt: no container left" "" "$(tg list -q 2>/dev/null)"
+done
+
+# --- a program's exit status while others call the backend ------------------
+# Every backend call of a container logs to its backend.log.  A poller's
+# `tollgate state` racing the container's exit, or an exec of a missing
+# binary beside another exec, logs an error there of its own; it must not
+# become the run's or the other exec's error: a program's exit status 3
+# stays 3, and tollgate adds no error (it did: "runsc run: container ...
+# does not exist", exit 1, the MCP server's failing program in CI).
+for rt in $BACKENDS; do
+  X=$TG_ROOT/bundles/exit3-$rt
+  make_bundle "$X" sh -c 'echo oops >&2; exit 3'
+  statuses="" errs=""
+  for i in 1 2 3 4 5 6 7 8; do
+    ( while :; do "$TG" --root "$TG_ROOT" state "ex-$rt-$i" >/dev/null 2>&1; done ) &
+    poller=$!
+    tg --runtime "$rt" run --policy "$POL/policy.json" --bundle "$X" "ex-$rt-$i" \
+      >/dev/null 2>"$TG_ROOT/ex-$rt-$i.err"
+    statuses="$statuses $?"
+    kill "$poller"; wait "$poller" 2>/dev/null
+    errs="$errs$(grep -v '^oops$' "$TG_ROOT/ex-$rt-$i.err" | sed 's/$/; /')"
+  done
+  check_eq "$rt: 8 runs exiting 3 while state polls them: each exits 3" " 3 3 3 3 3 3 3 3" "$statuses"
+  check_eq "$rt: ... and tollgate says nothing of its own" "" "$errs"
+
+  L=$TG_ROOT/bundles/long-$rt
+  make_bundle "$L" sleep 100
+  check "$rt: a container to exec in" tg --runtime "$rt" run -d --policy "$POL/policy.json" --bundle "$L" "ey-$rt"
+  statuses="" errs=""
+  for i in 1 2 3 4 5 6; do
+    ( for j in 1 2 3 4 5 6 7 8; do tg exec "ey-$rt" /no-such-binary >/dev/null 2>&1; done ) &
+    spoiler=$!
+    tg exec "ey-$rt" sh -c 'sleep 0.3; echo oops >&2; exit 3' >/dev/null 2>"$TG_ROOT/ey-$rt-$i.err"
+    statuses="$statuses $?"
+    wait "$spoiler"
+    errs="$errs$(grep -v '^oops$' "$TG_ROOT/ey-$rt-$i.err" | sed 's/$/; /')"
+  done
+  check_eq "$rt: 6 execs exiting 3 beside failing execs: each exits 3" " 3 3 3 3 3 3" "$statuses"
+  check_eq "$rt: ... and tollgate says nothing of its own" "" "$errs"
+  check_match "$rt: a failing exec still names its own error" "no-such-binary|not found|no such file" \
+    "$(tg exec "ey-$rt" /no-such-binary 2>&1 >/dev/null)"
+  check "$rt: ... the container's backend.log keeps every call's lines" \
+    grep -q "no-such-binary" "$TG_ROOT/ey-$rt/backend.log"
+  check_eq "$rt: ... and no call's own log is left beside it" "" \
+    "$(ls "$TG_ROOT/ey-$rt" | grep '^backend-' || true)"
+  check "$rt: delete --force of the exec container" tg delete --force "ey-$rt"
   check_eq "$rt: no container left" "" "$(tg list -q 2>/dev/null)"
 done
 
