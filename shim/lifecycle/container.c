@@ -110,15 +110,19 @@ struct call_log {
 #define CALLS_IN_FLIGHT 8
 static __thread struct call_log in_flight[CALLS_IN_FLIGHT];
 
-/* Whether a call of verb logs to a file of its own.  run and exec exit
- * with their process's status, and a non-zero one is the backend's own
- * failure only when the backend logged an error.  Every other call of
- * the container appends to backend.log too: a `runsc state` of a poller
- * racing the exit logs "container does not exist", which must not turn
- * a program's exit status 3 into that error.  Only these two verbs: the
- * sandbox a `runsc create` starts keeps the log's fd for its life. */
+/* Whether a call of verb logs to a file of its own.  Every call of the
+ * container writes its backend's --log, and tollgate judges a call by
+ * the error it logged: a non-zero exit of run or exec is the backend's
+ * own failure only when it logged one, and kill or delete take "does
+ * not exist" for a container already gone.  In one shared file a
+ * poller's `runsc state` racing the exit ("container does not exist")
+ * would turn a program's exit status 3 into that error.  Not the calls
+ * that leave processes holding the log's fd for the sandbox's life (a
+ * `runsc create`'s sandbox and gofer), nor `runsc events`, which the
+ * waiter stops and reaps without container_finish: they write
+ * backend.log itself. */
 static bool logs_alone(const char *verb) {
-  return strcmp(verb, "run") == 0 || strcmp(verb, "exec") == 0;
+  return strcmp(verb, "create") != 0 && strcmp(verb, "restore") != 0 && strcmp(verb, "events") != 0;
 }
 
 /* Append what a call logged alone to backend.log, which stays the
