@@ -84,13 +84,21 @@ static off_t file_size(const char *path) {
   return stat(path, &st) == 0 ? st.st_size : 0;
 }
 
-/* What the backend appended to its log since offset. */
+/* What the backend appended to its log since offset: its last MiB,
+ * where its error is (a --debug run's log can be far longer). */
+#define LOG_TAIL_MAX (1024 * 1024)
 static char *log_since(const char *path, off_t offset) {
   cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0 || lseek(fd, offset, SEEK_SET) < 0)
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) < 0)
+    return NULL;
+  if (st.st_size - offset > LOG_TAIL_MAX)
+    offset = st.st_size - LOG_TAIL_MAX;
+  if (lseek(fd, offset, SEEK_SET) < 0)
     return NULL;
   char *out = NULL;
-  if (read_all_bounded(fd, 1024 * 1024, &out) < 0)
+  /* room for what another call appends meanwhile to a shared log */
+  if (read_all_bounded(fd, 2 * LOG_TAIL_MAX, &out) < 0)
     return NULL;
   return out;
 }
