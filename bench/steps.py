@@ -65,7 +65,7 @@ def steps_of(ev, backend):
         at[name] = first(ev, name)
     if (at["strip"] is None and len(backend) >= 2 and at["waited"] is not None
             and backend[-2][1] <= at["waited"] <= backend[-1][0]):
-        # A governed one-call run (shim/cli/cmd_run.c run_runc_direct):
+        # A governed one-call run (shim/lifecycle/run.c run_runc_direct):
         # `runc run --detach` (create and start in one), the init waited
         # for as tollgate's child, then `runc delete`.
         if any(v is None for k, v in at.items() if k not in ("strip", "strip_ret")):

@@ -1,7 +1,7 @@
 /* Following `runc run`'s pid file to the container's init, safely.
  *
  * A governed `tollgate run` under runc is one `runc run --detach`
- * (create_direct.c, shim/cli/cmd_run.c) and its run guard (run_guard.h)
+ * (create_direct.c, shim/lifecycle/run.c) and its run guard (run_guard.h)
  * wants a pidfd of the container's init, which only runc knows: it
  * writes the init's pid to --pid-file (in the container's state
  * directory, root's, 0700) once the init runs.  A pid is a name that can
