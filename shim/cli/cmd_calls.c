@@ -1,147 +1,19 @@
 /* tollgate calls ID [--format json]: the calls so far with their decision
  * and status, and the budget remaining.  Asks the live gate over its
- * control socket; once the container is gone, rebuilds the list from the
- * container's audit log (the latest run in it). */
+ * control socket; once the container is gone, reads them back from the
+ * container's audit log (the latest run in it: governance/call_replay.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "governance/audit.h"
+#include "governance/call_replay.h"
 #include "governance/control.h"
-#include "governance/policy.h"
-#include "governance/verify.h"
 #include "shim/cli/args.h"
 #include "shim/cli/commands.h"
 #include "base/term_escape.h"
 #include "base/util.h"
-
-static json_t *used_max(double used, double max) {
-  json_t *o = json_new_object();
-  json_object_set(o, "used", json_new_number(used));
-  json_object_set(o, "max", max >= 0 ? json_new_number(max) : json_new_null());
-  if (max >= 0)
-    json_object_set(o, "remaining", json_new_number(max - used > 0 ? max - used : 0));
-  return o;
-}
-
-/* {"calls": [...], "budget": {"calls": {"used": N, "max": null}}} from the
- * records after the last "open" record of the log. */
-static json_t *calls_from_log(const char *path, const char *id, tg_error **err) {
-  cleanup_json json_t *recs = NULL;
-  if (audit_read_records(path, &recs, err) < 0)
-    return NULL;
-  size_t start = 0;
-  for (size_t i = 0; i < json_array_len(recs); i++)
-    if (strcmp(json_string_value(json_object_get(json_array_get(recs, i), "event")) ?: "", "open") == 0)
-      start = i;
-  /* The run's policy (named in its open record) gives the limits, if it
-   * can still be read. */
-  struct policy *pol = NULL;
-  const char *ppath = json_string_value(json_object_get(json_array_get(recs, start), "policy"));
-  if (ppath)
-    policy_load(ppath, &pol, NULL);
-  double cost = 0;
-  long long irreversible = 0;
-  json_t *calls = json_new_array();
-  json_t *anomalies = json_new_array();
-  long long attempts = 0;
-  for (size_t i = start; i < json_array_len(recs); i++) {
-    const json_t *r = json_array_get(recs, i);
-    const char *ev = json_string_value(json_object_get(r, "event"));
-    if (ev == NULL)
-      continue;
-    if (strcmp(ev, "unknown") == 0) {
-      /* The sidecar died with this call in flight (docs/audit.md): it
-       * completes an intent of the same call, or is a call of its own,
-       * counted like any attempt, whose tool nobody read. */
-      const char *cid = json_string_value(json_object_get(r, "call"));
-      bool found = false;
-      for (size_t j = json_array_len(calls); cid && !found && j-- > 0;) {
-        json_t *c = json_array_get(calls, j);
-        if (strcmp(json_string_value(json_object_get(c, "call")), cid) == 0) {
-          json_object_set(c, "status", json_new_string("outcome_unknown"));
-          found = true;
-        }
-      }
-      if (found)
-        continue;
-    }
-    if (strcmp(ev, "outcome") == 0) {
-      /* completes the intent record of the same call */
-      const char *cid = json_string_value(json_object_get(r, "call"));
-      for (size_t j = json_array_len(calls); j-- > 0;) {
-        json_t *c = json_array_get(calls, j);
-        if (cid && strcmp(json_string_value(json_object_get(c, "call")), cid) == 0) {
-          json_object_set(c, "status", json_copy(json_object_get(r, "outcome")));
-          json_object_set(c, "duration_ms", json_copy(json_object_get(r, "duration_ms")));
-          break;
-        }
-      }
-      continue;
-    }
-    if (strcmp(ev, "anomaly") == 0) {
-      /* the live gate's shape (anomaly.h's anomalies_json) */
-      static const char *const keys[] = {"call", "time", "kind", "limit", "observed",
-                                         "window_ms", "calls", "action"};
-      json_t *a = json_new_object();
-      for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
-        if (json_object_get(r, keys[k]))
-          json_object_set(a, keys[k], json_copy(json_object_get(r, keys[k])));
-      json_array_append(anomalies, a);
-      continue;
-    }
-    if (strcmp(ev, "summary") == 0) {
-      /* counted refusals: attempts too, except junk files and pauses */
-      const char *kind = json_string_value(json_object_get(r, "kind"));
-      long long n = 0;
-      if (kind && strcmp(kind, "junk") != 0 && strcmp(kind, "backoff") != 0 &&
-          json_integer_value(json_object_get(r, "count"), &n))
-        attempts += n;
-      continue;
-    }
-    if (strcmp(ev, "call") != 0 && strcmp(ev, "intent") != 0 && strcmp(ev, "unanswerable") != 0 &&
-        strcmp(ev, "withdrawn") != 0 && strcmp(ev, "unknown") != 0)
-      continue;
-
-    attempts++;
-    const struct tool *pt = pol ? policy_find(pol, json_string_value(json_object_get(r, "tool")) ?: "") : NULL;
-    if (pt && strcmp(json_string_value(json_object_get(r, "decision")) ?: "", "allow") == 0) {
-      cost += pt->cost;
-      irreversible += pt->irreversible;
-    }
-    json_t *c = json_new_object();
-    const json_t *cid = json_object_get(r, "call");
-    json_object_set(c, "call", json_is(cid, JSON_STRING) ? json_copy(cid) : json_new_string(""));
-    json_object_set(c, "time", json_copy(json_object_get(r, "time")));
-    const json_t *tool = json_object_get(r, "tool");
-    json_object_set(c, "tool", json_is(tool, JSON_STRING) ? json_copy(tool) : json_new_string(""));
-    json_object_set(c, "decision", json_copy(json_object_get(r, "decision")));
-    if (strcmp(ev, "intent") == 0)
-      json_object_set(c, "status", json_new_string("no outcome recorded"));
-    else
-      json_object_set(c, "status", json_copy(json_object_get(r, "outcome")));
-    json_object_set(c, "duration_ms", json_copy(json_object_get(r, "duration_ms")));
-    json_array_append(calls, c);
-  }
-  json_t *o = json_new_object();
-  json_object_set(o, "ok", json_new_bool(true));
-  json_object_set(o, "container", json_new_string(id));
-  json_object_set(o, "source", json_new_string(path));
-  json_object_set(o, "calls", calls);
-  json_t *budget = json_new_object();
-  json_object_set(budget, "anomalies", used_max((double)json_array_len(anomalies), -1));
-  json_object_set(o, "anomalies", anomalies);
-  json_object_set(budget, "calls", used_max((double)attempts, pol ? (double)pol->budgets.max_tool_calls : -1));
-  if (pol) {
-    json_object_set(budget, "cost", used_max(cost, pol->budgets.max_cost));
-    json_object_set(budget, "irreversible",
-                    used_max((double)irreversible, (double)pol->budgets.max_irreversible));
-  }
-  json_object_set(o, "budget", budget);
-  policy_free(pol);
-  return o;
-}
 
 static void print_used(const char *name, const json_t *b) {
   if (b == NULL)
@@ -183,7 +55,7 @@ int cmd_calls(struct cli *cli, int argc, char **argv, tg_error **err) {
       log = audit_log_path(dir, id);
     }
     cleanup_error tg_error *lerr = NULL;
-    reply = calls_from_log(log, id, &lerr);
+    reply = call_replay_log(log, id, &lerr);
     if (reply == NULL)
       return tg_error_set(err, 0, "calls %s: no live gate (%s) and no audit log (%s)", id, qerr->msg,
                           lerr->msg);

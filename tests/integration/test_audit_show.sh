@@ -77,7 +77,10 @@ PY
   tg calls "$id" > "$TG_ROOT/$id.calls" 2>&1
   check_match "$rt: calls lists the run from its log" "budget \(from the audit log\)" "$(cat "$TG_ROOT/$id.calls")"
   check_eq "$rt: calls prints no raw control byte" 0 "$(controls "$TG_ROOT/$id.calls")"
-  check_eq "$rt: calls prints one row per call (header, 5 calls, 4 budget lines)" 10 "$(records "$TG_ROOT/$id.calls")"
+  # header, 5 calls, 4 budget lines and the one tool that ran (echo's
+  # count, as the live gate shows it)
+  check_eq "$rt: calls prints one row per call (header, 5 calls, 5 budget lines)" 11 "$(records "$TG_ROOT/$id.calls")"
+  check_match "$rt: ... its budget is the gate's, per tool too" "echo +[0-9]+ used \\(no limit\\)" "$(cat "$TG_ROOT/$id.calls")"
 
   # --- a parked call whose arguments hold U+202E, shown to its approver ---
   id=bidi-$rt
