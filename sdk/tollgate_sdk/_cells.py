@@ -282,6 +282,7 @@ class _Alive:
 
     def __init__(self, root: str, cid: str, also: Optional[Callable[[], bool]] = None) -> None:
         self.pid, self.also, self.next = 0, also, 0.0
+        self.dead = False  # sticky: asked again within 50 ms, the answer stands
         try:
             with open(os.path.join(root, cid, "state.json"), "rb") as f:
                 self.pid = int(json.loads(f.read(1 << 20)).get("init_pid") or 0)
@@ -289,7 +290,8 @@ class _Alive:
             self.pid = 0
 
     def __call__(self) -> bool:
-        if self.also is not None and self.also():
+        if self.dead or (self.also is not None and self.also()):
+            self.dead = True
             return True
         now = time.monotonic()
         if self.pid <= 0 or now < self.next:
@@ -298,9 +300,10 @@ class _Alive:
         try:
             with open("/proc/%d/stat" % self.pid, "rb") as f:
                 st = f.read(4096)
-            return st[st.rfind(b")") + 2:][:1] in (b"Z", b"X")
+            self.dead = st[st.rfind(b")") + 2:][:1] in (b"Z", b"X")
         except OSError:
-            return True
+            self.dead = True
+        return self.dead
 
 
 def run_cell(session: Any, raw: bytes, check: bool, timeout: float, shell: bool,

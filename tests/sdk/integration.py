@@ -6,8 +6,10 @@ Prints `ok - NAME` / `FAIL - NAME` lines for tests/integration/test_sdk.sh.
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
@@ -92,6 +94,22 @@ try:
     # The async tool in a fresh container too.
     r = sb.run("from tollgate import slow_add\nprint(slow_add(a=2, b=3))\n")
     check("fresh run: the async tool answers", r.stdout == "5\n" and r.calls[0].outcome == "ok", r)
+    # A session whose container is killed under it: the next cell says the
+    # interpreter ended, at once, not that it ran past its timeout (it did
+    # not: a liveness check asked twice within 50 ms answered "alive").
+    s = sb.session()
+    s.run("x = 1\n")
+    state = json.loads(subprocess.run([TG, "--root", sb.root, "state", s.cid], capture_output=True,
+                                      text=True).stdout)
+    os.kill(int(state["pid"]), signal.SIGKILL)
+    t0, raised = time.monotonic(), None
+    try:
+        s.run("print(x)\n", timeout=20)
+    except ProgramFailed as e:
+        raised = e
+    check("a killed session's next cell fails at once as ended, not as a timeout",
+          raised is not None and not isinstance(raised, CellTimeout) and "interpreter ended" in str(raised)
+          and time.monotonic() - t0 < 10, (type(raised).__name__, str(raised)[-300:], time.monotonic() - t0))
 finally:
     sb.close()
 
