@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 from ._cell import Cell
 from ._capture import KeptOutput, TextCallback, stream_text
 from ._errors import FileOperationError, InvalidArgument
+from ._reap import init_pid, pid_ended
 
 CHANNEL_MAX = 4 << 20   # payload bytes per request (kernel.CHANNEL_MAX)
 STREAM_MAX = 8 << 20    # output bytes kept per stream (kernel.STREAM_MAX)
@@ -281,13 +282,8 @@ class _Alive:
     (a cell that ended the interpreter must not wait out its timeout)."""
 
     def __init__(self, root: str, cid: str, also: Optional[Callable[[], bool]] = None) -> None:
-        self.pid, self.also, self.next = 0, also, 0.0
+        self.pid, self.also, self.next = init_pid(root, cid), also, 0.0
         self.dead = False  # sticky: asked again within 50 ms, the answer stands
-        try:
-            with open(os.path.join(root, cid, "state.json"), "rb") as f:
-                self.pid = int(json.loads(f.read(1 << 20)).get("init_pid") or 0)
-        except (OSError, ValueError, TypeError, AttributeError):
-            self.pid = 0
 
     def __call__(self) -> bool:
         if self.dead or (self.also is not None and self.also()):
@@ -297,12 +293,7 @@ class _Alive:
         if self.pid <= 0 or now < self.next:
             return False
         self.next = now + 0.05
-        try:
-            with open("/proc/%d/stat" % self.pid, "rb") as f:
-                st = f.read(4096)
-            self.dead = st[st.rfind(b")") + 2:][:1] in (b"Z", b"X")
-        except OSError:
-            self.dead = True
+        self.dead = pid_ended(self.pid)
         return self.dead
 
 

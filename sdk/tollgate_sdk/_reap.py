@@ -12,6 +12,7 @@ of theirs is left running or mounted.
 from __future__ import annotations
 
 import glob
+import json
 import os
 import subprocess
 import tempfile
@@ -40,6 +41,23 @@ def _identity(pid: int) -> Optional[Tuple[str, int]]:
         return rest[0].decode(), int(rest[19])
     except (IndexError, ValueError):
         return None
+
+
+def init_pid(root: str, cid: str) -> int:
+    """The container's init (the sandbox under runsc) as tollgate's own
+    state.json under root names it (a file of the host's, never the
+    container's), or 0 when it cannot be read."""
+    try:
+        with open(os.path.join(root, cid, "state.json"), "rb") as f:
+            return int(json.loads(f.read(1 << 20)).get("init_pid") or 0)
+    except (OSError, ValueError, TypeError, AttributeError):
+        return 0
+
+
+def pid_ended(pid: int) -> bool:
+    """Whether process pid is gone or a zombie (its container stopped)."""
+    ident = _identity(pid)
+    return ident is None or ident[0] in ("Z", "X")
 
 
 def _pid_namespace() -> int:

@@ -70,6 +70,8 @@ sid=$(echo "$out" | sed -n 's/^SANDBOX //p')
 client connect "$sid" | grep -E '^(ok|FAIL) - '
 client gone | grep -E '^(ok|FAIL) - '
 check "a killed or expired sandbox leaves no container" wait_for 10 no_containers
+client killed | grep -E '^(ok|FAIL) - '
+check "a sandbox whose container died leaves no container" wait_for 10 no_containers
 client pause | grep -E '^(ok|FAIL) - '
 client governed | grep -E '^(ok|FAIL) - '
 for f in "$S"/audit-acme/*.jsonl; do check "audit verify $(basename "$f")" "$TG" audit verify "$f"; done

@@ -94,6 +94,22 @@ async def main():
         check("a program's governed calls run", not r.is_error and s.get("stdout", "").strip() == "%s-ran 5" % label
               and [c["decision"] for c in s.get("calls", [])] == ["allow", "allow"], r.content)
 
+        # A session whose interpreter ends: the cell that ended it is an
+        # error; the next call of that name hears once that the session is
+        # gone (its variables with it), and the one after opens a new one.
+        sess = "ends-" + label.replace(" ", "-")
+        await c.call_tool("run_python", {"code": "kept = 1", "session": sess})
+        r = await c.call_tool("run_python", {"code": "import os\nos._exit(0)", "session": sess})
+        check("session: a cell that ends the interpreter is an error", r.is_error, r.content)
+        r = await c.call_tool("run_python", {"code": "print(kept)", "session": sess})
+        text = " ".join(getattr(x, "text", "") for x in r.content)
+        check("session: the next call hears that it ended and its variables are gone",
+              r.is_error and "ended earlier" in text and "call again" in text, r.content)
+        r = await c.call_tool("run_python", {"code": "print('kept' in globals())", "session": sess})
+        check("session: the call after opens a new one, without the old variables",
+              not r.is_error and (r.structured_content or {}).get("stdout", "").strip() == "False", r.content)
+        await c.call_tool("end_session", {"session": sess})
+
         # Two parked calls put to the person: 80 approved, 90 denied.
         asked.clear()
         approvals = {"code": (

@@ -145,6 +145,51 @@ def gone(_):
     print("CONTAINER", sbx.sandbox_id, flush=True)
 
 
+def killed():
+    """A sandbox whose container dies under it (killed here, as the OOM
+    killer or a crash would): the service says at once that it ended and
+    why, is_running() is False, and one nobody asks leaves the list and
+    frees its place by itself."""
+    tg = [os.environ["TG"], "--root", os.environ["SERVE_ROOT"]]
+
+    def containers():
+        return set(subprocess.run(tg + ["list", "-q"], capture_output=True, text=True).stdout.split())
+
+    def kill_new(before):
+        new = containers() - before
+        for cid in new:
+            st = json.loads(subprocess.run(tg + ["state", cid], capture_output=True, text=True).stdout)
+            os.kill(int(st["pid"]), 9)
+        return new
+
+    before = containers()
+    a = Sandbox.create(timeout=120)
+    a.run_code("x = 1")
+    check("killed: the sandbox had one container", len(kill_new(before)) == 1)
+    t, err = time.time(), None
+    try:
+        a.run_code("print(x)")
+    except NotFoundException as e:
+        err = str(e)
+    check("killed: the next run_code says the sandbox ended, and why, at once",
+          err is not None and "ended" in err and "container stopped" in err and time.time() - t < 5,
+          (err, time.time() - t))
+    check("killed: is_running() is False", a.is_running() is False)
+    check("killed: kill answers False (it is gone already)", a.kill() is False)
+    before = containers()
+    b = Sandbox.create(timeout=120)
+    b.run_code("y = 2")
+    gone_ids = kill_new(before)
+    end = time.time() + 5
+
+    def listed():
+        return b.sandbox_id in [s.sandbox_id for s in Sandbox.list().next_items()]
+    while (listed() or containers() & gone_ids) and time.time() < end:
+        time.sleep(0.1)
+    check("killed: one nobody asks leaves the list within 5 s", not listed())
+    check("killed: and its container is deleted", not containers() & gone_ids, containers() & gone_ids)
+
+
 def pause():
     sbx = Sandbox.create(timeout=120)
     sbx.run_code("y = 'kept'")
@@ -385,7 +430,13 @@ def pid1():
 
 if __name__ == "__main__":
     what = sys.argv[1]
-    {"basics": lambda: basics(), "connect": lambda: connect(sys.argv[2]), "gone": lambda: gone(None),
-     "pause": lambda: pause(), "governed": lambda: governed(), "refusals": lambda: refusals(),
-     "orphan": lambda: orphan(sys.argv[2]), "crowd": lambda: crowd(int(sys.argv[2]), int(sys.argv[3])), 
-     "before_kill": lambda: before_kill(), "after_restart": lambda: after_restart(sys.argv[2], sys.argv[3]), "pid1": lambda: pid1()}[what]()
+    run = {"basics": lambda: basics(), "connect": lambda: connect(sys.argv[2]), "gone": lambda: gone(None),
+           "killed": lambda: killed(), "pause": lambda: pause(), "governed": lambda: governed(),
+           "refusals": lambda: refusals(), "orphan": lambda: orphan(sys.argv[2]),
+           "crowd": lambda: crowd(int(sys.argv[2]), int(sys.argv[3])), "before_kill": lambda: before_kill(),
+           "after_restart": lambda: after_restart(sys.argv[2], sys.argv[3]), "pid1": lambda: pid1()}[what]
+    try:
+        run()
+    except Exception as e:  # a check that never ran is a failure, not a silence
+        print("FAIL - %s raised %s: %s" % (what, type(e).__name__, e), flush=True)
+        raise

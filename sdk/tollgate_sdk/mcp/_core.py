@@ -288,8 +288,18 @@ class Core:
             raise ValueError("session must be a name of 1 to 64 characters")
         with self.sessions_lock:
             s = self.sessions.get(name)
-            if s is not None:
+            ended = s is not None and s.closed
+            if s is not None and not ended:
                 return s, self.session_records[name]
+        if ended:
+            # Its interpreter ended (a cell ended it, or its container died):
+            # its place is freed, and the client hears it once, since a
+            # session opened in its stead would not have its variables.
+            self.drop_session(name, s)
+            raise ValueError("session %s ended earlier (its interpreter ended, or its container stopped) and "
+                             "its variables and files are gone; call again to open a new session of that "
+                             "name" % name)
+        with self.sessions_lock:
             if len(self.sessions) + self.opening >= self.max_sessions:
                 raise ValueError(
                     "tollgate mcp: %d sessions are open, the most this server keeps (mcp_max_sessions "

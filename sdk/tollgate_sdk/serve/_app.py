@@ -135,7 +135,14 @@ class App:
                 return
         if not sid:
             raise ServiceError(404, "no such path: %s (sandbox traffic needs E2b-Sandbox-Id)" % req.path)
-        box = self.boxes.get(sid)
+        try:
+            box = self.boxes.get(sid)
+        except ServiceError as e:
+            # envd's health: 2xx running, 502 not running (is_running()
+            # answers False for a sandbox that ended or is gone).
+            if e.status == 404 and req.path == "/health" and req.method == "GET":
+                raise ServiceError(502, e.message) from None
+            raise
         if req.headers.get("e2b-sandbox-port") == "49999":
             await self._interpreter(req, box, send)
         else:

@@ -3,6 +3,7 @@ container with its bridge, policy, budgets and audit log, made by the C
 runtime), owned by a tenant, with a deadline the reaper enforces."""
 from __future__ import annotations
 
+import collections
 import dataclasses
 import json
 import math
@@ -15,6 +16,7 @@ import threading
 import time
 from typing import Any, Callable
 
+from .._reap import init_pid, pid_ended
 from .._tree import remove_tree
 from .._errors import TollgateSDKError
 from .._sandbox import Sandbox
@@ -28,6 +30,7 @@ __all__ = ["Box", "Boxes", "ServiceError", "Record"]
 
 ID_CHARS = string.ascii_lowercase + string.digits
 REAP_EVERY = 0.5    # seconds between deadline checks: a sandbox dies within 2 s of its deadline
+ENDED_KEPT = 1024   # sandboxes that ended whose reason a request still hears
 # A container's own deadline (tollgate's reaper, docs/reliability.md) is the
 # sandbox's plus this: while the service runs, its reaper is first (and
 # pauses, when asked, or records why); when the service is gone and not
@@ -80,6 +83,14 @@ class Record:
                 "trafficAccessToken": self.traffic_token, "domain": None}
 
 
+def ended_error(sandbox_id: str, why: str) -> ServiceError:
+    """A request to a sandbox that ended (Box.ended): gone, and why."""
+    return ServiceError(404, "sandbox %s not found: it ended, %s; create a new one" % (sandbox_id, why))
+
+
+INTERPRETER_ENDED = "its session's interpreter ended"
+
+
 def _rfc3339(t: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
 
@@ -96,17 +107,47 @@ class Box:
         self.own_sandbox: Sandbox | None = None  # a Sandbox of its own (with the client's tools)
         self._next_pid = 1000
         self.gone = False
+        self._init: tuple[str, int] = ("", 0)  # (container, its init's pid), once read (ended())
 
     def new_pid(self) -> int:
         with self.lock:
             self._next_pid += 1
             return self._next_pid
 
+    def ended(self) -> str | None:
+        """Why a running sandbox can serve no more, or None: its session's
+        interpreter ended (a cell ended it, or the container died under a
+        cell), or its container stopped (killed, crashed, out of memory).
+        Not asked while another thread holds the box (a pause or resume
+        closes and opens its session)."""
+        if not self.lock.acquire(blocking=False):
+            return None
+        try:
+            s = self.session
+            if s is None or self.gone or self.record.state != "running":
+                return None
+            if s.closed:
+                return INTERPRETER_ENDED
+            cid = str(s.cid)
+            pid = self._init[1] if self._init[0] == cid else 0
+            if (pid <= 0 or pid_ended(pid)) and s.sb.root:
+                # Read again before judging: a resume restores the same id
+                # as another process.
+                pid = init_pid(s.sb.root, cid)
+                self._init = (cid, pid)
+            if pid > 0 and pid_ended(pid):
+                return "its container stopped (killed, crashed or out of memory)"
+            return None
+        finally:
+            self.lock.release()
+
     @property
     def container_id(self) -> str:
         s = self.session
-        if s is None or s.cid is None:
+        if s is None:
             raise ServiceError(409, "sandbox %s is paused: connect to resume it" % self.record.sandbox_id)
+        if s.cid is None:
+            raise ended_error(self.record.sandbox_id, INTERPRETER_ENDED)
         return str(s.cid)
 
 
@@ -123,6 +164,9 @@ class Boxes:
         self.log = log
         self._lock = threading.Lock()
         self._boxes: dict[str, Box] = {}
+        # Sandboxes removed because they ended (sandbox id -> tenant, why),
+        # the newest ENDED_KEPT: a request for one hears why it is gone.
+        self._ended: collections.OrderedDict[str, tuple[str, str]] = collections.OrderedDict()
         self._sandboxes: dict[tuple[str, str], Sandbox] = {}
         self._stop = threading.Event()
         # SDK state directories of a previous run that hold bundles of
@@ -175,10 +219,26 @@ class Boxes:
     def get(self, sandbox_id: str, tenant: Tenant | None = None) -> Box:
         with self._lock:
             box = self._boxes.get(sandbox_id)
+            ended = self._ended.get(sandbox_id)
         # Another tenant's sandbox is indistinguishable from none at all.
         if box is None or box.gone or (tenant is not None and box.record.tenant != tenant.name):
+            if ended is not None and (tenant is None or ended[0] == tenant.name):
+                raise ended_error(sandbox_id, ended[1])
             raise ServiceError(404, "sandbox %s not found" % sandbox_id)
+        why = box.ended()
+        if why is not None:
+            self._end(box, why)
+            raise ended_error(sandbox_id, why)
         return box
+
+    def _end(self, box: Box, why: str) -> None:
+        """Remove a sandbox that can serve no more (Box.ended), and keep
+        why for the requests that still name it."""
+        with self._lock:
+            self._ended[box.record.sandbox_id] = (box.record.tenant, why)
+            while len(self._ended) > ENDED_KEPT:
+                self._ended.popitem(last=False)
+        self._remove(box, why)
 
     def of_tenant(self, tenant: Tenant) -> list[Box]:
         return [b for b in self.all() if b.record.tenant == tenant.name and not b.gone]
@@ -406,6 +466,10 @@ class Boxes:
         while not self._stop.wait(REAP_EVERY):
             now = time.time()
             for box in self.all():
+                why = None if box.gone else box.ended()
+                if why is not None:
+                    self._end(box, why)
+                    continue
                 if box.gone or box.record.end_at > now:
                     continue
                 try:

@@ -9,7 +9,7 @@ import posixpath
 import subprocess
 from typing import Any
 
-from ._boxes import Box
+from ._boxes import INTERPRETER_ENDED, Box, ended_error
 from ._service_error import ServiceError
 from ._connect import ConnectError
 
@@ -122,9 +122,11 @@ def read_file(box: Box, path: str) -> bytes:
     session = box.session
     if session is None:
         raise ServiceError(409, "the sandbox is paused")
-    from .._errors import FileOperationError
+    from .._errors import FileOperationError, SessionClosed
     try:
         return bytes(session.files.read(path))
+    except SessionClosed:
+        raise ended_error(box.record.sandbox_id, INTERPRETER_ENDED) from None
     except FileOperationError as e:
         msg = str(e)
         try:
@@ -145,8 +147,10 @@ def write_file(box: Box, path: str, data: bytes) -> None:
     session = box.session
     if session is None:
         raise ServiceError(409, "the sandbox is paused")
-    from .._errors import FileOperationError
+    from .._errors import FileOperationError, SessionClosed
     try:
         session.files.write(path, data)
+    except SessionClosed:
+        raise ended_error(box.record.sandbox_id, INTERPRETER_ENDED) from None
     except FileOperationError as e:
         raise ServiceError(400, str(e)) from None
