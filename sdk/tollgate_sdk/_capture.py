@@ -90,6 +90,12 @@ class Stream(KeptOutput):
         self.pending = b""
         self.f = f
         self.changed = threading.Condition(self.lock)
+        # Held from a read that select said is ready until its chunk is
+        # kept: with the pipe empty, a drainer that takes it knows every
+        # byte read so far is in buf and tail (warm runs judge the last
+        # trailer there: one not yet kept would hand the verdict to a
+        # program's forged one).
+        self.reading = threading.Lock()
         self.ended = False
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._drain, name="tollgate-sdk-" + name, daemon=True)
@@ -107,17 +113,18 @@ class Stream(KeptOutput):
                 ready, _, _ = select.select([fd], [], [], 0.2)
                 if not ready:
                     continue
-                chunk = os.read(fd, 65536)
-                if not chunk:
-                    break
-                if self.divert is not None:
-                    chunk = self._take_notices(chunk)
+                with self.reading:
+                    chunk = os.read(fd, 65536)
                     if not chunk:
-                        continue
-                with self.lock:
-                    self._keep(chunk)
-                    cb = self.callback
-                    self.changed.notify_all()
+                        break
+                    if self.divert is not None:
+                        chunk = self._take_notices(chunk)
+                        if not chunk:
+                            continue
+                    with self.lock:
+                        self._keep(chunk)
+                        cb = self.callback
+                        self.changed.notify_all()
                 if cb is not None:
                     self._call(chunk)
         except (OSError, ValueError):

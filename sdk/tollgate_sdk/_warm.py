@@ -268,7 +268,11 @@ def _stopped(sb: Sandbox, w: _Warm, limit: float, abort: Callable[[], bool]) -> 
 
 def _drained(stream: Stream) -> None:
     """Wait (briefly) until everything the stopped container wrote has
-    been read: its pipe is empty and the reader took in nothing more."""
+    been read and kept: its pipe is empty, and the reader holds no chunk
+    it read but has not kept (Stream.reading).  Counting what the reader
+    took in twice, 1 ms apart, was not enough: on a loaded machine the
+    reader sat longer than that between its read and its keep, and the
+    program's forged trailer was the last one kept."""
     import fcntl
     import struct
     import termios
@@ -277,18 +281,19 @@ def _drained(stream: Stream) -> None:
         fd = stream.f.fileno()
     except (OSError, ValueError):
         return
+
+    def left() -> int:
+        return int(struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0])
     end = time.monotonic() + 5
-    last = -1
     while time.monotonic() < end:
         try:
-            left = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+            if left() == 0:
+                with stream.reading:  # a chunk read is kept before this is free
+                    pass
+                if left() == 0:
+                    return
         except OSError:
             return
-        with stream.lock:
-            total = stream.total
-        if left == 0 and total == last:
-            return
-        last = total if left == 0 else -1
         time.sleep(0.001)
 
 
