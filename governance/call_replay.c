@@ -24,17 +24,25 @@ static const char *field(const json_t *r, const char *key) {
   return json_string_value(json_object_get(r, key)) ?: "";
 }
 
-/* c's status and duration from an "outcome" record of its call. */
-static void complete(json_t *calls, const json_t *r) {
-  const char *cid = field(r, "call");
-  for (size_t j = json_array_len(calls); j-- > 0;) {
+/* The row of the record's call, the latest of that id; NULL when the
+ * record names no call or none is listed. */
+static json_t *row_for(json_t *calls, const json_t *r) {
+  const char *cid = json_string_value(json_object_get(r, "call"));
+  for (size_t j = json_array_len(calls); cid && j-- > 0;) {
     json_t *c = json_array_get(calls, j);
-    if (strcmp(field(c, "call"), cid) == 0) {
-      json_object_set(c, "status", json_copy(json_object_get(r, "outcome")));
-      json_object_set(c, "duration_ms", json_copy(json_object_get(r, "duration_ms")));
-      return;
-    }
+    if (strcmp(field(c, "call"), cid) == 0)
+      return c;
   }
+  return NULL;
+}
+
+/* An "outcome" record: its call's status and duration. */
+static void complete(json_t *calls, const json_t *r) {
+  json_t *c = row_for(calls, r);
+  if (c == NULL)
+    return;
+  json_object_set(c, "status", json_copy(json_object_get(r, "outcome")));
+  json_object_set(c, "duration_ms", json_copy(json_object_get(r, "duration_ms")));
 }
 
 /* An "unknown" record: the sidecar died with this call in flight
@@ -42,15 +50,11 @@ static void complete(json_t *calls, const json_t *r) {
  * status becomes "outcome_unknown" and true is returned; else it is a
  * call of its own, listed like any attempt. */
 static bool mark_unknown(json_t *calls, const json_t *r) {
-  const char *cid = json_string_value(json_object_get(r, "call"));
-  for (size_t j = json_array_len(calls); cid && j-- > 0;) {
-    json_t *c = json_array_get(calls, j);
-    if (strcmp(field(c, "call"), cid) == 0) {
-      json_object_set(c, "status", json_new_string("outcome_unknown"));
-      return true;
-    }
-  }
-  return false;
+  json_t *c = row_for(calls, r);
+  if (c == NULL)
+    return false;
+  json_object_set(c, "status", json_new_string("outcome_unknown"));
+  return true;
 }
 
 /* An "anomaly" record in the live gate's shape (anomaly.h's

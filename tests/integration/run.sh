@@ -99,10 +99,11 @@ report() {
     # the last lines of the run still names them.  A check's detail may
     # span lines (a client printing a tool's text result): the lines up to
     # the next check are joined onto its FAIL line, " | " between them, so
-    # the why survives that page too.
+    # the why survives that page too (no more than the 900 characters
+    # kept: a check followed by megabytes of output costs no more).
     awk '/^(ok|FAIL) - / {if (f != "") print f; f = ""}
          /^FAIL - / {f = $0; next}
-         f != "" && NF {f = f " | " $0}
+         f != "" && NF && length(f) < 900 {f = f " | " $0}
          END {if (f != "") print f}' "$log_dir/$name.log" |
       head -n 20 | cut -c1-900 | sed "s/^/$name: /" >>"$log_dir/failed-checks"
   fi
