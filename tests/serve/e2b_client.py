@@ -155,11 +155,26 @@ def killed():
     def containers():
         return set(subprocess.run(tg + ["list", "-q"], capture_output=True, text=True).stdout.split())
 
+    def ended(pid):
+        try:
+            with open("/proc/%d/stat" % pid, "rb") as f:
+                raw = f.read()
+        except OSError:
+            return True
+        return raw[raw.rfind(b")") + 2:][:1] in (b"Z", b"X")
+
     def kill_new(before):
+        """SIGKILL each new container's init, and wait (bounded) until it
+        is gone: the kill is asynchronous, and the claim is about a
+        sandbox whose container has died."""
         new = containers() - before
         for cid in new:
             st = json.loads(subprocess.run(tg + ["state", cid], capture_output=True, text=True).stdout)
-            os.kill(int(st["pid"]), 9)
+            pid = int(st["pid"])
+            os.kill(pid, 9)
+            end = time.time() + 10
+            while not ended(pid) and time.time() < end:
+                time.sleep(0.01)
         return new
 
     before = containers()
