@@ -14,6 +14,7 @@
 #include "shim/lifecycle/mount_pin.h"
 #include "shim/lifecycle/mount_reach.h"
 #include "shim/lifecycle/runsc_leftovers.h"
+#include "shim/lifecycle/runsc_stdio.h"
 #include "shim/lifecycle/lifetime.h"
 #include "shim/lifecycle/state.h"
 #include "base/util.h"
@@ -187,6 +188,10 @@ int container_spawn(const struct cli *cli, const struct container *c,
     log_line(cli->log_path, cli->log_json, "debug", line);
   }
   off_t offset = own ? 0 : file_size(log_path);
+  /* The container may write to the caller's stdout and stderr: under
+   * runsc, only an appending description keeps what is in them. */
+  if (c->backend.kind == BACKEND_RUNSC && (!opts->capture_stdout || !opts->capture_stderr))
+    runsc_stdio_append();
   int r = proc_spawn(argv.v, opts, p, err);
   argv_free(&argv);
   if (r < 0) {
