@@ -1,9 +1,12 @@
 /* tollgate: argv -> global flags -> host config -> one cmd_<verb>().
  * Only this file turns an error into a log line and an exit status. */
+#include <errno.h>
+#include <fcntl.h>
 #include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "governance/tool_identity.h"
 #include "shim/cli/cli_parse.h"
@@ -30,7 +33,32 @@ static bool verb_reaps(const char *verb) {
   return false;
 }
 
+/* A caller may start tollgate with stdin, stdout or stderr closed
+ * (`tollgate run ID <&- >&-`).  Left so, the first files tollgate or the
+ * backend open take those numbers, and the container's process inherits
+ * them as its stdio: under runc its stdin was the backend's log, its
+ * stdout an epoll fd, its stderr a pipe of runc's, and tollgate's own
+ * messages went into a signalfd.  Each closed one becomes /dev/null
+ * before anything is opened, as a shell's `>/dev/null` would make it.
+ * false when one cannot be opened (nothing can then be said). */
+static bool std_fds_open(void) {
+  for (int fd = 0; fd <= 2; fd++) {
+    if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+      continue;
+    /* The lowest free number is fd: the ones below it are open now. */
+    int null = open("/dev/null", O_RDWR);
+    if (null != fd) {
+      if (null >= 0)
+        close(null);
+      return false;
+    }
+  }
+  return true;
+}
+
 int main(int argc, char **argv) {
+  if (!std_fds_open())
+    return 1;
   struct cli cli = {0};
   tg_error *err = NULL;
   bool help = false, version = false;

@@ -19,6 +19,10 @@
 #     exec, a detached run writing after it returned): every line kept, in
 #     order.  runsc wrote such a file from offset 0 of its own, so stderr
 #     overwrote stdout and the run overwrote what the shell had written.
+#   - tollgate started with stdin, stdout and stderr closed (`<&- >&-
+#     2>&-`): the container's stdio is /dev/null, never a file of
+#     tollgate's or the backend's (under runc its stdin was the backend's
+#     log and its stderr a pipe of runc's).
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 
@@ -224,6 +228,28 @@ for rt in $BACKENDS; do
     "after,before,early,late,late-err," "$(own_lines "$f" | sort | tr '\n' ,)"
   check_eq "$rt: ... and the shell's first line is still first" before "$(own_lines "$f" | head -1)"
   tg delete --force "ro-$rt-d" >/dev/null 2>&1
+done
+
+# --- started with stdio closed --------------------------------------------------
+# The container checks that each of its stdio is a character device (the
+# host's /dev/null; gVisor shows it as one too) and that its stdin reads
+# empty; it writes a marker that must land in none of tollgate's files.
+for rt in $BACKENDS; do
+  C=$TG_ROOT/bundles/closed-$rt
+  make_bundle "$C" sh -c 'for f in 0 1 2; do [ -c /proc/self/fd/$f ] || exit $((10+f)); done; [ "$(cat | wc -c)" = 0 ] || exit 20; echo closed-marker-out; echo closed-marker-err >&2'
+  tg --runtime "$rt" run --policy "$POL/policy.json" --bundle "$C" "rc-$rt" <&- >&- 2>&-
+  check_eq "$rt: run with stdio closed: the container's stdio is /dev/null (exit 10+fd when not)" 0 "$?"
+  X=$TG_ROOT/bundles/closedx-$rt
+  make_bundle "$X" sleep 100
+  tg --runtime "$rt" run -d --policy "$POL/policy.json" --bundle "$X" "rcx-$rt" <&- >&- 2>&-
+  check_eq "$rt: run -d with stdio closed" running "$(state_of "rcx-$rt" status)"
+  # A foreground `runc exec` hands its process pipes it copies its own
+  # stdio through: a pipe there is runc's, fed from /dev/null.
+  tg exec "rcx-$rt" sh -c 'for f in 0 1 2; do [ -c /proc/self/fd/$f ] || [ -p /proc/self/fd/$f ] || exit $((10+f)); done; [ "$(cat | wc -c)" = 0 ] || exit 20; echo closed-marker-out' <&- >&- 2>&-
+  check_eq "$rt: exec with stdio closed: its stdio is /dev/null (or runc's pipes from it)" 0 "$?"
+  tg delete --force "rcx-$rt" >/dev/null 2>&1
+  check_eq "$rt: ... no file of tollgate's got the container's output" "" \
+    "$(grep -rl closed-marker- "$TG_ROOT" --exclude=config.json --exclude=config.json.orig 2>/dev/null)"
 done
 
 # --- a torn runsc state ----------------------------------------------------------
