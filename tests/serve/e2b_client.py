@@ -363,13 +363,18 @@ def crowd(clients, each):
                 r = s.run_code("print(%d * %d)" % (i, j))
                 if r.logs.stdout != ["%d\n" % (i * j)]:
                     errors.append("client %d run %d: %s" % (i, j, r.logs))
+                # A command that ends before its stream is read keeps its
+                # output (it came back empty, exit 0, under a crowd).
+                c = s.commands.run("echo crowd-%d-%d; echo to-stderr >&2" % (i, j))
+                if (c.stdout, c.stderr, c.exit_code) != ("crowd-%d-%d\n" % (i, j), "to-stderr\n", 0):
+                    errors.append("client %d command %d: %r %r %r" % (i, j, c.stdout, c.stderr, c.exit_code))
                 if s.kill() is not True:
                     errors.append("client %d kill %d answered False" % (i, j))
                 done.append(1)
             except Exception as ex:
                 errors.append("client %d run %d: %s: %s" % (i, j, type(ex).__name__, ex))
     at_once([lambda i=i: one(i) for i in range(clients)], 900)
-    check("%d clients x %d sandboxes: every request answered" % (clients, each),
+    check("%d clients x %d sandboxes: every request answered, every command's output whole" % (clients, each),
           not errors and len(done) == clients * each, errors[:3])
     check("none left in the list", Sandbox.list().next_items() == [])
 

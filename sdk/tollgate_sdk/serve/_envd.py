@@ -144,8 +144,8 @@ def _wire(ev: dict[str, Any]) -> dict[str, Any]:
     return {"event": ev}
 
 
-async def _events(p: Proc, first: dict[str, Any], keepalive: float) -> AsyncIterator[bytes]:
-    q = p.listen()
+async def _events(p: Proc, q: "queue.Queue[dict[str, Any] | None]", first: dict[str, Any],
+                  keepalive: float) -> AsyncIterator[bytes]:
     try:
         yield envelope({"event": first})
         while True:
@@ -166,10 +166,10 @@ async def stream(box: Box, method: str, msg: dict[str, Any], timeout_ms: int | N
                  keepalive: float) -> AsyncIterator[bytes]:
     if method == "process.Process/Start":
         p = await anyio.to_thread.run_sync(_start, box, msg, timeout_ms)
-        return _events(p, {"start": {"pid": p.pid}}, keepalive)
+        return _events(p, p.first, {"start": {"pid": p.pid}}, keepalive)
     if method == "process.Process/Connect":
         p = _process_selector(box, msg)
-        return _events(p, {"start": {"pid": p.pid}}, keepalive)
+        return _events(p, p.listen(), {"start": {"pid": p.pid}}, keepalive)
     raise ConnectError("unimplemented", "%s is not served here" % method)
 
 

@@ -30,7 +30,13 @@ class Proc:
         self.popen = subprocess.Popen(argv, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self._lock = threading.Lock()
-        self._listeners: list[queue.Queue[Event | None]] = []
+        # The Start call's own stream listens from before the first byte:
+        # its HTTP response begins only after this returns, and a command
+        # that ended meanwhile had published its whole output to nobody
+        # (seen: `commands.run` of 30 sandboxes at once, 6 came back with
+        # empty stdout and exit 0).
+        self.first: queue.Queue[Event | None] = queue.Queue(STREAM_QUEUE)
+        self._listeners: list[queue.Queue[Event | None]] = [self.first]
         self.end: Event | None = None
         self._open_pipes = 2
         self.deadline = deadline
@@ -41,7 +47,8 @@ class Proc:
             threading.Thread(target=self._expire, daemon=True).start()
 
     def listen(self) -> "queue.Queue[Event | None]":
-        """A queue of this process's events from now on; None ends it."""
+        """A queue of this process's events from now on (a Connect); None
+        ends it.  The Start's stream reads `first`, which has them all."""
         q: queue.Queue[Event | None] = queue.Queue(STREAM_QUEUE)
         with self._lock:
             if self.end is not None:
