@@ -69,6 +69,16 @@ def basics():
     check("the main result is the last expression's repr", sbx.run_code("x + 1").text == "42")
     err = sbx.run_code("1/0").error
     check("an exception is the execution's error", err is not None and err.name == "ZeroDivisionError", err)
+    # More than a cell keeps (8 MiB a stream), then an exception / a value:
+    # the reply came after the cap and was lost, a failure read as success.
+    big = sbx.run_code("import sys\nsys.stdout.write('x' * 9_000_000)\n1/0")
+    check("9 MB of output then an exception: still the execution's error",
+          big.error is not None and big.error.name == "ZeroDivisionError", big.error)
+    check("... 8 MiB of the output kept, and the cut said on stderr",
+          len("".join(big.logs.stdout)) == 8 << 20 and "of stdout were cut" in "".join(big.logs.stderr),
+          (len("".join(big.logs.stdout)), big.logs.stderr))
+    big = sbx.run_code("import sys\nsys.stdout.write('x' * 9_000_000)\n6 * 7")
+    check("9 MB of output then a value: still the main result", big.text == "42", big.results)
     r = sbx.commands.run("echo hi")
     check("commands.run echo hi", (r.stdout, r.exit_code) == ("hi\n", 0), r)
     try:

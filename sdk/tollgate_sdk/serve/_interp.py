@@ -13,6 +13,7 @@ from typing import Any, AsyncIterator, Callable
 import anyio
 import anyio.to_thread
 
+from .._cells import STREAM_MAX
 from .._errors import TollgateSDKError
 from ._boxes import Box
 from ._service_error import ServiceError
@@ -57,10 +58,23 @@ def _tollgate_execute(src, ctx, cwd, env, mark):
                 os.environ[k] = v
     sys.stdout.flush()
     sys.stderr.flush()
+    globals()["_tollgate_last_reply"] = (mark, reply)
     sys.stdout.write(mark + json.dumps(reply) + "\n")
     sys.stdout.flush()
 _tollgate_execute(%s, %s, %s, %s, %s)
 del _tollgate_execute
+'''
+# A cell's output past the session's cap (8 MiB a stream) is read and
+# dropped, and the reply's marker line comes last: a program that printed
+# more and then raised came back as a success with no error.  The wrapper
+# also keeps its last reply in the interpreter, and this cell asks for it
+# when the marker did not arrive and stdout was cut.
+REPLY_AGAIN = r'''
+import json as _tg_json, sys as _tg_sys
+_tg_m, _tg_r = globals().get("_tollgate_last_reply", (None, None))
+if _tg_m == %r:
+    _tg_sys.stdout.write(_tg_m + _tg_json.dumps(_tg_r) + "\n")
+del _tg_json, _tg_sys, _tg_m, _tg_r
 '''
 
 
@@ -196,6 +210,20 @@ async def execute_lines(box: Box, contexts: Contexts, body: dict[str, Any]) -> A
                 push(_line("stdout", text=pending[0], timestamp=stamp()))
             if err_pending[0] and not CELL_TRAILER.match(err_pending[0]):
                 push(_line("stderr", text=err_pending[0], timestamp=stamp()))
+            for name, cut in (("stdout", r.stdout_cut), ("stderr", r.stderr_cut)):
+                if cut:
+                    push(_line("stderr", text="[tollgate: %d more bytes of %s were cut: a cell keeps %d MiB "
+                                              "of each stream; write large output to a file]\n"
+                                              % (cut, name, min(session.sb.output_max, STREAM_MAX) >> 20),
+                                         timestamp=stamp()))
+            if not reply and r.stdout_cut and not r.timed_out:
+                again = session.run(REPLY_AGAIN % mark, check=False)
+                i = again.stdout.find(mark)
+                if i >= 0:
+                    try:
+                        reply.update(json.loads(again.stdout[i + len(mark):].split("\n", 1)[0]) or {})
+                    except ValueError:
+                        pass
             if "error" in reply:
                 e = reply["error"]
                 push(_line("error", name=str(e.get("name")), value=str(e.get("value")),
