@@ -243,6 +243,28 @@ def _read_fd(fd, limit):
         chunks.append(b)
 
 
+ANSWER_ROOM = 4096  # bytes set aside for a request's answer (.res)
+
+
+def _reserve(path, flags, room):
+    """The answer file, created with room bytes written (a tmpfs has no
+    holes to fill later), or -1 when the area has no room now."""
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+    try:
+        fd = os.open(path, flags, 0o600)
+    except OSError:
+        return -1
+    try:
+        _write_all(fd, b" " * room)
+    except OSError:
+        os.close(fd)
+        return -1
+    return fd
+
+
 class _Copier:
     """A pipe whose write end is a cell's stdout or stderr; copy() moves
     what is in it to a file in the channel's output directory (made at the
@@ -573,6 +595,11 @@ class Kernel:
             return
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         cap = max(0, min(int(req.get("cap") or STREAM_MAX), STREAM_MAX))
+        res = os.path.join(CELLS_OUT, nonce + ".res")
+        # The answer's room is taken before any output: two streams kept
+        # to their cap fill the area (16 MiB), and an answer that could not
+        # be written then lost the session ("did not answer").
+        res_fd = _reserve(res, flags, ANSWER_ROOM)
         copiers = [_Copier(os.path.join(CELLS_OUT, nonce + ext), cap) for ext in (".out", ".err")]
         reply = {}
         try:
@@ -604,26 +631,41 @@ class Kernel:
                 c.finish()
         reply["out_total"], reply["err_total"] = copiers[0].total, copiers[1].total
         reply["nonce"] = nonce
+        if isinstance(reply.get("error"), str):
+            reply["error"] = reply["error"][:ANSWER_ROOM // 4]
         body = json.dumps(reply).encode()
-        # A full area (another process flooding it) is retried for a
-        # while: the host empties it of everything but this request's.
+        if res_fd >= 0:
+            try:
+                os.pwrite(res_fd, body, 0)
+                os.ftruncate(res_fd, len(body))
+            except OSError:
+                os.close(res_fd)
+                res_fd = -1
+        # Without its room (the area was already full: another process
+        # flooding it) the answer is retried for a while: the host empties
+        # the area of everything but this request's.
         deadline = time.monotonic() + 30
         while True:
             try:
-                res = os.path.join(CELLS_OUT, nonce + ".res")
-                try:
-                    os.unlink(res)
-                except FileNotFoundError:
-                    pass
-                fd = os.open(res, flags, 0o600)
-                try:
-                    _write_all(fd, body)
-                finally:
-                    os.close(fd)
+                if res_fd < 0:
+                    try:
+                        os.unlink(res)
+                    except FileNotFoundError:
+                        pass
+                    res_fd = os.open(res, flags, 0o600)
+                    try:
+                        _write_all(res_fd, body)
+                    except OSError:
+                        os.close(res_fd)
+                        res_fd = -1
+                        raise
                 os.close(os.open(os.path.join(CELLS_OUT, nonce + ".done"), flags, 0o600))
+                os.close(res_fd)
                 return
             except OSError:
                 if time.monotonic() > deadline:
+                    if res_fd >= 0:
+                        os.close(res_fd)
                     raise
                 time.sleep(0.01)
 

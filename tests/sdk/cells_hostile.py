@@ -157,6 +157,22 @@ def main():
             check("the session keeps its state through all of it", r.stdout == "31\n", r.stdout)
     finally:
         sb.close()
+    # Both streams past the default cap (8 MiB each): their files fill
+    # the area, and the answer had no room left; the session was lost.
+    sb = Sandbox(runtime=backend, audit_dir=audit)
+    try:
+        with sb.session() as s:
+            s.run("x = 5")
+            t = time.monotonic()
+            r = s.run("import sys\nsys.stdout.write('o' * 9_000_000)\nsys.stderr.write('e' * 9_000_000)\n1/0",
+                      check=False, timeout=60)
+            check("a cell that fills both streams past the cap answers with its own status",
+                  r.exit_status == 1 and not r.timed_out, (r.exit_status, r.timed_out, r.stderr[-300:]))
+            check("... both cut, in bounded time", r.stdout_cut > 0 and r.stderr_cut > 0 and
+                  time.monotonic() - t < 30, (r.stdout_cut, r.stderr_cut, time.monotonic() - t))
+            check("... and the session goes on", s.run("print(x)").stdout == "5\n")
+    finally:
+        sb.close()
     print("== cells_hostile %s: %d failed" % (backend, failures))
     sys.exit(1 if failures else 0)
 
