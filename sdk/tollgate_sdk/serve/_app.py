@@ -20,6 +20,7 @@ from ._fs import FILE_MAX, read_file, resolve, write_file
 from ._interp import Contexts, execute_lines
 from ._rest import route
 from ._tenants import Tenants
+from ._upload import files_of
 
 __all__ = ["App"]
 
@@ -199,21 +200,13 @@ class App:
             return
         if req.method != "POST":
             raise ServiceError(405, "/files takes GET and POST")
-        ctype = req.headers.get("content-type", "")
         body = await req.body(BODY_MAX)
-        if ctype.startswith("multipart/form-data"):
-            files = _multipart(ctype, body)
-        else:
-            if req.headers.get("content-encoding") == "gzip":
-                import gzip
-                try:
-                    body = gzip.decompress(body)
-                except OSError:
-                    raise ServiceError(400, "the body is not gzip") from None
-            files = [(path, body)]
+        files = files_of(req.headers.get("content-type", ""), req.headers.get("content-encoding", ""),
+                         body, FILE_MAX)
+        del body
         written = []
         for name, data in files:
-            target = path if raw_path else resolve(name)
+            target = path if raw_path or name is None else resolve(name)
             await anyio.to_thread.run_sync(write_file, box, target, data)
             written.append({"path": target, "name": target.rsplit("/", 1)[-1], "type": "file"})
         await _respond(send, 200, json.dumps(written).encode())
@@ -263,22 +256,3 @@ def _clear_context(box: Box, cid: str) -> None:
 
 async def _one(b: bytes) -> AsyncIterator[bytes]:
     yield b
-
-
-def _multipart(ctype: str, body: bytes) -> list[tuple[str, bytes]]:
-    """The file parts of a multipart/form-data body: (filename, bytes)."""
-    import email.parser
-    import email.policy
-    msg = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
-        b"Content-Type: " + ctype.encode("latin-1") + b"\r\n\r\n" + body)
-    out = []
-    if not msg.is_multipart():
-        raise ServiceError(400, "a multipart body without parts")
-    for part in msg.iter_parts():
-        name = part.get_filename()
-        data = part.get_payload(decode=True)
-        if name is not None and isinstance(data, bytes):
-            out.append((name, data))
-    if not out:
-        raise ServiceError(400, "the upload has no file part")
-    return out
