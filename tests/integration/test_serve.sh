@@ -126,6 +126,24 @@ check_eq "nothing left under the service's root" 0 "$(containers)"
 check_eq "no sandbox records left" "" "$(ls "$S/state/sandboxes" 2>/dev/null)"
 check_eq "no bundles or paused images left" "" "$(ls "$S/state/paused" "$S/state/paused/bundles" 2>/dev/null | grep sdk-)"
 
+# TERM while a client's long command and long cell are in flight: uvicorn
+# waited for their streams, so the service did not stop (nor delete the
+# sandbox) until they ended.  It must stop at once, and the calls end.
+check "the service starts for a TERM under load" start_serve
+client hold >"$S/hold.out" 2>&1 &
+hold_pid=$!
+on_exit "kill $hold_pid"
+check "a long command and a long cell are running" wait_for 60 grep -q '^HOLDING' "$S/hold.out"
+stops=$(grep -c '"event": "stopped"' "$S/events.log")
+kill "$serve_pid"
+check "TERM with calls in flight: the service ends within 20 s" wait_for 20 pid_gone "$serve_pid"
+wait "$serve_pid" 2>/dev/null; serve_pid=""
+check_eq "... its sandbox deleted" 0 "$(containers)"
+check_eq "... and its stop recorded" $((stops + 1)) "$(grep -c '"event": "stopped"' "$S/events.log")"
+check "... the client's command and cell ended rather than hang" \
+  wait_for 30 eval '[ "$(grep -c "^ENDED" "$S/hold.out")" = 2 ]'
+kill "$hold_pid" 2>/dev/null; wait "$hold_pid" 2>/dev/null
+
 # The service as PID 1 of a PID namespace (a container started with no
 # init, `docker run IMAGE tollgate serve`).  Every sandbox's orphans are
 # that PID 1's to reap, and runsc's delete waits for its sandbox's

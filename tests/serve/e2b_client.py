@@ -458,13 +458,37 @@ def pid1():
     check("as PID 1: none left in the list", Sandbox.list().next_items() == [])
 
 
+def hold():
+    """A sandbox with a long command and a long cell in flight, for a TERM
+    of the service: each call must end, not hang, once the service stops."""
+    s = Sandbox.create(timeout=300)
+
+    def call(name, f):
+        try:
+            f()
+            print("ENDED %s: returned" % name, flush=True)
+        except Exception as e:
+            print("ENDED %s: %s" % (name, type(e).__name__), flush=True)
+    threading.Thread(target=call, args=("cmd", lambda: s.commands.run("sleep 600", timeout=0)),
+                     daemon=True).start()
+    threading.Thread(target=call, args=("code", lambda: s.run_code("import time\ntime.sleep(600)", timeout=700)),
+                     daemon=True).start()
+    until = time.time() + 30
+    while time.time() < until and len([p for p in s.commands.list()]) < 1:
+        time.sleep(0.2)
+    time.sleep(1)
+    print("HOLDING %s" % s.sandbox_id, flush=True)
+    time.sleep(120)
+
+
 if __name__ == "__main__":
     what = sys.argv[1]
     run = {"basics": lambda: basics(), "connect": lambda: connect(sys.argv[2]), "gone": lambda: gone(None),
            "killed": lambda: killed(), "pause": lambda: pause(), "governed": lambda: governed(),
            "refusals": lambda: refusals(), "orphan": lambda: orphan(sys.argv[2]),
            "crowd": lambda: crowd(int(sys.argv[2]), int(sys.argv[3])), "before_kill": lambda: before_kill(),
-           "after_restart": lambda: after_restart(sys.argv[2], sys.argv[3]), "pid1": lambda: pid1()}[what]
+           "after_restart": lambda: after_restart(sys.argv[2], sys.argv[3]), "pid1": lambda: pid1(),
+           "hold": lambda: hold()}[what]
     try:
         run()
     except Exception as e:  # a check that never ran is a failure, not a silence

@@ -46,6 +46,10 @@ class EventLog:
                 sys.stderr.write("tollgate serve: " + line)
 
 
+# Seconds a request may still run once TERM or INT stopped the service
+# (its sandbox is being deleted meanwhile); then it is cancelled.
+STOP_GRACE = 10
+
 def _listen(spec: str) -> tuple[str, int]:
     host, sep, port = spec.rpartition(":")
     if not sep or not port.isdigit() or not 0 < int(port) < 65536:
@@ -109,11 +113,15 @@ def main(argv: list[str] | None = None) -> int:
     app = App(boxes, tenants)
     servers = [uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
                                              ssl_certfile=a.tls_cert, ssl_keyfile=a.tls_key,
-                                             timeout_keep_alive=75, lifespan="on"))]
+                                             timeout_keep_alive=75, lifespan="on",
+                                             timeout_graceful_shutdown=STOP_GRACE))]
     if a.socket:
-        servers.append(uvicorn.Server(uvicorn.Config(app, uds=a.socket, log_level="warning", lifespan="off")))
+        servers.append(uvicorn.Server(uvicorn.Config(app, uds=a.socket, log_level="warning", lifespan="off",
+                                                     timeout_graceful_shutdown=STOP_GRACE)))
     log({"event": "serving", "listen": "%s:%d" % (host, port), "socket": a.socket,
          "tenants": sorted(tenants.by_name), "templates": templates})
+
+    closing = threading.Thread(target=boxes.close, name="tollgate-serve-stop", daemon=True)
 
     async def run() -> None:
         loop = asyncio.get_running_loop()
@@ -121,6 +129,13 @@ def main(argv: list[str] | None = None) -> int:
         def stop() -> None:
             for s in servers:
                 s.should_exit = True
+            # The sandboxes go now, not after the last request: a client's
+            # long command or cell held its stream open, and uvicorn waited
+            # for it, so TERM did not stop the service (15 s and on, seen
+            # with one `commands.run("sleep 600")`).  Their requests end
+            # with the sandbox gone.
+            if closing.ident is None:
+                closing.start()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop)
         tasks = [asyncio.create_task(s._serve()) for s in servers]
@@ -135,6 +150,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         asyncio.run(run())
     finally:
-        boxes.close()
+        if closing.ident is not None:
+            closing.join()
+        boxes.close()  # what a request made meanwhile; all of it when no signal came
         log({"event": "stopped"})
     return 0
