@@ -282,8 +282,24 @@ static int remove_at(int parent, const char *name, tg_error **err) {
   closedir(d);
   if (ret < 0)
     return ret;
-  if (unlinkat(parent, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-    return tg_error_set(err, errno, "rmdir %s", name);
+  if (unlinkat(parent, name, AT_REMOVEDIR) < 0 && errno != ENOENT) {
+    int e = errno;
+    if (e != ENOTEMPTY)
+      return tg_error_set(err, e, "rmdir %s", name);
+    /* Something made an entry while it was removed: say which. */
+    char seen[256] = "";
+    int again = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *left = again < 0 ? NULL : fdopendir(again);
+    if (left == NULL && again >= 0)
+      close(again);
+    while (left != NULL && (de = readdir(left)) != NULL)
+      if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0 &&
+          strlen(seen) + strlen(de->d_name) + 3 < sizeof seen)
+        snprintf(seen + strlen(seen), sizeof seen - strlen(seen), "%s%s", seen[0] ? ", " : "", de->d_name);
+    if (left != NULL)
+      closedir(left);
+    return tg_error_set(err, e, "rmdir %s (made meanwhile: %s)", name, seen);
+  }
   return 0;
 }
 

@@ -371,7 +371,7 @@ static int delete_container(struct cli *cli, const char *id, bool force,
       tg_error_free(&load_err);
       if (mount_reach_release(dir, err) < 0 || bridge_teardown(dir, err) < 0 || mount_pin_release(dir, err) < 0)
         return -1;
-      if (remove_tree(dir, err) < 0)
+      if (state_remove_dir(dir, err) < 0)
         return -1;
       idrange_release_owner(&cli->config, dir);
       return 0;
@@ -434,7 +434,7 @@ static int delete_container(struct cli *cli, const char *id, bool force,
   if (r == 0)
     r = mount_pin_release(c.dir, err);
   if (r == 0)
-    r = remove_tree(c.dir, err);
+    r = state_remove_dir(c.dir, err);
   if (r == 0)
     idrange_release_owner(&cli->config, c.dir);
   container_free(&c);

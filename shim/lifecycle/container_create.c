@@ -76,7 +76,7 @@ static void undo_all(struct cli *cli, struct undo *u, const char *id) {
     tg_error_free(&e);
     mount_pin_release(u->dir, &e);
     tg_error_free(&e);
-    remove_tree(u->dir, &e);
+    state_remove_dir(u->dir, &e);
     tg_error_free(&e);
     idrange_release_owner(&cli->config, u->dir);
   }

@@ -73,6 +73,7 @@ void reaper_sweep(const struct cli *cli, const char *root, struct reaper_report 
   DIR *d = opendir(root);
   if (d == NULL)
     return;
+  state_remove_leftovers(root);
   time_t now = time(NULL);
   /* The due ids first, deleted after the scan: a delete changes the
    * directory being read. */

@@ -23,6 +23,20 @@ int state_check_id(const char *id, tg_error **err);
 int state_create_dir(const char *root, const char *id, char **dir,
                      tg_error **err);
 
+/* Remove the state directory dir (<root>/<id>).  It is renamed out of
+ * the way first, to <root>/.removing-<id>.<pid>.<ns>: the verbs that do not
+ * hold its lock through a backend call (list, ps, update, a foreground
+ * exec) make their call's log in it by path, and one that did so while it
+ * was being removed left it behind ("rmdir: Directory not empty"), the id
+ * taken for ever and the run that deleted it failed.  After the rename
+ * those paths lead nowhere, and a create of the same id may begin.  0, or
+ * -1 with *err. */
+int state_remove_dir(const char *dir, tg_error **err);
+
+/* Remove what a delete killed between that rename and the end of the
+ * removal left under root (.removing-* of a process that is gone). */
+void state_remove_leftovers(const char *root);
+
 /* Take the container's lock: flock(LOCK_EX) on its state directory,
  * waiting while another create or delete of the same id runs.  Returns
  * the fd that holds it (close it to release; O_CLOEXEC, so backends never

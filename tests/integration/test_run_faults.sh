@@ -19,6 +19,12 @@
 #     exec, a detached run writing after it returned): every line kept, in
 #     order.  runsc wrote such a file from offset 0 of its own, so stderr
 #     overwrote stdout and the run overwrote what the shell had written.
+#   - runs of one bundle beside four `list` loops: every run exits 0, no
+#     state directory is left and the bundle keeps the user's config.  A
+#     list's backend call made its log in a run's state directory while
+#     the run's delete removed it ("rmdir: Directory not empty"): the run
+#     failed, the id stayed taken, and the failed run put back a stale
+#     config.json that every later run of the bundle took for the user's.
 #   - tollgate started with stdin, stdout and stderr closed (`<&- >&-
 #     2>&-`): the container's stdio is /dev/null, never a file of
 #     tollgate's or the backend's (under runc its stdin was the backend's
@@ -228,6 +234,34 @@ for rt in $BACKENDS; do
     "after,before,early,late,late-err," "$(own_lines "$f" | sort | tr '\n' ,)"
   check_eq "$rt: ... and the shell's first line is still first" before "$(own_lines "$f" | head -1)"
   tg delete --force "ro-$rt-d" >/dev/null 2>&1
+done
+
+# --- runs beside `list` loops -------------------------------------------------
+for rt in $BACKENDS; do
+  L=$TG_ROOT/bundles/listed-$rt
+  make_bundle "$L" true
+  cp "$L/config.json" "$TG_ROOT/listed-$rt.user.json"
+  touch "$TG_ROOT/listing-$rt"
+  for p in 1 2 3 4; do
+    ( while [ -e "$TG_ROOT/listing-$rt" ]; do tg list >/dev/null 2>&1; done ) &
+  done
+  pids=()
+  for w in 1 2 3 4; do
+    ( for i in $(seq 10); do
+        tg --runtime "$rt" run --bundle "$L" "rl-$rt-$w-$i" >"$TG_ROOT/rl-$rt-$w-$i.out" 2>&1 ||
+          echo "rl-$rt-$w-$i: $(grep -v '^tollgate: warning' "$TG_ROOT/rl-$rt-$w-$i.out" | head -2 | tr '\n' ' ')"
+      done ) >"$TG_ROOT/rl-$rt-$w.failed" &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p"; done
+  rm -f "$TG_ROOT/listing-$rt"
+  wait
+  check_eq "$rt: 40 runs of one bundle beside 4 list loops: each exits 0" "" \
+    "$(cat "$TG_ROOT"/rl-$rt-?.failed | head -3)"
+  check_eq "$rt: ... no state directory of them left" "" "$(ls "$TG_ROOT" | grep "^rl-$rt-" | grep -v '\.')"
+  check "$rt: ... the bundle's config.json.orig is still the user's" \
+    cmp -s "$TG_ROOT/listed-$rt.user.json" "$L/config.json.orig"
+  check "$rt: ... and a run of it still works" tg --runtime "$rt" run --bundle "$L" "rl-$rt-after"
 done
 
 # --- started with stdio closed --------------------------------------------------
