@@ -29,7 +29,14 @@ void bundle_snapshot_take(const char *bundle, struct bundle_snapshot *s) {
    * it, never through a symlink, bounded. */
   tg_error *e = NULL;
   struct stat st;
-  if (read_file_untrusted(fd, "config.json", SNAPSHOT_MAX_BYTES, &s->config, &s->len, &e) < 0 ||
+  /* Under create's lock: config.json and the mark read as one state,
+   * never between another create's writes of the two. */
+  int locked;
+  do
+    locked = flock(fd, LOCK_EX);
+  while (locked < 0 && errno == EINTR);
+  if (locked < 0 ||
+      read_file_untrusted(fd, "config.json", SNAPSHOT_MAX_BYTES, &s->config, &s->len, &e) < 0 ||
       fstatat(fd, "config.json", &st, AT_SYMLINK_NOFOLLOW) < 0) {
     tg_error_free(&e);
     free(s->config);
@@ -40,6 +47,8 @@ void bundle_snapshot_take(const char *bundle, struct bundle_snapshot *s) {
   s->mode = st.st_mode & 07777;
   s->had_orig = present(fd, "config.json.orig");
   s->had_mark = present(fd, EFFECTIVE_MARK);
+  s->ours = effective_mark_is_ours(fd, s->config, s->len, NULL);
+  flock(fd, LOCK_UN);
   s->dir_fd = fd;
 }
 
@@ -54,6 +63,16 @@ void bundle_snapshot_restore(struct bundle_snapshot *s) {
   while (locked < 0 && errno == EINTR);
   if (locked < 0)
     return;
+  /* An effective config tollgate wrote is not the user's to get back, and
+   * another create from this bundle may have replaced it since: written
+   * back, bytes the mark no longer knows became "the user's config" for
+   * every later create (seen: a run whose delete failed under `list`
+   * loops left config.json an earlier run's effective config, whose
+   * rootfs path was gone; every run of the bundle failed after it). */
+  if (s->ours) {
+    flock(s->dir_fd, LOCK_UN);
+    return;
+  }
   cleanup_free char *now = NULL;
   size_t now_len = 0;
   tg_error *e = NULL;

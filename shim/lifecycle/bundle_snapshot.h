@@ -21,6 +21,7 @@ struct bundle_snapshot {
   mode_t mode;
   bool had_orig;   /* config.json.orig was there */
   bool had_mark;   /* the mark was there */
+  bool ours;       /* config.json was an effective config tollgate wrote */
 };
 
 /* Take the snapshot of bundle (NULL: the working directory).  Never
@@ -30,7 +31,9 @@ void bundle_snapshot_take(const char *bundle, struct bundle_snapshot *s);
 
 /* Put config.json back as it was and remove the original and the mark
  * that were not there, under the bundle's lock (the one create holds).
- * Best effort: a bundle that changed under us is left as it is. */
+ * Nothing when config.json was tollgate's effective config: the user's
+ * is config.json.orig, untouched.  Best effort: a bundle that changed
+ * under us is left as it is. */
 void bundle_snapshot_restore(struct bundle_snapshot *s);
 
 void bundle_snapshot_free(struct bundle_snapshot *s);
