@@ -292,10 +292,16 @@ static int remove_at(int parent, const char *name, tg_error **err) {
     DIR *left = again < 0 ? NULL : fdopendir(again);
     if (left == NULL && again >= 0)
       close(again);
-    while (left != NULL && (de = readdir(left)) != NULL)
-      if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0 &&
-          strlen(seen) + strlen(de->d_name) + 3 < sizeof seen)
-        snprintf(seen + strlen(seen), sizeof seen - strlen(seen), "%s%s", seen[0] ? ", " : "", de->d_name);
+    while (left != NULL && (de = readdir(left)) != NULL) {
+      size_t at = strlen(seen), n = strlen(de->d_name);
+      if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 || at + n + 3 >= sizeof seen)
+        continue;
+      if (at > 0) {
+        memcpy(seen + at, ", ", 2);
+        at += 2;
+      }
+      memcpy(seen + at, de->d_name, n + 1);
+    }
     if (left != NULL)
       closedir(left);
     return tg_error_set(err, e, "rmdir %s (made meanwhile: %s)", name, seen);
