@@ -217,7 +217,9 @@ def _sweep_unnamed(boxes: Boxes, kept: set[str]) -> None:
     except OSError:
         names = []
     for cid in names:
-        if cid in kept or not os.path.isfile(os.path.join(boxes.root, cid, "state.json")):
+        # A name with a dot first is not a container's: a delete's
+        # directory set aside (.removing-*), which tollgate's reaper ends.
+        if cid in kept or cid.startswith(".") or not os.path.isfile(os.path.join(boxes.root, cid, "state.json")):
             continue
         boxes.log({"event": "container_dropped", "container": cid, "container_deleted": _delete(boxes, cid),
                    "reason": "under the service's root and named by no sandbox it took back"})
