@@ -115,6 +115,16 @@ def basics():
     sbx.files.write("/tmp/blob.bin", data)
     check("files.write then files.read of 1 MiB are byte-identical",
           bytes(sbx.files.read("/tmp/blob.bin", format="bytes")) == data)
+    # write_files of several sends one multipart body with no ?path=, each
+    # part named by its path (it was refused: "path must be a non-empty string").
+    many = [{"path": "/tmp/many/f%d.bin" % i, "data": os.urandom(1000 * i + 1)} for i in range(5)]
+    many.append({"path": "/tmp/many/ünï cödé.txt", "data": b"line\r\n--not-the-boundary\r\n"})
+    wrote = sbx.files.write_files(many)
+    check("files.write_files of 6 files (one multipart body): each written and read back the same",
+          len(wrote) == 6 and all(bytes(sbx.files.read(f["path"], format="bytes")) == f["data"] for f in many),
+          [w.path for w in wrote])
+    sbx.files.write("/tmp/zipped.bin", data, gzip=True)
+    check("files.write with gzip: the same bytes", bytes(sbx.files.read("/tmp/zipped.bin", format="bytes")) == data)
     check("files.exists", sbx.files.exists("/tmp/blob.bin") and not sbx.files.exists("/tmp/nope"))
     check("files.make_dir", sbx.files.make_dir("/tmp/d1") and sbx.files.get_info("/tmp/d1").type.value == "dir")
     sbx.files.rename("/tmp/blob.bin", "/tmp/d1/blob.bin")

@@ -186,8 +186,11 @@ class App:
 
     async def _files(self, req: _Request, box: Box, send: Send) -> None:
         raw_path = req.query.get("path")
+        # A multi-file upload (the SDKs' write_files) names no path: each
+        # part's filename is its file's path.
+        multi = raw_path is None and req.method == "POST"
         try:
-            path = resolve(raw_path or "")
+            path = "" if multi else resolve(raw_path or "")
         except ConnectError as e:
             raise ServiceError(400, e.message) from None
         op = "read" if req.method == "GET" else "write"
@@ -206,7 +209,12 @@ class App:
         del body
         written = []
         for name, data in files:
-            target = path if raw_path or name is None else resolve(name)
+            if multi and name is None:
+                raise ServiceError(400, "an upload without ?path= is multipart, each file part named by its path")
+            try:
+                target = resolve(name) if multi else path
+            except ConnectError as e:
+                raise ServiceError(400, e.message) from None
             await anyio.to_thread.run_sync(write_file, box, target, data)
             written.append({"path": target, "name": target.rsplit("/", 1)[-1], "type": "file"})
         await _respond(send, 200, json.dumps(written).encode())
