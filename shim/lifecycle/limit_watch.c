@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "base/json.h"
+#include "base/kmsg.h"
 #include "base/util.h"
 #include "shim/lifecycle/state.h"
 
@@ -25,9 +26,16 @@ struct limit_watch {
   pid_t pid;
   char *pid_file;
   int fd[W_N];
+  /* The kernel's log from the watch's start, and the paths of the pids
+   * and memory cgroups in the hierarchies as tollgate sees them, for a
+   * refusal or OOM kill whose cgroup was gone before a tick read it
+   * (limit_watch_report). */
+  int kmsg;
+  char *pids_cgroup, *mem_cgroup;
   /* What was seen, the highest value of each (the thread writes, report
-   * reads after the join). */
+   * reads after the join); pids_refused -1: some, the count unknown. */
   long long pids_refused, oom_kills, pids_max, mem_max;
+  long long oom_seen; /* OOM kills in the kernel's log */
 };
 
 static void nap(long ms) {
@@ -66,9 +74,21 @@ static long long limit_value(const char *text) {
   return v >= (LLONG_MAX / 2) ? 0 : v;
 }
 
+/* dir's path under the hierarchy mounted at root ("/ID"), replacing
+ * old; old when dir is not under root. */
+static char *relative_path(char *old, const char *dir, const char *root) {
+  size_t r = strlen(root);
+  if (dir == NULL || strncmp(dir, root, r) != 0 || dir[r] != '/')
+    return old;
+  free(old);
+  return xstrdup(dir + r);
+}
+
 /* Open the counters in the cgroup directories pdir (pids) and mdir
  * (memory); legacy_* say whether each is a v1 hierarchy's. */
 static void open_counters_in(struct limit_watch *lw, const char *pdir, bool legacy_p, const char *mdir, bool legacy_m) {
+  lw->pids_cgroup = relative_path(lw->pids_cgroup, pdir, legacy_p ? "/sys/fs/cgroup/pids" : "/sys/fs/cgroup");
+  lw->mem_cgroup = relative_path(lw->mem_cgroup, mdir, legacy_m ? "/sys/fs/cgroup/memory" : "/sys/fs/cgroup");
   static const char *const names[W_N][2] = {{"pids.events", "pids.events"},
                                             {"pids.max", "pids.max"},
                                             {"memory.oom_control", "memory.events"},
@@ -137,9 +157,13 @@ static bool sample(struct limit_watch *lw, bool with_limits) {
       with_limits = true;
     }
   }
-  if (with_limits && read_fd(lw->fd[W_PIDS_MAX], buf, sizeof buf))
+  /* The limits every tick until one is met, then as they were then: an
+   * operator may lower it under a running container, and a refusal seen
+   * only in the kernel's log (its cgroup already gone) is reported with
+   * the last value read. */
+  if ((with_limits || lw->pids_refused == 0) && read_fd(lw->fd[W_PIDS_MAX], buf, sizeof buf))
     lw->pids_max = limit_value(buf);
-  if (with_limits && read_fd(lw->fd[W_MEM_MAX], buf, sizeof buf))
+  if ((with_limits || lw->oom_kills == 0) && read_fd(lw->fd[W_MEM_MAX], buf, sizeof buf))
     lw->mem_max = limit_value(buf);
   return alive;
 }
@@ -184,6 +208,7 @@ struct limit_watch *limit_watch_start(pid_t pid, const char *pid_file) {
     lw->fd[i] = -1;
   lw->pid = pid;
   lw->pid_file = pid_file ? xstrdup(pid_file) : NULL;
+  lw->kmsg = kmsg_open_at_end();
   atomic_init(&lw->stop, false);
   /* Nothing to watch yet: no thread; limit_watch_attach names the pid. */
   if (pid <= 0 && pid_file == NULL) {
@@ -191,6 +216,8 @@ struct limit_watch *limit_watch_start(pid_t pid, const char *pid_file) {
     return lw;
   }
   if (pthread_create(&lw->thread, NULL, watch, lw) != 0) {
+    if (lw->kmsg >= 0)
+      close(lw->kmsg);
     free(lw->pid_file);
     free(lw);
     return NULL;
@@ -238,23 +265,64 @@ void limit_watch_attach(struct limit_watch *lw, pid_t pid, const char *runc_dir)
   sample(lw, true);
 }
 
+/* Whether the cgroup path a kernel message names is ours: the same, or
+ * ours under a root tollgate does not see (a cgroup namespace, or a
+ * hierarchy mounted from a subdirectory: the kernel names the whole
+ * path).  ours starts with '/', so the match ends on a segment. */
+static bool names_cgroup(const char *path, size_t len, const char *ours) {
+  size_t n = ours ? strlen(ours) : 0;
+  return n > 1 && len >= n && memcmp(path + len - n, ours, n) == 0;
+}
+
+/* One kernel log record (kmsg_each_since): a cgroup's first refused
+ * fork ("cgroup: fork rejected by pids controller in PATH") and each OOM
+ * kill ("oom-kill:...,oom_memcg=PATH,...") in the container's cgroups. */
+static void kernel_said(const char *msg, void *arg) {
+  struct limit_watch *lw = arg;
+  static const char refused[] = "cgroup: fork rejected by pids controller in ";
+  if (strncmp(msg, refused, sizeof refused - 1) == 0) {
+    const char *path = msg + sizeof refused - 1;
+    if (lw->pids_refused == 0 && names_cgroup(path, strlen(path), lw->pids_cgroup))
+      lw->pids_refused = -1; /* the kernel logs only the first: some, the count unknown */
+    return;
+  }
+  if (strncmp(msg, "oom-kill:", 9) != 0)
+    return;
+  const char *memcg = strstr(msg, ",oom_memcg=");
+  if (memcg == NULL)
+    return;
+  memcg += strlen(",oom_memcg=");
+  if (names_cgroup(memcg, strcspn(memcg, ","), lw->mem_cgroup))
+    lw->oom_seen++;
+}
+
 bool limit_watch_report(struct limit_watch *lw, const char *id, bool runsc) {
   if (lw == NULL)
     return false;
   join_watch(lw);
   sample(lw, true); /* runc keeps the cgroup until delete: the last word */
+  /* runsc removes its sandbox's cgroup within milliseconds of the
+   * Sentry's death, and on a loaded machine the thread's tick can miss
+   * that window: the kernel logged the refusal or the kill as it
+   * happened. */
+  kmsg_each_since(lw->kmsg, kernel_said, lw);
+  if (lw->oom_seen > lw->oom_kills)
+    lw->oom_kills = lw->oom_seen;
+  char count[32] = "";
+  if (lw->pids_refused > 0)
+    snprintf(count, sizeof count, "%lld ", lw->pids_refused);
   bool said = false;
-  if (lw->pids_refused > 0) {
+  if (lw->pids_refused != 0) {
     if (runsc)
       fprintf(stderr,
               "tollgate: container %s: its gVisor sandbox reached its host task limit (pids.max %lld, linux.resources.pids.limit): "
-              "%lld host threads or processes were refused, which ends the sandbox; the guest's own process limit is RLIMIT_NPROC "
+              "%shost threads or processes were refused, which ends the sandbox; the guest's own process limit is RLIMIT_NPROC "
               "(docs/hardening.md \"Limits\")\n",
-              id, lw->pids_max, lw->pids_refused);
+              id, lw->pids_max, count);
     else
       fprintf(stderr,
-              "tollgate: container %s reached its process limit (pids.max %lld, linux.resources.pids.limit): %lld forks were refused\n",
-              id, lw->pids_max, lw->pids_refused);
+              "tollgate: container %s reached its process limit (pids.max %lld, linux.resources.pids.limit): %sforks were refused\n",
+              id, lw->pids_max, count);
     said = true;
   }
   if (lw->oom_kills > 0) {
@@ -268,6 +336,10 @@ bool limit_watch_report(struct limit_watch *lw, const char *id, bool runsc) {
   for (int i = 0; i < W_N; i++)
     if (lw->fd[i] >= 0)
       close(lw->fd[i]);
+  if (lw->kmsg >= 0)
+    close(lw->kmsg);
+  free(lw->pids_cgroup);
+  free(lw->mem_cgroup);
   free(lw->pid_file);
   free(lw);
   return said;

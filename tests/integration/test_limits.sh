@@ -12,11 +12,14 @@
 #   - runsc: a caller's own pids.limit (40) bounds the guest, not the
 #     Sentry's host tasks; a sandbox that does reach its host task limit
 #     (lowered to 60 under it, as an operator could) ends with a message
-#     naming pids.max, not exit 2 and silence;
+#     naming pids.max, not exit 2 and silence, also when tollgate was not
+#     scheduled while runsc removed the cgroup (the kernel's log says it);
 #   - memory: a caller's limit stands (1 GiB is 1 GiB, not the profile's
 #     512 MiB), the profile's applies where it gave none, one above the
 #     host config's memory_ceiling_mib is refused naming the ceiling; a
-#     hog past its own 64 MiB is OOM-killed and the run says so.
+#     hog past its own 64 MiB is OOM-killed and the run says so (under
+#     runsc, with tollgate stopped until the sandbox's cgroup is gone:
+#     the kernel's log says it).
 set -u
 . "$(dirname "$0")/lib.sh"
 B=$TG_ROOT/b
@@ -76,6 +79,43 @@ rc=$?
 wait
 check_fails "runsc: a sandbox at its host task limit fails" test "$rc" -eq 0
 check_match "runsc: ... and run names the limit" 'container lim-tasks: its gVisor sandbox reached its host task limit \(pids.max 60' \
+  "$(cat "$TG_ROOT/err")"
+
+# The same while tollgate is not scheduled (a loaded machine; here it is
+# stopped) from before the Sentry's death until runsc has removed the
+# sandbox's cgroups: no tick reads their counters, and the kernel's log of
+# the refusal (or the OOM kill, below) is what names the limit.  The
+# program waits for SIGUSR1 (`wait` returns at once; no process is made
+# until then), then runs ARGS.
+# run_stopped ID CONTROLLER ARGS...: runs it so; $rc and $TG_ROOT/err.
+run_stopped() {
+  local id=$1 ctrl=$2 tgpid; shift 2
+  set_args sh -c 'trap "$* ; exit 0" USR1; sleep 1000 & wait' sh "$@"
+  [ -n "${limit_json:-}" ] && edit_json "$B/config.json" "$limit_json"
+  "$TG" --root "$TG_ROOT" run --bundle "$B" "$id" >/dev/null 2>"$TG_ROOT/err" &
+  tgpid=$!
+  wait_for 30 running_now "$id"
+  [ "$ctrl" = pids ] && echo 60 >"/sys/fs/cgroup/pids/$id/pids.max"
+  sleep 0.3 # ticks read the limits as they are now
+  kill -STOP "$tgpid"
+  tg kill "$id" USR1
+  cgroup_gone() { [ ! -d "/sys/fs/cgroup/$ctrl/$id" ]; }
+  check "runsc, tollgate stopped ($id): the sandbox dies and its cgroup goes" wait_for 30 cgroup_gone
+  kill -CONT "$tgpid"
+  wait "$tgpid"
+  rc=$?
+}
+run_stopped lim-stopped pids /bin/tollgate-probe fork 100
+check_fails "runsc, tollgate stopped: the run fails" test "$rc" -eq 0
+check_match "runsc, tollgate stopped: ... and run names the limit, from the kernel's log" \
+  'container lim-stopped: its gVisor sandbox reached its host task limit \(pids.max 60, linux.resources.pids.limit\): host threads' \
+  "$(cat "$TG_ROOT/err")"
+# A hog past a 256 MiB limit: the kernel's OOM killer ends the Sentry.
+limit_json='c["linux"].setdefault("resources", {})["memory"] = {"limit": 268435456}' \
+  run_stopped lim-oom memory /bin/tollgate-probe hog 1024
+check_eq "runsc, tollgate stopped: a hog past 256 MiB ends the sandbox (137)" 137 "$rc"
+check_match "runsc, tollgate stopped: ... and run names the memory limit, from the kernel's log" \
+  'container lim-oom reached its memory limit \(256 MiB, linux.resources.memory.limit\): the OOM killer ended 1 process of its gVisor sandbox' \
   "$(cat "$TG_ROOT/err")"
 
 # --- memory -----------------------------------------------------------------
