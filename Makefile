@@ -204,10 +204,11 @@ install: all
 	install -D -m 0755 $(BUILD)/tollgate-http $(DESTDIR)$(PREFIX)/lib/tollgate/tollgate-http
 	install -D -m 0644 bridge/client/tollgate.py $(DESTDIR)$(PREFIX)/lib/tollgate/tollgate.py
 	install -d $(DESTDIR)$(PREFIX)/lib/tollgate/tollgate_sdk/mcp $(DESTDIR)$(PREFIX)/lib/tollgate/tollgate_sdk/serve \
-	  $(DESTDIR)$(PREFIX)/lib/tollgate/tollgate_sdk/_container
+	  $(DESTDIR)$(PREFIX)/lib/tollgate/tollgate_sdk/_listener $(DESTDIR)$(PREFIX)/lib/tollgate/tollgate_sdk/_container
 	install -m 0644 sdk/tollgate_sdk/*.py sdk/tollgate_sdk/py.typed $(DESTDIR)$(PREFIX)/lib/tollgate/tollgate_sdk/
 	install -m 0644 sdk/tollgate_sdk/mcp/*.py $(DESTDIR)$(PREFIX)/lib/tollgate/tollgate_sdk/mcp/
 	install -m 0644 sdk/tollgate_sdk/serve/*.py $(DESTDIR)$(PREFIX)/lib/tollgate/tollgate_sdk/serve/
+	install -m 0644 sdk/tollgate_sdk/_listener/*.py $(DESTDIR)$(PREFIX)/lib/tollgate/tollgate_sdk/_listener/
 	install -m 0644 bridge/client/kernel.py $(DESTDIR)$(PREFIX)/lib/tollgate/tollgate_sdk/_container/kernel.py
 	@# The Python rootfs beside the binary, where the SDK looks for it
 	@# (PREFIX/lib/tollgate/rootfs/python beside PREFIX/bin/tollgate).

@@ -8,6 +8,8 @@
 # put to the person (one approved, one denied), a running program cancelled
 # (its later call never runs); at 2026-07-28 also the tasks extension (a
 # run as a task polled to completion, another cancelled by tasks/cancel).
+# Over HTTP also with 1,100 connections of another address held that never
+# send a whole request (the server's soft open-file limit 1,024).
 # Under the first backend only: the protocol is the same for both, and
 # test_mcp.sh runs both backends.
 . "$(dirname "$0")/lib.sh"
@@ -48,7 +50,8 @@ check_eq "stdio as PID 1 of a PID namespace: the Python client exits 0" 0 "$?"
 
 # Streamable HTTP on loopback: one server for both revisions.
 port=$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"${server[@]}" --http "127.0.0.1:$port" 2>"$stage/http.err" &
+# Its soft open-file limit is 1,024, a systemd unit's default.
+( ulimit -Sn 1024; exec "${server[@]}" --http "127.0.0.1:$port" 2>"$stage/http.err" ) &
 http_pid=$!
 on_exit "kill $http_pid; wait $http_pid"
 port_open() { "$py" -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)' "$port" 2>/dev/null; }
@@ -57,6 +60,27 @@ for rev in 2025-11-25 2026-07-28; do
   timeout 180 "$py" "$here/py_client.py" "http $rev" "$rev" "$TG_ROOT/audit" http "http://127.0.0.1:$port/mcp"
   check_eq "http $rev: the Python client exits 0" 0 "$?"
 done
+# 1,100 connections from another address that never send a whole
+# request (an MCP client is untrusted before it says anything): at the
+# 1,024 open files they stopped the server accepting anyone while held.
+"$py" - "$port" >"$stage/flood.out" 2>&1 <<'P' &
+import resource, socket, sys, time
+resource.setrlimit(resource.RLIMIT_NOFILE, (resource.getrlimit(resource.RLIMIT_NOFILE)[1],) * 2)
+held = []
+for _ in range(1100):
+    s = socket.socket(); s.bind(("127.0.0.2", 0)); s.connect(("127.0.0.1", int(sys.argv[1])))
+    s.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+    held.append(s)
+print("held", len(held), flush=True)
+time.sleep(600)
+P
+flood_pid=$!
+on_exit "kill $flood_pid"
+flooded() { grep -q '^held 1100' "$stage/flood.out"; }
+check "http: 1,100 connections held from another address" wait_for 60 flooded
+timeout 180 "$py" "$here/py_client.py" "http, flooded" 2026-07-28 "$TG_ROOT/audit" http "http://127.0.0.1:$port/mcp"
+check_eq "http: with them held, the Python client is served and exits 0" 0 "$?"
+kill "$flood_pid"; wait "$flood_pid" 2>/dev/null
 if [ -d "$here/node_modules/@modelcontextprotocol/inspector" ]; then
   # The Inspector's CLI over Streamable HTTP, as docs/mcp.md writes it.
   out=$(cd "$here" && timeout 120 npx --no-install mcp-inspector --cli "http://127.0.0.1:$port/mcp" \

@@ -7,7 +7,8 @@
 # 2 s, kill, pause and resume; a governed call decided by the tenant's
 # policy and approved through /tollgate/ and with the tollgate CLI; the
 # refusals (keys, another tenant, envd tokens, the quota); 10 clients at
-# once; kill -9 of the service, tollgate gc taking a sandbox whose deadline
+# once; 1,100 connections of one client that never send a whole request
+# (the others are served); kill -9 of the service, tollgate gc taking a sandbox whose deadline
 # passed meanwhile, and a restart that takes the others back (one paused).
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
@@ -50,10 +51,11 @@ export E2B_API_KEY=$KEY OTHER_KEY=$OTHER TENANT_AUDIT=$S/audit-acme E2B_DOMAIN=e
        E2B_API_URL=http://127.0.0.1:$port E2B_SANDBOX_URL=http://127.0.0.1:$port
 
 serve_pid=""
+# The service's soft open-file limit is 1,024, a systemd unit's default.
 start_serve() {
-  "$TG" serve --listen 127.0.0.1:$port --tenants "$S/tenants.json" --state "$S/state" \
+  ( ulimit -Sn 1024; exec "$TG" serve --listen 127.0.0.1:$port --tenants "$S/tenants.json" --state "$S/state" \
     --template "base=$TG_ROOT/debian" --log "$S/events.log" \
-    --socket "$S/serve.sock" --socket-group nogroup >>"$S/serve.out" 2>&1 &
+    --socket "$S/serve.sock" --socket-group nogroup >>"$S/serve.out" 2>&1 ) &
   serve_pid=$!
   wait_for 30 curl -s -o /dev/null "http://127.0.0.1:$port/v2/sandboxes"
 }
@@ -88,6 +90,11 @@ check "the client mode made a sandbox whose client then died" test -n "$orphan"
 [ -n "$orphan" ] && client orphan "$orphan" | grep -E '^(ok|FAIL) - '
 client crowd 10 5 | grep -E '^(ok|FAIL) - '
 check "after the crowd no container is left" wait_for 10 no_containers
+# 1,100 connections that never send a whole request: they held a file
+# each, for ever, and at the 1,024 open files the service could take no
+# connection, so no sandbox was made or used while they were held.
+client flood 1100 | grep -E '^(ok|FAIL) - '
+check "after the flood no container is left" wait_for 10 no_containers
 
 # kill -9 of the service with two sandboxes running and one paused.  Their
 # containers have no owner and the sandbox's deadline plus 5 s

@@ -4,7 +4,7 @@ SDKs (tests/integration/test_serve.sh).  Each step prints "ok - NAME" or
 E2B_SANDBOX_URL, E2B_API_KEY, E2B_DOMAIN=e2b.invalid).
 
     e2b_client.py basics|connect ID|gone ID|pause|governed|refusals|crowd N M|
-                  before_kill|after_restart A B
+                  before_kill|after_restart A B|hold|flood N
 """
 import json
 import os
@@ -491,6 +491,59 @@ def hold():
     time.sleep(120)
 
 
+def flood(held):
+    """held connections from 127.0.0.2 that never finish their headers
+    (an unauthenticated client, before any key is checked), then the SDK
+    from 127.0.0.1: it is served, at once, while they are held."""
+    import resource
+    import socket
+    from urllib.parse import urlsplit
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    u = urlsplit(API)
+    socks, opened = [], 0
+    for _ in range(held):
+        s = socket.socket()
+        s.bind(("127.0.0.2", 0))
+        try:
+            s.connect((u.hostname, u.port))
+            s.sendall(b"GET /v2/sandboxes HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+            opened += 1
+        except OSError:
+            s.close()
+            continue
+        socks.append(s)
+    check("%d connections opened to the service" % held, opened == held, opened)
+    time.sleep(2)
+    t = time.time()
+    out = {}
+
+    def legit():
+        sb = Sandbox.create(timeout=60)
+        out["echo"] = sb.commands.run("echo served").stdout
+        out["killed"] = sb.kill()
+    at_once([legit], 60)
+    took = time.time() - t
+    check("with %d connections held by another client, the SDK's create, command and kill are served "
+          "(%.1f s)" % (held, took), out.get("echo") == "served\n" and out.get("killed") is True and took < 20,
+          (out, took))
+    # Past its share each was answered 429 and closed (or reset: it was
+    # closed with the partial request unread); its share is still open.
+    still_open = 0
+    for s in socks:
+        s.settimeout(0.05)
+        try:
+            got = s.recv(100)
+            if not got.startswith(b"HTTP/1.1 429 ") and got:
+                still_open += 1
+        except TimeoutError:
+            still_open += 1
+        except OSError:
+            pass
+        s.close()
+    check("the client kept its share of 256 connections, the rest were refused (%d open)" % still_open,
+          still_open == 256, still_open)
+
 if __name__ == "__main__":
     what = sys.argv[1]
     run = {"basics": lambda: basics(), "connect": lambda: connect(sys.argv[2]), "gone": lambda: gone(None),
@@ -498,7 +551,7 @@ if __name__ == "__main__":
            "refusals": lambda: refusals(), "orphan": lambda: orphan(sys.argv[2]),
            "crowd": lambda: crowd(int(sys.argv[2]), int(sys.argv[3])), "before_kill": lambda: before_kill(),
            "after_restart": lambda: after_restart(sys.argv[2], sys.argv[3]), "pid1": lambda: pid1(),
-           "hold": lambda: hold()}[what]
+           "hold": lambda: hold(), "flood": lambda: flood(int(sys.argv[2]))}[what]
     try:
         run()
     except Exception as e:  # a check that never ran is a failure, not a silence

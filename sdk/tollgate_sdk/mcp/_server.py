@@ -352,7 +352,14 @@ def serve_http(b: Binding, host: str, port: int) -> str:
     import asyncio
 
     import uvicorn
+
+    from .._listener import Limits, guard_protocol, listener_bounds, raise_fd_limit
     app = b.server.streamable_http_app(host=host)
+    # An MCP client is untrusted before it says anything: idle or slow
+    # connections are bounded (tollgate_sdk._listener).
+    limits, fitted = listener_bounds(Limits(), raise_fd_limit())
+    if fitted:
+        sys.stderr.write("tollgate mcp: %s\n" % fitted)
     why = ["the server got SIGTERM"]
 
     class Uvicorn(uvicorn.Server):
@@ -361,7 +368,7 @@ def serve_http(b: Binding, host: str, port: int) -> str:
             b.core.closing_reason = why[0]
             super().handle_exit(sig, frame)
 
-    srv = Uvicorn(uvicorn.Config(app, host=host, port=port, log_level="warning",
+    srv = Uvicorn(uvicorn.Config(app, host=host, port=port, log_level="warning", http=guard_protocol(limits),
                                  timeout_graceful_shutdown=3, lifespan="on"))
 
     async def main() -> None:

@@ -16,6 +16,7 @@ from typing import Any
 import uvicorn
 
 from .._errors import TollgateSDKError
+from .._listener import Limits, guard_protocol, listener_bounds, raise_fd_limit
 from .._pid1 import split_when_pid1
 from .._sandbox import SOURCE_TREE, find_tollgate
 from ._adopt import readopt
@@ -92,7 +93,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tls-cert")
     ap.add_argument("--tls-key")
     ap.add_argument("--log", help="append the service's events (JSON lines) here instead of stderr")
+    ap.add_argument("--max-connections", type=int, default=Limits.max_connections, metavar="N",
+                    help="connections held at once; one more gets 503 (default %(default)s)")
+    ap.add_argument("--max-connections-per-client", type=int, default=Limits.per_client, metavar="N",
+                    help="connections from one address; one more gets 429 (default %(default)s)")
+    ap.add_argument("--header-timeout", type=float, default=Limits.header_timeout, metavar="SECONDS",
+                    help="a request's headers arrive within this, or the connection is closed "
+                    "(default %(default)s)")
     a = ap.parse_args(argv)
+    if a.max_connections < 1 or a.max_connections_per_client < 1 or not a.header_timeout > 0:
+        raise SystemExit("tollgate serve: --max-connections and --max-connections-per-client take a whole "
+                         "number of at least 1, --header-timeout a number of seconds above 0")
     split_when_pid1()  # PID 1 of a container with no init: stay its init (_pid1.py)
     host, port = _listen(a.listen)
     if bool(a.tls_cert) != bool(a.tls_key):
@@ -111,13 +122,21 @@ def main(argv: list[str] | None = None) -> int:
     readopt(boxes)
     boxes.start()
     app = App(boxes, tenants)
+    # Anyone who reaches the port holds connections before a key is
+    # checked: bounded, so that they cannot use up the open files every
+    # sandbox needs (tollgate_sdk._listener).
+    limits, fitted = listener_bounds(Limits(a.max_connections, a.max_connections_per_client, a.header_timeout),
+                                     raise_fd_limit())
+    if fitted:
+        log({"event": "connections", "note": fitted})
+    guard = guard_protocol(limits)
     servers = [uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
                                              ssl_certfile=a.tls_cert, ssl_keyfile=a.tls_key,
-                                             timeout_keep_alive=75, lifespan="on",
+                                             timeout_keep_alive=75, lifespan="on", http=guard,
                                              timeout_graceful_shutdown=STOP_GRACE))]
     if a.socket:
         servers.append(uvicorn.Server(uvicorn.Config(app, uds=a.socket, log_level="warning", lifespan="off",
-                                                     timeout_graceful_shutdown=STOP_GRACE)))
+                                                     http=guard, timeout_graceful_shutdown=STOP_GRACE)))
     log({"event": "serving", "listen": "%s:%d" % (host, port), "socket": a.socket,
          "tenants": sorted(tenants.by_name), "templates": templates})
 
