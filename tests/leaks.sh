@@ -18,6 +18,16 @@ for rt in runsc runc; do
 done
 p=$(pgrep -af 'runsc-(sandbox|gofer)|tollgate' | grep -E '/tmp/(tollgate-|tg-)' | grep -v pgrep)
 [ -z "$p" ] && ok || leak "processes left from test roots: $p"
+# A test's own helpers (clients, floods, fake servers run from this
+# checkout's tests/): a helper started in the background through a shell
+# function and "killed" by the subshell's pid outlived its script.  They
+# are reported, then ended.
+top=$(cd "$(dirname "$0")/.." && pwd)
+p=$(pgrep -af "$top/tests/" | grep -v -e pgrep -e leaks.sh)
+if [ -z "$p" ]; then ok; else
+  leak "test helpers left running: $p"
+  echo "$p" | awk '{print $1}' | xargs -r kill 2>/dev/null
+fi
 d=$(ls -d /tmp/tollgate-root.* 2>/dev/null)
 [ -z "$d" ] && ok || leak "test roots left: $d"
 # Temporary directories of the SDK's outside its state directory (a tool

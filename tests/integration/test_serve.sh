@@ -137,7 +137,9 @@ check_eq "no bundles or paused images left" "" "$(ls "$S/state/paused" "$S/state
 # waited for their streams, so the service did not stop (nor delete the
 # sandbox) until they ended.  It must stop at once, and the calls end.
 check "the service starts for a TERM under load" start_serve
-client hold >"$S/hold.out" 2>&1 &
+# Not through client(): $! is then timeout's own pid, which passes the
+# kill below on to the client (a subshell's kill left it for 2 minutes).
+timeout 600 "$PY" "$repo/tests/serve/e2b_client.py" hold >"$S/hold.out" 2>&1 &
 hold_pid=$!
 on_exit "kill $hold_pid"
 check "a long command and a long cell are running" wait_for 60 grep -q '^HOLDING' "$S/hold.out"
