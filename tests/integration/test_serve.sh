@@ -8,7 +8,8 @@
 # policy and approved through /tollgate/ and with the tollgate CLI; the
 # refusals (keys, another tenant, envd tokens, the quota); 10 clients at
 # once; 1,100 connections of one client that never send a whole request
-# (the others are served); kill -9 of the service, tollgate gc taking a sandbox whose deadline
+# (the others are served); 16 uploads of 10 MiB at once; 4 that never
+# finish beside a write; kill -9 of the service, tollgate gc taking a sandbox whose deadline
 # passed meanwhile, and a restart that takes the others back (one paused).
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
@@ -54,7 +55,7 @@ serve_pid=""
 # The service's soft open-file limit is 1,024, a systemd unit's default.
 start_serve() {
   ( ulimit -Sn 1024; exec "$TG" serve --listen 127.0.0.1:$port --tenants "$S/tenants.json" --state "$S/state" \
-    --template "base=$TG_ROOT/debian" --log "$S/events.log" \
+    --template "base=$TG_ROOT/debian" --log "$S/events.log" --transfer-timeout 8 \
     --socket "$S/serve.sock" --socket-group nogroup >>"$S/serve.out" 2>&1 ) &
   serve_pid=$!
   wait_for 30 curl -s -o /dev/null "http://127.0.0.1:$port/v2/sandboxes"
@@ -95,6 +96,17 @@ check "after the crowd no container is left" wait_for 10 no_containers
 # connection, so no sandbox was made or used while they were held.
 client flood 1100 | grep -E '^(ok|FAIL) - '
 check "after the flood no container is left" wait_for 10 no_containers
+# 16 uploads of 10 MiB at once into one sandbox: the service held every
+# body (and its parts) at once, and beside them the sandbox's 64 MiB /tmp
+# was full (and at 24 MiB its helpers ended the sandbox); /files
+# transfers now take a few places at a time (5 files fit).
+client uploads 16 10 "$serve_pid" | grep -E '^(ok|FAIL) - '
+check "after the uploads no container is left" wait_for 10 no_containers
+# 4 uploads of one tenant whose bodies never arrive held all its places
+# for /files, for ever: its next write got 503 after 30 s.  Each is cut
+# at --transfer-timeout (8 s here) and the write lands.
+client trickle 4 | grep -E '^(ok|FAIL) - '
+check "after the trickles no container is left" wait_for 10 no_containers
 
 # kill -9 of the service with two sandboxes running and one paused.  Their
 # containers have no owner and the sandbox's deadline plus 5 s

@@ -4,7 +4,7 @@ SDKs (tests/integration/test_serve.sh).  Each step prints "ok - NAME" or
 E2B_SANDBOX_URL, E2B_API_KEY, E2B_DOMAIN=e2b.invalid).
 
     e2b_client.py basics|connect ID|gone ID|pause|governed|refusals|crowd N M|
-                  before_kill|after_restart A B|hold|flood N
+                  before_kill|after_restart A B|hold|flood N|uploads N MIB PID|trickle N
 """
 import json
 import os
@@ -544,6 +544,83 @@ def flood(held):
     check("the client kept its share of 256 connections, the rest were refused (%d open)" % still_open,
           still_open == 256, still_open)
 
+def uploads(n, mib, serve_pid):
+    """n uploads of mib MiB at once to one path of one sandbox, each a
+    valid request: the service held every body at once (16 x 24 MiB:
+    790 MB, and the sandbox's helpers beside them ended it), and the
+    sandbox's 64 MiB /tmp could not hold them all in flight; now a few
+    at a time."""
+    sb = Sandbox.create(timeout=120)
+    data = os.urandom(mib << 20)
+    errors, done = [], []
+
+    def one(i):
+        try:
+            sb.files.write("/tmp/up", data)
+            done.append(i)
+        except Exception as e:
+            errors.append("%s: %s" % (type(e).__name__, str(e)[:200]))
+    # The peak from here on: 5 in clear_refs resets VmHWM (root).
+    with open("/proc/%d/clear_refs" % serve_pid, "w") as f:
+        f.write("5")
+    try:
+        at_once([lambda i=i: one(i) for i in range(n)], 300)
+        with open("/proc/%d/status" % serve_pid) as f:
+            hwm = next(int(line.split()[1]) for line in f if line.startswith("VmHWM")) >> 10
+        check("%d uploads of %d MiB at once: every one written" % (n, mib), len(done) == n and not errors,
+              errors[:2])
+        try:
+            size = sb.commands.run("wc -c < /tmp/up").stdout.strip()
+        except Exception as e:
+            size = "%s: %s" % (type(e).__name__, str(e)[:200])
+        check("... the sandbox lives, the file whole", size == str(mib << 20), size)
+        check("... the service's peak memory stays under %d MiB (%d MiB)" % (n * mib * 3 // 2, hwm),
+              hwm < n * mib * 3 // 2, hwm)
+    finally:
+        try:
+            sb.kill()
+        except Exception:
+            pass
+
+def trickle(held):
+    """held uploads of one tenant whose bodies never arrive (a few bytes,
+    then nothing) take its places for /files; its next write waited 30 s
+    and got 503, for as long as they were held.  Now each is cut at the
+    service's --transfer-timeout (408) and the write lands."""
+    import socket
+    from urllib.parse import urlsplit
+    sb = Sandbox.create(timeout=120)
+    u = urlsplit(API)
+    socks = []
+    try:
+        for i in range(held):
+            s = socket.create_connection((u.hostname, u.port))
+            s.sendall(("POST /files?path=/tmp/slow%d HTTP/1.1\r\nHost: x\r\nE2b-Sandbox-Id: %s\r\n"
+                       "E2b-Sandbox-Port: 49983\r\nX-Access-Token: %s\r\nContent-Type: application/octet-stream\r\n"
+                       "Content-Length: 1048576\r\n\r\nfirst byte" % (i, sb.sandbox_id, sb._envd_access_token)).encode())
+            socks.append(s)
+        time.sleep(1)
+        try:
+            sb.files.write("/tmp/after", b"landed")
+            got = sb.files.read("/tmp/after")
+        except Exception as e:
+            got = "%s: %s" % (type(e).__name__, str(e)[:200])
+        check("beside %d uploads of its own that never finish, the tenant's next write lands" % held,
+              got == "landed", got)
+        answers = []
+        for s in socks:
+            s.settimeout(30)
+            try:
+                answers.append(s.recv(100).split(b"\r\n")[0].decode())
+            except OSError as e:
+                answers.append(str(e))
+        check("... each of them was cut with 408", answers == ["HTTP/1.1 408 Request Timeout"] * held, answers)
+    finally:
+        for s in socks:
+            s.close()
+        sb.kill()
+
+
 if __name__ == "__main__":
     what = sys.argv[1]
     run = {"basics": lambda: basics(), "connect": lambda: connect(sys.argv[2]), "gone": lambda: gone(None),
@@ -551,7 +628,9 @@ if __name__ == "__main__":
            "refusals": lambda: refusals(), "orphan": lambda: orphan(sys.argv[2]),
            "crowd": lambda: crowd(int(sys.argv[2]), int(sys.argv[3])), "before_kill": lambda: before_kill(),
            "after_restart": lambda: after_restart(sys.argv[2], sys.argv[3]), "pid1": lambda: pid1(),
-           "hold": lambda: hold(), "flood": lambda: flood(int(sys.argv[2]))}[what]
+           "hold": lambda: hold(), "flood": lambda: flood(int(sys.argv[2])),
+           "uploads": lambda: uploads(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])),
+           "trickle": lambda: trickle(int(sys.argv[2]))}[what]
     try:
         run()
     except Exception as e:  # a check that never ran is a failure, not a silence

@@ -20,6 +20,7 @@ from ._fs import FILE_MAX, read_file, resolve, write_file
 from ._interp import Contexts, execute_lines
 from ._rest import route
 from ._tenants import Tenants
+from ._transfers import Transfers
 from ._upload import files_of
 
 __all__ = ["App"]
@@ -94,10 +95,11 @@ def _error(status: int, message: str) -> bytes:
 
 
 class App:
-    def __init__(self, boxes: Boxes, tenants: Tenants) -> None:
+    def __init__(self, boxes: Boxes, tenants: Tenants, transfers: Transfers | None = None) -> None:
         self.boxes = boxes
         self.tenants = tenants
         self.contexts: dict[str, Contexts] = {}
+        self.transfers = transfers or Transfers()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -113,9 +115,17 @@ class App:
         if scope["type"] != "http":
             return
         req = _Request(scope, receive)
+        started = False
+
+        async def tracked(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
         try:
-            await self._dispatch(req, send)
+            await self._dispatch(req, tracked)
         except ServiceError as e:
+            if started:  # cut mid-answer (a download past its time): the connection just ends
+                return
             await _respond(send, e.status, _error(e.status, e.message))
 
     async def _dispatch(self, req: _Request, send: Send) -> None:
@@ -197,12 +207,17 @@ class App:
         check_token(box, req.headers.get("x-access-token"), path=raw_path or "", op=op,
                     signature=req.query.get("signature"), expiration=req.query.get("signature_expiration"),
                     user=req.query.get("username", ""))
+        if req.method not in ("GET", "POST"):
+            raise ServiceError(405, "/files takes GET and POST")
+        # Held whole in memory: a bounded number at once, each for a
+        # bounded time (_transfers.py).
+        await self.transfers.run(box.record.tenant, self._transfer(req, box, send, path, multi))
+
+    async def _transfer(self, req: _Request, box: Box, send: Send, path: str, multi: bool) -> None:
         if req.method == "GET":
             data = await anyio.to_thread.run_sync(read_file, box, path)
             await _respond(send, 200, data, "application/octet-stream")
             return
-        if req.method != "POST":
-            raise ServiceError(405, "/files takes GET and POST")
         body = await req.body(BODY_MAX)
         files = files_of(req.headers.get("content-type", ""), req.headers.get("content-encoding", ""),
                          body, FILE_MAX)
