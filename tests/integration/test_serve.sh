@@ -117,6 +117,15 @@ echo "$out" | grep -E '^(ok|FAIL) - '
 end=$(echo "$out" | sed -n 's/^END //p' | cut -d. -f1)
 made=$(echo "$out" | sed -n 's/^SANDBOX //p')
 check_eq "2 containers running before the kill" 2 "$(containers)"
+# The expiring one's container deadline is its end plus 5 s, rounded up to
+# the second (the API's endAt is whole seconds: at most its end plus 6).
+# It was counted in seconds from when tollgate ran, up to a second and a
+# process start later, and gc at the end plus 6 s once found it not yet due.
+end_s=$(echo "$out" | sed -n 's/^END //p' | cut -d. -f1)
+dls=$(for c in $("$TG" --root "$S/state/root" list -q 2>/dev/null); do
+        json_get deadline <"$S/state/root/$c/lifetime.json" 2>/dev/null; echo; done | tr '\n' ' ')
+check_match "the expiring sandbox's container deadline is its end plus 5 or 6 s ($((end_s + 5)) or $((end_s + 6)))" \
+  "(^| )($((end_s + 5))|$((end_s + 6)))( |$)" "$dls"
 kill -9 "$serve_pid"; wait "$serve_pid" 2>/dev/null; serve_pid=""
 # While the deadline comes: TLS from given certificate files, a second
 # listener of the same code.
@@ -132,8 +141,9 @@ check "the TLS listener answers over HTTPS" wait_for 30 curl -sf --cacert "$S/tl
 check_fails "and not over plain HTTP" curl -sf -H "X-API-Key: $KEY" "http://127.0.0.1:$tport/v2/sandboxes"
 kill "$tls_pid"; wait "$tls_pid" 2>/dev/null
 while [ "$(date +%s)" -le $((end + 6)) ]; do sleep 0.5; done
-"$TG" gc --all-roots >/dev/null
+gc_out=$("$TG" gc --all-roots 2>&1)
 check_eq "with no service, gc past the deadline deleted the expired one only" 1 "$(containers)"
+[ "$(containers)" = 1 ] || echo "diagnosis: now $(date +%s.%N), end $end, gc: $gc_out"
 check "the service starts again" start_serve
 check_eq "and took the two back" 2 "$(grep -c '"sandbox_readopted"' "$S/events.log")"
 check_eq "the expired one is recorded, with the reason" 1 \

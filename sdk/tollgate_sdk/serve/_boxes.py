@@ -455,8 +455,13 @@ class Boxes:
         s = box.session
         if s is None or s.cid is None or box.record.end_at == float("inf"):
             return
-        secs = max(1, math.ceil(box.record.end_at + LIFETIME_GRACE - time.time()))
-        p = subprocess.run(s.sb._tg("lifetime", "--owner-pid", "none", "--deadline", str(secs), s.cid),
+        # An absolute time, not seconds from now: tollgate counts seconds
+        # from when it runs, in whole seconds, which put the container's
+        # deadline up to a second and a process start later than this one
+        # (gc at the deadline plus 6 s once found it not yet due).
+        at = math.ceil(box.record.end_at + LIFETIME_GRACE)
+        when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at)) if at > time.time() + 2 else "1"
+        p = subprocess.run(s.sb._tg("lifetime", "--owner-pid", "none", "--deadline", when, s.cid),
                            stdin=subprocess.DEVNULL, capture_output=True, text=True)
         if p.returncode != 0:
             raise ServiceError(500, "tollgate lifetime %s: %s" % (s.cid, (p.stderr or p.stdout).strip()[-500:]
