@@ -385,6 +385,18 @@ static int delete_container(struct cli *cli, const char *id, bool force,
     *err = load_err;
     return -1;
   }
+  long long ns = 0;
+  json_integer_value(json_object_get(c.state, "pid_ns"), &ns);
+  if (lifetime_pidns_elsewhere((unsigned long long)ns)) {
+    int r = tg_error_set(err, 0,
+                         "container %s was created in another pid namespace (%lld; this process is in %llu): its "
+                         "processes are numbered there and cannot be signalled from here; delete it from that "
+                         "namespace (if it has ended, so have they: remove %s and the backend's state of %s by "
+                         "hand, docs/reliability.md)",
+                         id, ns, lifetime_self_pidns(), c.dir, c.backend_id ? c.backend_id : id);
+    container_free(&c);
+    return r;
+  }
   /* A container inside its pod's sandbox whose waiter is gone (killed)
    * has lost the process its caller waited on: nobody can wait for or
    * start it any more, so it goes like a forced one and leaves nothing

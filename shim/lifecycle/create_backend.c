@@ -2,6 +2,7 @@
  * the backend's create run (with a waiter for a container inside its
  * pod's sandbox), runc's network namespace checked, and the container
  * recorded as created (create_steps.h). */
+#include "shim/lifecycle/lifetime.h"
 #include "shim/lifecycle/create_steps.h"
 
 #include <pwd.h>
@@ -64,6 +65,9 @@ int create_record_state(struct create_context *cx, tg_error **err) {
     free(bid);
   }
   json_object_set(state, "id", json_new_string(id));
+  /* The pid namespace its processes are numbered in: a delete or a
+   * reaper in another one must leave it alone (lifetime_pidns_elsewhere). */
+  json_object_set(state, "pid_ns", json_new_integer((long long)lifetime_self_pidns()));
   /* With prepare_only (or run_direct) the caller's `runsc run` (`runc
    * run`) creates it next (and
    * deletes it itself when the init exits): it is never mid-create. */

@@ -111,6 +111,10 @@ unsigned long long lifetime_self_pidns(void) {
   return stat("/proc/self/ns/pid", &st) == 0 ? (unsigned long long)st.st_ino : 0;
 }
 
+bool lifetime_pidns_elsewhere(unsigned long long ns) {
+  return ns != 0 && ns != lifetime_self_pidns();
+}
+
 int lifetime_parse_owner(const char *s, struct lifetime *lt, tg_error **err) {
   errno = 0;
   long long v = all_digits(s) ? strtoll(s, NULL, 10) : -1;

@@ -73,4 +73,17 @@ char *lifetime_verdict(const struct lifetime *lt, time_t now);
 /* The inode of this process's pid namespace, or 0. */
 unsigned long long lifetime_self_pidns(void);
 
+/* Whether a container whose processes are numbered in pid namespace ns
+ * (state.json "pid_ns", recorded by create) must be left alone by this
+ * process: ns is not ours.  Its sandbox, sidecar and init, and the pids
+ * the backend's own state names, are numbered there, not here: a delete
+ * from here signals pids that name other processes or none, finds them
+ * "gone", and removes the state while they run on (seen: a `gc
+ * --all-roots` from a service run as PID 1 of its own namespace left a
+ * runsc sandbox, its gofer and its sidecar running, out of every list).
+ * Even once that namespace has ended, the backend's delete would signal
+ * those numbers here, other processes' pids: its state is left for a
+ * person to remove.  0 (not recorded: older state) is ours. */
+bool lifetime_pidns_elsewhere(unsigned long long ns);
+
 #endif

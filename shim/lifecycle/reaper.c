@@ -93,6 +93,17 @@ void reaper_sweep(const struct cli *cli, const char *root, struct reaper_report 
     char *reason = lifetime_verdict(&lt, now);
     if (reason == NULL)
       continue;
+    /* Made in a pid namespace that is not ours: its processes cannot
+     * be signalled from here (lifetime.h); that namespace's own sweeps
+     * reap it. */
+    cleanup_json json_t *st = state_read_json(dir, "state.json", &err);
+    tg_error_free(&err);
+    long long ns = 0;
+    json_integer_value(json_object_get(st, "pid_ns"), &ns);
+    if (lifetime_pidns_elsewhere((unsigned long long)ns)) {
+      free(reason);
+      continue;
+    }
     due = xrealloc(due, (n + 1) * sizeof *due);
     why = xrealloc(why, (n + 1) * sizeof *why);
     due[n] = xstrdup(e->d_name);

@@ -10,6 +10,8 @@
 #    `tollgate gc --all-roots` (and, separately, just a new Sandbox's start)
 #    leaves no container, sidecar, mount, id claim or state directory; the
 #    roots show in `list --all-roots` while they run.
+#  - a container is left alone by gc and delete from another pid namespace
+#    (refused, naming it) and reaped by the gc of its own (the host's).
 #  - `tollgate mcp`: kill -9 with a program running, then gc: nothing left.
 #  - a warm-pool program that forges its result trailer gets its real exit
 #    status (tests/sdk/lifetimes.py forge).
@@ -130,6 +132,29 @@ for b in $BACKENDS; do
   kill -9 "$runner"; wait "$runner" 2>/dev/null
   wait_for 10 test -z "$(tg gc 2>/dev/null; tg list -q 2>/dev/null)"
   gone_all "$b: foreground run killed, gc" "$TG_ROOT" "$TG_ROOT/none" "$sc" "$br" "$b"
+
+  # ---- pid namespaces: reaped only where its processes can be signalled ----
+  # A gc or delete from another pid namespace (a service run as PID 1 of
+  # its own, sweeping every registered root) signalled pids that name
+  # other processes there, found them "gone" and removed the state while
+  # the sandbox and its sidecar ran on, out of every list.
+  tgns() { unshare --pid --fork --mount-proc "$TG" --root "$TG_ROOT" --config "$TG_CONFIG" "$@"; }
+  check "$b: create --deadline 1 on the host" tg --runtime "$b" create --bundle "$TG_ROOT/bundle-$b" --deadline 1 "rp-$b-ns"
+  tg start "rp-$b-ns"
+  IFS='|' read -r sc br <<<"$(facts "$TG_ROOT")"
+  sleep 2.1
+  tgns gc >/dev/null 2>&1
+  check_refused "$b: delete from another pid namespace is refused, naming it" \
+    "rp-$b-ns was created in another pid namespace .*delete it from that namespace" \
+    tgns delete --force "rp-$b-ns"
+  # (not tollgate list: a verb on the host sweeps the root first)
+  check "$b: ... and its gc left it: its state is there" test -f "$TG_ROOT/rp-$b-ns/state.json"
+  left=""; for p in $sc; do kill -0 "$p" 2>/dev/null || left="$left $p"; done
+  check_eq "$b: ... its sidecar still runs" "" "$left"
+  check_eq "$b: ... its backend still knows it" "rp-$b-ns" \
+    "$(for r in $br; do "$b" --root "$r" list --quiet 2>/dev/null; done | grep -x "rp-$b-ns")"
+  wait_for 10 test -z "$(tg gc 2>/dev/null; tg list -q 2>/dev/null)"
+  gone_all "$b: then the host's gc" "$TG_ROOT" "$TG_ROOT/none" "$sc" "$br" "$b"
 
   # ---- the SDK: kill -9 with a warm pool of 2 and a session ------------------
   for how in gc start; do
