@@ -10,7 +10,6 @@
 #ifndef TOLLGATE_KMSG_H
 #define TOLLGATE_KMSG_H
 
-
 /* /dev/kmsg opened at its end (only what is logged after this call is
  * read), or -1 when it cannot be opened. */
 int kmsg_open_at_end(void);

@@ -3,8 +3,8 @@ tests/layering.sh: in sdk/tollgate_sdk the core (the modules directly in
 it) imports only the standard library and the core, never
 tollgate_sdk.mcp, tollgate_sdk.serve, tollgate_sdk._listener or an
 integration; _listener/ (the HTTP listeners' bounds, on uvicorn) the core
-and itself; mcp/ and serve/ the core, _listener/ and themselves; integrations/ the core, itself and mcp/
-(run_python's description of the governed tools, which the OpenAI Agents
+and itself; mcp/ and serve/ the core, _listener/ and themselves;
+integrations/ the core, itself and mcp/ (run_python's description of the governed tools, which the OpenAI Agents
 tool gives its model too).  Nothing imports an integration.  Every import
 counts, at the top or in a function.  Prints each one that points
 the wrong way and exits 1, or one line and 0."""

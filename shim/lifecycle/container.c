@@ -385,11 +385,10 @@ static int delete_container(struct cli *cli, const char *id, bool force,
     *err = load_err;
     return -1;
   }
-  long long ns = 0;
-  json_integer_value(json_object_get(c.state, "pid_ns"), &ns);
-  if (lifetime_pidns_elsewhere((unsigned long long)ns)) {
+  unsigned long long ns = lifetime_state_pidns(c.state);
+  if (lifetime_pidns_elsewhere(ns)) {
     int r = tg_error_set(err, 0,
-                         "container %s was created in another pid namespace (%lld; this process is in %llu): its "
+                         "container %s was created in another pid namespace (%llu; this process is in %llu): its "
                          "processes are numbered there and cannot be signalled from here; delete it from that "
                          "namespace (if it has ended, so have they: remove %s and the backend's state of %s by "
                          "hand, docs/reliability.md)",

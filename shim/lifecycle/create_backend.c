@@ -2,7 +2,6 @@
  * the backend's create run (with a waiter for a container inside its
  * pod's sandbox), runc's network namespace checked, and the container
  * recorded as created (create_steps.h). */
-#include "shim/lifecycle/lifetime.h"
 #include "shim/lifecycle/create_steps.h"
 
 #include <pwd.h>
@@ -15,6 +14,7 @@
 #include "base/util.h"
 #include "oci/netcheck.h"
 #include "shim/lifecycle/backend_bundle.h"
+#include "shim/lifecycle/lifetime.h"
 #include "shim/lifecycle/runc_floor.h"
 #include "shim/lifecycle/state.h"
 #include "shim/lifecycle/cgroup_place.h"

@@ -115,6 +115,11 @@ bool lifetime_pidns_elsewhere(unsigned long long ns) {
   return ns != 0 && ns != lifetime_self_pidns();
 }
 
+unsigned long long lifetime_state_pidns(const json_t *state) {
+  long long ns = 0;
+  return json_integer_value(json_object_get(state, "pid_ns"), &ns) && ns > 0 ? (unsigned long long)ns : 0;
+}
+
 int lifetime_parse_owner(const char *s, struct lifetime *lt, tg_error **err) {
   errno = 0;
   long long v = all_digits(s) ? strtoll(s, NULL, 10) : -1;

@@ -86,4 +86,7 @@ unsigned long long lifetime_self_pidns(void);
  * person to remove.  0 (not recorded: older state) is ours. */
 bool lifetime_pidns_elsewhere(unsigned long long ns);
 
+/* The pid namespace create recorded in a container's state.json, or 0. */
+unsigned long long lifetime_state_pidns(const json_t *state);
+
 #endif

@@ -13,9 +13,10 @@
  *   - memory.oom_control "oom_kill": processes the OOM killer ended.
  * A tick can miss the moment between a Sentry's refused thread and runsc
  * removing its cgroup (a loaded machine, a stopped tollgate): the kernel
- * logs a cgroup's first refused fork, and the report then reads
- * /dev/kmsg from the watch's start for that line (base/kmsg.h), with the
- * count unknown and pids.max as last read.
+ * logs a cgroup's first refused fork and every OOM kill, and the report
+ * then reads /dev/kmsg from the watch's start for those lines of the
+ * container's cgroups (base/kmsg.h): a refusal with its count unknown and
+ * pids.max as last read, each OOM kill counted.
  * Under runsc the guest's own process limit (RLIMIT_NPROC, enforced by
  * the Sentry) has no counter anywhere on runsc 20240729: the guest gets
  * EAGAIN and nothing on the host can tell, so it is not reported. */

@@ -98,9 +98,7 @@ void reaper_sweep(const struct cli *cli, const char *root, struct reaper_report 
      * reap it. */
     cleanup_json json_t *st = state_read_json(dir, "state.json", &err);
     tg_error_free(&err);
-    long long ns = 0;
-    json_integer_value(json_object_get(st, "pid_ns"), &ns);
-    if (lifetime_pidns_elsewhere((unsigned long long)ns)) {
+    if (lifetime_pidns_elsewhere(lifetime_state_pidns(st))) {
       free(reason);
       continue;
     }

@@ -9,8 +9,8 @@
 # refusals (keys, another tenant, envd tokens, the quota); 10 clients at
 # once; 1,100 connections of one client that never send a whole request
 # (the others are served); 16 uploads of 10 MiB at once; 4 that never
-# finish beside a write; kill -9 of the service, tollgate gc taking a sandbox whose deadline
-# passed meanwhile, and a restart that takes the others back (one paused).
+# finish beside a write; kill -9 of the service, tollgate gc taking a
+# sandbox whose deadline passed meanwhile, and a restart that takes the others back (one paused).
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 repo=$(cd "$here/../.." && pwd)

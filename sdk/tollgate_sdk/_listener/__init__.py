@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import resource
 from dataclasses import dataclass
+
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 __all__ = ["Limits", "guard_protocol", "listener_bounds", "raise_fd_limit"]
@@ -101,7 +102,7 @@ def guard_protocol(limits: Limits) -> type[H11Protocol]:
             if len(held) > limits.max_connections:
                 self._refuse(503)
                 return
-            peer = self.client[0] if self.client else ""
+            peer = _peer_of(self)
             if peer and sum(1 for c in held if _peer_of(c) == peer) > limits.per_client:
                 self._refuse(429)
                 return

@@ -115,17 +115,9 @@ class App:
         if scope["type"] != "http":
             return
         req = _Request(scope, receive)
-        started = False
-
-        async def tracked(message: Message) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
         try:
-            await self._dispatch(req, tracked)
+            await self._dispatch(req, send)
         except ServiceError as e:
-            if started:  # cut mid-answer (a download past its time): the connection just ends
-                return
             await _respond(send, e.status, _error(e.status, e.message))
 
     async def _dispatch(self, req: _Request, send: Send) -> None:
@@ -211,7 +203,18 @@ class App:
             raise ServiceError(405, "/files takes GET and POST")
         # Held whole in memory: a bounded number at once, each for a
         # bounded time (_transfers.py).
-        await self.transfers.run(box.record.tenant, self._transfer(req, box, send, path, multi))
+        started = False
+
+        async def tracked(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+        try:
+            await self.transfers.run(box.record.tenant, self._transfer(req, box, tracked, path, multi))
+        except ServiceError:
+            if started:  # cut mid-answer (a download past its time): the connection just ends
+                return
+            raise
 
     async def _transfer(self, req: _Request, box: Box, send: Send, path: str, multi: bool) -> None:
         if req.method == "GET":

@@ -2,8 +2,8 @@
 
 An upload's body (up to 65 MiB) and the files cut from it, or a download
 (up to 64 MiB), are held whole while they cross the service.  Each is
-bounded, but their number was not: one tenant's 40 uploads of 64 MiB at
-once, each a valid request, took the service past 5 GiB (measured), and
+bounded, but their number was not: one client's 32 uploads of 60 MiB at
+once, each a valid request, took the service to 3.8 GB (measured), and
 256 at once (one address's share of connections) would take the host.
 So at most TOTAL transfers run at once, at most PER_TENANT of them one
 tenant's (the others' keep their places); a request waits up to WAIT
