@@ -23,8 +23,9 @@
 
 #define BACKEND_LOG "backend.log"
 
-int container_load(const struct cli *cli, const char *id, struct container *c,
-                   tg_error **err) {
+/* container_load without the pid namespace's check: delete's own. */
+static int load_any_namespace(const struct cli *cli, const char *id, struct container *c,
+                              tg_error **err) {
   memset(c, 0, sizeof *c);
   if (state_load(cli->root, id, &c->state, &c->dir, err) < 0)
     return -1;
@@ -42,6 +43,23 @@ int container_load(const struct cli *cli, const char *id, struct container *c,
   if (backend_from_state(c->state, &c->backend, err) < 0) {
     container_free(c);
     return tg_error_wrap(err, "container %s", id);
+  }
+  return 0;
+}
+
+int container_load(const struct cli *cli, const char *id, struct container *c,
+                   tg_error **err) {
+  if (load_any_namespace(cli, id, c, err) < 0)
+    return -1;
+  unsigned long long ns = lifetime_state_pidns(c->state);
+  if (lifetime_pidns_elsewhere(ns)) {
+    tg_error_set(err, 0,
+                 "container %s was created in another pid namespace (%llu; this process is in %llu): its "
+                 "processes are numbered there and cannot be signalled, entered or queried from here; "
+                 "run tollgate in that namespace",
+                 id, ns, lifetime_self_pidns());
+    container_free(c);
+    return -1;
   }
   return 0;
 }
@@ -363,7 +381,7 @@ static int delete_container(struct cli *cli, const char *id, bool force,
   cleanup_close int lock = state_lock(dir);
   struct container c;
   tg_error *load_err = NULL;
-  if (container_load(cli, id, &c, &load_err) < 0) {
+  if (load_any_namespace(cli, id, &c, &load_err) < 0) {
     /* A state directory without a usable state.json is what an
      * interrupted create leaves; --force clears it. */
     struct stat st;

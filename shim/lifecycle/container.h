@@ -21,7 +21,11 @@ struct container {
   struct backend backend;
 };
 
-/* Load an existing container: "container <id> does not exist" if none. */
+/* Load an existing container: "container <id> does not exist" if none.
+ * A container created in another pid namespace (state.json "pid_ns") is
+ * refused: its init, sandbox and sidecar are numbered there, and so are
+ * the pids in the backend's own state, so a signal, an exec, a status
+ * read or a join from here would reach other processes or none. */
 int container_load(const struct cli *cli, const char *id, struct container *c,
                    tg_error **err);
 void container_free(struct container *c);
