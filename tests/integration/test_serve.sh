@@ -9,7 +9,8 @@
 # refusals (keys, another tenant, envd tokens, the quota); 10 clients at
 # once; 1,100 connections of one client that never send a whole request
 # (the others are served); 16 uploads of 10 MiB at once; 4 that never
-# finish beside a write; kill -9 of the service, tollgate gc taking a
+# finish beside a write; 300 cells of one tenant held (another tenant is
+# served, a cell whose client left never runs); kill -9 of the service, tollgate gc taking a
 # sandbox whose deadline passed meanwhile, and a restart that takes the others back (one paused).
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
@@ -107,6 +108,11 @@ check "after the uploads no container is left" wait_for 10 no_containers
 # at --transfer-timeout (8 s here) and the write lands.
 client trickle 4 | grep -E '^(ok|FAIL) - '
 check "after the trickles no container is left" wait_for 10 no_containers
+# 300 cells of one sandbox held at once: each waited for its turn in a
+# thread of the service's one pool of 256, and another tenant's create
+# got no thread; cells whose clients had left still ran, one by one.
+client cells 300 "$serve_pid" | grep -E '^(ok|FAIL) - '
+check "after the cells no container is left" wait_for 10 no_containers
 
 # kill -9 of the service with two sandboxes running and one paused.  Their
 # containers have no owner and the sandbox's deadline plus 5 s

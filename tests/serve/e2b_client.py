@@ -4,7 +4,8 @@ SDKs (tests/integration/test_serve.sh).  Each step prints "ok - NAME" or
 E2B_SANDBOX_URL, E2B_API_KEY, E2B_DOMAIN=e2b.invalid).
 
     e2b_client.py basics|connect ID|gone ID|pause|governed|refusals|crowd N M|
-                  before_kill|after_restart A B|hold|flood N|uploads N MIB PID|trickle N
+                  before_kill|after_restart A B|hold|flood N|uploads N MIB PID|trickle N|
+                  cells N PID
 """
 import json
 import os
@@ -621,6 +622,102 @@ def trickle(held):
         sb.kill()
 
 
+def _threads(pid):
+    with open("/proc/%d/status" % pid) as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("Threads:"))
+
+
+def cells(held, serve_pid):
+    """held /execute requests of one sandbox, each a cell that sleeps 8 s,
+    from one tenant over three addresses.  Each waited for the cells
+    before it in a worker thread of the service's one pool of 256: no
+    thread was left for another tenant's create (no answer in 120 s),
+    and the cells of clients that had left still ran, one after the
+    other.  Now a tenant holds 256 requests at once (the rest 429), its
+    cells wait in the event loop, and a cell whose client left never
+    runs.  Then streams: a Keepalive-Ping-Interval of 0 sent keepalives
+    without pause."""
+    import socket
+    import struct
+    from urllib.parse import urlsplit
+    u = urlsplit(API)
+    sb = Sandbox.create(timeout=300)
+    body = json.dumps({"code": "import time; time.sleep(8)"}).encode()
+    socks = []
+    try:
+        threads_before = _threads(serve_pid)
+        for i in range(held):
+            s = socket.socket()
+            s.bind(("127.0.0.%d" % (2 + i // 200), 0))
+            s.connect((u.hostname, u.port))
+            s.sendall(("POST /execute HTTP/1.1\r\nHost: x\r\nE2b-Sandbox-Id: %s\r\nE2b-Sandbox-Port: 49999\r\n"
+                       "X-Access-Token: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+                       % (sb.sandbox_id, sb._envd_access_token, len(body))).encode() + body)
+            socks.append(s)
+        time.sleep(3)
+        statuses = []
+        for s in socks:
+            s.settimeout(5)
+            try:
+                statuses.append(s.recv(12).decode(errors="replace"))
+            except OSError as e:
+                statuses.append(type(e).__name__)
+        refused = statuses.count("HTTP/1.1 429")
+        check("%d cells held by one tenant: 256 taken, the rest refused with 429 (%d)" % (held, refused),
+              statuses.count("HTTP/1.1 200") == 256 and refused == held - 256,
+              sorted(set(statuses)))
+        threads = _threads(serve_pid)
+        check("... the service's threads stay within the tenant's share (%d, %d before)" % (threads, threads_before),
+              threads - threads_before <= 40, threads)
+        out = {}
+        t = time.time()
+
+        def other():
+            o = Sandbox.create(timeout=60, api_key=os.environ["OTHER_KEY"])
+            out["echo"] = o.commands.run("echo served").stdout
+            out["killed"] = o.kill()
+        at_once([other], 60)
+        took = time.time() - t
+        check("... meanwhile another tenant's create, command and kill are served (%.1f s)" % took,
+              out.get("echo") == "served\n" and out.get("killed") is True and took < 30, (out, took))
+    finally:
+        for s in socks:
+            s.close()
+    # The cell that was running ends within 8 s; the ones whose clients
+    # left never run: the next cell waits for one, not for 255.
+    t = time.time()
+    try:
+        got = sb.run_code("1 + 1", timeout=40).text
+    except Exception as e:
+        got = "%s: %s" % (type(e).__name__, str(e)[:200])
+    took = time.time() - t
+    check("... once their clients left, the sandbox's next cell runs after the one running (%.1f s)" % took,
+          got == "2" and took < 20, (got, took))
+    # A stream whose client asks for keepalives every 0 s gets them at
+    # most every second.
+    s = socket.create_connection((u.hostname, u.port))
+    try:
+        msg = json.dumps({"process": {"cmd": "sleep", "args": ["3"]}}).encode()
+        msg = struct.pack(">BI", 0, len(msg)) + msg
+        s.sendall(("POST /process.Process/Start HTTP/1.1\r\nHost: x\r\nE2b-Sandbox-Id: %s\r\n"
+                   "E2b-Sandbox-Port: 49983\r\nX-Access-Token: %s\r\nContent-Type: application/connect+json\r\n"
+                   "Keepalive-Ping-Interval: 0\r\nContent-Length: %d\r\n\r\n"
+                   % (sb.sandbox_id, sb._envd_access_token, len(msg))).encode() + msg)
+        s.settimeout(10)
+        raw, end = b"", time.time() + 2.5
+        while time.time() < end:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            raw += chunk
+        pings = raw.count(b'"keepalive"')
+        check("... a stream asking for keepalives every 0 s gets at most one a second (%d in 2.5 s)" % pings,
+              pings <= 3, pings)
+    finally:
+        s.close()
+        sb.kill()
+
+
 if __name__ == "__main__":
     what = sys.argv[1]
     run = {"basics": lambda: basics(), "connect": lambda: connect(sys.argv[2]), "gone": lambda: gone(None),
@@ -630,7 +727,8 @@ if __name__ == "__main__":
            "after_restart": lambda: after_restart(sys.argv[2], sys.argv[3]), "pid1": lambda: pid1(),
            "hold": lambda: hold(), "flood": lambda: flood(int(sys.argv[2])),
            "uploads": lambda: uploads(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])),
-           "trickle": lambda: trickle(int(sys.argv[2]))}[what]
+           "trickle": lambda: trickle(int(sys.argv[2])),
+           "cells": lambda: cells(int(sys.argv[2]), int(sys.argv[3]))}[what]
     try:
         run()
     except Exception as e:  # a check that never ran is a failure, not a silence

@@ -10,7 +10,6 @@ import urllib.parse
 from typing import Any, AsyncIterator, Awaitable, Callable, MutableMapping
 
 import anyio
-import anyio.to_thread
 
 from ._boxes import Box, Boxes
 from ._service_error import ServiceError
@@ -19,6 +18,7 @@ from ._envd import check_token, stream, unary
 from ._fs import FILE_MAX, read_file, resolve, write_file
 from ._interp import Contexts, execute_lines
 from ._rest import route
+from ._shares import Shares, TooManyRequests
 from ._tenants import Tenants
 from ._transfers import Transfers
 from ._upload import files_of
@@ -83,11 +83,28 @@ async def _respond(send: Send, status: int, body: bytes = b"", ctype: str = "app
     await send({"type": "http.response.body", "body": body})
 
 
-async def _stream(send: Send, status: int, ctype: str, chunks: AsyncIterator[bytes]) -> None:
+async def _stream(req: _Request, send: Send, status: int, ctype: str, chunks: AsyncIterator[bytes]) -> None:
+    """chunks as one streamed response, until they end or the client
+    leaves: then the stream is cancelled (a cell that had not begun never
+    runs, a command's stream stops listening) and closed."""
     await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", ctype.encode())]})
-    async for c in chunks:
-        await send({"type": "http.response.body", "body": c, "more_body": True})
-    await send({"type": "http.response.body", "body": b""})
+
+    async def until_gone(scope: anyio.CancelScope) -> None:
+        while (await req.receive())["type"] != "http.disconnect":
+            pass
+        scope.cancel()
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(until_gone, tg.cancel_scope)
+            async for c in chunks:
+                await send({"type": "http.response.body", "body": c, "more_body": True})
+            await send({"type": "http.response.body", "body": b""})
+            tg.cancel_scope.cancel()
+    finally:
+        close = getattr(chunks, "aclose", None)
+        if close is not None:
+            with anyio.CancelScope(shield=True):
+                await close()
 
 
 def _error(status: int, message: str) -> bytes:
@@ -95,19 +112,19 @@ def _error(status: int, message: str) -> bytes:
 
 
 class App:
-    def __init__(self, boxes: Boxes, tenants: Tenants, transfers: Transfers | None = None) -> None:
+    def __init__(self, boxes: Boxes, tenants: Tenants, transfers: Transfers | None = None,
+                 shares: Shares | None = None) -> None:
         self.boxes = boxes
         self.tenants = tenants
         self.contexts: dict[str, Contexts] = {}
         self.transfers = transfers or Transfers()
+        self.shares = shares or Shares()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             while True:
                 msg = await receive()
                 if msg["type"] == "lifespan.startup":
-                    # Every create, exec and kill blocks a worker thread.
-                    anyio.to_thread.current_default_thread_limiter().total_tokens = 256
                     await send({"type": "lifespan.startup.complete"})
                 elif msg["type"] == "lifespan.shutdown":
                     await send({"type": "lifespan.shutdown.complete"})
@@ -117,6 +134,8 @@ class App:
         req = _Request(scope, receive)
         try:
             await self._dispatch(req, send)
+        except TooManyRequests as e:
+            await _respond(send, e.status, _error(e.status, e.message), headers=[(b"connection", b"close")])
         except ServiceError as e:
             await _respond(send, e.status, _error(e.status, e.message))
 
@@ -126,8 +145,10 @@ class App:
             tenant = self.tenants.by_key(req.headers.get("x-api-key"))
             if tenant is None:
                 raise ServiceError(401, "a valid API key is needed (X-API-Key: e2b_...)")
-            body = await req.json() if req.method in ("POST", "PUT") else {}
-            r = await anyio.to_thread.run_sync(route, self.boxes, tenant, req.method, req.path, req.query, body)
+            with self.shares.request(tenant.name):
+                body = await req.json() if req.method in ("POST", "PUT") else {}
+                r = await self.shares.control(tenant.name, route, self.boxes, tenant, req.method, req.path,
+                                              req.query, body)
             if r is not None:
                 status, obj = r
                 if status == 204:
@@ -162,6 +183,10 @@ class App:
             await self._files(req, box, send)
             return
         check_token(box, req.headers.get("x-access-token"))
+        with self.shares.request(box.record.tenant):
+            await self._rpc(req, box, send)
+
+    async def _rpc(self, req: _Request, box: Box, send: Send) -> None:
         m = RPC.match(req.path)
         if not m or req.method != "POST":
             raise ServiceError(404, "no such envd path: %s" % req.path)
@@ -172,16 +197,17 @@ class App:
             keepalive = req.headers.get("keepalive-ping-interval")
             try:
                 msg = read_envelope(await req.body(JSON_MAX + 5))
-                events = await stream(box, method, msg, int(timeout) if timeout and timeout.isdigit() else None,
+                events = await stream(self.shares, box, method, msg,
+                                      int(timeout) if timeout and timeout.isdigit() else None,
                                       float(keepalive) if keepalive and keepalive.isdigit() else 90.0)
             except ConnectError as e:
-                await _stream(send, 200, "application/connect+json", _one(end_of_stream(e)))
+                await _stream(req, send, 200, "application/connect+json", _one(end_of_stream(e)))
                 return
-            await _stream(send, 200, "application/connect+json", events)
+            await _stream(req, send, 200, "application/connect+json", events)
             return
         try:
             msg = read_unary(await req.body(JSON_MAX))
-            out = await anyio.to_thread.run_sync(unary, box, method, msg)
+            out = await self.shares.work(box.record.tenant, unary, box, method, msg)
             await _respond(send, 200, json.dumps(out).encode())
         except ConnectError as e:
             await _respond(send, e.http_status, json.dumps(e.as_json()).encode())
@@ -210,7 +236,8 @@ class App:
             started = started or message["type"] == "http.response.start"
             await send(message)
         try:
-            await self.transfers.run(box.record.tenant, self._transfer(req, box, tracked, path, multi))
+            with self.shares.request(box.record.tenant):
+                await self.transfers.run(box.record.tenant, self._transfer(req, box, tracked, path, multi))
         except ServiceError:
             if started:  # cut mid-answer (a download past its time): the connection just ends
                 return
@@ -218,7 +245,7 @@ class App:
 
     async def _transfer(self, req: _Request, box: Box, send: Send, path: str, multi: bool) -> None:
         if req.method == "GET":
-            data = await anyio.to_thread.run_sync(read_file, box, path)
+            data = await self.shares.work(box.record.tenant, read_file, box, path)
             await _respond(send, 200, data, "application/octet-stream")
             return
         body = await req.body(BODY_MAX)
@@ -233,7 +260,7 @@ class App:
                 target = resolve(name) if multi else path
             except ConnectError as e:
                 raise ServiceError(400, e.message) from None
-            await anyio.to_thread.run_sync(write_file, box, target, data)
+            await self.shares.work(box.record.tenant, write_file, box, target, data)
             written.append({"path": target, "name": target.rsplit("/", 1)[-1], "type": "file"})
         await _respond(send, 200, json.dumps(written).encode())
 
@@ -245,10 +272,14 @@ class App:
         if not token or not (hmac.compare_digest(token, box.record.traffic_token)
                              or hmac.compare_digest(token, box.record.envd_token)):
             raise ServiceError(401, "this sandbox needs its access token")
+        with self.shares.request(box.record.tenant):
+            await self._contexts(req, box, send)
+
+    async def _contexts(self, req: _Request, box: Box, send: Send) -> None:
         ctxs = self.contexts.setdefault(box.record.sandbox_id, Contexts())
         if req.path == "/execute" and req.method == "POST":
-            lines = await execute_lines(box, ctxs, await req.json())
-            await _stream(send, 200, "application/x-ndjson", lines)
+            lines = await execute_lines(self.shares, box, ctxs, await req.json())
+            await _stream(req, send, 200, "application/x-ndjson", lines)
             return
         m = CONTEXT.match(req.path)
         if m is None:
@@ -261,14 +292,16 @@ class App:
             await _respond(send, 200, json.dumps(ctxs.listed()).encode())
         elif action == "restart" and req.method == "POST":
             ctxs.get(cid)
-            lines = await execute_lines(box, ctxs, {"code": "None", "context_id": cid})
+            lines = await execute_lines(self.shares, box, ctxs, {"code": "None", "context_id": cid})
             async for _ in lines:
                 pass
-            await anyio.to_thread.run_sync(_clear_context, box, cid)
+            async with ctxs.turn:
+                await self.shares.work(box.record.tenant, _clear_context, box, cid)
             await _respond(send, 200, b"{}")
         elif action is None and req.method == "DELETE":
             ctxs.remove(cid)
-            await anyio.to_thread.run_sync(_clear_context, box, cid)
+            async with ctxs.turn:
+                await self.shares.work(box.record.tenant, _clear_context, box, cid)
             await send({"type": "http.response.start", "status": 204, "headers": []})
             await send({"type": "http.response.body", "body": b""})
         else:

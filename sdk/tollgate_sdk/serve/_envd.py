@@ -6,19 +6,19 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import queue
 import subprocess
 import time
 from typing import Any, AsyncIterator
 
-import anyio
-import anyio.to_thread
+import anyio.lowlevel
+from anyio.lowlevel import EventLoopToken
 
 from ._boxes import Box
 from ._service_error import ServiceError
 from ._connect import ConnectError, end_of_stream, envelope
 from ._fs import fs_call, resolve
-from ._procs import Proc
+from ._procs import Listener, Proc
+from ._shares import Shares
 
 __all__ = ["check_token", "unary", "stream", "SIGNALS"]
 
@@ -54,6 +54,9 @@ SIGNAL = ("import os, sys, time\n"
           "except ProcessLookupError:\n"
           "    pass\n") % PIDS
 ARGS_MAX = 1024         # arguments of one command
+# A stream's keepalive interval, as the client asks (Keepalive-Ping-Interval,
+# seconds), within these: at 0 the stream sent keepalives without pause.
+KEEPALIVE_MIN, KEEPALIVE_MAX = 1.0, 600.0
 
 
 def check_token(box: Box, token: str | None, *, path: str = "", op: str = "",
@@ -95,7 +98,7 @@ def _process_selector(box: Box, msg: dict[str, Any]) -> Proc:
     return p
 
 
-def _start(box: Box, msg: dict[str, Any], timeout_ms: int | None) -> Proc:
+def _start(box: Box, msg: dict[str, Any], timeout_ms: int | None, token: EventLoopToken) -> Proc:
     spec = msg.get("process")
     if not isinstance(spec, dict) or not isinstance(spec.get("cmd"), str) or not spec["cmd"]:
         raise ConnectError("invalid_argument", "process.cmd must be a non-empty string")
@@ -133,7 +136,7 @@ def _start(box: Box, msg: dict[str, Any], timeout_ms: int | None) -> Proc:
         def killer(signo: int) -> None:
             subprocess.run(session.sb._tg("exec", cid, "python3", "-c", SIGNAL, str(pid), str(signo)),
                            stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
-        p = Proc(pid, session.sb._tg(*argv), config, tag, bool(msg.get("stdin")), deadline, killer)
+        p = Proc(pid, session.sb._tg(*argv), config, tag, bool(msg.get("stdin")), deadline, killer, token)
         box.procs[pid] = p
     return p
 
@@ -144,14 +147,13 @@ def _wire(ev: dict[str, Any]) -> dict[str, Any]:
     return {"event": ev}
 
 
-async def _events(p: Proc, q: "queue.Queue[dict[str, Any] | None]", first: dict[str, Any],
-                  keepalive: float) -> AsyncIterator[bytes]:
+async def _events(p: Proc, q: Listener, first: dict[str, Any], keepalive: float) -> AsyncIterator[bytes]:
     try:
         yield envelope({"event": first})
         while True:
             try:
-                ev = await anyio.to_thread.run_sync(q.get, True, keepalive, abandon_on_cancel=True)
-            except queue.Empty:
+                ev = await q.get(keepalive)
+            except TimeoutError:
                 yield envelope({"event": {"keepalive": {}}})
                 continue
             if ev is None:
@@ -160,16 +162,19 @@ async def _events(p: Proc, q: "queue.Queue[dict[str, Any] | None]", first: dict[
         yield end_of_stream()
     finally:
         p.unlisten(q)
+        q.close()
 
 
-async def stream(box: Box, method: str, msg: dict[str, Any], timeout_ms: int | None,
+async def stream(shares: Shares, box: Box, method: str, msg: dict[str, Any], timeout_ms: int | None,
                  keepalive: float) -> AsyncIterator[bytes]:
+    keepalive = min(max(keepalive, KEEPALIVE_MIN), KEEPALIVE_MAX)
+    token = anyio.lowlevel.current_token()
     if method == "process.Process/Start":
-        p = await anyio.to_thread.run_sync(_start, box, msg, timeout_ms)
+        p = await shares.work(box.record.tenant, _start, box, msg, timeout_ms, token)
         return _events(p, p.first, {"start": {"pid": p.pid}}, keepalive)
     if method == "process.Process/Connect":
         p = _process_selector(box, msg)
-        return _events(p, p.listen(), {"start": {"pid": p.pid}}, keepalive)
+        return _events(p, p.listen(token), {"start": {"pid": p.pid}}, keepalive)
     raise ConnectError("unimplemented", "%s is not served here" % method)
 
 

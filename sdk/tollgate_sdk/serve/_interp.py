@@ -8,15 +8,16 @@ import re
 import secrets
 import threading
 import time
-from typing import Any, AsyncIterator, Callable
+from typing import Any, AsyncIterator
 
 import anyio
-import anyio.to_thread
+import anyio.lowlevel
 
 from .._cells import STREAM_MAX
 from .._errors import TollgateSDKError
 from ._boxes import Box
 from ._service_error import ServiceError
+from ._shares import Shares
 
 __all__ = ["Contexts", "execute_lines"]
 
@@ -79,10 +80,13 @@ del _tg_json, _tg_sys, _tg_m, _tg_r
 
 
 class Contexts:
-    """The code contexts of one sandbox: id -> (language, cwd, executions)."""
+    """The code contexts of one sandbox: id -> (language, cwd, executions),
+    and its one interpreter's turn: an execution waits for the ones
+    before it here, in the event loop, not in a worker thread."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
+        self.turn = anyio.Lock()
         self.items: dict[str, dict[str, Any]] = {"default": {"language": "python", "cwd": "/tmp", "count": 0}}
 
     def create(self, language: str | None, cwd: str | None) -> dict[str, Any]:
@@ -117,7 +121,8 @@ def _line(kind: str, **fields: Any) -> bytes:
     return (json.dumps(dict(type=kind, **fields)) + "\n").encode()
 
 
-async def execute_lines(box: Box, contexts: Contexts, body: dict[str, Any]) -> AsyncIterator[bytes]:
+async def execute_lines(shares: Shares, box: Box, contexts: Contexts,
+                        body: dict[str, Any]) -> AsyncIterator[bytes]:
     code = body.get("code")
     if not isinstance(code, str):
         raise ServiceError(400, "code must be a string")
@@ -244,14 +249,12 @@ async def execute_lines(box: Box, contexts: Contexts, body: dict[str, Any]) -> A
 
     async def lines() -> AsyncIterator[bytes]:
         yield _line("number_of_executions", execution_count=count)
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(_in_thread, run)
+        # Its turn, then its thread: a client that leaves while it waits
+        # (the stream is cancelled) takes its cell with it.
+        async with contexts.turn, anyio.create_task_group() as tg:
+            tg.start_soon(shares.work, box.record.tenant, run)
             async with recv:
                 async for b in recv:
                     yield b
 
     return lines()
-
-
-async def _in_thread(fn: Callable[[], None]) -> None:
-    await anyio.to_thread.run_sync(fn, abandon_on_cancel=True)

@@ -23,6 +23,7 @@ from ._adopt import readopt
 from ._app import App
 from ._boxes import Boxes
 from ._tenants import Tenants
+from ._shares import REQUESTS, Shares
 from ._transfers import TIME_LIMIT, Transfers
 
 __all__ = ["main"]
@@ -98,16 +99,18 @@ def main(argv: list[str] | None = None) -> int:
                     help="connections held at once; one more gets 503 (default %(default)s)")
     ap.add_argument("--max-connections-per-client", type=int, default=Limits.per_client, metavar="N",
                     help="connections from one address; one more gets 429 (default %(default)s)")
+    ap.add_argument("--max-requests-per-tenant", type=int, default=REQUESTS, metavar="N",
+                    help="one tenant's requests at once; one more gets 429 (default %(default)s)")
     ap.add_argument("--transfer-timeout", type=float, default=TIME_LIMIT, metavar="SECONDS",
                     help="a /files upload or download is cut after this (408) (default %(default)s)")
     ap.add_argument("--header-timeout", type=float, default=Limits.header_timeout, metavar="SECONDS",
                     help="a request's headers arrive within this, or the connection is closed "
                     "(default %(default)s)")
     a = ap.parse_args(argv)
-    if a.max_connections < 1 or a.max_connections_per_client < 1 or not a.header_timeout > 0 \
-            or not a.transfer_timeout > 0:
-        raise SystemExit("tollgate serve: --max-connections and --max-connections-per-client take a whole "
-                         "number of at least 1, --header-timeout and --transfer-timeout a number of seconds "
+    if a.max_connections < 1 or a.max_connections_per_client < 1 or a.max_requests_per_tenant < 1 \
+            or not a.header_timeout > 0 or not a.transfer_timeout > 0:
+        raise SystemExit("tollgate serve: --max-connections, --max-connections-per-client and "
+                         "--max-requests-per-tenant take a whole number of at least 1, --header-timeout and --transfer-timeout a number of seconds "
                          "above 0")
     split_when_pid1()  # PID 1 of a container with no init: stay its init (_pid1.py)
     host, port = _listen(a.listen)
@@ -126,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     boxes = Boxes(tenants, state_dir=os.path.abspath(a.state), templates=templates, tollgate=tg, log=log)
     readopt(boxes)
     boxes.start()
-    app = App(boxes, tenants, Transfers(time_limit=a.transfer_timeout))
+    app = App(boxes, tenants, Transfers(time_limit=a.transfer_timeout), Shares(requests=a.max_requests_per_tenant))
     # Anyone who reaches the port holds connections before a key is
     # checked: bounded, so that they cannot use up the open files every
     # sandbox needs (tollgate_sdk._listener).

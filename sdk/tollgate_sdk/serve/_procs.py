@@ -1,20 +1,66 @@
 """Processes started through envd's process service: each is one
 `tollgate exec` in the sandbox's container, with its stdout and stderr
-read by two threads and handed to whoever streams it (Start, Connect)."""
+read by two threads and handed to whoever streams it (Start, Connect).
+A stream waits for its next event in the service's event loop, not in a
+thread (serve/_shares.py)."""
 from __future__ import annotations
 
-import queue
+import math
 import subprocess
 import threading
 import time
 from typing import IO, Any, Callable
 
-__all__ = ["Proc", "Event", "STREAM_QUEUE"]
+import anyio
+import anyio.from_thread
+from anyio.lowlevel import EventLoopToken
+
+__all__ = ["Proc", "Event", "Listener", "STREAM_QUEUE"]
 
 # Events a slow reader may be behind by before the process's pipe blocks
 # (back-pressure, not an unbounded buffer); each is at most one 64 KiB read.
 STREAM_QUEUE = 64
+# A reader that took none of its events for this long is dropped rather
+# than holding the process up for ever.
+SLOW_READER = 60.0
 Event = dict[str, Any]
+
+
+class Listener:
+    """One stream's events of one process: the pump threads put them,
+    the stream awaits them in the event loop whose token it was made
+    with.  None ends it."""
+
+    def __init__(self, token: EventLoopToken) -> None:
+        self._token = token
+        self._send, self._recv = anyio.create_memory_object_stream[Event | None](STREAM_QUEUE)
+
+    def put(self, ev: Event | None) -> bool:
+        """From a thread: False when the reader is gone, is SLOW_READER
+        behind, or its loop has ended."""
+        async def send() -> None:
+            with anyio.fail_after(SLOW_READER):
+                await self._send.send(ev)
+        try:
+            anyio.from_thread.run(send, token=self._token)
+        except (TimeoutError, anyio.BrokenResourceError, anyio.ClosedResourceError, RuntimeError):
+            return False
+        return True
+
+    def put_now(self, ev: Event | None) -> None:
+        """From the loop, with room known to be there."""
+        self._send.send_nowait(ev)
+
+    async def get(self, timeout: float) -> Event | None:
+        """The next event; TimeoutError when none came within timeout."""
+        with anyio.fail_after(timeout if math.isfinite(timeout) else None):
+            return await self._recv.receive()
+
+    def close(self) -> None:
+        """From the loop, when the stream ends: a pump putting to it is
+        let go at once."""
+        self._recv.close()
+        self._send.close()
 
 
 class Proc:
@@ -22,7 +68,8 @@ class Proc:
     container's), what started it, and the listeners of its output."""
 
     def __init__(self, pid: int, argv: list[str], config: dict[str, Any], tag: str | None,
-                 stdin: bool, deadline: float | None, killer: Callable[[int], None]) -> None:
+                 stdin: bool, deadline: float | None, killer: Callable[[int], None],
+                 token: EventLoopToken) -> None:
         self.pid = pid
         self.killer = killer
         self.config = config
@@ -35,8 +82,8 @@ class Proc:
         # that ended meanwhile had published its whole output to nobody
         # (seen: `commands.run` of 30 sandboxes at once, 6 came back with
         # empty stdout and exit 0).
-        self.first: queue.Queue[Event | None] = queue.Queue(STREAM_QUEUE)
-        self._listeners: list[queue.Queue[Event | None]] = [self.first]
+        self.first = Listener(token)
+        self._listeners: list[Listener] = [self.first]
         self.end: Event | None = None
         self._open_pipes = 2
         self.deadline = deadline
@@ -46,19 +93,20 @@ class Proc:
         if deadline is not None:
             threading.Thread(target=self._expire, daemon=True).start()
 
-    def listen(self) -> "queue.Queue[Event | None]":
-        """A queue of this process's events from now on (a Connect); None
-        ends it.  The Start's stream reads `first`, which has them all."""
-        q: queue.Queue[Event | None] = queue.Queue(STREAM_QUEUE)
+    def listen(self, token: EventLoopToken) -> Listener:
+        """This process's events from now on (a Connect), for a stream in
+        the loop of token, called from that loop.  The Start's stream
+        reads `first`, which has them all."""
+        q = Listener(token)
         with self._lock:
             if self.end is not None:
-                q.put(self.end)
-                q.put(None)
+                q.put_now(self.end)
+                q.put_now(None)
             else:
                 self._listeners.append(q)
         return q
 
-    def unlisten(self, q: "queue.Queue[Event | None]") -> None:
+    def unlisten(self, q: Listener) -> None:
         with self._lock:
             if q in self._listeners:
                 self._listeners.remove(q)
@@ -67,11 +115,7 @@ class Proc:
         with self._lock:
             listeners = list(self._listeners)
         for q in listeners:
-            # A listener that stopped reading for a minute is dropped
-            # rather than holding the process up for ever.
-            try:
-                q.put(ev, timeout=60)
-            except queue.Full:
+            if not q.put(ev):
                 self.unlisten(q)
 
     def _pump(self, name: str, pipe: IO[bytes]) -> None:
@@ -94,11 +138,8 @@ class Proc:
                 self.end = end
                 listeners, self._listeners = self._listeners, []
             for q in listeners:
-                for ev in (end, None):
-                    try:
-                        q.put(ev, timeout=60)
-                    except queue.Full:
-                        break
+                if q.put(end):
+                    q.put(None)
 
     def _expire(self) -> None:
         assert self.deadline is not None
