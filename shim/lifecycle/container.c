@@ -53,11 +53,17 @@ int container_load(const struct cli *cli, const char *id, struct container *c,
     return -1;
   unsigned long long ns = lifetime_state_pidns(c->state);
   if (lifetime_pidns_elsewhere(ns)) {
-    tg_error_set(err, 0,
-                 "container %s was created in another pid namespace (%llu; this process is in %llu): its "
-                 "processes are numbered there and cannot be signalled, entered or queried from here; "
-                 "run tollgate in that namespace",
-                 id, ns, lifetime_self_pidns());
+    if (lifetime_pidns_ended(ns))
+      tg_error_set(err, 0,
+                   "container %s was created in pid namespace %llu, which has ended, and its processes with it: "
+                   "remove what is left with 'tollgate delete %s' or 'tollgate gc'",
+                   id, ns, id);
+    else
+      tg_error_set(err, 0,
+                   "container %s was created in another pid namespace (%llu; this process is in %llu): its "
+                   "processes are numbered there and cannot be signalled, entered or queried from here; "
+                   "run tollgate in that namespace",
+                   id, ns, lifetime_self_pidns());
     container_free(c);
     return -1;
   }
@@ -356,8 +362,8 @@ static bool backend_may_know(const struct container *c) {
  * "still knows": delete then reports the backend's failure rather than
  * drop tollgate's record of a container that may be alive. */
 static bool backend_still_knows(const struct cli *cli,
-                                const struct container *c) {
-  struct proc_opts quiet = {.capture_stdout = true, .capture_stderr = true};
+                                const struct container *c, bool fresh_pid_ns) {
+  struct proc_opts quiet = {.capture_stdout = true, .capture_stderr = true, .fresh_pid_ns = fresh_pid_ns};
   struct proc_result res = {0};
   tg_error *e = NULL;
   int st = container_call(cli, c, "state", NULL, NULL, &quiet, &res, &e);
@@ -404,16 +410,23 @@ static int delete_container(struct cli *cli, const char *id, bool force,
     return -1;
   }
   unsigned long long ns = lifetime_state_pidns(c.state);
-  if (lifetime_pidns_elsewhere(ns)) {
+  /* A namespace that ended took the container's processes with it; what
+   * is left is state, and the backend's delete runs where the numbers its
+   * state holds name nothing (as PID 1 of an empty namespace: here they
+   * would be other processes'). */
+  bool ended = false;
+  if (lifetime_pidns_elsewhere(ns) && !(ended = lifetime_pidns_ended(ns))) {
     int r = tg_error_set(err, 0,
                          "container %s was created in another pid namespace (%llu; this process is in %llu): its "
                          "processes are numbered there and cannot be signalled from here; delete it from that "
-                         "namespace (if it has ended, so have they: remove %s and the backend's state of %s by "
-                         "hand, docs/reliability.md)",
-                         id, ns, lifetime_self_pidns(), c.dir, c.backend_id ? c.backend_id : id);
+                         "namespace (once that namespace has ended, tollgate gc or delete in the host's initial "
+                         "pid namespace removes it, docs/reliability.md)",
+                         id, ns, lifetime_self_pidns());
     container_free(&c);
     return r;
   }
+  if (ended)
+    force = true;
   /* A container inside its pod's sandbox whose waiter is gone (killed)
    * has lost the process its caller waited on: nobody can wait for or
    * start it any more, so it goes like a forced one and leaves nothing
@@ -421,7 +434,7 @@ static int delete_container(struct cli *cli, const char *id, bool force,
   if (!force && waiter_recorded(c.state) && !waiter_alive(c.state))
     force = true;
   char *args[] = {force ? "--force" : NULL, NULL};
-  struct proc_opts quiet = {.capture_stdout = true, .capture_stderr = true};
+  struct proc_opts quiet = {.capture_stdout = true, .capture_stderr = true, .fresh_pid_ns = ended};
   struct proc_result res = {0};
   /* After `runsc run` the backend has already destroyed the container;
    * its `delete` would only start a Go process to say so (~25 ms of a
@@ -446,7 +459,7 @@ static int delete_container(struct cli *cli, const char *id, bool force,
      * reads again, which --force clears with the processes it names. */
     bool gone = strstr(be->msg, "does not exist") != NULL ||
                 (force && runsc_forget_torn_state(&c)) ||
-                (force && !backend_still_knows(cli, &c));
+                (force && !backend_still_knows(cli, &c, ended));
     if (!gone) {
       *err = be;
       proc_result_free(&res);

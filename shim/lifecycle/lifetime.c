@@ -2,6 +2,7 @@
 #include "shim/lifecycle/lifetime.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -113,6 +114,63 @@ unsigned long long lifetime_self_pidns(void) {
 
 bool lifetime_pidns_elsewhere(unsigned long long ns) {
   return ns != 0 && ns != lifetime_self_pidns();
+}
+
+/* The initial pid namespace's inode (PROC_PID_INIT_INO): fixed by the
+ * kernel, never given to another namespace. */
+#define INITIAL_PIDNS 0xEFFFFFFCULL
+
+bool lifetime_sees_every_pidns(void) { return lifetime_self_pidns() == INITIAL_PIDNS; }
+
+/* Whether /proc/PID/status says the process has one pid only (its
+ * "NSpid:" line has one number): it is in the initial namespace. */
+static bool in_initial_pidns_only(const char *pid) {
+  cleanup_free char *path = xasprintf("/proc/%s/status", pid);
+  cleanup_free char *buf = NULL;
+  size_t len = 0;
+  tg_error *e = NULL;
+  if (read_file(path, 1 << 16, &buf, &len, &e) < 0) {
+    bool gone = e->errnum == ENOENT || e->errnum == ESRCH; /* exited meanwhile */
+    tg_error_free(&e);
+    return gone;
+  }
+  const char *line = strstr(buf, "\nNSpid:");
+  if (line == NULL)
+    return false;
+  line += strlen("\nNSpid:");
+  int numbers = 0;
+  for (const char *p = line; *p != '\0' && *p != '\n'; p++)
+    if (isdigit((unsigned char)*p) && (p == line || !isdigit((unsigned char)p[-1])))
+      numbers++;
+  return numbers == 1;
+}
+
+bool lifetime_pidns_ended(unsigned long long ns) {
+  if (ns == 0 || ns == INITIAL_PIDNS || !lifetime_sees_every_pidns())
+    return false;
+  DIR *d = opendir("/proc");
+  if (d == NULL)
+    return false;
+  bool seen = false;
+  for (struct dirent *e; !seen && (errno = 0, e = readdir(d)) != NULL;) {
+    if (!all_digits(e->d_name))
+      continue;
+    cleanup_free char *path = xasprintf("/proc/%s/ns/pid", e->d_name);
+    struct stat st;
+    /* Gone meanwhile (ENOENT): not in ns.  A process this one may not
+     * inspect (EACCES: a more privileged one) is in ns unless its status
+     * shows it numbered in one namespace only, the initial one.  Any
+     * other failure could hide it. */
+    if (stat(path, &st) == 0)
+      seen = (unsigned long long)st.st_ino == ns;
+    else if (errno == EACCES)
+      seen = !in_initial_pidns_only(e->d_name);
+    else if (errno != ENOENT && errno != ESRCH)
+      seen = true;
+  }
+  bool complete = errno == 0;
+  closedir(d);
+  return complete && !seen;
 }
 
 unsigned long long lifetime_state_pidns(const json_t *state) {

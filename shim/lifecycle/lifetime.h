@@ -81,10 +81,22 @@ unsigned long long lifetime_self_pidns(void);
  * "gone", and removes the state while they run on (seen: a `gc
  * --all-roots` from a service run as PID 1 of its own namespace left a
  * runsc sandbox, its gofer and its sidecar running, out of every list).
- * Even once that namespace has ended, the backend's delete would signal
- * those numbers here, other processes' pids: its state is left for a
- * person to remove.  0 (not recorded: older state) is ours. */
+ * Once that namespace has ended (lifetime_pidns_ended), its processes
+ * have too, and the container is removed from the initial namespace, with
+ * the backend's delete run where those numbers name nothing.  0 (not
+ * recorded: older state) is ours. */
 bool lifetime_pidns_elsewhere(unsigned long long ns);
+
+/* Whether pid namespace ns has ended: this process is in the initial pid
+ * namespace, which sees every process of every namespace, and none has
+ * ns (a namespace lives while its init does, and its init is a process
+ * like any other here).  Anywhere else, or for ns 0, false: a namespace
+ * this process cannot see into proves nothing. */
+bool lifetime_pidns_ended(unsigned long long ns);
+
+/* Whether this process is in the initial pid namespace (where
+ * lifetime_pidns_ended can tell). */
+bool lifetime_sees_every_pidns(void);
 
 /* The pid namespace create recorded in a container's state.json, or 0. */
 unsigned long long lifetime_state_pidns(const json_t *state);

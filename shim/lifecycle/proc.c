@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -118,6 +119,76 @@ static int spawn_dying_with_parent(char *const argv[], int out_w, int err_w,
   return 0;
 }
 
+/* fork, unshare(CLONE_NEWPID), fork again and exec there: the second
+ * child is PID 1 of a namespace nothing else is in, and the first waits
+ * for it and exits with its status.  Async-signal-safe calls only in the
+ * children; an exec failure comes back through the close-on-exec pipe. */
+static int spawn_in_fresh_pid_ns(char *const argv[], int out_w, int err_w, pid_t *pid_out) {
+  int report[2];
+  if (pipe2(report, O_CLOEXEC) < 0)
+    return errno;
+  sigset_t all, none, old;
+  sigfillset(&all);
+  sigemptyset(&none);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(report[0]);
+    struct sigaction dfl = {.sa_handler = SIG_DFL};
+    for (int sig = 1; sig < NSIG; sig++)
+      sigaction(sig, &dfl, NULL);
+    int e = 0;
+    pid_t inner = -1;
+    if (unshare(CLONE_NEWPID) < 0)
+      e = errno;
+    else if ((inner = fork()) < 0)
+      e = errno;
+    if (inner == 0) {
+      if (out_w >= 0 && dup2(out_w, STDOUT_FILENO) < 0)
+        e = errno;
+      if (e == 0 && err_w >= 0 && dup2(err_w, STDERR_FILENO) < 0)
+        e = errno;
+      if (e == 0) {
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        execve(argv[0], argv, environ);
+        e = errno;
+      }
+      (void)!write(report[1], &e, sizeof e);
+      _exit(127);
+    }
+    if (e != 0) {
+      (void)!write(report[1], &e, sizeof e);
+      _exit(127);
+    }
+    close(report[1]);
+    int ws = 0;
+    while (waitpid(inner, &ws, 0) < 0)
+      if (errno != EINTR)
+        _exit(127);
+    _exit(WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws));
+  }
+  int fork_errno = errno;
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  close(report[1]);
+  if (pid < 0) {
+    close(report[0]);
+    return fork_errno;
+  }
+  int child_errno = 0;
+  ssize_t n;
+  do
+    n = read(report[0], &child_errno, sizeof child_errno);
+  while (n < 0 && errno == EINTR);
+  close(report[0]);
+  if (n == (ssize_t)sizeof child_errno) {
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+      ;
+    return child_errno;
+  }
+  *pid_out = pid;
+  return 0;
+}
+
 int proc_spawn(char *const argv[], const struct proc_opts *opts,
                struct proc *p, tg_error **err) {
   int out[2] = {-1, -1}, errp[2] = {-1, -1};
@@ -133,8 +204,9 @@ int proc_spawn(char *const argv[], const struct proc_opts *opts,
   /* The usual path is posix_spawn; only a child that must die with
    * tollgate pays for a fork (spawn_dying_with_parent). */
   pid_t pid = -1;
-  int e = opts->die_with_parent ? spawn_dying_with_parent(argv, out[1], errp[1], &pid)
-                                : spawn_plain(argv, out[1], errp[1], &pid);
+  int e = opts->fresh_pid_ns      ? spawn_in_fresh_pid_ns(argv, out[1], errp[1], &pid)
+          : opts->die_with_parent ? spawn_dying_with_parent(argv, out[1], errp[1], &pid)
+                                  : spawn_plain(argv, out[1], errp[1], &pid);
   if (e != 0) {
     close_pipe(out);
     close_pipe(errp);

@@ -17,6 +17,10 @@ struct proc_opts {
   bool die_with_parent; /* the child gets SIGKILL when tollgate dies
                            (PR_SET_PDEATHSIG): for a backend that must
                            not outlive it (run's `runsc run`) */
+  bool fresh_pid_ns;    /* the child runs as PID 1 of a new, empty pid
+                           namespace: the pids it was told of (a backend's
+                           state from a namespace that ended) name no
+                           process there.  /proc stays the caller's. */
 };
 
 struct proc {

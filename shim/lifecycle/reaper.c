@@ -69,6 +69,23 @@ static void reap_one(const struct cli *cli, const char *root, const char *id, co
     fprintf(rep->out, "%s\t%s\t%s\n", root, id, why);
 }
 
+/* lifetime_pidns_ended(ns), asked once a sweep for each of the first few
+ * namespaces (a scan of /proc each). */
+struct ns_verdict {
+  unsigned long long ns;
+  bool ended;
+};
+
+static bool namespace_ended(unsigned long long ns, struct ns_verdict *seen, size_t *n) {
+  for (size_t i = 0; i < *n; i++)
+    if (seen[i].ns == ns)
+      return seen[i].ended;
+  bool ended = lifetime_pidns_ended(ns);
+  if (*n < 8)
+    seen[(*n)++] = (struct ns_verdict){ns, ended};
+  return ended;
+}
+
 void reaper_sweep(const struct cli *cli, const char *root, struct reaper_report *rep) {
   DIR *d = opendir(root);
   if (d == NULL)
@@ -79,6 +96,9 @@ void reaper_sweep(const struct cli *cli, const char *root, struct reaper_report 
    * directory being read. */
   char **due = NULL, **why = NULL;
   size_t n = 0;
+  bool sees_all = lifetime_sees_every_pidns();
+  struct ns_verdict ended[8];
+  size_t n_ended = 0;
   for (struct dirent *e; (e = readdir(d)) != NULL;) {
     if (!container_id_is_valid(e->d_name) || strcmp(e->d_name, "backend") == 0)
       continue;
@@ -88,20 +108,25 @@ void reaper_sweep(const struct cli *cli, const char *root, struct reaper_report 
     tg_error *err = NULL;
     int r = lifetime_read(dir, &lt, &err);
     tg_error_free(&err); /* unreadable: proves nothing, never reaped */
-    if (r <= 0)
-      continue;
-    char *reason = lifetime_verdict(&lt, now);
-    if (reason == NULL)
+    char *reason = r > 0 ? lifetime_verdict(&lt, now) : NULL;
+    if (reason == NULL && !sees_all)
       continue;
     /* Made in a pid namespace that is not ours: its processes cannot
      * be signalled from here (lifetime.h); that namespace's own sweeps
-     * reap it. */
+     * reap it, whatever its lifetime says.  Once that namespace has
+     * ended, its processes have too, with or without an owner or a
+     * deadline: the initial namespace's sweep removes what is left. */
     cleanup_json json_t *st = state_read_json(dir, "state.json", &err);
     tg_error_free(&err);
-    if (lifetime_pidns_elsewhere(lifetime_state_pidns(st))) {
+    unsigned long long ns = lifetime_state_pidns(st);
+    if (lifetime_pidns_elsewhere(ns)) {
       free(reason);
-      continue;
+      reason = NULL;
+      if (namespace_ended(ns, ended, &n_ended))
+        reason = xasprintf("its pid namespace (%llu) ended, and its processes with it", ns);
     }
+    if (reason == NULL)
+      continue;
     due = xrealloc(due, (n + 1) * sizeof *due);
     why = xrealloc(why, (n + 1) * sizeof *why);
     due[n] = xstrdup(e->d_name);

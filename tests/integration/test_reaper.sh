@@ -11,7 +11,9 @@
 #    leaves no container, sidecar, mount, id claim or state directory; the
 #    roots show in `list --all-roots` while they run.
 #  - a container is left alone by gc and delete from another pid namespace
-#    (refused, naming it) and reaped by the gc of its own (the host's).
+#    (refused, naming it) and reaped by the gc of its own (the host's); one
+#    whose namespace ended is removed by the host's gc, and the backend's
+#    delete signals no host process at the numbers its state names.
 #  - `tollgate mcp`: kill -9 with a program running, then gc: nothing left.
 #  - a warm-pool program that forges its result trailer gets its real exit
 #    status (tests/sdk/lifetimes.py forge).
@@ -38,6 +40,17 @@ gone_all() {
   check_eq "$what: no $b container left" "" "$left"
   check_eq "$what: no mount left" "" "$(grep -E " ($root|$state)/" /proc/self/mounts)"
   check_eq "$what: no id claim left" 0 "$(claims)"
+}
+
+# free_pids N: the first of N pids in a row that no host process has.
+free_pids() {
+  local n=$1 s p max
+  max=$(cat /proc/sys/kernel/pid_max)
+  for ((s = max - n - 1; s > 1000; s -= n)); do
+    for ((p = s; p < s + n; p++)); do [ -e "/proc/$p" ] && break; done
+    [ "$p" -eq $((s + n)) ] && { echo "$s"; return; }
+  done
+  echo "free_pids: no $n free pids in a row" >&2; echo 1000
 }
 
 # facts ROOT: "SIDECARS|BACKEND_ROOTS" of the containers under ROOT.
@@ -155,6 +168,30 @@ for b in $BACKENDS; do
     "$(for r in $br; do "$b" --root "$r" list --quiet 2>/dev/null; done | grep -x "rp-$b-ns")"
   wait_for 10 test -z "$(tg gc 2>/dev/null; tg list -q 2>/dev/null)"
   gone_all "$b: then the host's gc" "$TG_ROOT" "$TG_ROOT/none" "$sc" "$br" "$b"
+
+  # ---- a pid namespace that ended -------------------------------------------
+  # Its processes ended with it (its init's death kills them): what is left
+  # is state, which the host's gc removes.  The backend's delete runs as PID
+  # 1 of an empty namespace: run here, runsc's signalled the sandbox and
+  # gofer pids its state names, which here are other processes' (the
+  # namespace numbers from a free host range, and decoys take it once the
+  # namespace has ended: two of them died).
+  base=$(free_pids 200)
+  unshare --pid --fork --mount-proc env TG="$TG" R="$TG_ROOT" C="$TG_CONFIG" B="$b" BASE="$base" bash -c '
+    echo $((BASE - 1)) >/proc/sys/kernel/ns_last_pid
+    "$TG" --root "$R" --config "$C" --runtime "$B" create --bundle "$R/bundle-$B" "rp-$B-ended" &&
+      "$TG" --root "$R" --config "$C" start "rp-$B-ended"' >/dev/null 2>&1
+  check "$b: a container made in a pid namespace that then ended" test -f "$TG_ROOT/rp-$b-ended/state.json"
+  br=$(json_get backend_root <"$TG_ROOT/rp-$b-ended/state.json" 2>/dev/null)
+  decoys=()
+  echo $((base - 1)) >/proc/sys/kernel/ns_last_pid
+  for _ in $(seq 200); do sleep 300 & decoys+=($!); done
+  check_match "$b: the host's gc removes it, naming the ended namespace" \
+    "rp-$b-ended.*its pid namespace \([0-9]+\) ended" "$(tg gc 2>&1)"
+  gone_all "$b: pid namespace ended, then the host's gc" "$TG_ROOT" "$TG_ROOT/none" "" "$br" "$b"
+  dead=0; for p in "${decoys[@]}"; do kill -0 "$p" 2>/dev/null || dead=$((dead + 1)); done
+  check_eq "$b: ... and no process at the numbers its backend's state named was signalled" 0 "$dead"
+  kill "${decoys[@]}" 2>/dev/null; wait "${decoys[@]}" 2>/dev/null
 
   # ---- the SDK: kill -9 with a warm pool of 2 and a session ------------------
   for how in gc start; do

@@ -2,10 +2,12 @@
  * forms, --owner-pid's checks, the record's round trip, and the verdict
  * (an owner whose pid was reused, a zombie, another pid namespace). */
 #include <criterion/criterion.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -129,4 +131,53 @@ Test(lifetime, zombie_and_gone_owners) {
   char *why = lifetime_verdict(&lt, time(NULL));
   cr_assert(why && strstr(why, "is gone"), "%s", why ? why : "(null)");
   free(why);
+}
+
+/* A pid namespace is "ended" only once no process has it: a child
+ * namespace's init alive, then killed and reaped. */
+Test(lifetime, pid_namespace_ended_only_when_no_process_has_it) {
+  if (!lifetime_sees_every_pidns())
+    cr_skip_test("not in the initial pid namespace: nothing can be told here");
+  cr_assert(!lifetime_pidns_ended(lifetime_self_pidns()), "our own namespace has not ended");
+  cr_assert(!lifetime_pidns_ended(0), "an unrecorded namespace proves nothing");
+  int ready[2];
+  cr_assert(pipe(ready) == 0);
+  pid_t middle = fork();
+  cr_assert(middle >= 0);
+  if (middle == 0) {
+    if (unshare(CLONE_NEWPID) < 0)
+      _exit(2);
+    pid_t init = fork(); /* PID 1 of the new namespace */
+    if (init == 0) {
+      close(ready[0]);
+      (void)!write(ready[1], "x", 1);
+      pause();
+      _exit(0);
+    }
+    int ws;
+    waitpid(init, &ws, 0);
+    _exit(0);
+  }
+  close(ready[1]);
+  char c;
+  cr_assert(read(ready[0], &c, 1) == 1, "the namespace's init started");
+  close(ready[0]);
+  /* The init is the middle process's only child. */
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)middle, (int)middle);
+  FILE *f = fopen(path, "r");
+  cr_assert(f != NULL);
+  int init = 0;
+  cr_assert(fscanf(f, "%d", &init) == 1);
+  fclose(f);
+  snprintf(path, sizeof path, "/proc/%d/ns/pid", init);
+  struct stat st;
+  cr_assert(stat(path, &st) == 0);
+  unsigned long long ns = (unsigned long long)st.st_ino;
+  cr_assert(lifetime_pidns_elsewhere(ns));
+  cr_assert(!lifetime_pidns_ended(ns), "its init lives");
+  kill(init, SIGKILL);
+  int ws;
+  cr_assert(waitpid(middle, &ws, 0) == middle);
+  cr_assert(lifetime_pidns_ended(ns), "no process has it any more");
 }
