@@ -59,20 +59,76 @@ static int spawn_plain(char *const argv[], int out_w, int err_w, pid_t *pid) {
   return e;
 }
 
-/* fork + exec for a child that must die with tollgate: posix_spawn has
- * no way to set a parent-death signal.  The child only makes
- * async-signal-safe calls (tollgate may have threads); an exec failure
- * comes back as its errno through a close-on-exec pipe. */
-static int spawn_dying_with_parent(char *const argv[], int out_w, int err_w,
-                                   pid_t *pid_out) {
+/* In a forked child: point stdout and stderr at out_w and err_w (when
+ * given), unblock every signal and exec argv; on failure write the errno
+ * to report and exit 127.  Async-signal-safe calls only. */
+static _Noreturn void exec_reporting(char *const argv[], int out_w, int err_w, int report) {
+  int e = 0;
+  if (out_w >= 0 && dup2(out_w, STDOUT_FILENO) < 0)
+    e = errno;
+  if (e == 0 && err_w >= 0 && dup2(err_w, STDERR_FILENO) < 0)
+    e = errno;
+  if (e == 0) {
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    execve(argv[0], argv, environ);
+    e = errno;
+  }
+  (void)!write(report, &e, sizeof e);
+  _exit(127);
+}
+
+/* PR_SET_PDEATHSIG, then exec: the child dies with tollgate. */
+static _Noreturn void exec_dying_with_parent(char *const argv[], int out_w, int err_w, int report,
+                                             pid_t parent) {
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) {
+    int e = errno;
+    (void)!write(report, &e, sizeof e);
+    _exit(127);
+  }
+  if (getppid() != parent) /* tollgate died before the prctl */
+    _exit(127);
+  exec_reporting(argv, out_w, err_w, report);
+}
+
+/* unshare(CLONE_NEWPID) and fork again: the grandchild execs as PID 1 of
+ * a namespace nothing else is in; this child waits for it and exits with
+ * its status. */
+static _Noreturn void exec_in_fresh_pid_ns(char *const argv[], int out_w, int err_w, int report) {
+  pid_t inner = -1;
+  if (unshare(CLONE_NEWPID) == 0)
+    inner = fork();
+  if (inner == 0)
+    exec_reporting(argv, out_w, err_w, report);
+  if (inner < 0) {
+    int e = errno;
+    (void)!write(report, &e, sizeof e);
+    _exit(127);
+  }
+  close(report); /* the grandchild's copy closes at its exec */
+  int ws = 0;
+  while (waitpid(inner, &ws, 0) < 0)
+    if (errno != EINTR)
+      _exit(127);
+  _exit(WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws));
+}
+
+enum forked_kind { DYING_WITH_PARENT, IN_FRESH_PID_NS };
+
+/* fork + exec where posix_spawn cannot do the step before exec: a
+ * parent-death signal (a child that must die with tollgate), or a pid
+ * namespace of its own.  No signal handler of tollgate's runs in the
+ * child (tollgate may have threads, so it makes async-signal-safe calls
+ * only); an exec failure comes back as its errno through a close-on-exec
+ * pipe. */
+static int spawn_forked(enum forked_kind kind, char *const argv[], int out_w, int err_w, pid_t *pid_out) {
   int report[2];
   if (pipe2(report, O_CLOEXEC) < 0)
     return errno;
   pid_t parent = getpid();
-  sigset_t all, none, old;
+  sigset_t all, old;
   sigfillset(&all);
-  sigemptyset(&none);
-  /* No signal handler of tollgate's may run in the child before exec. */
   pthread_sigmask(SIG_SETMASK, &all, &old);
   pid_t pid = fork();
   if (pid == 0) {
@@ -80,92 +136,9 @@ static int spawn_dying_with_parent(char *const argv[], int out_w, int err_w,
     struct sigaction dfl = {.sa_handler = SIG_DFL};
     for (int sig = 1; sig < NSIG; sig++)
       sigaction(sig, &dfl, NULL); /* KILL, STOP and the gaps just fail */
-    int e = 0;
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
-      e = errno;
-    else if (getppid() != parent) /* tollgate died before the prctl */
-      _exit(127);
-    if (e == 0 && out_w >= 0 && dup2(out_w, STDOUT_FILENO) < 0)
-      e = errno;
-    if (e == 0 && err_w >= 0 && dup2(err_w, STDERR_FILENO) < 0)
-      e = errno;
-    if (e == 0) {
-      sigprocmask(SIG_SETMASK, &none, NULL);
-      execve(argv[0], argv, environ);
-      e = errno;
-    }
-    (void)!write(report[1], &e, sizeof e);
-    _exit(127);
-  }
-  int fork_errno = errno;
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
-  close(report[1]);
-  if (pid < 0) {
-    close(report[0]);
-    return fork_errno;
-  }
-  int child_errno = 0;
-  ssize_t n;
-  do
-    n = read(report[0], &child_errno, sizeof child_errno);
-  while (n < 0 && errno == EINTR);
-  close(report[0]);
-  if (n == (ssize_t)sizeof child_errno) {
-    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-      ;
-    return child_errno;
-  }
-  *pid_out = pid;
-  return 0;
-}
-
-/* fork, unshare(CLONE_NEWPID), fork again and exec there: the second
- * child is PID 1 of a namespace nothing else is in, and the first waits
- * for it and exits with its status.  Async-signal-safe calls only in the
- * children; an exec failure comes back through the close-on-exec pipe. */
-static int spawn_in_fresh_pid_ns(char *const argv[], int out_w, int err_w, pid_t *pid_out) {
-  int report[2];
-  if (pipe2(report, O_CLOEXEC) < 0)
-    return errno;
-  sigset_t all, none, old;
-  sigfillset(&all);
-  sigemptyset(&none);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(report[0]);
-    struct sigaction dfl = {.sa_handler = SIG_DFL};
-    for (int sig = 1; sig < NSIG; sig++)
-      sigaction(sig, &dfl, NULL);
-    int e = 0;
-    pid_t inner = -1;
-    if (unshare(CLONE_NEWPID) < 0)
-      e = errno;
-    else if ((inner = fork()) < 0)
-      e = errno;
-    if (inner == 0) {
-      if (out_w >= 0 && dup2(out_w, STDOUT_FILENO) < 0)
-        e = errno;
-      if (e == 0 && err_w >= 0 && dup2(err_w, STDERR_FILENO) < 0)
-        e = errno;
-      if (e == 0) {
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        execve(argv[0], argv, environ);
-        e = errno;
-      }
-      (void)!write(report[1], &e, sizeof e);
-      _exit(127);
-    }
-    if (e != 0) {
-      (void)!write(report[1], &e, sizeof e);
-      _exit(127);
-    }
-    close(report[1]);
-    int ws = 0;
-    while (waitpid(inner, &ws, 0) < 0)
-      if (errno != EINTR)
-        _exit(127);
-    _exit(WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws));
+    if (kind == DYING_WITH_PARENT)
+      exec_dying_with_parent(argv, out_w, err_w, report[1], parent);
+    exec_in_fresh_pid_ns(argv, out_w, err_w, report[1]);
   }
   int fork_errno = errno;
   pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -202,10 +175,11 @@ int proc_spawn(char *const argv[], const struct proc_opts *opts,
     return tg_error_set(err, e, "pipe for %s", argv[0]);
   }
   /* The usual path is posix_spawn; only a child that must die with
-   * tollgate pays for a fork (spawn_dying_with_parent). */
+   * tollgate, or run in a pid namespace of its own, pays for a fork
+   * (spawn_forked). */
   pid_t pid = -1;
-  int e = opts->fresh_pid_ns      ? spawn_in_fresh_pid_ns(argv, out[1], errp[1], &pid)
-          : opts->die_with_parent ? spawn_dying_with_parent(argv, out[1], errp[1], &pid)
+  int e = opts->fresh_pid_ns      ? spawn_forked(IN_FRESH_PID_NS, argv, out[1], errp[1], &pid)
+          : opts->die_with_parent ? spawn_forked(DYING_WITH_PARENT, argv, out[1], errp[1], &pid)
                                   : spawn_plain(argv, out[1], errp[1], &pid);
   if (e != 0) {
     close_pipe(out);
