@@ -109,11 +109,23 @@ report() {
   fi
 }
 
+# reap_one: wait for a lane to end and report every lane that has (its
+# exit status file is the last thing it writes).  Not by the pid `wait -n
+# -p` names: once a lane's pid was given to the next lane at once (a
+# test had set the host's pid counter back), bash named the new lane for
+# the one that had ended, and the run stopped on its missing status.
 reap_one() {
-  local pid
-  wait -n -p pid
-  report "${running[$pid]}"
-  unset "running[$pid]"
+  local pid reported=0
+  while [ "$reported" -eq 0 ]; do
+    wait -n 2>/dev/null
+    for pid in "${!running[@]}"; do
+      [ -s "$log_dir/${running[$pid]}.rc" ] || continue
+      report "${running[$pid]}"
+      unset "running[$pid]"
+      reported=1
+    done
+    [ "$reported" -eq 0 ] && sleep 0.2
+  done
 }
 
 for s in $ordered; do
