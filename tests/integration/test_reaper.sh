@@ -25,6 +25,13 @@ bash "$(dirname "$0")/../../bundles/rootfs/python.sh" "$BUILD/rootfs/python"
 chmod 755 "$TG_ROOT"
 IDS=$TG_ROOT/ids
 write_config id_range_dir="\"$IDS\""
+# fnv NAME: the registry's entry name for a root path (FNV-1a 64, hex).
+fnv() { python3 -c 'import sys
+h = 0xcbf29ce484222325
+for b in sys.argv[1].encode():
+    h = ((h ^ b) * 0x100000001b3) & 0xffffffffffffffff
+print("%016x" % h)' "$1"; }
+REG=/run/tollgate-roots
 
 # gone_all LABEL ROOT STATE SIDECARS BACKEND_ROOTS: the checks that nothing is left.
 gone_all() {
@@ -132,7 +139,7 @@ for b in $BACKENDS; do
   wait_for 30 status_is "rp-$b-run" running
   IFS='|' read -r sc br <<<"$(facts "$TG_ROOT")"
   kill -9 "$runner"; wait "$runner" 2>/dev/null
-  wait_for 10 test -z "$(tg gc 2>/dev/null; tg list -q 2>/dev/null)"
+  wait_for 10 eval '[ -z "$(tg gc 2>/dev/null; tg list -q 2>/dev/null)" ]'
   gone_all "$b: foreground run killed, gc" "$TG_ROOT" "$TG_ROOT/none" "$sc" "$br" "$b"
 
   # ---- pid namespaces: reaped only where its processes can be signalled ----
@@ -143,6 +150,12 @@ for b in $BACKENDS; do
   tgns() { unshare --pid --fork --mount-proc "$TG" --root "$TG_ROOT" --config "$TG_CONFIG" "$@"; }
   check "$b: create --deadline 1 on the host" tg --runtime "$b" create --bundle "$TG_ROOT/bundle-$b" --deadline 1 "rp-$b-ns"
   tg start "rp-$b-ns"
+  # Once it is due, any other script's sweep of every registered root (gc
+  # --all-roots, each SDK Sandbox's start) may reap it on the host before
+  # the namespace's gc and delete run, and the delete then finds nothing
+  # to refuse.  The root leaves the registry for this window (the create
+  # registered it; the next one registers it again).
+  rm -f "$REG/$(fnv "$(realpath "$TG_ROOT")")"
   IFS='|' read -r sc br <<<"$(facts "$TG_ROOT")"
   sleep 2.1
   tgns gc >/dev/null 2>&1
@@ -155,7 +168,7 @@ for b in $BACKENDS; do
   check_eq "$b: ... its sidecar still runs" "" "$left"
   check_eq "$b: ... its backend still knows it" "rp-$b-ns" \
     "$(for r in $br; do "$b" --root "$r" list --quiet 2>/dev/null; done | grep -x "rp-$b-ns")"
-  wait_for 10 test -z "$(tg gc 2>/dev/null; tg list -q 2>/dev/null)"
+  wait_for 10 eval '[ -z "$(tg gc 2>/dev/null; tg list -q 2>/dev/null)" ]'
   gone_all "$b: then the host's gc" "$TG_ROOT" "$TG_ROOT/none" "$sc" "$br" "$b"
 
   # ---- a pid namespace that ended -------------------------------------------
@@ -172,17 +185,32 @@ for b in $BACKENDS; do
   : >"$TG_ROOT/decoys-$b"
   setsid bash -c 'for _ in $(seq 300); do sleep 300 & echo $!; done; exec sleep 300' >"$TG_ROOT/decoys-$b" &
   decoy_leader=$!
-  wait_for 30 test "$(wc -l <"$TG_ROOT/decoys-$b")" -ge 300
+  wait_for 30 eval '[ "$(wc -l <"$TG_ROOT/decoys-$b")" -ge 300 ]'
   mapfile -t decoys <"$TG_ROOT/decoys-$b"
   group=$(ps -o pgid= -p "${decoys[0]}" | tr -d ' ')
-  held=$(printf '%s\n' "${decoys[@]}" | awk -v a="${decoys[0]}" '$1 >= a && $1 < a + 100' | wc -l)
-  check "$b: decoys hold most of the 100 numbers from ${decoys[0]} ($held)" test "$held" -ge 60
-  unshare --pid --fork --mount-proc env TG="$TG" R="$TG_ROOT" C="$TG_CONFIG" B="$b" FIRST="${decoys[0]}" bash -c '
+  # The namespace numbers from the start of the 60 numbers decoys hold
+  # most of (other scripts' processes take numbers between them); its
+  # state names numbers up to about 50 past its first.
+  first=$(printf '%s\n' "${decoys[@]}" | awk '{ d[NR] = $1 } END {
+    for (i = 1; i <= NR; i++) { n = 0; for (j = i; j <= NR && d[j] < d[i] + 60; j++) n++
+      if (n > best) { best = n; at = d[i] } }
+    print at }')
+  # The numbers its state and its backend's name (sandbox, gofer, init,
+  # sidecar) are read in the namespace, before it ends: from then on any
+  # other script's sweep of every registered root may reap it first.
+  unshare --pid --fork --mount-proc env TG="$TG" R="$TG_ROOT" C="$TG_CONFIG" B="$b" FIRST="$first" bash -c '
     echo $((FIRST - 1)) >/proc/sys/kernel/ns_last_pid
     "$TG" --root "$R" --config "$C" --runtime "$B" create --bundle "$R/bundle-$B" "rp-$B-ended" &&
-      "$TG" --root "$R" --config "$C" start "rp-$B-ended"' >/dev/null 2>&1
-  check "$b: a container made in a pid namespace that then ended" test -f "$TG_ROOT/rp-$b-ended/state.json"
-  br=$(json_get backend_root <"$TG_ROOT/rp-$b-ended/state.json" 2>/dev/null)
+      "$TG" --root "$R" --config "$C" start "rp-$B-ended" || exit 1
+    br=$(grep -oE "\"backend_root\": *\"[^\"]+\"" "$R/rp-$B-ended/state.json" | cut -d\" -f4)
+    echo "$br" >"$R/ended-$B.root"
+    cat "$R/rp-$B-ended/state.json" $(find "$br" -type f) >"$R/ended-$B.state"' >/dev/null 2>&1
+  check_eq "$b: a container made in a pid namespace that then ended" 0 "$?"
+  br=$(cat "$TG_ROOT/ended-$b.root" 2>/dev/null)
+  named=$(grep -oiE '"(pid|gofer_?pid|init_pid|init_process_pid|sidecar_pid)" *: *[0-9]+' "$TG_ROOT/ended-$b.state" 2>/dev/null |
+    grep -oE '[0-9]+$' | grep -vx 0 | sort -u)
+  held=$(comm -12 <(sort <<<"$named") <(printf '%s\n' "${decoys[@]}" | sort) | wc -l)
+  check "$b: of the numbers its state names ($(echo $named)), decoys hold $held" test "$held" -ge 1
   # (another script's sweep of every registered root may take it first)
   out=$(tg gc 2>&1)
   [ -z "$out" ] || check_match "$b: the host's gc removes it, naming the ended namespace" \
@@ -258,7 +286,7 @@ PY
   driver=$!
   wait_for 150 test -s "$TG_ROOT/mcp-$b.pid"
   mcp_pid=$(cat "$TG_ROOT/mcp-$b.pid")
-  wait_for 60 test -n "$("$TG" --root "$mroot" list -q 2>/dev/null)"
+  wait_for 60 eval '[ -n "$("$TG" --root "$mroot" list -q 2>/dev/null)" ]'
   check_eq "$b: mcp: its program runs in a container" 1 "$("$TG" --root "$mroot" list -q 2>/dev/null | wc -l)"
   check_match "$b: mcp: list --all-roots shows the server's root" "$mroot" \
     "$("$TG" list --all-roots 2>/dev/null | grep -F "$mroot" | head -1)"
@@ -268,7 +296,7 @@ PY
   wait "$driver" 2>/dev/null
   "$TG" --config "$TG_CONFIG" gc --all-roots >/dev/null 2>&1
   # The run the MCP server started ends once its container is deleted.
-  wait_for 30 test -z "$(pgrep -f -- "--root $mroot" 2>/dev/null)"
+  wait_for 30 eval '[ -z "$(pgrep -f -- "--root $mroot" 2>/dev/null)" ]'
   check_eq "$b: mcp: no tollgate process of the killed server left" "" "$(pgrep -af -- "--root $mroot")"
   gone_all "$b: tollgate mcp killed, gc --all-roots" "$mroot" "$mroot" "$sc" "$br" "$b"
 
@@ -278,13 +306,6 @@ PY
 done
 
 # ---- the registry of roots: only entries tollgate could have written count ----
-# fnv NAME: the registry's entry name for a root path (FNV-1a 64, hex).
-fnv() { python3 -c 'import sys
-h = 0xcbf29ce484222325
-for b in sys.argv[1].encode():
-    h = ((h ^ b) * 0x100000001b3) & 0xffffffffffffffff
-print("%016x" % h)' "$1"; }
-REG=/run/tollgate-roots
 fake=$TG_ROOT/fakeroot
 mkdir -p "$fake/rp-fake"
 echo '{}' >"$fake/rp-fake/state.json"
