@@ -90,12 +90,20 @@ check_refused() {
 
 # wait_for [-i INTERVAL] SECONDS CMD...: run CMD every INTERVAL seconds
 # (default 0.1) until it succeeds; fails when SECONDS (whole seconds, on
-# the microsecond clock: never less) have passed first.
+# the microsecond clock: never less) have passed first.  A wait that runs
+# out says so on stderr (into the script's log): a check that expects it
+# to is fine, and any other is time the suite spends for nothing.
 wait_for() {
-  local interval=0.1 end
+  local interval=0.1 end secs
   if [ "$1" = -i ]; then interval=$2; shift 2; fi
-  end=$(( ${EPOCHREALTIME/[.,]/} + $1 * 1000000 )); shift
-  until "$@"; do [ "${EPOCHREALTIME/[.,]/}" -ge "$end" ] && return 1; sleep "$interval"; done
+  secs=$1; end=$(( ${EPOCHREALTIME/[.,]/} + secs * 1000000 )); shift
+  until "$@"; do
+    if [ "${EPOCHREALTIME/[.,]/}" -ge "$end" ]; then
+      echo "wait_for: ran out after ${secs} s: $*" | cut -c1-300 >&2
+      return 1
+    fi
+    sleep "$interval"
+  done
 }
 # pid_gone PID: no process PID is there to signal.
 pid_gone() { ! kill -0 "$1" 2>/dev/null; }

@@ -139,7 +139,7 @@ PY
   check_eq "$rt: no mount left" "" "$(for id in "${ids[@]}"; do mounts_of "$id/"; done)"
   wait_for 30 no_backend_procs "$rt"
   check_eq "$rt: no backend process left" "" "$(backend_procs "$rt")"
-  wait_for 30 test -z "$(pids_alive "${pids[@]}" "${sidecars[@]}")"
+  wait_for 30 eval '[ -z "$(pids_alive "${pids[@]}" "${sidecars[@]}")" ]'
   check_eq "$rt: no init or sidecar left" "" "$(pids_alive "${pids[@]}" "${sidecars[@]}")"
   check_eq "$rt: no cgroup left" "" "$(cgroups_named "${ids[@]}" "${bids[@]}")"
   bad=""

@@ -125,7 +125,7 @@ on_exit "kill -9 $tpid; tg delete --force rr-k9m"
 check "kill -9 mid-start: runc began the container" wait_for -i 0.002 10 test -e "$runc_root/rr-k9m"
 kill -9 "$tpid"; wait "$tpid" 2>/dev/null
 sleep 1
-check "kill -9 mid-start: no process of it runs on" wait_for 20 test -z "$(marker_pids rr-k9m-marker)"
+check "kill -9 mid-start: no process of it runs on" wait_for 20 eval '[ -z "$(marker_pids rr-k9m-marker)" ]'
 check "kill -9 mid-start: delete --force removes what is left" tg delete --force rr-k9m
 check_fails "kill -9 mid-start: runc keeps nothing" test -e "$runc_root/rr-k9m"
 check_eq "kill -9: nothing left in tollgate's list" "" "$(tg list -q 2>/dev/null)"
