@@ -157,7 +157,7 @@ integration: all
 # the integration's, not the sum (docs/performance.md, "The suite").
 check: deps
 	@rm -f $(BUILD)/check-counts; mkdir -p $(BUILD); touch $(BUILD)/check-started
-	$(MAKE) all
+	$(MAKE) -j2 all
 	COUNTS_FILE=$(abspath $(BUILD))/check-counts $(MAKE) -k -j2 check-side integration
 	$(MAKE) bench-smoke
 	@COUNTS_FILE=$(abspath $(BUILD))/check-counts CHECK_STARTED=$(abspath $(BUILD))/check-started bash tests/leaks.sh
@@ -187,17 +187,17 @@ bench-smoke: all
 
 # The main job: the orders-reconciliation program under gVisor with governed tools.
 demo: deps
-	$(MAKE) all
+	$(MAKE) -j2 all
 	@BUILD=$(abspath $(BUILD)) RUNTIME=$(RUNTIME) bash bundles/examples/orders/demo.sh
 
 # The large refund waits for `tollgate approve` from another terminal.
 demo-interactive: deps
-	$(MAKE) all
+	$(MAKE) -j2 all
 	@BUILD=$(abspath $(BUILD)) RUNTIME=$(RUNTIME) bash bundles/examples/orders/demo.sh --interactive
 
 # The reference agent harness: a failed attempt, its stderr fed back, a retry.
 demo-agent: deps
-	$(MAKE) all
+	$(MAKE) -j2 all
 	@BUILD=$(abspath $(BUILD)) RUNTIME=$(RUNTIME) bash bundles/examples/agent/run.sh
 
 install: all
