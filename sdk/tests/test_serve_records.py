@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tollgate_sdk import _pause
 from tollgate_sdk.serve._adopt import _load
 from tollgate_sdk.serve._boxes import Record
 
@@ -68,3 +69,30 @@ def test_only_a_closed_regular_file_counts(tmp_path: pathlib.Path) -> None:
     link.symlink_to(real)
     assert "cannot be opened" in _load(str(link), SID)[1]
     assert _load(write(tmp_path, [1, 2]), SID) == (None, "its record is not a JSON object")
+
+
+def test_only_a_sealed_image_counts_as_a_finished_pause(tmp_path: pathlib.Path) -> None:
+    """A restart keeps a sandbox paused from its image only once `tollgate
+    checkpoint` sealed it (it seals last); a link or a directory in the
+    seal's place does not count."""
+    where = tmp_path / "sdk-1-1-abcdef"
+    (where / "image").mkdir(parents=True)
+    (where / "image" / "pages.img").write_bytes(b"\0" * 64)
+    assert not _pause.image_sealed(str(where))
+    seal = where / "image" / _pause.SEAL
+    seal.mkdir()
+    assert not _pause.image_sealed(str(where))
+    seal.rmdir()
+    outside = tmp_path / "elsewhere.json"
+    outside.write_text("{}")
+    seal.symlink_to(outside)
+    assert not _pause.image_sealed(str(where))
+    seal.unlink()
+    seal.write_text("{}")
+    assert _pause.image_sealed(str(where))
+
+
+def test_the_record_beside_an_image_is_what_restore_reads(tmp_path: pathlib.Path) -> None:
+    _pause.write_record(str(tmp_path), "sdk-1-1-abcdef", "s" * 32, "/b/sdk-1-1-abcdef", "runsc")
+    assert json.loads((tmp_path / "session.json").read_text()) == {
+        "cid": "sdk-1-1-abcdef", "token": "s" * 32, "bundle": "/b/sdk-1-1-abcdef", "runtime": "runsc"}

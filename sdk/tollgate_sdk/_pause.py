@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import subprocess
 from typing import TYPE_CHECKING
 
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from ._session import Session
 
 _ID = re.compile(r"^sdk-[0-9]+-[0-9]+-[0-9a-f]{6}$")
+SEAL = "tollgate.seal.json"   # docs/cli.md, "Only a sealed image restores"
 
 
 def pause_dir(sb: Sandbox) -> str:
@@ -63,6 +65,23 @@ def bundles_dir(sb: Sandbox) -> str:
     return d
 
 
+def image_sealed(where: str) -> bool:
+    """Whether where (PD/<id>) holds an image that `tollgate checkpoint`
+    finished: it seals the image last, so a seal (a regular file; restore
+    verifies it in full) means the container's state is all there."""
+    try:
+        st = os.lstat(os.path.join(where, "image", SEAL))
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode)
+
+
+def write_record(where: str, cid: str, token: str, bundle: str | None, runtime: str) -> None:
+    """The record beside a paused session's image that restore() reads."""
+    with open(os.path.join(where, "session.json"), "w", encoding="utf-8") as f:
+        json.dump({"cid": cid, "token": token, "bundle": bundle, "runtime": runtime}, f)
+
+
 def pause(session: Session) -> str:
     sb = session.sb
     cid = session._need_open()
@@ -82,9 +101,7 @@ def pause(session: Session) -> str:
             remove_tree(where)
             raise PauseError("tollgate checkpoint %s: %s; the session is still running"
                              % (cid, (p.stderr or p.stdout).strip()[-2000:]))
-        with open(os.path.join(where, "session.json"), "w", encoding="utf-8") as f:
-            json.dump({"cid": cid, "token": session._token, "bundle": session._bundle_dir,
-                       "runtime": sb.runtime}, f)
+        write_record(where, cid, session._token, session._bundle_dir, sb.runtime)
         # The container is stopped by the checkpoint; remove it (not its
         # bundle: the restore needs it) so the same id can come back.
         session._release(keep_bundle=True)

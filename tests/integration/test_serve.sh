@@ -161,6 +161,34 @@ check_eq "nothing left under the service's root" 0 "$(containers)"
 check_eq "no sandbox records left" "" "$(ls "$S/state/sandboxes" 2>/dev/null)"
 check_eq "no bundles or paused images left" "" "$(ls "$S/state/paused" "$S/state/paused/bundles" 2>/dev/null | grep sdk-)"
 
+# kill -9 of the service in the middle of a pause and of a resume.  A
+# pause is `tollgate checkpoint` (which seals the image last), the
+# session's record beside the image, the container's removal and then the
+# service's record: killed after the seal, the restarted service found a
+# running record and no running container, and dropped the sandbox, image
+# and all.  The kill comes as the first's image is sealed; the second's
+# resume is wherever it is then.
+check "the service starts for a pause cut short" start_serve
+out=$(client pause_setup); echo "$out" | grep -E '^(ok|FAIL) - '
+read -r pa pb <<<"$(echo "$out" | sed -n 's/^SANDBOX //p' | tr '\n' ' ')"
+pcid=$(json_get container_id <"$S/state/sandboxes/$pa.json" 2>/dev/null)
+timeout 120 "$PY" "$repo/tests/serve/e2b_client.py" pause_go "$pa" "$pb" >"$S/pause_go.out" 2>&1 &
+go_pid=$!
+on_exit "kill $go_pid"
+check "pausekill: the first's image is sealed" \
+  wait_for -i 0.01 60 test -f "$S/state/paused/$pcid/image/tollgate.seal.json"
+kill -9 "$serve_pid"; wait "$serve_pid" 2>/dev/null; serve_pid=""
+wait "$go_pid"
+check "the service starts again after the pause cut short" start_serve
+check_match "pausekill: the restart keeps the first paused, finishing its pause" \
+  '"sandbox_readopted".*"state": "paused", "pause_finished": true' "$(grep "\"$pa\"" "$S/events.log" | tail -n1)"
+check_eq "pausekill: neither is dropped" "" "$(grep '"sandbox_dropped"' "$S/events.log" | grep -E "\"($pa|$pb)\"")"
+client pause_after "$pa" "$pb" | grep -E '^(ok|FAIL) - '
+check "pausekill: nothing of them left" wait_for 10 no_containers
+stop_serve
+check_eq "pausekill: no sandbox records, bundles or paused images left" "" \
+  "$(ls "$S/state/sandboxes" "$S/state/paused" "$S/state/paused/bundles" 2>/dev/null | grep -E 'sdk-|json')"
+
 # TERM while a client's long command and long cell are in flight: uvicorn
 # waited for their streams, so the service did not stop (nor delete the
 # sandbox) until they ended.  It must stop at once, and the calls end.

@@ -450,6 +450,54 @@ def after_restart(a_id, b_id):
     check("kill of a sandbox taken back answers True", a.kill() is True)
 
 
+def pause_setup():
+    """Two sandboxes for a kill -9 of the service in the middle of a pause
+    and of a resume: the first running (x in its interpreter, a file), the
+    second paused (y, a file)."""
+    a = Sandbox.create(timeout=300, metadata={"suite": "pausekill"})
+    a.run_code("x = 41")
+    a.files.write("/tmp/a.txt", "a, paused as the service died")
+    b = Sandbox.create(timeout=300, metadata={"suite": "pausekill"})
+    b.run_code("y = 6")
+    b.files.write("/tmp/b.txt", "b, resumed as the service died")
+    check("pausekill: the second is paused", b.pause() is True)
+    print("SANDBOX", a.sandbox_id, flush=True)
+    print("SANDBOX", b.sandbox_id, flush=True)
+
+
+def pause_go(a_id, b_id):
+    """Pause the first and resume the second at once; the service is
+    killed meanwhile, so each call may fail: only what it says is shown."""
+    def go(name, f):
+        try:
+            f()
+            print("DONE %s" % name, flush=True)
+        except Exception as e:
+            print("CUT %s: %s" % (name, type(e).__name__), flush=True)
+    ts = [threading.Thread(target=go, args=("pause", lambda: Sandbox.connect(a_id).pause())),
+          threading.Thread(target=go, args=("resume", lambda: Sandbox.connect(b_id)))]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+
+
+def pause_after(a_id, b_id):
+    """After the restart each is whole, whichever side of its pause or
+    resume the kill fell on."""
+    a = Sandbox.connect(a_id)
+    e = a.run_code("print(x + 1)")
+    check("pausekill: the one paused as the service died resumes with its interpreter's x",
+          e.logs.stdout == ["42\n"], (e.logs, e.error))
+    check("pausekill: ... and its file", a.files.read("/tmp/a.txt") == "a, paused as the service died")
+    b = Sandbox.connect(b_id)
+    e = b.run_code("print(y * 7)")
+    check("pausekill: the one resumed as the service died answers with its interpreter's y",
+          e.logs.stdout == ["42\n"], (e.logs, e.error))
+    check("pausekill: ... and its file", b.files.read("/tmp/b.txt") == "b, resumed as the service died")
+    check("pausekill: both are killed", a.kill() is True and b.kill() is True)
+
+
 def pid1():
     """Against a service that is PID 1 of its PID namespace: two sandboxes,
     each run and killed; a kill waited minutes when that PID 1 reaped
@@ -725,6 +773,8 @@ if __name__ == "__main__":
            "refusals": lambda: refusals(), "orphan": lambda: orphan(sys.argv[2]),
            "crowd": lambda: crowd(int(sys.argv[2]), int(sys.argv[3])), "before_kill": lambda: before_kill(),
            "after_restart": lambda: after_restart(sys.argv[2], sys.argv[3]), "pid1": lambda: pid1(),
+           "pause_setup": lambda: pause_setup(), "pause_go": lambda: pause_go(sys.argv[2], sys.argv[3]),
+           "pause_after": lambda: pause_after(sys.argv[2], sys.argv[3]),
            "hold": lambda: hold(), "flood": lambda: flood(int(sys.argv[2])),
            "uploads": lambda: uploads(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])),
            "trickle": lambda: trickle(int(sys.argv[2])),

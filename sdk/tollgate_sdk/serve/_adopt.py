@@ -11,7 +11,11 @@ client or a container wrote) and, for each:
   from the bundle the record names (`tollgate state`); then the session is
   taken over (the interpreter's token and bundle from the record), the
   container's lifetime is set again, and the sandbox is served as before;
-- paused: its image must be in the pause directory;
+- paused: its image must be in the pause directory, sealed;
+- a pause or a resume the kill cut short is settled by what tollgate
+  recorded, not by the record alone (_settle): a container that runs is
+  taken back running, a sealed image of a container that does not is
+  kept paused;
 - anything else (the container died or its deadline passed meanwhile, its
   tenant or template is gone, a client served its tools through the
   previous run's connection, an unreadable record) is removed and the
@@ -29,9 +33,12 @@ import re
 import stat
 import subprocess
 import tempfile
+import time
 from typing import Any
 
+from .. import _pause
 from .. import _reap as reap
+from .._sandbox import Sandbox
 from .._session import Session
 from .._tree import remove_tree
 from ._boxes import Box, Boxes, Record
@@ -140,32 +147,74 @@ def _take(boxes: Boxes, rec: Record) -> str:
         return "its template %s is no longer served" % rec.template
     if rec.client_tools:
         return "its client served tools through the previous run's connection, which is gone"
-    if rec.state == "paused":
-        if not _CONTAINER.match(rec.pause_id) or not os.path.isdir(os.path.join(boxes.pause_dir, rec.pause_id)):
-            return "its paused image is gone"
-        boxes.add(Box(rec, None))
-        boxes.log({"event": "sandbox_readopted", "sandbox": rec.sandbox_id, "tenant": rec.tenant,
-                   "state": "paused"})
-        return ""
-    cid = rec.container_id
-    if not _CONTAINER.match(cid) or not rec.session_token or not rec.bundle:
-        return "its record names no session to take back"
+    cid = rec.container_id if rec.state == "running" else rec.pause_id
+    if not _CONTAINER.match(cid):
+        return "its record names no container" if rec.state == "running" else "its paused image is gone"
     try:
         sb = boxes._sandbox(tenant, rec.template)
         sb.start()  # sweeps the roots: a container past its deadline goes now
     except Exception as e:
         return "its tenant's sandbox could not start: %s" % e
-    # The container must be tollgate's, under this service's root, running,
-    # and made from the bundle the record names.
+    # What the container and its image are, not only what the record says:
+    # the kill may have cut a pause or a resume short (_settle).
+    st, sealed = _settle(boxes, sb, cid)
+    where = os.path.join(boxes.pause_dir, cid)
+    if isinstance(st, dict) and st.get("status") == "running":
+        why = _take_running(boxes, sb, rec, cid, st)
+        if not why:
+            remove_tree(where)  # a pause cut short, or a resume's image
+        return why
+    if sealed:
+        return _take_paused(boxes, rec, cid, st)
+    if rec.state == "paused":
+        return "its paused image is gone"
+    if not isinstance(st, dict):
+        return "its container is gone (it died, or its deadline passed while the service was down)"
+    return "its container is %s, not running" % st.get("status")
+
+
+# How long a restart waits for a pause the kill cut short (its `tollgate
+# checkpoint` outlives the service) to seal its image or fail.
+PAUSE_SETTLE = 30.0
+
+
+def _container_state(sb: Sandbox, cid: str) -> dict[str, Any] | None:
     p = subprocess.run(sb._tg("state", cid), stdin=subprocess.DEVNULL, capture_output=True, text=True)
     try:
         st = json.loads(p.stdout) if p.returncode == 0 else None
     except ValueError:
         st = None
-    if not isinstance(st, dict):
-        return "its container is gone (it died, or its deadline passed while the service was down)"
-    if st.get("status") != "running":
-        return "its container is %s, not running" % st.get("status")
+    return st if isinstance(st, dict) else None
+
+
+def _settle(boxes: Boxes, sb: Sandbox, cid: str) -> tuple[dict[str, Any] | None, bool]:
+    """cid's container state and whether its paused image is sealed, once
+    any pause in flight has settled.  A pause is `tollgate checkpoint`
+    (which seals the image last and stops the container), then the
+    session's record beside the image, the container's removal and the
+    service's record: a kill -9 between any two left a running record whose
+    sandbox is all in a sealed image (dropped before, image and all), and
+    one during the checkpoint left it running on to finish.  While the
+    container runs beside an image directory without a seal, that pause is
+    waited for (PAUSE_SETTLE at most, then the container is taken as
+    running).  Everything looked at is tollgate's own: its state of the
+    container, the seal its checkpoint wrote."""
+    where = os.path.join(boxes.pause_dir, cid)
+    end = time.monotonic() + PAUSE_SETTLE
+    while True:
+        st = _container_state(sb, cid)
+        sealed = _pause.image_sealed(where)
+        running = st is not None and st.get("status") == "running"
+        if (sealed and not running) or not running or not os.path.isdir(where) or time.monotonic() >= end:
+            return st, sealed and not running
+        time.sleep(0.2)
+
+
+def _take_running(boxes: Boxes, sb: Sandbox, rec: Record, cid: str, st: dict[str, Any]) -> str:
+    if not rec.session_token or not rec.bundle:
+        return "its record names no session to take back"
+    # The container must be tollgate's, under this service's root, running,
+    # and made from the bundle the record names.
     if st.get("bundle") != rec.bundle:
         return "its container was not made from the bundle its record names"
     s = Session(sb)
@@ -174,15 +223,42 @@ def _take(boxes: Boxes, rec: Record) -> str:
     except Exception as e:
         return "no session could take it: %s" % e
     s._adopt(cid, rec.session_token, rec.bundle)
+    resumed = rec.state == "paused"  # the kill came after the restore
+    rec.state, rec.container_id, rec.pause_id = "running", cid, ""
     box = Box(rec, s)
     try:
         boxes.hand_over(box)
     except ServiceError as e:
         s._release()
         return "its lifetime could not be taken over: %s" % e.message
+    if resumed:
+        boxes._save(rec)
     boxes.add(box)
     boxes.log({"event": "sandbox_readopted", "sandbox": rec.sandbox_id, "tenant": rec.tenant,
-               "container": cid, "end_at": rec.end_at})
+               "container": cid, "end_at": rec.end_at, **({"resumed": True} if resumed else {})})
+    return ""
+
+
+def _take_paused(boxes: Boxes, rec: Record, cid: str, st: dict[str, Any] | None) -> str:
+    """Keep rec's sandbox paused: its image is sealed and its container is
+    not running.  A pause the kill cut short is finished as pause() would:
+    the session's record beside the image, the stopped container removed
+    (its bundle kept for the restore), the service's record saved."""
+    finished = rec.state != "paused"
+    where = os.path.join(boxes.pause_dir, cid)
+    if finished:
+        if not rec.session_token or not rec.bundle:
+            return "its record names no session to resume"
+        if st is not None and not _delete(boxes, cid):
+            return "its stopped container %s could not be removed for the resume" % cid
+        _pause.write_record(where, cid, rec.session_token, rec.bundle, "runsc")
+        rec.state, rec.pause_id = "paused", cid
+        boxes._save(rec)
+    elif not os.path.isfile(os.path.join(where, "session.json")):
+        return "its paused image has no session record"
+    boxes.add(Box(rec, None))
+    boxes.log({"event": "sandbox_readopted", "sandbox": rec.sandbox_id, "tenant": rec.tenant,
+               "state": "paused", **({"pause_finished": True} if finished else {})})
     return ""
 
 
