@@ -450,6 +450,16 @@ def after_restart(a_id, b_id):
     check("kill of a sandbox taken back answers True", a.kill() is True)
 
 
+def say_end(name, f):
+    """Call f and print how it ended ("ENDED NAME: returned" or the
+    exception's type): for calls a killed or stopped service cuts short."""
+    try:
+        f()
+        print("ENDED %s: returned" % name, flush=True)
+    except Exception as e:
+        print("ENDED %s: %s" % (name, type(e).__name__), flush=True)
+
+
 def pause_setup():
     """Two sandboxes for a kill -9 of the service in the middle of a pause
     and of a resume: the first running (x in its interpreter, a file), the
@@ -468,14 +478,8 @@ def pause_setup():
 def pause_go(a_id, b_id):
     """Pause the first and resume the second at once; the service is
     killed meanwhile, so each call may fail: only what it says is shown."""
-    def go(name, f):
-        try:
-            f()
-            print("DONE %s" % name, flush=True)
-        except Exception as e:
-            print("CUT %s: %s" % (name, type(e).__name__), flush=True)
-    ts = [threading.Thread(target=go, args=("pause", lambda: Sandbox.connect(a_id).pause())),
-          threading.Thread(target=go, args=("resume", lambda: Sandbox.connect(b_id)))]
+    ts = [threading.Thread(target=say_end, args=("pause", lambda: Sandbox.connect(a_id).pause())),
+          threading.Thread(target=say_end, args=("resume", lambda: Sandbox.connect(b_id)))]
     for t in ts:
         t.start()
     for t in ts:
@@ -521,16 +525,9 @@ def hold():
     """A sandbox with a long command and a long cell in flight, for a TERM
     of the service: each call must end, not hang, once the service stops."""
     s = Sandbox.create(timeout=300)
-
-    def call(name, f):
-        try:
-            f()
-            print("ENDED %s: returned" % name, flush=True)
-        except Exception as e:
-            print("ENDED %s: %s" % (name, type(e).__name__), flush=True)
-    threading.Thread(target=call, args=("cmd", lambda: s.commands.run("sleep 600", timeout=0)),
+    threading.Thread(target=say_end, args=("cmd", lambda: s.commands.run("sleep 600", timeout=0)),
                      daemon=True).start()
-    threading.Thread(target=call, args=("code", lambda: s.run_code("import time\ntime.sleep(600)", timeout=700)),
+    threading.Thread(target=say_end, args=("code", lambda: s.run_code("import time\ntime.sleep(600)", timeout=700)),
                      daemon=True).start()
     until = time.time() + 30
     while time.time() < until and len([p for p in s.commands.list()]) < 1:
