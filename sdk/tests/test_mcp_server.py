@@ -450,11 +450,20 @@ def test_progress_while_a_program_runs(mode: str, monkeypatch: Any) -> None:
     monkeypatch.setattr(_server, "PROGRESS_EVERY", 0.25)
     b = binding()
     with_fake_job(b, request())
-    b.core.sb.approval = lambda req: time.sleep(1.0) or (False, "slow")
     seen: list[str | None] = []
+    # The program runs until two progress notes have come (30 s at most),
+    # not for a fixed second: under load a second held only one.
+    two = threading.Event()
+
+    def slow_approval(req: Any) -> tuple[bool, str]:
+        two.wait(30)
+        return False, "slow"
+    b.core.sb.approval = slow_approval
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         seen.append(message)
+        if len(seen) >= 2:
+            two.set()
 
     async def go() -> None:
         async with Client(b.server, mode=mode) as c:
