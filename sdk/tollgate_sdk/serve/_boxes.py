@@ -107,6 +107,7 @@ class Box:
         self.own_sandbox: Sandbox | None = None  # a Sandbox of its own (with the client's tools)
         self._next_pid = 1000
         self.gone = False
+        self.gone_why = ""
         self._init: tuple[str, int] = ("", 0)  # (container, its init's pid), once read (ended())
 
     def new_pid(self) -> int:
@@ -140,6 +141,21 @@ class Box:
             return None
         finally:
             self.lock.release()
+
+    def changed_under(self, session: Session | None) -> ServiceError | None:
+        """The error for an operation begun on session that failed because
+        the sandbox changed meanwhile: removed (404, and why: "killed
+        through the API", "its deadline passed"), or paused or resumed
+        (409); None when it did not change.  Without it such a race
+        answered with what the closed session or the removed container
+        said (a 500 naming pause(), "container sdk-... does not exist")."""
+        sid = self.record.sandbox_id
+        if self.gone:
+            return ended_error(sid, self.gone_why or "it was removed")
+        if self.session is not session:
+            return ServiceError(409, "sandbox %s was paused or resumed while the operation ran: "
+                                     "connect to it and try again" % sid)
+        return None
 
     @property
     def container_id(self) -> str:
@@ -375,6 +391,7 @@ class Boxes:
             if box.gone:
                 return
             box.gone = True
+            box.gone_why = why
             # Deleting the container ends its processes and their execs.
             if box.session is not None:
                 box.session.close()
@@ -400,6 +417,9 @@ class Boxes:
     def pause(self, box: Box) -> bool:
         """False when it is paused already (the API's 409)."""
         with box.lock:
+            gone = box.changed_under(box.session)  # a kill that held the box first
+            if gone is not None:
+                raise gone
             if box.record.state == "paused":
                 return False
             if box.session is None:
@@ -420,6 +440,9 @@ class Boxes:
 
     def resume(self, box: Box) -> None:
         with box.lock:
+            gone = box.changed_under(box.session)
+            if gone is not None:
+                raise gone
             if box.record.state != "paused":
                 return
             sb = box.own_sandbox or self._sandbox(self.tenants.by_name[box.record.tenant], box.record.template)

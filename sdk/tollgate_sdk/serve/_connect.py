@@ -9,7 +9,7 @@ from typing import Any
 
 from .._errors import TollgateSDKError
 
-__all__ = ["ConnectError", "STATUS", "envelope", "end_of_stream", "read_envelope", "read_unary"]
+__all__ = ["ConnectError", "STATUS", "connect_error", "envelope", "end_of_stream", "read_envelope", "read_unary"]
 
 # Connect codes and the HTTP status each maps to on a unary call.
 STATUS = {
@@ -20,6 +20,14 @@ STATUS = {
 # A request message is small (a command line, a path, some stdin): more is
 # refused rather than buffered.
 MESSAGE_MAX = 4 << 20
+
+
+def connect_error(status: int, message: str) -> ConnectError:
+    """The Connect form of a refusal the service words as an HTTP status
+    (a sandbox removed, 404, or paused, 409, while an RPC ran)."""
+    code = {401: "unauthenticated", 403: "permission_denied", 404: "not_found", 409: "unavailable",
+            429: "resource_exhausted"}.get(status, "internal" if status >= 500 else "invalid_argument")
+    return ConnectError(code, message)
 
 
 class ConnectError(TollgateSDKError):

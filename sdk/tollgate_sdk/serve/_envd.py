@@ -15,7 +15,7 @@ from anyio.lowlevel import EventLoopToken
 
 from ._boxes import Box
 from ._service_error import ServiceError
-from ._connect import ConnectError, end_of_stream, envelope
+from ._connect import ConnectError, connect_error, end_of_stream, envelope
 from ._fs import fs_call, resolve
 from ._procs import Listener, Proc
 from ._shares import Shares
@@ -112,14 +112,20 @@ def _start(box: Box, msg: dict[str, Any], timeout_ms: int | None, token: EventLo
     if msg.get("pty"):
         raise ConnectError("unimplemented", "a pty is not available in tollgate sandboxes")
     cwd = resolve(spec["cwd"]) if spec.get("cwd") else "/tmp"
-    session = box.session
-    if session is None:
-        raise ConnectError("unavailable", "the sandbox is paused: connect to resume it")
     argv: list[str] = ["exec", "--cwd", cwd]
     for k, v in {**box.record.env_vars, **envs}.items():
         argv += ["--env", "%s=%s" % (k, v)]
-    cid = box.container_id
     with box.lock:
+        # Under the box's lock, which a pause holds throughout: a start that
+        # waited for one finds the sandbox paused, not a container gone
+        # (its exec said "container sdk-... does not exist").
+        session = box.session
+        gone = box.changed_under(session) if box.gone else None
+        if gone is not None:  # a kill that held the box first
+            raise connect_error(gone.status, gone.message)
+        if session is None:
+            raise ConnectError("unavailable", "the sandbox is paused: connect to resume it")
+        cid = box.container_id
         live = [p for p in box.procs.values() if p.end is None]
         if len(live) >= MAX_PROCS:
             raise ConnectError("resource_exhausted", "%d processes are running in this sandbox, its "

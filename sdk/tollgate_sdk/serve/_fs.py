@@ -11,7 +11,7 @@ from typing import Any
 
 from ._boxes import INTERPRETER_ENDED, Box, ended_error
 from ._service_error import ServiceError
-from ._connect import ConnectError
+from ._connect import ConnectError, connect_error
 
 __all__ = ["HOME", "resolve", "fs_call", "read_file", "write_file", "FILE_MAX"]
 
@@ -97,6 +97,9 @@ def fs_call(box: Box, op: str, *args: str) -> dict[str, Any]:
     argv = session.sb._tg("exec", box.container_id, "python3", "-c", FS_PROGRAM, op, *args)
     p = subprocess.run(argv, capture_output=True, stdin=subprocess.DEVNULL, timeout=60)
     out = p.stdout[:ANSWER_MAX + 1]
+    changed = box.changed_under(session) if p.returncode != 0 else None
+    if changed is not None:  # a pause or a kill took the container meanwhile
+        raise connect_error(changed.status, changed.message)
     if p.returncode != 0 or len(out) > ANSWER_MAX:
         raise ConnectError("internal", "the filesystem helper failed: %s"
                            % p.stderr.decode("utf-8", "replace").strip()[-300:])
@@ -125,9 +128,12 @@ def read_file(box: Box, path: str) -> bytes:
     from .._errors import FileOperationError, SessionClosed
     try:
         return bytes(session.files.read(path))
-    except SessionClosed:
-        raise ended_error(box.record.sandbox_id, INTERPRETER_ENDED) from None
-    except FileOperationError as e:
+    except (SessionClosed, FileOperationError) as e:
+        changed = box.changed_under(session)
+        if changed is not None:
+            raise changed from None
+        if isinstance(e, SessionClosed):
+            raise ended_error(box.record.sandbox_id, INTERPRETER_ENDED) from None
         msg = str(e)
         try:
             isdir = fs_call(box, "isdir", path).get("dir")
@@ -150,7 +156,10 @@ def write_file(box: Box, path: str, data: bytes) -> None:
     from .._errors import FileOperationError, SessionClosed
     try:
         session.files.write(path, data)
-    except SessionClosed:
-        raise ended_error(box.record.sandbox_id, INTERPRETER_ENDED) from None
-    except FileOperationError as e:
+    except (SessionClosed, FileOperationError) as e:
+        changed = box.changed_under(session)
+        if changed is not None:
+            raise changed from None
+        if isinstance(e, SessionClosed):
+            raise ended_error(box.record.sandbox_id, INTERPRETER_ENDED) from None
         raise ServiceError(400, str(e)) from None
