@@ -3,6 +3,7 @@
 # SDKs from PyPI (pinned in sdk/requirements.lock), over loopback, under
 # runsc (docs/serve.md): create, cells that keep state, commands (one in
 # the background, fed stdin and killed), 1 MiB files, set_timeout,
+# operations racing a pause and a kill,
 # connect from a second process, list by metadata, a deadline kept within
 # 2 s, kill, pause and resume; a governed call decided by the tenant's
 # policy and approved through /tollgate/ and with the tollgate CLI; the
@@ -77,6 +78,12 @@ check "a killed or expired sandbox leaves no container" wait_for 10 no_container
 client killed | grep -E '^(ok|FAIL) - '
 check "a sandbox whose container died leaves no container" wait_for 10 no_containers
 client pause | grep -E '^(ok|FAIL) - '
+# A pause, a command, a write and a cell at once on one sandbox (a kill
+# too, in the last round): each answered with what the closed session or
+# the removed container said ("container sdk-... does not exist", "no
+# answer from the session's interpreter in time", a 500 naming pause()).
+client races 3 | grep -E '^(ok|FAIL) - '
+check "after the races no container is left" wait_for 10 no_containers
 client governed | grep -E '^(ok|FAIL) - '
 for f in "$S"/audit-acme/*.jsonl; do check "audit verify $(basename "$f")" "$TG" audit verify "$f"; done
 client refusals | grep -E '^(ok|FAIL) - '

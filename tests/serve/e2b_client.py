@@ -502,6 +502,48 @@ def pause_after(a_id, b_id):
     check("pausekill: both are killed", a.kill() is True and b.kill() is True)
 
 
+def races(rounds):
+    """A pause, a second pause, a command, a write and a cell at once on one
+    sandbox, and in the last round a kill beside them: each either works or
+    says what happened to the sandbox (paused, or removed and why), never
+    what a closed session or a removed container said (a 500 naming
+    pause(), "container sdk-... does not exist", "no answer ... in time")."""
+    bad = []
+    for r in range(rounds):
+        sid = Sandbox.create(timeout=120).sandbox_id
+        out = []
+
+        def go(name, f):
+            try:
+                f()
+                out.append((name, "ok"))
+            except CommandExitException as e:
+                out.append((name, "exit %s: %s" % (e.exit_code, e.stderr[-200:])))
+            except Exception as e:
+                out.append((name, "%s: %s" % (type(e).__name__, str(e)[:200])))
+        ops = [("pause", lambda: Sandbox.connect(sid).pause()), ("pause2", lambda: Sandbox.connect(sid).pause()),
+               ("cmd", lambda: Sandbox.connect(sid).commands.run("sleep 1; echo hi")),
+               ("write", lambda: Sandbox.connect(sid).files.write("/tmp/f", "x" * 100000)),
+               ("cell", lambda: Sandbox.connect(sid).run_code("import time; time.sleep(1)"))]
+        if r == rounds - 1:
+            ops.append(("kill", lambda: Sandbox.connect(sid).kill()))
+        ts = [threading.Thread(target=go, args=o) for o in ops]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        for name, what in out:
+            said = what == "ok" or what.startswith("exit 137") or "paused" in what or "killed through the API" in what
+            if not said and not (name != "kill" and r == rounds - 1 and "not found" in what):
+                bad.append("round %d %s: %s" % (r + 1, name, what))
+        try:
+            Sandbox.connect(sid).kill()
+        except Exception:
+            pass
+    check("races: %d rounds of pause, command, write and cell at once (a kill in the last) each work or "
+          "say what happened to the sandbox" % rounds, bad == [], bad)
+
+
 def pid1():
     """Against a service that is PID 1 of its PID namespace: two sandboxes,
     each run and killed; a kill waited minutes when that PID 1 reaped
@@ -770,7 +812,7 @@ if __name__ == "__main__":
            "refusals": lambda: refusals(), "orphan": lambda: orphan(sys.argv[2]),
            "crowd": lambda: crowd(int(sys.argv[2]), int(sys.argv[3])), "before_kill": lambda: before_kill(),
            "after_restart": lambda: after_restart(sys.argv[2], sys.argv[3]), "pid1": lambda: pid1(),
-           "pause_setup": lambda: pause_setup(), "pause_go": lambda: pause_go(sys.argv[2], sys.argv[3]),
+           "races": lambda: races(int(sys.argv[2])), "pause_setup": lambda: pause_setup(), "pause_go": lambda: pause_go(sys.argv[2], sys.argv[3]),
            "pause_after": lambda: pause_after(sys.argv[2], sys.argv[3]),
            "hold": lambda: hold(), "flood": lambda: flood(int(sys.argv[2])),
            "uploads": lambda: uploads(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])),

@@ -148,13 +148,17 @@ class Box:
         through the API", "its deadline passed"), or paused or resumed
         (409); None when it did not change.  Without it such a race
         answered with what the closed session or the removed container
-        said (a 500 naming pause(), "container sdk-... does not exist")."""
+        said (a 500 naming pause(), "container sdk-... does not exist").
+        Judged under the box's lock: a pause holds it throughout, and the
+        operation may have failed (its container stopped by the checkpoint)
+        before the pause let go of the session."""
         sid = self.record.sandbox_id
-        if self.gone:
-            return ended_error(sid, self.gone_why or "it was removed")
-        if self.session is not session:
-            return ServiceError(409, "sandbox %s was paused or resumed while the operation ran: "
-                                     "connect to it and try again" % sid)
+        with self.lock:
+            if self.gone:
+                return ended_error(sid, self.gone_why or "it was removed")
+            if self.session is not session:
+                return ServiceError(409, "sandbox %s was paused or resumed while the operation ran: "
+                                         "connect to it and try again" % sid)
         return None
 
     @property
