@@ -7,11 +7,14 @@ from __future__ import annotations
 import json
 import posixpath
 import subprocess
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._boxes import INTERPRETER_ENDED, Box, ended_error
 from ._service_error import ServiceError
 from ._connect import ConnectError, connect_error
+
+if TYPE_CHECKING:
+    from .._session import Session
 
 __all__ = ["HOME", "resolve", "fs_call", "read_file", "write_file", "FILE_MAX"]
 
@@ -120,6 +123,19 @@ def _area(path: str) -> None:
                                 "only there" % (path, HOME))
 
 
+def _session_failure(box: Box, session: Session, e: Exception) -> ServiceError | None:
+    """What a file operation on session that raised e answers when the
+    sandbox changed meanwhile (Box.changed_under) or its interpreter ended;
+    None when e is the operation's own error."""
+    from .._errors import SessionClosed
+    changed = box.changed_under(session)
+    if changed is not None:
+        return changed
+    if isinstance(e, SessionClosed):
+        return ended_error(box.record.sandbox_id, INTERPRETER_ENDED)
+    return None
+
+
 def read_file(box: Box, path: str) -> bytes:
     _area(path)
     session = box.session
@@ -129,11 +145,9 @@ def read_file(box: Box, path: str) -> bytes:
     try:
         return bytes(session.files.read(path))
     except (SessionClosed, FileOperationError) as e:
-        changed = box.changed_under(session)
-        if changed is not None:
-            raise changed from None
-        if isinstance(e, SessionClosed):
-            raise ended_error(box.record.sandbox_id, INTERPRETER_ENDED) from None
+        failed = _session_failure(box, session, e)
+        if failed is not None:
+            raise failed from None
         msg = str(e)
         try:
             isdir = fs_call(box, "isdir", path).get("dir")
@@ -157,9 +171,4 @@ def write_file(box: Box, path: str, data: bytes) -> None:
     try:
         session.files.write(path, data)
     except (SessionClosed, FileOperationError) as e:
-        changed = box.changed_under(session)
-        if changed is not None:
-            raise changed from None
-        if isinstance(e, SessionClosed):
-            raise ended_error(box.record.sandbox_id, INTERPRETER_ENDED) from None
-        raise ServiceError(400, str(e)) from None
+        raise _session_failure(box, session, e) or ServiceError(400, str(e)) from None
