@@ -205,7 +205,7 @@ def _settle(boxes: Boxes, sb: Sandbox, cid: str) -> tuple[dict[str, Any] | None,
         st = _container_state(sb, cid)
         sealed = _pause.image_sealed(where)
         running = st is not None and st.get("status") == "running"
-        if (sealed and not running) or not running or not os.path.isdir(where) or time.monotonic() >= end:
+        if not running or not os.path.isdir(where) or time.monotonic() >= end:
             return st, sealed and not running
         time.sleep(0.2)
 

@@ -120,7 +120,7 @@ def _start(box: Box, msg: dict[str, Any], timeout_ms: int | None, token: EventLo
         # waited for one finds the sandbox paused, not a container gone
         # (its exec said "container sdk-... does not exist").
         session = box.session
-        gone = box.changed_under(session) if box.gone else None
+        gone = box.changed_under(session)
         if gone is not None:  # a kill that held the box first
             raise connect_error(gone.status, gone.message)
         if session is None:
