@@ -68,7 +68,11 @@ int lifetime_parse_deadline(const char *s, time_t now, long long *deadline, tg_e
     if (errno != 0 || v < 1 || v > MAX_SECONDS)
       return tg_error_set(err, 0, "--deadline %s: give 1 to %lld seconds from now, or an RFC 3339 time", s,
                           MAX_SECONDS);
-    *deadline = (long long)now + v;
+    /* A deadline is a whole second and `now` is one cut down to it: one
+     * more keeps `--deadline N` from being due before N seconds have
+     * passed (`--deadline 1` made late in a second was due at once, and
+     * the start that followed reaped it). */
+    *deadline = (long long)now + v + 1;
     return 0;
   }
   long long t;

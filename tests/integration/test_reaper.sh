@@ -148,16 +148,23 @@ for b in $BACKENDS; do
   # other processes there, found them "gone" and removed the state while
   # the sandbox and its sidecar ran on, out of every list.
   tgns() { unshare --pid --fork --mount-proc "$TG" --root "$TG_ROOT" --config "$TG_CONFIG" "$@"; }
-  check "$b: create --deadline 1 on the host" tg --runtime "$b" create --bundle "$TG_ROOT/bundle-$b" --deadline 1 "rp-$b-ns"
-  tg start "rp-$b-ns"
-  # Once it is due, any other script's sweep of every registered root (gc
-  # --all-roots, each SDK Sandbox's start) may reap it on the host before
-  # the namespace's gc and delete run, and the delete then finds nothing
-  # to refuse.  The root leaves the registry for this window (the create
-  # registered it; the next one registers it again).
+  # Due once it runs, so that the namespace's gc would reap it if it
+  # could.  Nothing on the host may reap it first: until the namespace's
+  # delete, no verb that sweeps this root runs (start sweeps before it
+  # starts, list before it lists: the facts are read from the state), and
+  # the root leaves the registry, which any other script's sweep of every
+  # registered root reads (gc --all-roots, each SDK Sandbox's start; the
+  # create registered it, the next one registers it again).  A deadline
+  # is a whole second: `--deadline 1` was due at once when made late in
+  # a second, and the start reaped it.
+  check "$b: create --deadline 3 on the host" tg --runtime "$b" create --bundle "$TG_ROOT/bundle-$b" --deadline 3 "rp-$b-ns"
   rm -f "$REG/$(fnv "$(realpath "$TG_ROOT")")"
-  IFS='|' read -r sc br <<<"$(facts "$TG_ROOT")"
-  sleep 2.1
+  tg start "rp-$b-ns"
+  due=$(tg lifetime "rp-$b-ns" | json_get deadline)
+  sc=$(json_get sidecar_pid <"$TG_ROOT/rp-$b-ns/state.json")
+  br=$(json_get backend_root <"$TG_ROOT/rp-$b-ns/state.json")
+  check_eq "$b: ... it runs: nothing on the host reaped it" "running" "$(tg state "rp-$b-ns" | json_get status)"
+  wait_for 10 eval '[ "$(date +%s)" -gt "$due" ]'
   tgns gc >/dev/null 2>&1
   check_refused "$b: delete from another pid namespace is refused, naming it" \
     "rp-$b-ns was created in another pid namespace .*delete it from that namespace" \
