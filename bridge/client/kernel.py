@@ -659,8 +659,12 @@ class Kernel:
                         os.close(res_fd)
                         res_fd = -1
                         raise
-                os.close(os.open(os.path.join(CELLS_OUT, nonce + ".done"), flags, 0o600))
+                # Closed before the host is told: once it has the answer
+                # it may pause the sandbox, and a file of the bridge area
+                # open then cannot be opened again by the restore.
                 os.close(res_fd)
+                res_fd = -1
+                os.close(os.open(os.path.join(CELLS_OUT, nonce + ".done"), flags, 0o600))
                 return
             except OSError:
                 if time.monotonic() > deadline:

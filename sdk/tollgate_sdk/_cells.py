@@ -266,9 +266,11 @@ _locks_guard = threading.Lock()
 _locks: "weakref.WeakKeyDictionary[Any, threading.Lock]" = weakref.WeakKeyDictionary()
 
 
-def _lock_of(session: Any) -> threading.Lock:
+def channel_lock(session: Any) -> threading.Lock:
     """One request at a time per session: cells hold the session's lock,
-    file operations do not, so the channel has one of its own."""
+    file operations do not, so the channel has one of its own.  A pause
+    holds it too (_pause.py): the interpreter must hold no file of the
+    bridge area open when the sandbox is saved."""
     with _locks_guard:
         lk = _locks.get(session)
         if lk is None:
@@ -312,7 +314,7 @@ def run_cell(session: Any, raw: bytes, check: bool, timeout: float, shell: bool,
     head = {"v": 1, "op": "cell", "timeout": timeout, "shell": bool(shell), "cap": min(sb.output_max, STREAM_MAX)}
     answer, lost = None, False
     try:
-        with _lock_of(session):
+        with channel_lock(session):
             answer = ch.request(head, raw, streams, time.monotonic() + timeout + GRACE + 30, abort=gone)
     except _Lost:
         lost = not gone()
@@ -342,7 +344,10 @@ def files_op(session: Any, op: str, path: str, data: Optional[bytes], cap: int) 
     streams = sinks(min(cap, CHANNEL_MAX) + 1)
     head = {"v": 1, "op": "files", "fop": op, "path": path, "cap": min(cap, CHANNEL_MAX) + 1}
     try:
-        with _lock_of(session):
+        with channel_lock(session):
+            # A pause or close that held the channel first has closed the
+            # session: say so, not what its removed bridge area says.
+            session._need_open()
             answer = ch.request(head, data or b"", streams, time.monotonic() + 120,
                                 abort=_Alive(sb.root, session.cid))
     except _Lost as e:

@@ -32,6 +32,7 @@ import stat
 import subprocess
 from typing import TYPE_CHECKING
 
+from ._cells import channel_lock
 from ._tree import remove_tree
 from ._errors import PauseError, SandboxUnavailable
 
@@ -91,7 +92,14 @@ def pause(session: Session) -> str:
     where = os.path.join(pause_dir(sb), cid)
     os.makedirs(where, mode=0o700, exist_ok=True)
     image = os.path.join(where, "image")
-    with session._lock:
+    # Not while a cell or a file operation is under way: the session's
+    # interpreter then holds files of the bridge area open (the request,
+    # its answer and output), and the restore, which gives the container a
+    # new bridge area, cannot open them again.  Saved so, the sandbox
+    # never came back ("restoring container ...: no such file or
+    # directory"; a write racing a pause, 2 of 4 tries).  Cells hold the
+    # session's lock, file operations only the channel's.
+    with session._lock, channel_lock(session):
         try:
             p = subprocess.run(sb._tg("checkpoint", "--image-path", image, cid), capture_output=True,
                                text=True, timeout=300)

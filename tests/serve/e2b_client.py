@@ -536,8 +536,8 @@ def races(rounds):
             said = what == "ok" or what.startswith("exit 137") or "paused" in what or "killed through the API" in what
             if not said and not (name != "kill" and r == rounds - 1 and "not found" in what):
                 bad.append("round %d %s: %s" % (r + 1, name, what))
-        try:
-            Sandbox.connect(sid).kill()
+        try:  # by id, not through connect: a sandbox a failed round left paused is removed too
+            Sandbox.kill(sid)
         except Exception:
             pass
     check("races: %d rounds of pause, command, write and cell at once (a kill in the last) each work or "
