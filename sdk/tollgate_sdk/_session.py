@@ -184,6 +184,10 @@ class Session:
         self._bundle_dir = ""
         self._opened = False
         self._lock = threading.Lock()
+        # Held by a close (or a pause's release) throughout: a kill's close
+        # and a cell's (its interpreter ended under it) ran at once, and the
+        # second deleted a container whose id the first had just cleared.
+        self._release_lock = threading.Lock()
         self.cells = 0
         self.files = Files(self)
 
@@ -332,23 +336,24 @@ class Session:
         self._release()
 
     def _release(self, keep_bundle: bool = False) -> None:
-        if self.cid is None:
+        with self._release_lock:
+            cid = self.cid
+            if cid is None:
+                self._unreserve()
+                return
+            if self._watcher:
+                self._watcher.stop()
+                self._watcher = None
+            self._delete(cid, keep_bundle)
+            self.sb._sessions.discard(self)
+            self.sb.active.discard(cid)
+            self.cid = None
             self._unreserve()
-            return
-        if self._watcher:
-            self._watcher.stop()
-            self._watcher = None
-        self._delete(keep_bundle)
-        self.sb._sessions.discard(self)
-        self.sb.active.discard(self.cid)
-        self.cid = None
-        self._unreserve()
 
-    def _delete(self, keep_bundle: bool = False) -> None:
+    def _delete(self, cid: str, keep_bundle: bool = False) -> None:
         sb = self.sb
-        assert self.cid is not None
-        subprocess.run(sb._tg("kill", self.cid, "KILL"), capture_output=True)
-        p = subprocess.run(sb._tg("delete", "--force", self.cid), capture_output=True)
+        subprocess.run(sb._tg("kill", cid, "KILL"), capture_output=True)
+        p = subprocess.run(sb._tg("delete", "--force", cid), capture_output=True)
         if p.returncode == 0 and not keep_bundle:
             remove_tree(self._bundle_dir)
 

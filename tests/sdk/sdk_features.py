@@ -13,7 +13,7 @@ import sys
 import tempfile
 
 from tollgate_sdk import (AsyncSandbox, CellTimeout, FileOperationError, PauseError, ProgramFailed, Sandbox,
-                          SessionClosed, SessionLimit, ToolDenied, set_max_sessions, tool)
+                          SessionClosed, SessionLimit, TollgateSDKError, ToolDenied, set_max_sessions, tool)
 from tollgate_sdk import _audit as sdk_audit
 
 
@@ -531,6 +531,54 @@ def pause_racing_files(backend, kw, check):
         sb.close()
 
 
+def closes_at_once(backend, kw, check):
+    """A session closed by 8 threads at once, a cell running in it (as a
+    service's kill closes it while the cell, whose interpreter it ended,
+    closes it too): each close returns, the cell says the session ended,
+    and the container is gone.  The second close deleted a container
+    whose id the first had just cleared (TypeError out of the cell's
+    thread; the service's stream was cut)."""
+    sb = Sandbox(**kw)
+    try:
+        s = sb.session().open()
+        cid = s.cid
+        errors, cell = [], []
+
+        def run_cell():
+            try:
+                s.run("import time; time.sleep(30)")
+                cell.append("it ran to the end")
+            except TollgateSDKError as e:
+                cell.append(type(e).__name__)
+            except Exception as e:
+                cell.append(repr(e)[:200])
+
+        def close():
+            try:
+                s.close()
+            except Exception as e:
+                errors.append(repr(e)[:200])
+        ct = threading.Thread(target=run_cell)
+        ct.start()
+        time.sleep(1)
+        ts = [threading.Thread(target=close) for _ in range(8)]
+        for t in ts:  # spread over a close's own time, so some begin as others end
+            t.start()
+            time.sleep(0.04)
+        for t in ts:
+            t.join(60)
+        ct.join(60)
+        listed = subprocess.run([kw["tollgate"], "--root", sb.root, "list", "-q"], capture_output=True,
+                                text=True).stdout
+        check("8 closes at once, a cell running: each returns", errors == [], errors)
+        check("... the cell fails with the SDK's error (the session ended)",
+              len(cell) == 1 and cell[0] in ("SessionClosed", "CellTimeout", "ProgramFailed", "ContainerError"),
+              cell)
+        check("... the session is closed and its container gone", s.closed and cid not in listed, listed)
+    finally:
+        sb.close()
+
+
 def open_session(backend, kw, check):
     """sb.session() is open: used without `with`, closed by close() or by
     its Sandbox's close() (issue 39: it raised "the session is closed")."""
@@ -664,7 +712,8 @@ def main(backend, work, audit_dir, tg, check):
     except Exception:
         import traceback
         check("pause_racing_files ran to the end", False, traceback.format_exc())
-    for name, fn in (("open_session", open_session), ("pause_dir_resume", pause_dir_resume)):
+    for name, fn in (("open_session", open_session), ("closes_at_once", closes_at_once),
+                     ("pause_dir_resume", pause_dir_resume)):
         try:
             fn(backend, kw, check, tg) if fn is pause_dir_resume else fn(backend, kw, check)
         except Exception:

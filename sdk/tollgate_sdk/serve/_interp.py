@@ -8,6 +8,7 @@ import re
 import secrets
 import threading
 import time
+import traceback
 from typing import Any, AsyncIterator
 
 import anyio
@@ -240,6 +241,14 @@ async def execute_lines(shares: Shares, box: Box, contexts: Contexts,
                            % (r.exit_status, " (timed out)" if r.timed_out else ""), traceback=""))
         except TollgateSDKError as e:
             push(_line("error", name=type(e).__name__, value=str(e), traceback=""))
+        except Exception as e:
+            # A fault of the service's own: the stream still ends with an
+            # error and end_of_execution (raised out of this thread, it cut
+            # the connection, and the client was told the sandbox was
+            # killed), and the traceback goes to the service's stderr.
+            traceback.print_exc()
+            push(_line("error", name="ServiceError", value="the service failed running the cell: %s: %s"
+                       % (type(e).__name__, e), traceback=""))
         finally:
             push(_line("end_of_execution"))
             try:
