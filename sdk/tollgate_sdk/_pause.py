@@ -152,6 +152,12 @@ def restore(s: Session, pause_id: str) -> None:
         if p.returncode != 0:
             if "(gVisor) not found" in msg:
                 raise SandboxUnavailable(msg)
+            if "restoring container" in msg and "no such file or directory" in msg:
+                # gVisor opens again every file the sandbox held open, by
+                # its path: one that is gone fails the whole restore.
+                msg += (" (a file the sandbox held open when it was paused is gone: one of its bridge "
+                        "area /run/tollgate, which the restore makes anew, or one removed from a host "
+                        "mount since; the image stays in %s)" % where)
             raise PauseError("tollgate restore %s: %s" % (pause_id, msg or "failed"))
         s._adopt(pause_id, token, bundle)
     except subprocess.TimeoutExpired:

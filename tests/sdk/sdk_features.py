@@ -527,6 +527,19 @@ def pause_racing_files(backend, kw, check):
                 lost.append("round %d: %s" % (r + 1, str(e)[-300:]))
         check("pause racing file writes: each of 3 resumes keeps the session", lost == [], lost)
         check("pause racing file writes: a write either lands or says the session closed", said == [], said)
+        # A program that holds a file of its bridge area open cannot be
+        # resumed (gVisor opens it again by its path; the restore makes the
+        # area anew): resume() says so and keeps the image.
+        s = sb.session().open()
+        s.run("held = open('/run/tollgate/calls/cells/held', 'w'); held.write('x'); held.flush()")
+        pid = s.pause()
+        try:
+            sb.resume(pid).close()
+            check("a session holding a file of /run/tollgate open: resume() says why it cannot", False)
+        except PauseError as e:
+            check("a session holding a file of /run/tollgate open: resume() says why it cannot, keeping "
+                  "the image", "/run/tollgate" in str(e) and os.path.isdir(os.path.join(sb._state_dir(), "paused",
+                                                                                        pid, "image")), e)
     finally:
         sb.close()
 
