@@ -263,18 +263,20 @@ def sinks(cap: int, on_stdout: Optional[TextCallback] = None,
 # ---- the session's side (wired in by _session.py) ---------------------------------
 
 _locks_guard = threading.Lock()
-_locks: "weakref.WeakKeyDictionary[Any, threading.Lock]" = weakref.WeakKeyDictionary()
+_locks: "weakref.WeakKeyDictionary[Any, threading.RLock]" = weakref.WeakKeyDictionary()
 
 
-def channel_lock(session: Any) -> threading.Lock:
+def channel_lock(session: Any) -> threading.RLock:
     """One request at a time per session: cells hold the session's lock,
     file operations do not, so the channel has one of its own.  A pause
     holds it too (_pause.py): the interpreter must hold no file of the
-    bridge area open when the sandbox is saved."""
+    bridge area open when the sandbox is saved, and no process a file
+    operation started with `tollgate exec` may run then (Session.busy).
+    Reentrant: an operation that holds it may go over the channel."""
     with _locks_guard:
         lk = _locks.get(session)
         if lk is None:
-            lk = _locks[session] = threading.Lock()
+            lk = _locks[session] = threading.RLock()
         return lk
 
 
@@ -344,10 +346,7 @@ def files_op(session: Any, op: str, path: str, data: Optional[bytes], cap: int) 
     streams = sinks(min(cap, CHANNEL_MAX) + 1)
     head = {"v": 1, "op": "files", "fop": op, "path": path, "cap": min(cap, CHANNEL_MAX) + 1}
     try:
-        with channel_lock(session):
-            # A pause or close that held the channel first has closed the
-            # session: say so, not what its removed bridge area says.
-            session._need_open()
+        with channel_lock(session):  # Session.busy holds it already: a pause came first or waits
             answer = ch.request(head, data or b"", streams, time.monotonic() + 120,
                                 abort=_Alive(sb.root, session.cid))
     except _Lost as e:

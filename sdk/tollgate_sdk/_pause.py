@@ -158,6 +158,10 @@ def restore(s: Session, pause_id: str) -> None:
                 msg += (" (a file the sandbox held open when it was paused is gone: one of its bridge "
                         "area /run/tollgate, which the restore makes anew, or one removed from a host "
                         "mount since; the image stays in %s)" % where)
+            elif "no host FD available" in msg:
+                msg += (" (a process that `tollgate exec` started was running when the session was "
+                        "paused: its stdio were the host's pipes, which a restore cannot give back; "
+                        "the image stays in %s)" % where)
             raise PauseError("tollgate restore %s: %s" % (pause_id, msg or "failed"))
         s._adopt(pause_id, token, bundle)
     except subprocess.TimeoutExpired:

@@ -17,7 +17,8 @@ import posixpath
 import secrets
 import subprocess
 import threading
-from typing import IO, TYPE_CHECKING, Any, Optional
+from contextlib import contextmanager
+from typing import IO, TYPE_CHECKING, Any, Iterator, Optional
 
 from . import _cells as cells, _pause
 from ._cell import Cell
@@ -99,8 +100,11 @@ class Files:
         self.s = session
 
     def _op(self, op: str, path: str, data: bytes | None = None, cap: int = FILE_MAX) -> bytes:
+        with self.s.busy() as cid:
+            return self._op_open(cid, op, path, data, cap)
+
+    def _op_open(self, cid: str, op: str, path: str, data: bytes | None, cap: int) -> bytes:
         s = self.s
-        cid = s._need_open()
         got = cells.files_op(s, op, path, data, cap)
         if got is not None:
             return got
@@ -356,6 +360,18 @@ class Session:
         p = subprocess.run(sb._tg("delete", "--force", cid), capture_output=True)
         if p.returncode == 0 and not keep_bundle:
             remove_tree(self._bundle_dir)
+
+    @contextmanager
+    def busy(self) -> Iterator[str]:
+        """Hold the session open for an operation that is not a cell (a
+        file operation, or the service's filesystem helper): a pause waits
+        for it to end, and it raises SessionClosed when a pause or a close
+        came first.  Yields the container's id.  A process such an
+        operation starts with `tollgate exec` has the host's pipes for its
+        stdio, and a sandbox saved while one ran could not be restored
+        ("no host FD available")."""
+        with cells.channel_lock(self):
+            yield self._need_open()
 
     def _need_open(self) -> str:
         """The container's id, or SessionClosed."""

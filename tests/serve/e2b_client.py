@@ -503,14 +503,20 @@ def pause_after(a_id, b_id):
 
 
 def races(rounds):
-    """A pause, a second pause, a command, a write and a cell at once on one
-    sandbox, and in the last round a kill beside them: each either works or
-    says what happened to the sandbox (paused, or removed and why), never
-    what a closed session or a removed container said (a 500 naming
-    pause(), "container sdk-... does not exist", "no answer ... in time")."""
+    """Two pauses, two resumes (a connect to a paused sandbox resumes it), a
+    command, one in the background, a write, a read, a listing, a cell, a
+    timeout and an info at once on one sandbox, and in the last round a
+    kill beside them: each either works or says what happened to the
+    sandbox (paused, or removed and why), never what a closed session or a
+    removed container said (a 500 naming pause(), "container sdk-... does
+    not exist", "no answer ... in time", an unreadable helper's answer), and
+    every resume restores the sandbox: saved with a write's files open
+    ("no such file or directory") or a helper of `tollgate exec` running
+    ("no host FD available"), it never came back."""
     bad = []
     for r in range(rounds):
         sid = Sandbox.create(timeout=120).sandbox_id
+        Sandbox.connect(sid).files.write("/tmp/r", "y" * 1000)
         out = []
 
         def go(name, f):
@@ -520,13 +526,20 @@ def races(rounds):
             except CommandExitException as e:
                 out.append((name, "exit %s: %s" % (e.exit_code, e.stderr[-200:])))
             except Exception as e:
-                out.append((name, "%s: %s" % (type(e).__name__, str(e)[:200])))
-        ops = [("pause", lambda: Sandbox.connect(sid).pause()), ("pause2", lambda: Sandbox.connect(sid).pause()),
-               ("cmd", lambda: Sandbox.connect(sid).commands.run("sleep 1; echo hi")),
-               ("write", lambda: Sandbox.connect(sid).files.write("/tmp/f", "x" * 100000)),
-               ("cell", lambda: Sandbox.connect(sid).run_code("import time; time.sleep(1)"))]
+                out.append((name, "%s: %s" % (type(e).__name__, str(e)[:300])))
+
+        def on():
+            return Sandbox.connect(sid)
+        ops = [("pause", lambda: on().pause()), ("pause2", lambda: on().pause()),
+               ("resume", lambda: on().commands.list()), ("resume2", lambda: on().files.list("/tmp")),
+               ("cmd", lambda: on().commands.run("sleep 1; echo hi")),
+               ("background", lambda: on().commands.run("sleep 30", background=True)),
+               ("write", lambda: on().files.write("/tmp/f", "x" * 100000)),
+               ("read", lambda: on().files.read("/tmp/r")),
+               ("cell", lambda: on().run_code("import time; time.sleep(1)")),
+               ("timeout", lambda: on().set_timeout(200)), ("info", lambda: Sandbox.get_info(sid))]
         if r == rounds - 1:
-            ops.append(("kill", lambda: Sandbox.connect(sid).kill()))
+            ops.append(("kill", lambda: on().kill()))
         ts = [threading.Thread(target=go, args=o) for o in ops]
         for t in ts:
             t.start()
@@ -540,8 +553,8 @@ def races(rounds):
             Sandbox.kill(sid)
         except Exception:
             pass
-    check("races: %d rounds of pause, command, write and cell at once (a kill in the last) each work or "
-          "say what happened to the sandbox" % rounds, bad == [], bad)
+    check("races: %d rounds of pauses, resumes, commands, files, a cell, a timeout and an info at once (a "
+          "kill in the last) each work or say what happened to the sandbox" % rounds, bad == [], bad)
 
 
 def pid1():

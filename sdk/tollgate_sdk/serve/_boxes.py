@@ -31,6 +31,7 @@ __all__ = ["Box", "Boxes", "ServiceError", "Record"]
 ID_CHARS = string.ascii_lowercase + string.digits
 REAP_EVERY = 0.5    # seconds between deadline checks: a sandbox dies within 2 s of its deadline
 ENDED_KEPT = 1024   # sandboxes that ended whose reason a request still hears
+PROCS_END_WAIT = 10  # seconds a pause waits for its commands to end after SIGKILL
 # A container's own deadline (tollgate's reaper, docs/reliability.md) is the
 # sandbox's plus this: while the service runs, its reaper is first (and
 # pauses, when asked, or records why); when the service is gone and not
@@ -428,8 +429,18 @@ class Boxes:
                 return False
             if box.session is None:
                 raise ServiceError(409, "sandbox %s is not running" % box.record.sandbox_id)
+            # Every command ends first, and its exec with it: a process that
+            # `tollgate exec` started has the host's pipes for its stdio,
+            # which a restore cannot give back, and a sandbox saved with
+            # one running never came back ("no host FD available").
+            until = time.monotonic() + PROCS_END_WAIT
             for p in list(box.procs.values()):
                 p.signal(9)
+            left = [p.pid for p in list(box.procs.values()) if not p.ended_by(until)]
+            if left:
+                raise ServiceError(500, "pause: command %s did not end within %d s of SIGKILL, and a "
+                                   "sandbox saved with it could not be resumed: the sandbox keeps running"
+                                   % (", ".join(map(str, left)), PROCS_END_WAIT))
             box.procs.clear()
             try:
                 pause_id = box.session.pause()

@@ -94,23 +94,33 @@ def resolve(path: Any) -> str:
 
 
 def fs_call(box: Box, op: str, *args: str) -> dict[str, Any]:
+    from .._errors import SessionClosed
     session = box.session
     if session is None:
         raise ConnectError("unavailable", "the sandbox is paused")
-    argv = session.sb._tg("exec", box.container_id, "python3", "-c", FS_PROGRAM, op, *args)
-    p = subprocess.run(argv, capture_output=True, stdin=subprocess.DEVNULL, timeout=60)
-    out = p.stdout[:ANSWER_MAX + 1]
-    changed = box.changed_under(session) if p.returncode != 0 else None
-    if changed is not None:  # a pause or a kill took the container meanwhile
-        raise connect_error(changed.status, changed.message)
-    if p.returncode != 0 or len(out) > ANSWER_MAX:
-        raise ConnectError("internal", "the filesystem helper failed: %s"
-                           % p.stderr.decode("utf-8", "replace").strip()[-300:])
     try:
-        r = json.loads(out.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        raise ConnectError("internal", "the filesystem helper gave an unreadable answer") from None
+        # Busy: a pause waits for the helper, which a saved sandbox could
+        # not have restored (its stdio are the host's pipes).
+        with session.busy() as cid:
+            argv = session.sb._tg("exec", cid, "python3", "-c", FS_PROGRAM, op, *args)
+            p = subprocess.run(argv, capture_output=True, stdin=subprocess.DEVNULL, timeout=60)
+    except SessionClosed:
+        p = None
+    r: Any = None
+    if p is not None and p.returncode == 0 and len(p.stdout) <= ANSWER_MAX:
+        try:
+            r = json.loads(p.stdout.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            r = None
     if not isinstance(r, dict):
+        changed = box.changed_under(session)
+        if changed is not None:  # a pause or a kill took the container first or meanwhile
+            raise connect_error(changed.status, changed.message)
+        if p is None:
+            raise ConnectError("unavailable", "the sandbox is paused")
+        if p.returncode != 0 or len(p.stdout) > ANSWER_MAX:
+            raise ConnectError("internal", "the filesystem helper failed: %s"
+                               % p.stderr.decode("utf-8", "replace").strip()[-300:])
         raise ConnectError("internal", "the filesystem helper gave an unreadable answer")
     if "error" in r:
         raise ConnectError(str(r["error"]), str(r.get("message", "")))

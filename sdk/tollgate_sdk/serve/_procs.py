@@ -161,6 +161,21 @@ class Proc:
         if self.popen.stdin is not None:
             self.popen.stdin.close()
 
+    def ended_by(self, until: float) -> bool:
+        """After a SIGKILL: wait until the process's `tollgate exec` has
+        ended (so the process inside has: the exec waits for it), or
+        time.monotonic() passes until.  Signalled again each second: a
+        command whose exec had not yet started it inside found no process
+        to signal."""
+        while True:
+            try:
+                self.popen.wait(timeout=max(0.05, min(1.0, until - time.monotonic())))
+                return True
+            except subprocess.TimeoutExpired:
+                if time.monotonic() >= until:
+                    return False
+            self.signal(9)
+
     def signal(self, signo: int) -> None:
         """Signal the process group in the container.  Ending the host's
         `tollgate exec` would not do: under runsc the process inside runs
