@@ -84,6 +84,7 @@ client pause | grep -E '^(ok|FAIL) - '
 # answer from the session's interpreter in time", a 500 naming pause()).
 client races 3 | grep -E '^(ok|FAIL) - '
 check "after the races no container is left" wait_for 10 no_containers
+check_eq "after the races no sandbox record is left (a restart would find them)" "" "$(ls "$S/state/sandboxes")"
 client governed | grep -E '^(ok|FAIL) - '
 for f in "$S"/audit-acme/*.jsonl; do check "audit verify $(basename "$f")" "$TG" audit verify "$f"; done
 client refusals | grep -E '^(ok|FAIL) - '

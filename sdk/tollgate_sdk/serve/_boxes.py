@@ -361,7 +361,12 @@ class Boxes:
             rec.session_token, rec.bundle = session._token, session._bundle_dir
             rec.client_tools = bool(client_tools)
             self.hand_over(box)
-            self._save(rec)
+            with box.lock:
+                # A kill that found it listed before it was made removed no
+                # record: one saved now would outlive it.
+                if box.gone:
+                    raise ended_error(rec.sandbox_id, box.gone_why or "it was removed")
+                self._save(rec)
         except BaseException as e:
             with self._lock:
                 self._boxes.pop(rec.sandbox_id, None)
@@ -383,6 +388,10 @@ class Boxes:
         tenant = self.tenants.by_name[box.record.tenant]
         end = time.time() + min(max(seconds, 0), tenant.max_timeout)
         with box.lock:
+            # A kill removed the record: saved again, a restart found a
+            # sandbox whose container was gone.
+            if box.gone:
+                raise ended_error(box.record.sandbox_id, box.gone_why or "it was removed")
             if not only_extend or end > box.record.end_at:
                 box.record.end_at = end
                 self.hand_over(box)
@@ -516,13 +525,16 @@ class Boxes:
                 if box.gone or box.record.end_at > now:
                     continue
                 try:
-                    if box.record.on_timeout == "pause" and box.record.state == "running":
-                        self.pause(box)
-                        # Paused past the deadline: kept until killed.
-                        box.record.end_at = float("inf")
-                        self._save(box.record)
-                    elif box.record.state == "running" or box.record.on_timeout != "pause":
-                        self._remove(box, "its deadline passed")
+                    with box.lock:  # judged again: a kill or a set_timeout may have come first
+                        if box.gone or box.record.end_at > time.time():
+                            continue
+                        if box.record.on_timeout == "pause" and box.record.state == "running":
+                            self.pause(box)
+                            # Paused past the deadline: kept until killed.
+                            box.record.end_at = float("inf")
+                            self._save(box.record)
+                        elif box.record.state == "running" or box.record.on_timeout != "pause":
+                            self._remove(box, "its deadline passed")
                 except Exception as e:  # the reaper never dies of one sandbox
                     self.log({"event": "reap_failed", "sandbox": box.record.sandbox_id, "error": str(e)})
                     self._remove(box, "its deadline passed (pause failed: %s)" % e)
