@@ -107,6 +107,8 @@ def pause(session: Session) -> str:
             p = subprocess.CompletedProcess([], 1, "", "did not finish within 300 s")
         if p.returncode != 0:
             remove_tree(where)
+            if session.cid is None:  # a close() from another thread removed the container
+                session._need_open()
             raise PauseError("tollgate checkpoint %s: %s; the session is still running"
                              % (cid, (p.stderr or p.stdout).strip()[-2000:]))
         write_record(where, cid, session._token, session._bundle_dir, sb.runtime)

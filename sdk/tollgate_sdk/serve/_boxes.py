@@ -406,6 +406,14 @@ class Boxes:
                 return
             box.gone = True
             box.gone_why = why
+            # The record first: a service killed before it went found the
+            # container gone and dropped the sandbox as "it died, or its
+            # deadline passed".  A container or image left without a record
+            # is removed by the next start as named by no sandbox.
+            try:
+                os.unlink(self._record_path(box.record.sandbox_id))
+            except OSError:
+                pass
             # Deleting the container ends its processes and their execs.
             if box.session is not None:
                 box.session.close()
@@ -414,10 +422,6 @@ class Boxes:
             self._close_own(box)
         with self._lock:
             self._boxes.pop(box.record.sandbox_id, None)
-        try:
-            os.unlink(self._record_path(box.record.sandbox_id))
-        except OSError:
-            pass
         self.log({"event": "sandbox_removed", "sandbox": box.record.sandbox_id,
                   "tenant": box.record.tenant, "container": box.record.container_id, "reason": why})
 
