@@ -142,7 +142,11 @@ def _start(box: Box, msg: dict[str, Any], timeout_ms: int | None, token: EventLo
         def killer(signo: int) -> None:
             subprocess.run(session.sb._tg("exec", cid, "python3", "-c", SIGNAL, str(pid), str(signo)),
                            stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
-        p = Proc(pid, session.sb._tg(*argv), config, tag, bool(msg.get("stdin")), deadline, killer, token)
+        def changed() -> str | None:
+            e = box.changed_under(session)
+            return None if e is None else e.message
+        p = Proc(pid, session.sb._tg(*argv), config, tag, bool(msg.get("stdin")), deadline, killer, token,
+                 changed)
         box.procs[pid] = p
     return p
 

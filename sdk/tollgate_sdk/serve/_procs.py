@@ -69,9 +69,10 @@ class Proc:
 
     def __init__(self, pid: int, argv: list[str], config: dict[str, Any], tag: str | None,
                  stdin: bool, deadline: float | None, killer: Callable[[int], None],
-                 token: EventLoopToken) -> None:
+                 token: EventLoopToken, changed: Callable[[], str | None] | None = None) -> None:
         self.pid = pid
         self.killer = killer
+        self.changed = changed  # why its sandbox was removed or paused since it started, or None
         self.config = config
         self.tag = tag
         self.popen = subprocess.Popen(argv, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
@@ -131,6 +132,13 @@ class Proc:
             code = self.popen.wait()
             status = "exit status %d" % code if code >= 0 else "signal: %d" % -code
             exit_code = code if code >= 0 else 128 - code
+            why = self.changed() if exit_code != 0 and self.changed is not None else None
+            if why is not None:
+                # Its sandbox was killed or paused under it: a SIGKILL, said
+                # as such, not the exit status of an exec whose container
+                # went away before it had started the command (runsc's
+                # "connecting to control server ...: connection refused").
+                exit_code, code, status = 137, -9, "signal: killed (%s)" % why
             end: Event = {"end": {"exitCode": exit_code, "exited": code >= 0, "status": status}}
             if exit_code != 0:
                 end["end"]["error"] = status
