@@ -244,6 +244,7 @@ def _read_fd(fd, limit):
 
 
 ANSWER_ROOM = 4096  # bytes set aside for a request's answer (.res)
+COPY_WAIT = 5.0     # seconds a cell's output waits for room in a full area
 
 
 def _reserve(path, flags, room):
@@ -297,11 +298,29 @@ class _Copier:
             self.total += len(b)
             room = self.cap - self.kept
             if room > 0:
-                try:
-                    _write_all(self.file(), b[:room])
-                    self.kept += min(room, len(b))
-                except OSError:  # the area is full: counted, not kept
+                self._keep(b[:room])
+
+    def _keep(self, data):
+        """Write data to the file.  A full area is waited for a while: a
+        program flooding it fills it again as fast as the host empties it
+        (every 50 ms while a request runs), and a cell's output written
+        once and lost then was cut to nothing (its result said so).  After
+        COPY_WAIT the rest is counted, not kept."""
+        view = memoryview(data)
+        deadline = None
+        while view:
+            try:
+                n = os.write(self.file(), view)
+            except OSError:
+                now = time.monotonic()
+                deadline = deadline or now + COPY_WAIT
+                if now >= deadline:
                     self.kept = self.cap
+                    return
+                time.sleep(0.01)
+                continue
+            view = view[n:]
+            self.kept += n
 
     def finish(self):
         if self.w >= 0:

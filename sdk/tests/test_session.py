@@ -202,6 +202,56 @@ class TestKernelOnTheHost:
         assert len(out) == 5 << 20
 
 
+class _FullFor:
+    """The os module, but for its first n writes the area is full."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(os, name)
+
+    def write(self, fd: int, data: bytes) -> int:
+        if self.n > 0:
+            self.n -= 1
+            raise OSError(28, "No space left on device")
+        return os.write(fd, data)
+
+
+class TestCopier:
+    """kernel._Copier, a cell's stdout into the channel's area, when a
+    program floods the area: a write that found it full once lost the
+    cell's output ("3 more bytes of stdout were cut", CI under load)."""
+
+    def setup_method(self) -> None:
+        spec = importlib.util.spec_from_file_location("kernel_under_test", KERNEL)
+        assert spec is not None and spec.loader is not None
+        self.k = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(self.k)
+        self.dir = tempfile.mkdtemp()
+
+    def copy(self, full_for: int, text: bytes) -> tuple[bytes, int, int]:
+        c = self.k._Copier(os.path.join(self.dir, "n.out"), 1 << 20)
+        os.write(c.w, text)
+        self.k.os = _FullFor(full_for)
+        try:
+            c.finish()
+        finally:
+            self.k.os = os
+        with open(c.path, "rb") as f:
+            return f.read(), c.kept, c.total
+
+    def test_a_full_area_is_waited_for(self) -> None:
+        assert self.copy(5, b"30\n") == (b"30\n", 3, 3)
+
+    def test_one_that_stays_full_is_counted_not_kept(self) -> None:
+        self.k.COPY_WAIT = 0.1
+        t = time.monotonic()
+        out, kept, total = self.copy(10 ** 9, b"30\n")
+        assert (out, total) == (b"", 3) and kept == 1 << 20
+        assert time.monotonic() - t < 5
+
+
 class TestFilesWalk:
     """kernel.files_main under a scratch directory standing in for /tmp."""
 
