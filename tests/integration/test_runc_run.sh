@@ -21,10 +21,17 @@ RUNC=$(command -v runc)
 WRAP=$TG_ROOT/wrap
 mkdir -p "$WRAP"
 # A runtime named runc (tollgate picks the backend by its name) that logs
-# each call's verb and runs the real runc.
+# the verb of each call this script's tollgate makes and runs the real runc.
+# Not another script's: a `list --all-roots` (test_reaper) asks every
+# registered root's containers their state through the backend each
+# recorded, this wrapper, and a run's trace read "create state start
+# delete" in CI.
 cat >"$WRAP/runc" <<SH
 #!/bin/sh
-for a in "\$@"; do case \$a in -*) ;; *) echo "\$a" >>"$WRAP/verbs"; break ;; esac; done
+case "\$(tr '\\0' ' ' </proc/\$PPID/cmdline 2>/dev/null)" in
+*" --root $TG_ROOT "*)
+  for a in "\$@"; do case \$a in -*) ;; *) echo "\$a" >>"$WRAP/verbs"; break ;; esac; done ;;
+esac
 exec "$RUNC" "\$@"
 SH
 chmod 755 "$WRAP/runc"
