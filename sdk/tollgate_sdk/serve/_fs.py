@@ -9,6 +9,7 @@ import posixpath
 import subprocess
 from typing import TYPE_CHECKING, Any
 
+from .._capture import Capture, wait_capture
 from ._boxes import INTERPRETER_ENDED, Box, ended_error
 from ._service_error import ServiceError
 from ._connect import ConnectError, connect_error
@@ -98,29 +99,36 @@ def fs_call(box: Box, op: str, *args: str) -> dict[str, Any]:
     session = box.session
     if session is None:
         raise ConnectError("unavailable", "the sandbox is paused")
+    cap: Capture | None = None
     try:
         # Busy: a pause waits for the helper, which a saved sandbox could
         # not have restored (its stdio are the host's pipes).
         with session.busy() as cid:
             argv = session.sb._tg("exec", cid, "python3", "-c", FS_PROGRAM, op, *args)
-            p = subprocess.run(argv, capture_output=True, stdin=subprocess.DEVNULL, timeout=60)
+            p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            # What the container prints is kept to ANSWER_MAX + 1 bytes (the
+            # rest counted and dropped), not all held before it is measured.
+            cap, timed_out = wait_capture(p, ANSWER_MAX + 1, 60, p.kill)
     except SessionClosed:
-        p = None
+        pass
     r: Any = None
-    if p is not None and p.returncode == 0 and len(p.stdout) <= ANSWER_MAX:
+    out = bytes(cap.out.buf) if cap is not None else b""
+    if cap is not None and p.returncode == 0 and len(out) <= ANSWER_MAX:
         try:
-            r = json.loads(p.stdout.decode("utf-8"))
+            r = json.loads(out.decode("utf-8"))
         except (UnicodeDecodeError, ValueError):
             r = None
     if not isinstance(r, dict):
         changed = box.changed_under(session)
         if changed is not None:  # a pause or a kill took the container first or meanwhile
             raise connect_error(changed.status, changed.message)
-        if p is None:
+        if cap is None:
             raise ConnectError("unavailable", "the sandbox is paused")
-        if p.returncode != 0 or len(p.stdout) > ANSWER_MAX:
+        if timed_out:
+            raise ConnectError("deadline_exceeded", "the filesystem helper took more than 60 s")
+        if p.returncode != 0 or len(out) > ANSWER_MAX:
             raise ConnectError("internal", "the filesystem helper failed: %s"
-                               % p.stderr.decode("utf-8", "replace").strip()[-300:])
+                               % cap.text(cap.err).strip()[-300:])
         raise ConnectError("internal", "the filesystem helper gave an unreadable answer")
     if "error" in r:
         raise ConnectError(str(r["error"]), str(r.get("message", "")))
