@@ -143,6 +143,11 @@ class Box:
         finally:
             self.lock.release()
 
+    def removed_error(self) -> ServiceError:
+        """The 404 for a request to this box once a kill or the reaper
+        removed it, saying why."""
+        return ended_error(self.record.sandbox_id, self.gone_why or "it was removed")
+
     def changed_under(self, session: Session | None) -> ServiceError | None:
         """The error for an operation begun on session that failed because
         the sandbox changed meanwhile: removed (404, and why: "killed
@@ -156,7 +161,7 @@ class Box:
         sid = self.record.sandbox_id
         with self.lock:
             if self.gone:
-                return ended_error(sid, self.gone_why or "it was removed")
+                return self.removed_error()
             if self.session is not session:
                 return ServiceError(409, "sandbox %s was paused or resumed while the operation ran: "
                                          "connect to it and try again" % sid)
@@ -365,7 +370,7 @@ class Boxes:
                 # A kill that found it listed before it was made removed no
                 # record: one saved now would outlive it.
                 if box.gone:
-                    raise ended_error(rec.sandbox_id, box.gone_why or "it was removed")
+                    raise box.removed_error()
                 self._save(rec)
         except BaseException as e:
             with self._lock:
@@ -391,7 +396,7 @@ class Boxes:
             # A kill removed the record: saved again, a restart found a
             # sandbox whose container was gone.
             if box.gone:
-                raise ended_error(box.record.sandbox_id, box.gone_why or "it was removed")
+                raise box.removed_error()
             if not only_extend or end > box.record.end_at:
                 box.record.end_at = end
                 self.hand_over(box)
