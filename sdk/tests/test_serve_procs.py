@@ -130,3 +130,50 @@ def test_a_reader_gone_without_unlisten_is_let_go_at_once() -> None:
         assert len(out["stdout"]) == 8388608 and end["exitCode"] == 0
         assert time.monotonic() - t < 20  # not SLOW_READER per event
     run(main)
+
+
+def _pipes() -> set[str]:
+    """The pipes this process holds open, by their inode."""
+    import os
+    found: set[str] = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink("/proc/self/fd/%s" % fd)
+        except OSError:
+            continue
+        if target.startswith("pipe:"):
+            found.add(target)
+    return found
+
+
+def test_an_ended_process_holds_no_pipe_even_while_it_is_kept() -> None:
+    """The service keeps ended Procs (in the box's table, in cycles): their
+    pipes are closed at the end, with stdin too, not when collected."""
+    import gc
+
+    async def main() -> None:
+        before = _pipes()
+        kept: list[Proc] = []
+        for _ in range(20):
+            p = Proc(1, ["sh", "-c", "echo out; echo err >&2"], {"cmd": "sh"}, None, True, None,
+                     lambda signo: None, anyio.lowlevel.current_token())
+            kept.append(p)
+            await wait_ended(p)
+            out, _ = await drain(p.first)
+            assert out == {"stdout": b"out\n", "stderr": b"err\n"}
+        gc.disable()  # nothing of theirs may wait for the collector
+        try:
+            with anyio.fail_after(10):
+                while _pipes() - before:
+                    await anyio.sleep(0.01)
+        finally:
+            gc.enable()
+        for p in kept:
+            try:
+                p.send_input(b"late\n")
+            except ValueError as e:
+                assert "ended" in str(e)
+            else:
+                raise AssertionError("stdin of an ended process took input")
+            p.close_stdin()  # again: nothing happens
+    run(main)

@@ -70,6 +70,10 @@ containers() { "$TG" --root "$S/state/root" list -q 2>/dev/null | grep -c .; }
 no_containers() { [ "$(containers)" = 0 ]; }
 
 check "the service starts and answers" start_serve
+# The pipes the service holds when nothing runs (its event loop's own).
+pipes_of_serve() { find /proc/$serve_pid/fd -lname 'pipe:*' 2>/dev/null | grep -c .; }
+idle_pipes=$(pipes_of_serve)
+pipes_back() { [ "$(pipes_of_serve)" -le "$idle_pipes" ]; }
 out=$(client basics); echo "$out" | grep -E '^(ok|FAIL) - '
 sid=$(echo "$out" | sed -n 's/^SANDBOX //p')
 client connect "$sid" | grep -E '^(ok|FAIL) - '
@@ -85,6 +89,9 @@ client pause | grep -E '^(ok|FAIL) - '
 client races 3 | grep -E '^(ok|FAIL) - '
 check "after the races no container is left" wait_for 10 no_containers
 check_eq "after the races no sandbox record is left (a restart would find them)" "" "$(ls "$S/state/sandboxes")"
+# Every command's pipes are closed when it ends, not when collected: under
+# churn the service held two of each ended command.
+check "after the races the service holds no pipe of an ended command (idle: $idle_pipes)" wait_for 10 pipes_back
 client governed | grep -E '^(ok|FAIL) - '
 for f in "$S"/audit-acme/*.jsonl; do check "audit verify $(basename "$f")" "$TG" audit verify "$f"; done
 client refusals | grep -E '^(ok|FAIL) - '

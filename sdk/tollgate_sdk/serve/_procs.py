@@ -120,16 +120,22 @@ class Proc:
                 self.unlisten(q)
 
     def _pump(self, name: str, pipe: IO[bytes]) -> None:
-        while True:
-            chunk = pipe.read1(65536) if hasattr(pipe, "read1") else pipe.read(65536)
-            if not chunk:
-                break
-            self._publish({"data": {name: chunk}})
+        # Closed here at its end, not left to the collector: a Proc lives in
+        # reference cycles (its listeners, its threads), and under churn the
+        # service held two pipes of each ended command (seen: 45 after 300
+        # sandboxes with nothing running).
+        with pipe:
+            while True:
+                chunk = pipe.read1(65536) if hasattr(pipe, "read1") else pipe.read(65536)
+                if not chunk:
+                    break
+                self._publish({"data": {name: chunk}})
         with self._lock:
             self._open_pipes -= 1
             last = self._open_pipes == 0
         if last:
             code = self.popen.wait()
+            self.close_stdin()
             status = "exit status %d" % code if code >= 0 else "signal: %d" % -code
             exit_code = code if code >= 0 else 128 - code
             why = self.changed() if exit_code != 0 and self.changed is not None else None
@@ -162,12 +168,23 @@ class Proc:
         stdin = self.popen.stdin
         if stdin is None:
             raise ValueError("the process was started without stdin")
+        if self.end is not None:
+            raise ValueError("the process has ended")
+        if stdin.closed:
+            raise ValueError("its stdin was closed")
         stdin.write(data)
         stdin.flush()
 
     def close_stdin(self) -> None:
-        if self.popen.stdin is not None:
-            self.popen.stdin.close()
+        """Close the process's stdin; again, or once it ended, does nothing.
+        A reader that went away leaves unwritten bytes: they are dropped."""
+        stdin = self.popen.stdin
+        if stdin is None or stdin.closed:
+            return
+        try:
+            stdin.close()
+        except OSError:  # the flush of what a gone reader never took
+            pass
 
     def ended_by(self, until: float) -> bool:
         """After a SIGKILL: wait until the process's `tollgate exec` has
