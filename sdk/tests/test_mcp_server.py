@@ -274,7 +274,7 @@ def test_past_the_cap_no_container_is_started(mode: str) -> None:
             r = await c.call_tool("run_python", {"code": "1"})
             assert r.is_error and "0 programs are running" in r.content[0].text  # type: ignore[union-attr]
     run(go)
-    assert (b.core.opening, b.core.sessions, b.core.running) == (0, {}, 0)
+    assert (b.core.opening, b.core.sessions, b.core.running) == ({}, {}, 0)
 
 
 def test_a_session_that_fails_to_open_is_not_counted() -> None:
@@ -286,7 +286,42 @@ def test_a_session_that_fails_to_open_is_not_counted() -> None:
                 r = await c.call_tool("run_python", {"code": "1", "session": "s"})
                 assert r.is_error and "tollgate binary was not found" in r.content[0].text  # type: ignore[union-attr]
     run(go)
-    assert (b.core.opening, b.core.sessions) == (0, {})
+    assert (b.core.opening, b.core.sessions) == ({}, {})
+
+
+class _SlowSession:
+    """A session whose open takes a while (a container's start)."""
+    made: list["_SlowSession"] = []
+
+    def __init__(self) -> None:
+        self.cid = "sdk-fake-%d" % len(_SlowSession.made)
+        self.closed = False
+        _SlowSession.made.append(self)
+
+    def open(self) -> None:
+        time.sleep(0.3)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_first_calls_of_one_session_name_at_once_open_one_session() -> None:
+    """Ten first calls of one name at once: one container, shared, and the
+    cap counts it once (each had opened its own, nine of them lost)."""
+    b = binding(max_sessions=2)
+    _SlowSession.made.clear()
+    b.core.sb.session = _SlowSession  # type: ignore[method-assign]
+    got: list[Any] = []
+    threads = [threading.Thread(target=lambda: got.append(b.core._session("shared")[0])) for _ in range(10)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert len(_SlowSession.made) == 1 and len(got) == 10 and all(s is got[0] for s in got)
+    assert b.core.opening == {} and list(b.core.sessions) == ["shared"]
+    b.core._session("other")  # the second place is still free
+    with pytest.raises(ValueError, match="2 sessions are open"):
+        b.core._session("third")
 
 
 def test_http_addresses() -> None:

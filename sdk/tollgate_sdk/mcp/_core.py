@@ -182,7 +182,7 @@ class Core:
         self.sessions: dict[str, Any] = {}
         self.session_records: dict[str, RunRecord] = {}
         self.sessions_lock = threading.Lock()
-        self.opening = 0
+        self.opening: dict[str, threading.Event] = {}  # sessions being opened, by name
         self.running = 0
         self.launch_lock = threading.Lock()
         self.runs = Runs(lambda: self.notify("notifications/resources/list_changed"))
@@ -283,29 +283,39 @@ class Core:
     def _session(self, name: object) -> tuple[Any, RunRecord]:
         """The named session, opened on first use.  At most max_sessions
         are open (or opening) at once: one more is refused with the cap's
-        name, before any container starts."""
+        name, before any container starts.  Calls naming a session that is
+        being opened wait for it: each opened one of its own, and all but
+        the last were lost (running, unnamed, beyond end_session's reach
+        and the cap, until the server exited; seen with 10 clients' first
+        calls of one name at once)."""
         if not isinstance(name, str) or not name or len(name) > 64:
             raise ValueError("session must be a name of 1 to 64 characters")
-        with self.sessions_lock:
-            s = self.sessions.get(name)
-            ended = s is not None and s.closed
-            if s is not None and not ended:
-                return s, self.session_records[name]
-        if ended:
-            # Its interpreter ended (a cell ended it, or its container died):
-            # its place is freed, and the client hears it once, since a
-            # session opened in its stead would not have its variables.
-            self.drop_session(name, s)
-            raise ValueError("session %s ended earlier (its interpreter ended, or its container stopped) and "
-                             "its variables and files are gone; call again to open a new session of that "
-                             "name" % name)
-        with self.sessions_lock:
-            if len(self.sessions) + self.opening >= self.max_sessions:
-                raise ValueError(
-                    "tollgate mcp: %d sessions are open, the most this server keeps (mcp_max_sessions "
-                    "in the host config, or --max-sessions): end one with end_session first (open: %s)"
-                    % (len(self.sessions), ", ".join(sorted(self.sessions)) or "none"))
-            self.opening += 1
+        while True:
+            with self.sessions_lock:
+                s = self.sessions.get(name)
+                ended = s is not None and s.closed
+                if s is not None and not ended:
+                    return s, self.session_records[name]
+                opened = self.opening.get(name) if s is None else None
+                if s is None and opened is None:
+                    if len(self.sessions) + len(self.opening) >= self.max_sessions:
+                        raise ValueError(
+                            "tollgate mcp: %d sessions are open, the most this server keeps (mcp_max_sessions "
+                            "in the host config, or --max-sessions): end one with end_session first (open: %s)"
+                            % (len(self.sessions), ", ".join(sorted(self.sessions)) or "none"))
+                    self.opening[name] = threading.Event()
+                    break
+            if ended:
+                # Its interpreter ended (a cell ended it, or its container
+                # died): its place is freed, and the client hears it once,
+                # since a session opened in its stead would not have its
+                # variables.
+                self.drop_session(name, s)
+                raise ValueError("session %s ended earlier (its interpreter ended, or its container stopped) "
+                                 "and its variables and files are gone; call again to open a new session of "
+                                 "that name" % name)
+            assert opened is not None
+            opened.wait()  # then it is open, or its opening failed and this call tries itself
         sb, s = self.sb, None
         try:
             with self.launch_lock:  # Session.open adds to sb.active: no run is looking
@@ -318,13 +328,13 @@ class Core:
                 except Exception:
                     pass
             with self.sessions_lock:
-                self.opening -= 1
+                self.opening.pop(name).set()
             raise
         rec = RunRecord(sb, s.cid, "session", name)
         with self.sessions_lock:
-            self.opening -= 1
             self.sessions[name] = s
             self.session_records[name] = rec
+            self.opening.pop(name).set()
         self.runs.add(rec)
         return s, rec
 
