@@ -89,9 +89,55 @@ if [ -d "$here/node_modules/@modelcontextprotocol/inspector" ]; then
 fi
 check_fails "http: a non-loopback address is refused without --http-any-host" \
   "${server[@]}" --http 198.18.0.1:9
+# Eight clients' first calls of one session name at once: one session,
+# shared (each had opened a container of its own, and all but one were
+# lost: running, beyond end_session and the cap, until the server ended).
+out=$("$py" - "http://127.0.0.1:$port/mcp" <<'P' 2>&1
+import sys, anyio
+from mcp import Client
+async def one(seen):
+    async with Client(sys.argv[1], mode="legacy") as c:
+        r = await c.call_tool("run_python", {"code": "n = globals().get('n', 0) + 1\nprint(n)", "session": "shared"})
+        seen.append(r.content[0].text.split("--- stdout ---\n", 1)[-1].split("\n", 1)[0])
+async def main():
+    seen = []
+    async with anyio.create_task_group() as tg:
+        for _ in range(8):
+            tg.start_soon(one, seen)
+    print("counts", " ".join(sorted(seen, key=lambda v: int(v) if v.isdigit() else -1)))
+anyio.run(main)
+P
+)
+check_eq "http: 8 first calls of one session name at once share one session" \
+  "counts 1 2 3 4 5 6 7 8" "$(echo "$out" | grep '^counts')"
+sessions_made() { ls -d "$TG_ROOT"/sdk-* 2>/dev/null | grep -c .; }
+check_eq "http: one container for the shared session" 1 "$(sessions_made)"
+# A program still running, and the session still open, at SIGTERM: the
+# server closes both itself and exits 0 (uvicorn raised the signal again
+# after its shutdown, and the server died before its clean-up: the
+# containers were left to whichever tollgate command swept the root next).
+"$py" - "http://127.0.0.1:$port/mcp" >"$stage/long.out" 2>&1 <<'P' &
+import sys, anyio
+from mcp import Client
+async def main():
+    async with Client(sys.argv[1], mode="legacy") as c:
+        await c.call_tool("run_python", {"code": "import time; time.sleep(120)"})
+anyio.run(main)
+P
+long_pid=$!
+on_exit "kill $long_pid 2>/dev/null"
+two_running() { [ "$(sessions_made)" = 2 ]; }
+check "http: a one-shot program runs beside the session" wait_for 60 two_running
 kill -TERM "$http_pid"
 wait_for 60 pid_gone "$http_pid"
 check "http: SIGTERM ends the server" pid_gone "$http_pid"
+wait "$http_pid"
+check_eq "http: the server exits 0 after SIGTERM (it did its clean-up)" 0 "$?"
+# Looked at without a tollgate command, which would sweep what a dead
+# owner left and hide it.
+check_eq "http: the server removed the session's and the program's containers itself" "" \
+  "$(ls -d "$TG_ROOT"/sdk-* 2>/dev/null | tr '\n' ' ')"
+kill "$long_pid" 2>/dev/null; wait "$long_pid" 2>/dev/null
 check_eq "no container of the MCP servers is left" "" "$(tg list -q 2>/dev/null | tr '\n' ' ')"
 check_eq "the MCP servers' audit logs verify" "ok " \
   "$(for l in "$TG_ROOT"/audit/sdk-*.jsonl; do "$TG" audit verify "$l" >/dev/null && echo ok || echo "bad $l"; done | sort -u | tr '\n' ' ')"

@@ -35,7 +35,9 @@ from dataclasses import dataclass
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-__all__ = ["Limits", "guard_protocol", "listener_bounds", "raise_fd_limit"]
+from ._serving import start_servers
+
+__all__ = ["Limits", "guard_protocol", "listener_bounds", "raise_fd_limit", "start_servers"]
 
 # File descriptors kept for what is not a client's connection: sandboxes'
 # pipes and locks, the audit logs, the listeners themselves.

@@ -353,7 +353,7 @@ def serve_http(b: Binding, host: str, port: int) -> str:
 
     import uvicorn
 
-    from .._listener import Limits, guard_protocol, listener_bounds, raise_fd_limit
+    from .._listener import Limits, guard_protocol, listener_bounds, raise_fd_limit, start_servers
     app = b.server.streamable_http_app(host=host)
     # An MCP client is untrusted before it says anything: idle or slow
     # connections are bounded (tollgate_sdk._listener).
@@ -361,19 +361,19 @@ def serve_http(b: Binding, host: str, port: int) -> str:
     if fitted:
         sys.stderr.write("tollgate mcp: %s\n" % fitted)
     why = ["the server got SIGTERM"]
+    srv = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
+                                        http=guard_protocol(limits), timeout_graceful_shutdown=3,
+                                        lifespan="on"))
 
-    class Uvicorn(uvicorn.Server):
-        def handle_exit(self, sig: int, frame: Any) -> None:
-            why[0] = "the server got %s" % signal.Signals(sig).name
-            b.core.closing_reason = why[0]
-            super().handle_exit(sig, frame)
-
-    srv = Uvicorn(uvicorn.Config(app, host=host, port=port, log_level="warning", http=guard_protocol(limits),
-                                 timeout_graceful_shutdown=3, lifespan="on"))
+    def stopped(sig: int) -> None:
+        why[0] = "the server got %s" % signal.Signals(sig).name
+        b.core.closing_reason = why[0]
 
     async def main() -> None:
         b.loop = asyncio.get_running_loop()
-        await srv.serve()
+        # Not srv.serve(): it raises the signal again when it is done, and
+        # the process died before core.close() below ended its sessions.
+        await asyncio.gather(*start_servers([srv], stopped))
 
     asyncio.run(main())
     return why[0]

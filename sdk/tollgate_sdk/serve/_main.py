@@ -7,7 +7,6 @@ import asyncio
 import grp
 import json
 import os
-import signal
 import sys
 import threading
 import time
@@ -16,7 +15,7 @@ from typing import Any
 import uvicorn
 
 from .._errors import TollgateSDKError
-from .._listener import Limits, guard_protocol, listener_bounds, raise_fd_limit
+from .._listener import Limits, guard_protocol, listener_bounds, raise_fd_limit, start_servers
 from .._pid1 import split_when_pid1
 from .._sandbox import SOURCE_TREE, find_tollgate
 from ._adopt import readopt
@@ -151,11 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     closing = threading.Thread(target=boxes.close, name="tollgate-serve-stop", daemon=True)
 
     async def run() -> None:
-        loop = asyncio.get_running_loop()
-
-        def stop() -> None:
-            for s in servers:
-                s.should_exit = True
+        def stop(_signo: int) -> None:
             # The sandboxes go now, not after the last request: a client's
             # long command or cell held its stream open, and uvicorn waited
             # for it, so TERM did not stop the service (15 s and on, seen
@@ -163,9 +158,7 @@ def main(argv: list[str] | None = None) -> int:
             # with the sandbox gone.
             if closing.ident is None:
                 closing.start()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop)
-        tasks = [asyncio.create_task(s._serve()) for s in servers]
+        tasks = start_servers(servers, stop)
         if a.socket:
             while not servers[-1].started and not tasks[-1].done():
                 await asyncio.sleep(0.05)
