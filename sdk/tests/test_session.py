@@ -252,6 +252,50 @@ class TestCopier:
         assert time.monotonic() - t < 5
 
 
+class TestChannelSend:
+    """_cells.Channel._send, the host's request, when the program has filled
+    the area (one tmpfs, its calls/cells the container's): a write that
+    found it full once lost the session (test_cells' flood, CI under load)."""
+
+    def setup_method(self) -> None:
+        from tollgate_sdk import _cells
+        self.cells = _cells
+        self.area = tempfile.mkdtemp()
+        os.makedirs(os.path.join(self.area, "bridge", "cells"))
+        os.makedirs(os.path.join(self.area, "bridge", "calls", "cells"))
+        self.ch = _cells.Channel(os.path.dirname(self.area), os.path.basename(self.area))
+        with open(os.path.join(self.ch.ans_dir, "flood-1"), "wb") as f:
+            f.write(b"z" * 4096)
+
+    def send(self, full_for: int, wait: float = 10.0) -> None:
+        self.cells.os = _FullFor(full_for)  # type: ignore[attr-defined]
+        try:
+            self.ch._send("ab" * 16, b'{"op": "cell"}\nx = 1', time.monotonic() + wait, None)
+        finally:
+            self.cells.os = os  # type: ignore[attr-defined]
+
+    def test_a_full_area_is_emptied_and_the_request_written(self) -> None:
+        self.send(5)
+        with open(os.path.join(self.ch.req_dir, "next.req"), "rb") as f:
+            assert f.read() == b'{"op": "cell"}\nx = 1'
+        assert os.listdir(self.ch.ans_dir) == []
+        assert os.listdir(self.ch.req_dir) == ["next.req"]
+
+    def test_one_that_stays_full_is_lost_at_the_deadline(self) -> None:
+        t = time.monotonic()
+        with pytest.raises(self.cells._Lost, match="No space left"):
+            self.send(10 ** 9, wait=0.3)
+        assert 0.3 <= time.monotonic() - t < 5
+        assert os.listdir(self.ch.req_dir) == []
+
+    def test_another_error_is_not_retried(self) -> None:
+        os.rmdir(self.ch.req_dir)
+        t = time.monotonic()
+        with pytest.raises(self.cells._Lost, match="No such file"):
+            self.send(0)
+        assert time.monotonic() - t < 1
+
+
 class TestFilesWalk:
     """kernel.files_main under a scratch directory standing in for /tmp."""
 

@@ -22,6 +22,7 @@ left there (fake answers, a flood) never meets the next one.  When no
 answer comes in time the session is lost, as when a `tollgate exec`
 never returned.
 """
+import errno
 import json
 import os
 import secrets
@@ -128,23 +129,8 @@ class Channel:
         nonce = secrets.token_hex(16)
         self._clean()
         body = json.dumps(dict(head, nonce=nonce)).encode() + b"\n" + payload
-        tmp = os.path.join(self.req_dir, ".next-" + nonce)
+        self._send(nonce, body, deadline, abort)
         final = os.path.join(self.req_dir, "next.req")
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-            try:
-                view = memoryview(body)
-                while view:
-                    view = view[os.write(fd, view):]
-            finally:
-                os.close(fd)
-            os.rename(tmp, final)
-        except OSError as e:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise _Lost("the cell channel: %s" % e) from None
         fds: List[Optional[int]] = [None, None]
         try:
             wait = 0.00005
@@ -178,6 +164,39 @@ class Channel:
         for s in streams:
             s.end()
         return answer
+
+    def _send(self, nonce: str, body: bytes, deadline: float, abort: Optional[Callable[[], bool]]) -> None:
+        """Write the request as next.req (whole, by a rename).  The area is
+        one small tmpfs, and calls/cells in it is the container's: a
+        program that fills it leaves no room for the request either.  So a
+        full area is emptied and the write tried again until deadline
+        (under load a flood refilled it between the clean and the write,
+        and the session was lost)."""
+        tmp = os.path.join(self.req_dir, ".next-" + nonce)
+        final = os.path.join(self.req_dir, "next.req")
+        wait = 0.001
+        while True:
+            try:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+                try:
+                    view = memoryview(body)
+                    while view:
+                        view = view[os.write(fd, view):]
+                finally:
+                    os.close(fd)
+                os.rename(tmp, final)
+                return
+            except OSError as e:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+                full = e.errno in (errno.ENOSPC, errno.EDQUOT)
+                if not full or time.monotonic() > deadline or (abort is not None and abort()):
+                    raise _Lost("the cell channel: %s" % e) from None
+            self._clean()
+            time.sleep(wait)
+            wait = min(wait * 2, 0.05)
 
     def _tail(self, nonce: str, fds: List[Optional[int]], streams: "List[_Sink]") -> None:
         """Read what the output files hold now (each opened once)."""
