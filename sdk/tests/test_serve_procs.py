@@ -4,6 +4,8 @@ when it ends before that stream begins reading: the real SDK under load
 got empty stdout and exit 0 for `commands.run` of a quick command."""
 from __future__ import annotations
 
+import os
+import pathlib
 import threading
 import time
 from typing import Any, Awaitable, Callable
@@ -88,13 +90,18 @@ def test_a_later_connect_gets_the_end() -> None:
     run(main)
 
 
-def test_waiting_streams_hold_no_thread_and_a_closed_one_lets_the_process_go() -> None:
+def test_waiting_streams_hold_no_thread_and_a_closed_one_lets_the_process_go(tmp_path: pathlib.Path) -> None:
     # 200 streams of a process that prints nothing wait for their next
     # event in the loop: no thread each (a thread each was what let one
     # tenant's streams take the service's pool).  A stream that closes
     # with its events unread no longer holds the process's output.
+    # The output waits for a gate the test opens once every wait timed out
+    # (a `sleep 1` before it was over before 200 waits of 0.3 s had ended
+    # on a loaded machine: 130 of them got data, in a CI run).
+    gate = str(tmp_path / "open")
+
     async def main() -> None:
-        p = start("sleep 1; head -c 8388608 /dev/zero")
+        p = start("while [ ! -e %s ]; do sleep 0.05; done; head -c 8388608 /dev/zero" % gate)
         before = threading.active_count()
         listeners = [p.listen(anyio.lowlevel.current_token()) for _ in range(200)]
         got: list[BaseException] = []
@@ -110,6 +117,7 @@ def test_waiting_streams_hold_no_thread_and_a_closed_one_lets_the_process_go() -
             await anyio.sleep(0.1)
             assert threading.active_count() <= before + 1
         assert len(got) == 200  # each timed out: a keepalive, then on
+        open(gate, "w").close()
         for q in listeners:
             p.unlisten(q)
             q.close()
@@ -134,7 +142,6 @@ def test_a_reader_gone_without_unlisten_is_let_go_at_once() -> None:
 
 def _pipes() -> set[str]:
     """The pipes this process holds open, by their inode."""
-    import os
     found: set[str] = set()
     for fd in os.listdir("/proc/self/fd"):
         try:
