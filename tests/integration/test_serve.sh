@@ -134,10 +134,14 @@ check "after the cells no container is left" wait_for 10 no_containers
 # (docs/serve.md): the one whose deadline passes while the service is down
 # goes with tollgate gc; the restarted service takes the other two back.
 out=$(client before_kill)
+# Killed at once: the expiring sandbox must still be the service's own
+# when it dies (its checks below read what tollgate recorded).
+kill -9 "$serve_pid"; wait "$serve_pid" 2>/dev/null; serve_pid=""
 echo "$out" | grep -E '^(ok|FAIL) - '
 end=$(echo "$out" | sed -n 's/^END //p' | cut -d. -f1)
 made=$(echo "$out" | sed -n 's/^SANDBOX //p')
-check_eq "2 containers running before the kill" 2 "$(containers)"
+check "the expiring sandbox was not yet due at the kill" test "$(date +%s)" -lt "$end"
+check_eq "2 containers running at the kill" 2 "$(containers)"
 # The expiring one's container deadline is its end plus 5 s, rounded up to
 # the second (the API's endAt is whole seconds: at most its end plus 6).
 # It was counted in seconds from when tollgate ran, up to a second and a
@@ -147,7 +151,6 @@ dls=$(for c in $("$TG" --root "$S/state/root" list -q 2>/dev/null); do
         json_get deadline <"$S/state/root/$c/lifetime.json" 2>/dev/null; echo; done | tr '\n' ' ')
 check_match "the expiring sandbox's container deadline is its end plus 5 or 6 s ($((end_s + 5)) or $((end_s + 6)))" \
   "(^| )($((end_s + 5))|$((end_s + 6)))( |$)" "$dls"
-kill -9 "$serve_pid"; wait "$serve_pid" 2>/dev/null; serve_pid=""
 # While the deadline comes: TLS from given certificate files, a second
 # listener of the same code.
 openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \

@@ -415,14 +415,16 @@ def orphan(sid):
 def before_kill():
     """Three sandboxes for a kill -9 of the service: two to take back (one
     running, with x in its interpreter; one paused), and one with a
-    deadline 4 s away, left to tollgate's reaper."""
+    deadline 8 s away, left to tollgate's reaper.  (4 s was over before
+    the kill on a slower machine under the suite's load: the service
+    itself removed that sandbox, and the restart had nothing to drop.)"""
     a = Sandbox.create(timeout=300, metadata={"suite": "adopt"})
     a.run_code("x = 41")
     a.files.write("/tmp/kept.txt", "kept across the restart")
     b = Sandbox.create(timeout=300, metadata={"suite": "adopt"})
     b.commands.run("echo b > /tmp/b.txt")
     check("the second is paused before the kill", b.pause() is True)
-    c = Sandbox.create(timeout=4, metadata={"suite": "expires"})
+    c = Sandbox.create(timeout=8, metadata={"suite": "expires"})
     print("END", c.get_info().end_at.timestamp(), flush=True)
     print("SANDBOX", a.sandbox_id, flush=True)
     print("SANDBOX", b.sandbox_id, flush=True)
