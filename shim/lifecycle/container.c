@@ -13,6 +13,7 @@
 #include "base/log.h"
 #include "shim/lifecycle/mount_pin.h"
 #include "shim/lifecycle/mount_reach.h"
+#include "shim/lifecycle/cgroup_leftovers.h"
 #include "shim/lifecycle/runsc_leftovers.h"
 #include "shim/lifecycle/runsc_stdio.h"
 #include "shim/lifecycle/lifetime.h"
@@ -469,6 +470,7 @@ static int delete_container(struct cli *cli, const char *id, bool force,
     tg_error_free(&be);
   }
   proc_result_free(&res);
+  cgroup_clear_default(&c, cli->systemd_cgroup);
   runsc_clear_leftovers(&c);
   int r = mount_reach_release(c.dir, err);
   if (r == 0)

@@ -1,69 +1,25 @@
 /* runsc's leftovers of a container whose `runsc run`/`runsc create` was
  * killed half-way (tollgate run killed -9: `runsc run` dies with it).
- * Seen on runsc 20240729: killed after it made the cgroup but before its
- * state named it, `runsc delete --force` succeeds and leaves
- * /sys/fs/cgroup/<ctrl>/<id> in every v1 hierarchy; killed a moment
- * earlier, it leaves "<sandbox>_sandbox:<id>.lock" or the sandbox's
- * socket "runsc-<id>.sock" in its root.  Either
- * piles up one per killed run, and the lock file makes the id look known
- * to tollgate's own "may the backend know it" check forever. */
+ * Seen on runsc 20240729: killed a moment before its state named the
+ * container, it leaves "<sandbox>_sandbox:<id>.lock" or the sandbox's
+ * socket "runsc-<id>.sock" in its root (its empty cgroups are
+ * cgroup_leftovers.h's, as runc's are).  Either piles up one per killed
+ * run, and the lock file makes the id look known to tollgate's own "may
+ * the backend know it" check forever. */
 #include "shim/lifecycle/runsc_leftovers.h"
 
 #include <dirent.h>
 #include <signal.h>
 #include <stdlib.h>
-#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdbool.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "base/json.h"
 #include "base/util.h"
-
-/* rmdir PATH, waiting up to ~1 s while it is busy: the sandbox's last
- * processes may still be on their way out of it. */
-static void remove_empty_cgroup(const char *path) {
-  for (int i = 0; i < 20; i++) {
-    if (rmdir(path) == 0 || errno != EBUSY)
-      return;
-    struct timespec ts = {0, 50 * 1000 * 1000};
-    nanosleep(&ts, NULL);
-  }
-}
-
-/* Every cgroup (v1) and cgroup2 mount point of this mount namespace, as
- * mountinfo's fifth field (octal escapes are not expected under
- * /sys/fs/cgroup; a mount point holding one is skipped). */
-static void clear_cgroups(const char *bid) {
-  FILE *f = fopen("/proc/self/mountinfo", "re");
-  if (f == NULL)
-    return;
-  char line[4096];
-  while (fgets(line, sizeof line, f) != NULL) {
-    char *sep = strstr(line, " - ");
-    if (sep == NULL || (strncmp(sep, " - cgroup ", 10) != 0 && strncmp(sep, " - cgroup2 ", 11) != 0))
-      continue;
-    char *field = line, *mnt = NULL;
-    for (int i = 0; i < 5 && field != NULL; i++) {
-      char *sp = strchr(field, ' ');
-      if (i == 4) {
-        mnt = field;
-        if (sp != NULL)
-          *sp = '\0';
-      }
-      field = sp ? sp + 1 : NULL;
-    }
-    if (mnt == NULL || mnt[0] != '/' || strchr(mnt, '\\') != NULL)
-      continue;
-    cleanup_free char *path = xasprintf("%s/%s", mnt, bid);
-    remove_empty_cgroup(path);
-  }
-  fclose(f);
-}
 
 static bool ends_with(const char *s, const char *suffix) {
   size_t n = strlen(s), m = strlen(suffix);
@@ -107,21 +63,9 @@ static void clear_root_files(const char *root, const char *bid) {
 }
 
 void runsc_clear_leftovers(const struct container *c) {
-  if (c->backend.kind != BACKEND_RUNSC || c->backend_id == NULL)
+  if (c->backend.kind != BACKEND_RUNSC || c->backend_id == NULL || c->backend.root == NULL)
     return;
-  /* Only runsc's default cgroup, /<backend id>: a cgroupsPath of the
-   * config's own is the author's name for a cgroup that may be another's,
-   * and runsc removes the ones it knows. */
-  tg_error *e = NULL;
-  json_t *config = container_effective_config(c, &e);
-  tg_error_free(&e);
-  const json_t *linux_ = json_object_get(config, "linux");
-  bool default_cgroup = config != NULL && json_object_get(linux_, "cgroupsPath") == NULL;
-  json_free(config);
-  if (default_cgroup)
-    clear_cgroups(c->backend_id);
-  if (c->backend.root != NULL)
-    clear_root_files(c->backend.root, c->backend_id);
+  clear_root_files(c->backend.root, c->backend_id);
 }
 
 /* Does argv (NUL-separated, n bytes) hold the argument want exactly? */

@@ -1,6 +1,7 @@
 /* What a killed `runsc run` or `runsc create` can leave behind after
- * runsc's own `delete --force` said the container is gone: an empty
- * cgroup per hierarchy and the container's lock file in runsc's root. */
+ * runsc's own `delete --force` said the container is gone: the
+ * container's lock file and socket in runsc's root (its empty cgroups:
+ * cgroup_leftovers.h). */
 #ifndef TOLLGATE_RUNSC_LEFTOVERS_H
 #define TOLLGATE_RUNSC_LEFTOVERS_H
 
@@ -10,8 +11,8 @@
 
 /* Remove them for c (a runsc container the backend no longer knows).
  * Best effort and never more than what is named after c's backend id:
- * a cgroup goes only when it is empty (rmdir), a lock file only when no
- * state file of the same name is beside it. */
+ * a lock file goes only when no state file of the same name is beside
+ * it. */
 void runsc_clear_leftovers(const struct container *c);
 
 /* A `runsc run` killed while it wrote its state leaves a torn state file
