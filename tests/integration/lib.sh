@@ -28,6 +28,32 @@ TG_ROOT=$(mktemp -d /tmp/tollgate-root.XXXXXX)
 # reachable by them.  Search only, no listing.
 chmod 711 "$TG_ROOT"
 BACKENDS=${BACKENDS:-"runsc runc"}
+# python3, resolved once per script.  The scripts run it thousands of
+# times (json_get in every status poll, edit_json, the checks' own
+# parsing); through a version manager's shim, which the polyglot
+# machine's PATH puts first (pyenv: its bash scripts, readlinks and
+# subshells before the interpreter), one `json.load` of stdin took 243 ms
+# of CPU against 82 ms for the interpreter it picks, and those calls were
+# about a third of a whole `make check`'s CPU (process accounting,
+# dump-acct).  A directory first in PATH holds a python3 that execs
+# sys.executable, the interpreter the shim would run (a venv's own python
+# inside a venv), so nothing but the shim's cost changes, for the script
+# and whatever it starts.  A script, not a function: `python3 ... &`
+# must leave the interpreter's own pid in $! for the scripts that kill it
+# (and not a symbolic link: a venv's python is found by its path).  The
+# helpers below use only the standard library and also skip site (-I -S):
+# the machine's site-packages has a .pth that imports certifi at every
+# start (48 ms a call then, 229 ms through the shim).
+_tg_python3=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null)
+_tg_pybin=""
+case $_tg_python3 in
+  /*\'*|"") ;;
+  /*) if [ -x "$_tg_python3" ] && _tg_pybin=$(mktemp -d /tmp/tollgate-py.XXXXXX); then
+        printf '#!/bin/sh\nexec '"'%s'"' "$@"\n' "$_tg_python3" >"$_tg_pybin/python3"
+        chmod 755 "$_tg_pybin" "$_tg_pybin/python3"
+        PATH=$_tg_pybin:$PATH
+      fi ;;
+esac
 _cleanups=()
 on_exit() { _cleanups+=("$*"); }
 _run_cleanups() {
@@ -45,6 +71,7 @@ _run_cleanups() {
     echo "FAIL - leaked mounts under $TG_ROOT"
   fi
   remove_tree "$TG_ROOT"
+  if [ -n "$_tg_pybin" ]; then rm -rf "$_tg_pybin"; fi
 }
 # remove_tree DIR: rm -rf that never deletes through a mount.  A container's
 # state directory holds bind mounts of host trees (pins/rootfs is the image
@@ -119,7 +146,7 @@ claims() { ls "${1:-$IDS}" 2>/dev/null | grep -cE '^[0-9]+$'; }
 # A string prints as it is, anything else as JSON.  When the document or
 # the path is not there: nothing on stdout, the reason on stderr, status 1.
 json_get() {
-  python3 -c '
+  python3 -I -S -c '
 import json, sys
 try:
     v = json.load(sys.stdin)
@@ -133,7 +160,7 @@ print(v if isinstance(v, str) else json.dumps(v))' "$@"
 # JSON document of FILE, bound to c (json and sys imported, the ARGs in
 # args), and write c back to FILE.
 edit_json() {
-  python3 - "$@" <<'PY'
+  python3 -I -S - "$@" <<'PY'
 import json, sys
 path, code, *args = sys.argv[1:]
 c = json.load(open(path))
@@ -147,7 +174,7 @@ PY
 TG_CONFIG=$TG_ROOT/config.json
 mkdir -p "$TG_ROOT/audit" "$TG_ROOT/policies"
 write_config() {
-  python3 - "$TG_CONFIG" "$TG_ROOT" "$@" <<'PY'
+  python3 -I -S - "$TG_CONFIG" "$TG_ROOT" "$@" <<'PY'
 import json, os, sys
 path, root, *pairs = sys.argv[1:]
 # The checkpoint seal's key stays in the script's root, never the host's.
@@ -177,7 +204,7 @@ wait_pending() {
   local id=$1 call=""
   for _ in $(seq 1 600); do
     call=$(tg pending "$id" --format json 2>/dev/null |
-           python3 -c 'import json,sys; p=json.load(sys.stdin); print(p[0]["call"] if p else "")' 2>/dev/null)
+           python3 -I -S -c 'import json,sys; p=json.load(sys.stdin); print(p[0]["call"] if p else "")' 2>/dev/null)
     [ -n "$call" ] && break
     sleep 0.05
   done
@@ -220,7 +247,7 @@ make_bundle() {
   mkdir -p "$dir"
   rm -f "$dir/config.json" "$dir"/config.json.*
   (cd "$dir" && runc spec)
-  python3 - "$dir/config.json" "$BUSYBOX_ROOTFS" "$@" <<'PY'
+  python3 -I -S - "$dir/config.json" "$BUSYBOX_ROOTFS" "$@" <<'PY'
 import json, sys
 path, rootfs, *args = sys.argv[1:]
 c = json.load(open(path))
