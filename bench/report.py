@@ -351,6 +351,8 @@ def print_table(doc):
                               s["tool_call_p50_ms"], s["cell_p50_ms"], s["cell_over_call"],
                               s["files_write_1mib_p50_ms"], s["write_over_call"],
                               s["files_read_1mib_p50_ms"], s["read_over_call"]))
+                if "warm_idle_cpu_pct" in s:
+                    print("       a waiting warm container, unclaimed: %s %% of one core" % s["warm_idle_cpu_pct"])
 
     if res["memory"]:
         print("\n-- memory (KiB)")

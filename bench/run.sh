@@ -49,11 +49,13 @@ case $mode in
   full)
     : "${SEQ:=5000}" "${CONC:=8}" "${PER:=2500}" "${CLI_CALLS:=200}" "${PY_SEQ:=2000}"
     : "${START_REPS:=30}" "${DECISIONS:=1000000}" "${AUDIT_RECORDS:=100000}"
-    : "${INTENTS:=500}" "${MEM_PER:=1000}" "${SDK_REPS:=20}" "${ROUNDS:=5}" "${ROUND_PER:=500}" ;;
+    : "${INTENTS:=500}" "${MEM_PER:=1000}" "${SDK_REPS:=20}" "${ROUNDS:=5}" "${ROUND_PER:=500}"
+    : "${SDK_IDLE:=5}" ;;
   smoke)
     : "${SEQ:=200}" "${CONC:=8}" "${PER:=25}" "${CLI_CALLS:=10}" "${PY_SEQ:=100}"
     : "${START_REPS:=2}" "${DECISIONS:=20000}" "${AUDIT_RECORDS:=4000}"
-    : "${INTENTS:=20}" "${MEM_PER:=50}" "${SDK_REPS:=2}" "${ROUNDS:=2}" "${ROUND_PER:=25}" ;;
+    : "${INTENTS:=20}" "${MEM_PER:=50}" "${SDK_REPS:=2}" "${ROUNDS:=2}" "${ROUND_PER:=25}"
+    : "${SDK_IDLE:=1}" ;;
   *) echo "usage: bench/run.sh full|smoke" >&2; exit 2 ;;
 esac
 WARMUP=${WARMUP:-50}
@@ -497,8 +499,8 @@ bench_sdk() {
   local b=$1 out=$W/log/sdk-$b
   if [ $tg_ok = 0 ]; then skip sdk "$b" "$tg_why"; return; fi
   if [ -z "$PY_ROOTFS" ]; then skip sdk "$b" "no Python rootfs (bundles/rootfs/python.sh)"; return; fi
-  say "sdk ($b): Sandbox.run(\"print(1)\") cold vs warm=2, $SDK_REPS each"
-  if ! TOLLGATE=$TG TOLLGATE_ROOTFS=$PY_ROOTFS timeout 900 python3 bench/sdkbench.py "$b" "$SDK_REPS" >"$out" 2>&1; then
+  say "sdk ($b): Sandbox.run(\"print(1)\") cold vs warm=2, $SDK_REPS each; the idle pool for ${SDK_IDLE}s"
+  if ! SDKBENCH_IDLE=$SDK_IDLE TOLLGATE=$TG TOLLGATE_ROOTFS=$PY_ROOTFS timeout 900 python3 bench/sdkbench.py "$b" "$SDK_REPS" >"$out" 2>&1; then
     fail sdk "$b" "sdkbench failed: $(tail -3 "$out" | tr '\n' ' ')"; return
   fi
   emit sdk "$b" first-result "$(tail -1 "$out")"

@@ -753,9 +753,20 @@ def cell_main(token):
 JOB = "/app/.tollgate/job.json"  # written by the host (rename) when the run is taken
 
 
+# The longest wait between two looks for the job.  A warm container
+# waits for its claim for as long as the pool is idle, and under runsc's
+# ptrace platform every look (an open that fails, a sleep) is a round of
+# ptrace stops: with the init and its child both looking every 2 ms, one
+# unclaimed warm container took 31.5 % of a core; with the init alone
+# looking every 5 ms, 12.5 % (bench/sdkbench.py's warm_idle_cpu_pct,
+# docs/performance.md).  A claim waits 1.5 ms more on average, within the
+# warm runs' noise.
+JOB_WAIT_MAX = 0.005
+
+
 def _await_job():
-    """Poll (as a bridge caller does) for the host's job file: (header
-    dict, code bytes)."""
+    """Poll (as a bridge caller does: no event reaches gVisor for the
+    host's writes) for the host's job file: (header dict, code bytes)."""
     wait = 0.0002
     while True:
         try:
@@ -763,7 +774,7 @@ def _await_job():
             break
         except FileNotFoundError:
             time.sleep(wait)
-            wait = min(wait * 1.3, 0.002)
+            wait = min(wait * 1.3, JOB_WAIT_MAX)
     chunks = []
     while True:
         b = os.read(fd, 1 << 20)
@@ -778,22 +789,30 @@ def _await_job():
 def warm_main():
     """A warm container's init: fork the child that will run the job
     first (a fork costs milliseconds under gVisor: paid before the run is
-    claimed, not after), then both wait (polling, as a bridge caller does)
-    for the host to write the job; the child runs it once (a fresh
-    interpreter: a warm container is never reused); the parent enforces
+    claimed, not after), then wait (polling, as a bridge caller does) for
+    the host to write the job while the child waits on a pipe (a wait
+    inside the sandbox, which costs nothing while it lasts); the child
+    runs the job once (a fresh interpreter: a warm container is never
+    reused); the parent enforces
     the job's timeout and ends stdout and stderr with a trailer line
     carrying the job's nonce and the child's exit status, then exits,
     which stops the container."""
     guarded_r, guarded_w = os.pipe()
+    go_r, go_w = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(guarded_w)
+        os.close(go_w)
         os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
         # Not one instruction of the program before the init guarded
         # itself (_guard_init): an fd of /proc/1/mem opened earlier would
         # stay usable after.
         ok = os.read(guarded_r, 1) == b"1"
         os.close(guarded_r)
+        # Then the init's word that the job is there (EOF: the init is
+        # gone or refused the job).
+        ok = ok and os.read(go_r, 1) == b"g"
+        os.close(go_r)
         if not ok:
             os._exit(125)
         hdr, code = _await_job()
@@ -806,11 +825,15 @@ def warm_main():
                 os._exit(127)
         _run_main(code.decode("utf-8", "replace"))
     os.close(guarded_r)
+    os.close(go_r)
     unguarded = _guard_init()
     if not unguarded:
         os.write(guarded_w, b"1")
     os.close(guarded_w)
     hdr, _ = _await_job()
+    if not unguarded:
+        os.write(go_w, b"g")
+    os.close(go_w)
     nonce = str(hdr.get("nonce", "")).encode()
     if unguarded:
         os.waitpid(pid, 0)
