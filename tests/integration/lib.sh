@@ -17,6 +17,7 @@
 #   host ids      host_uid, claims
 #   bundles       make_bundle, probe_bundle, own_rootfs, py_bundle, fresh,
 #                 add_ro_bind, join_netns
+#   bridge        bridge_fixtures, slow_tool_fixtures (and its probes)
 #   refusals      check_refused
 #   python        project_python, doc_block
 set -u
@@ -237,6 +238,39 @@ bridge_fixtures() {
   PY_ROOTFS=$BUILD/rootfs/python
   bash "$dir/../../bundles/rootfs/python.sh" "$PY_ROOTFS" 2>/dev/null || echo "FAIL - python rootfs build"
 }
+
+# slow_tool_fixtures: the sidecar fault scripts' policy in $POL/policy.json
+# (made if need be; after bridge_fixtures it replaces the bridge policy):
+# one exec tool, slow (bridge/slow.py: answers after {"s": N} seconds),
+# 40 s timeout, 100 calls.  Their probes of it come with it:
+#   tools_running N   at least N slow tools run on the host
+#   tool_running, tool_gone
+#   events LOG EVENT  how many records of EVENT the audit log LOG holds
+#   no_mounts ID      nothing of container ID is mounted
+slow_tool_fixtures() {
+  local dir
+  dir=$(dirname "${BASH_SOURCE[0]}")
+  chmod 755 "$TG_ROOT"
+  POL=$TG_ROOT/pol
+  mkdir -p "$POL"
+  cp "$dir/bridge/slow.py" "$POL/"
+  cat > "$POL/policy.json" <<'P'
+{"version": 1,
+ "tools": {"slow": {"backend": {"type": "exec", "argv": ["slow.py"]}, "timeout": 40,
+                    "rules": [{"effect": "allow"}]}},
+ "budgets": {"max_tool_calls": 100}}
+P
+  chmod -R a+rX "$POL"
+}
+tools_running() { [ "$(pgrep -fc "$POL/slow.py")" -ge "$1" ]; }
+tool_running() { pgrep -f "$POL/slow.py" >/dev/null; }
+tool_gone() { ! tool_running; }
+events() { python3 -I -S - "$1" "$2" <<'PY'
+import json, sys
+print(sum(1 for r in map(json.loads, open(sys.argv[1])) if r.get("event") == sys.argv[2]))
+PY
+}
+no_mounts() { ! grep -q " $TG_ROOT/$1" /proc/self/mounts; }
 
 # make_bundle DIR [ARG...]: a bundle whose rootfs is the shared busybox
 # tree and whose process runs ARGs (default: sh -c 'echo hello').  Starts

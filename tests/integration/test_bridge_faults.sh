@@ -16,24 +16,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 
 bridge_fixtures
-cp "$here/bridge/slow.py" "$POL/"
-cat > "$POL/policy.json" <<'P'
-{"version": 1,
- "tools": {"slow": {"backend": {"type": "exec", "argv": ["slow.py"]}, "timeout": 40,
-                    "rules": [{"effect": "allow"}]}},
- "budgets": {"max_tool_calls": 100}}
-P
-chmod -R a+rX "$POL"
-
-tools_running() { [ "$(pgrep -fc "$POL/slow.py")" -ge "$1" ]; }
-events() { python3 - "$1" "$2" <<'PY'
-import json, sys
-print(sum(1 for r in map(json.loads, open(sys.argv[1])) if r.get("event") == sys.argv[2]))
-PY
-}
-tool_running() { pgrep -f "$POL/slow.py" >/dev/null; }
-tool_gone() { ! tool_running; }
-no_mounts() { ! grep -q " $TG_ROOT/$1" /proc/self/mounts; }
+slow_tool_fixtures
 
 # callers_report OUT KILL_TIME N: checks every caller's line in OUT.
 callers_report() {

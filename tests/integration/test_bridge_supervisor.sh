@@ -16,27 +16,8 @@
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 
-chmod 755 "$TG_ROOT"
-POL=$TG_ROOT/pol
-mkdir -p "$POL"
-cp "$here/bridge/slow.py" "$POL/"
-cat > "$POL/policy.json" <<'P'
-{"version": 1,
- "tools": {"slow": {"backend": {"type": "exec", "argv": ["slow.py"]}, "timeout": 40,
-                    "rules": [{"effect": "allow"}]}},
- "budgets": {"max_tool_calls": 100}}
-P
-chmod -R a+rX "$POL"
+slow_tool_fixtures
 
-tools_running() { [ "$(pgrep -fc "$POL/slow.py")" -ge "$1" ]; }
-events() { python3 - "$1" "$2" <<'PY'
-import json, sys
-print(sum(1 for r in map(json.loads, open(sys.argv[1])) if r.get("event") == sys.argv[2]))
-PY
-}
-tool_running() { pgrep -f "$POL/slow.py" >/dev/null; }
-tool_gone() { ! tool_running; }
-no_mounts() { ! grep -q " $TG_ROOT/$1" /proc/self/mounts; }
 # dead PID: gone, or a zombie its (stopped) parent has not reaped yet.
 dead() { pid_gone "$1" || [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" = Z ]; }
 

@@ -35,8 +35,7 @@ P
 done
 chmod -R a+rX "$POL"
 write_config 'sidecar_max_restarts=20'
-
-tools_running() { [ "$(pgrep -fc "$POL/slow.py")" -ge "$1" ]; }
+# (tools_running N: lib.sh's, with slow_tool_fixtures' probes)
 
 # Each caller prints "r CALLER I RC" per call, and stops at its first
 # budget_exhausted (5); "done" when all have.  Before "go": the even
