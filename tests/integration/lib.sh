@@ -223,18 +223,26 @@ runsc_platform() { tg --runtime runsc version | sed -n 's/^backend flags:.*--pla
 BUSYBOX_ROOTFS=$BUILD/rootfs/busybox
 bash "$(dirname "${BASH_SOURCE[0]}")/../../bundles/rootfs/busybox.sh" "$BUSYBOX_ROOTFS" 2>/dev/null
 
-# bridge_fixtures: what the bridge scripts share: the policy directory
-# $POL (the bridge policy and its exec tool; the tool runs under its own
-# uid, so the test root and $POL must be reachable by others) and the
-# Python rootfs $PY_ROOTFS, built once per build directory.
-bridge_fixtures() {
-  local dir
+# policy_dir FILE...: $POL, the policy directory, holding bridge/FILEs.
+# Exec tools run under their own uid, so the test root and $POL must be
+# reachable by others.
+policy_dir() {
+  local dir f
   dir=$(dirname "${BASH_SOURCE[0]}")
   chmod 755 "$TG_ROOT"
   POL=$TG_ROOT/pol
   mkdir -p "$POL"
-  cp "$dir/bridge/policy.json" "$dir/bridge/upper.py" "$POL/"
+  for f in "$@"; do cp "$dir/bridge/$f" "$POL/"; done
   chmod -R a+rX "$POL"
+}
+
+# bridge_fixtures: what the bridge scripts share: $POL with the bridge
+# policy and its exec tool, and the Python rootfs $PY_ROOTFS, built once
+# per build directory.
+bridge_fixtures() {
+  local dir
+  dir=$(dirname "${BASH_SOURCE[0]}")
+  policy_dir policy.json upper.py
   PY_ROOTFS=$BUILD/rootfs/python
   bash "$dir/../../bundles/rootfs/python.sh" "$PY_ROOTFS" 2>/dev/null || echo "FAIL - python rootfs build"
 }
@@ -248,12 +256,7 @@ bridge_fixtures() {
 #   events LOG EVENT  how many records of EVENT the audit log LOG holds
 #   no_mounts ID      nothing of container ID is mounted
 slow_tool_fixtures() {
-  local dir
-  dir=$(dirname "${BASH_SOURCE[0]}")
-  chmod 755 "$TG_ROOT"
-  POL=$TG_ROOT/pol
-  mkdir -p "$POL"
-  cp "$dir/bridge/slow.py" "$POL/"
+  policy_dir slow.py
   cat > "$POL/policy.json" <<'P'
 {"version": 1,
  "tools": {"slow": {"backend": {"type": "exec", "argv": ["slow.py"]}, "timeout": 40,
