@@ -793,10 +793,9 @@ def warm_main():
     the host to write the job while the child waits on a pipe (a wait
     inside the sandbox, which costs nothing while it lasts); the child
     runs the job once (a fresh interpreter: a warm container is never
-    reused); the parent enforces
-    the job's timeout and ends stdout and stderr with a trailer line
-    carrying the job's nonce and the child's exit status, then exits,
-    which stops the container."""
+    reused); the parent enforces the job's timeout and ends stdout and
+    stderr with a trailer line carrying the job's nonce and the child's
+    exit status, then exits, which stops the container."""
     guarded_r, guarded_w = os.pipe()
     go_r, go_w = os.pipe()
     pid = os.fork()

@@ -2,9 +2,9 @@
  * behind, under either backend.
  *
  * runsc (`runsc run` killed with tollgate, 20240729) and runc (`runc run`
- * or `runc create` killed by the run guard or with `tollgate create`)
- * make /sys/fs/cgroup/<ctrl>/<backend id> in every v1 hierarchy (and the
- * v2 one) before their state names the container.  Their own `delete
+ * killed by the run guard when tollgate dies) make
+ * /sys/fs/cgroup/<ctrl>/<backend id> in every v1 hierarchy (and the v2
+ * one) before their state names the container.  Their own `delete
  * --force` then says the container does not exist and leaves the empty
  * cgroups: one set per killed start (seen: 14 of 24 kill -9s of `tollgate
  * run --runtime runc` 20-70 ms into its start). */

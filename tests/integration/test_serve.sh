@@ -170,9 +170,9 @@ check_eq "with no service, gc past the deadline deleted the expired one only" 1 
 [ "$(containers)" = 1 ] || echo "diagnosis: now $(date +%s.%N), end $end, gc: $gc_out"
 check "the service starts again" start_serve
 check_eq "and took the two back" 2 "$(grep -c '"sandbox_readopted"' "$S/events.log")"
-check_eq "the expired one is recorded, with the reason" 1 \
-  "$(grep '"sandbox_dropped"' "$S/events.log" | grep -c 'its container is gone')"
-[ "$(grep '"sandbox_dropped"' "$S/events.log" | grep -c 'its container is gone')" = 1 ] ||
+dropped=$(grep '"sandbox_dropped"' "$S/events.log" | grep -c 'its container is gone')
+check_eq "the expired one is recorded, with the reason" 1 "$dropped"
+[ "$dropped" = 1 ] ||
   echo "diagnosis: dropped: $(grep '"sandbox_dropped"' "$S/events.log" | cut -c1-400); gc: $gc_out"
 client after_restart $made | grep -E '^(ok|FAIL) - '
 check "nothing of them left" wait_for 10 no_containers
